@@ -1,0 +1,1 @@
+"""Shared fixtures and markers for the whole suite."""
