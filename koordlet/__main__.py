@@ -1,9 +1,27 @@
 """Entry point: `koordlet` and `python -m koordlet`."""
 
+from __future__ import annotations
 
-def main() -> int:
-    raise SystemExit("koordlet: daemon not wired yet")
+import asyncio
+import sys
+from typing import Sequence
+
+from koordlet.config import ConfigError, parse_args
+from koordlet.logs import configure_logging
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        config = parse_args(argv)
+    except ConfigError as exc:
+        print(f"koordlet: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(config.log_level, config.log_format)
+    from koordlet.app import loop_factory, run
+
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        return runner.run(run(config))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,44 @@
+# The two set-up commands of the README are `make run` and `make test`; both
+# build their own virtualenv in .venv from nothing but python3 and gcc.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Extra daemon flags for `make run`, e.g. make run ARGS="--addr :9316 --log-level debug"
+ARGS ?=
+# Extra pytest arguments for `make test`, e.g. make test PYTEST_ARGS="-k nri -x"
+PYTEST_ARGS ?=
+
+.PHONY: run test install install-test proto bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV) || { apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.installed-run: $(PY) setup.cfg setup.py pyproject.toml
+	$(PY) -m pip install -q -e '.[fast]'
+	touch $@
+
+$(VENV)/.installed-test: $(PY) setup.cfg setup.py pyproject.toml
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed-run
+install-test: $(VENV)/.installed-test
+
+# Runs the daemon standalone on this host. Metrics stay on loopback unless ARGS says otherwise.
+run: install
+	$(VENV)/bin/koordlet --addr 127.0.0.1:9316 $(ARGS)
+
+test: install-test
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+proto: install-test
+	$(PY) -m proto.generate
+
+bench: install-test
+	@for b in bench/*.py; do n=$$(basename $$b .py); [ "$$n" = "__init__" ] && continue; \
+	  echo "== $$n"; $(PY) -m bench.$$n || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

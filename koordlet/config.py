@@ -1,0 +1,188 @@
+"""The daemon's configuration: command-line flags, an optional YAML/JSON file
+with the same keys, and the rule that flags win over the file.
+
+`parse_args(argv)` is the whole story; it returns a frozen `Config` or raises
+`ConfigError` with a message fit for the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from koordlet import __version__, defaults
+from koordlet.features import FeatureGateError, FeatureGates, describe, parse_bool, parse_feature_gates, resolve
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message says why."""
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("auto", "json", "console")
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    addr: str = defaults.ADDR
+    feature_gates: FeatureGates = field(default_factory=resolve)
+    cgroup_root_dir: Path = defaults.CGROUP_ROOT_DIR
+    proc_root_dir: Path = defaults.PROC_ROOT_DIR
+    sys_root_dir: Path = defaults.SYS_ROOT_DIR
+    nri_socket: Path = defaults.NRI_SOCKET
+    state_dir: Path = defaults.STATE_DIR
+    node_name: str = ""
+    kubeconfig: Path | None = None
+    log_level: str = defaults.LOG_LEVEL
+    log_format: str = defaults.LOG_FORMAT
+    config_file: Path | None = None
+
+    @property
+    def standalone(self) -> bool:
+        """No API server to talk to: no kubeconfig and not running in a pod."""
+        return self.kubeconfig is None and not in_pod()
+
+
+def in_pod(environ: Mapping[str, str] = os.environ) -> bool:
+    return "KUBERNETES_SERVICE_HOST" in environ
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    key: str  # the flag without dashes, and the key in a config file
+    help: str
+    default: Any
+    kind: type = str
+    choices: tuple[str, ...] | None = None
+    shown_default: str | None = None  # how --help names a default that is computed
+
+
+_OPTIONS: tuple[_Option, ...] = (
+    _Option("addr", "HTTP bind address for /metrics, /healthz and /readyz ([host]:port)", defaults.ADDR),
+    _Option("feature-gates", "comma-separated NAME=true|false pairs (gates listed below)", ""),
+    _Option("cgroup-root-dir", "root of the cgroup filesystem", defaults.CGROUP_ROOT_DIR, Path),
+    _Option("proc-root-dir", "root of procfs", defaults.PROC_ROOT_DIR, Path),
+    _Option("sys-root-dir", "root of sysfs", defaults.SYS_ROOT_DIR, Path),
+    _Option("nri-socket", "containerd NRI socket to register on", defaults.NRI_SOCKET, Path),
+    _Option("state-dir", "directory for state that survives a restart", defaults.STATE_DIR, Path),
+    _Option("node-name", "name of this node", "", shown_default="the host name"),
+    _Option("kubeconfig", "kubeconfig for the API server; absent and not in a pod = standalone", None, Path),
+    _Option("log-level", "log level", defaults.LOG_LEVEL, str, LOG_LEVELS),
+    _Option("log-format", "auto: JSON in a pod or when not on a terminal, console otherwise",
+            defaults.LOG_FORMAT, str, LOG_FORMATS),
+)
+_BY_KEY = {option.key: option for option in _OPTIONS}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="koordlet",
+        description="Node-local colocation agent: NRI plugin, cgroup QoS, metrics, topology.",
+        epilog="feature gates (name=default (stage)):\n" + describe(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        argument_default=argparse.SUPPRESS,  # only flags given on the command line appear
+    )
+    for option in _OPTIONS:
+        shown = option.shown_default or (option.default if option.default not in (None, "") else "none")
+        parser.add_argument(
+            f"--{option.key}",
+            dest=option.key.replace("-", "_"),
+            metavar=option.key.split("-")[-1].upper(),
+            choices=option.choices,
+            help=f"{option.help} (default: {shown})",
+        )
+    parser.add_argument("--config", dest="config", metavar="FILE",
+                        help="YAML or JSON file with the same keys as the flags; flags win")
+    parser.add_argument("--version", action="version", version=f"koordlet-py {__version__}")
+    return parser
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """Read a YAML/JSON mapping whose keys are flag names (dashes or underscores)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"config file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of flag names to values")
+    result: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = str(raw_key).replace("_", "-")
+        if key not in _BY_KEY:
+            raise ConfigError(f"config file {path}: unknown key {raw_key!r}")
+        result[key] = value
+    return result
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Config:
+    """Flags over file over defaults. Raises ConfigError on any bad value."""
+    namespace = vars(build_parser().parse_args(argv))
+    config_path = Path(namespace.pop("config")) if "config" in namespace else None
+    merged: dict[str, Any] = load_config_file(config_path) if config_path else {}
+    merged.update({key.replace("_", "-"): value for key, value in namespace.items()})
+    return _build(merged, config_path)
+
+
+def _build(values: Mapping[str, Any], config_path: Path | None) -> Config:
+    kwargs: dict[str, Any] = {"config_file": config_path}
+    for key, raw in values.items():
+        option = _BY_KEY[key]
+        name = key.replace("-", "_")
+        if key == "feature-gates":
+            kwargs[name] = _gates(raw)
+        elif raw is None:
+            kwargs[name] = None
+        else:
+            kwargs[name] = _coerce(option, raw)
+    kwargs.setdefault("node_name", "")
+    if not kwargs["node_name"]:
+        kwargs["node_name"] = socket.gethostname()
+    parse_addr(kwargs.get("addr", defaults.ADDR))
+    return Config(**kwargs)
+
+
+def _coerce(option: _Option, raw: Any) -> Any:
+    if isinstance(raw, (dict, list)):
+        raise ConfigError(f"{option.key}: expected a single value, got {type(raw).__name__}")
+    value = option.kind(str(raw))
+    if option.choices and value not in option.choices:
+        raise ConfigError(f"{option.key}: {raw!r} is not one of {', '.join(option.choices)}")
+    return value
+
+
+def _gates(raw: Any) -> FeatureGates:
+    try:
+        if isinstance(raw, dict):  # a config file may give a mapping
+            return resolve({str(k): parse_bool(str(k), str(v)) for k, v in raw.items()})
+        return resolve(parse_feature_gates(str(raw)))
+    except FeatureGateError as exc:
+        raise ConfigError(f"feature-gates: {exc}") from exc
+
+
+def parse_addr(addr: str) -> tuple[str | None, int]:
+    """Split `[host]:port` into (host or None for all interfaces, port)."""
+    host, sep, port_text = addr.rpartition(":")
+    if not sep:
+        raise ConfigError(f"addr {addr!r} must be [host]:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigError(f"addr {addr!r}: port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"addr {addr!r}: port out of range")
+    return (host or None), port

@@ -1,0 +1,120 @@
+"""Module lifecycle on one asyncio loop.
+
+A module is any object with a `name`, `async start()`, `async stop()` and
+`ready() -> bool`. The daemon starts modules in order, stops them in reverse,
+and turns SIGTERM/SIGINT into an orderly stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import structlog
+
+from koordlet import defaults
+
+log = structlog.get_logger(__name__)
+
+
+class Module(Protocol):
+    name: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def ready(self) -> bool: ...
+
+
+class StartupError(Exception):
+    """A module could not start; `exit_code` is what the process should exit with."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    not_ready: tuple[str, ...]
+
+    @property
+    def ready(self) -> bool:
+        return not self.not_ready
+
+
+class Daemon:
+    def __init__(self, modules: Sequence[Module] = (), shutdown_grace: float = defaults.SHUTDOWN_GRACE_SECONDS) -> None:
+        self._modules: list[Module] = list(modules)
+        self._started: list[Module] = []
+        self._stop_requested = asyncio.Event()
+        self._grace = shutdown_grace
+
+    def add(self, module: Module) -> None:
+        self._modules.append(module)
+
+    def readiness(self) -> Readiness:
+        return Readiness(tuple(m.name for m in self._started if not _is_ready(m))
+                         + tuple(m.name for m in self._modules if m not in self._started))
+
+    def request_stop(self) -> None:
+        self._stop_requested.set()
+
+    async def run(self) -> int:
+        """Start everything, wait for a stop request, stop everything. Returns the exit code."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self._on_signal, signum)
+        try:
+            code = await self._start_all()
+            if code != 0:
+                return code
+            log.info("daemon_started", modules=[m.name for m in self._started])
+            await self._stop_requested.wait()
+            return 0
+        finally:
+            await self._stop_all()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+
+    def _on_signal(self, signum: int) -> None:
+        log.info("stop_signal_received", signal=signal.Signals(signum).name)
+        self._stop_requested.set()
+
+    async def _start_all(self) -> int:
+        for module in self._modules:
+            try:
+                await module.start()
+            except StartupError as exc:
+                log.error("module_start_failed", module=module.name, error=str(exc))
+                return exc.exit_code
+            except Exception as exc:  # a module bug must still end in a clear line
+                log.error("module_start_failed", module=module.name, error=repr(exc), exc_info=True)
+                return 1
+            self._started.append(module)
+            log.info("module_started", module=module.name)
+        return 0
+
+    async def _stop_all(self) -> None:
+        stopping = list(reversed(self._started))
+        self._started.clear()
+        for module in stopping:
+            try:
+                await asyncio.wait_for(module.stop(), timeout=self._grace / max(len(stopping), 1))
+            except asyncio.TimeoutError:
+                log.warning("module_stop_timed_out", module=module.name)
+            except Exception as exc:
+                log.error("module_stop_failed", module=module.name, error=repr(exc))
+            else:
+                log.info("module_stopped", module=module.name)
+
+
+def _is_ready(module: Module) -> bool:
+    try:
+        return bool(module.ready())
+    except Exception as exc:
+        log.warning("module_ready_check_failed", module=module.name, error=repr(exc))
+        return False

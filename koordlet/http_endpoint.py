@@ -1,0 +1,163 @@
+"""The daemon's HTTP endpoint: GET /metrics, /healthz, /readyz.
+
+HTTP/1.1 parsing is h11's (a sans-IO state machine); this module owns only the
+socket and the three routes. Everything runs on the daemon's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import gzip
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+import h11
+import structlog
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from koordlet import defaults
+from koordlet.daemon import Readiness, StartupError
+
+log = structlog.get_logger(__name__)
+
+_READ_CHUNK = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    body: bytes
+    content_type: str = "text/plain; charset=utf-8"
+
+
+class HttpEndpoint:
+    """A daemon module serving the three routes on one address."""
+
+    name = "http"
+
+    def __init__(self, host: str | None, port: int, registry: CollectorRegistry,
+                 readiness: Callable[[], Readiness]) -> None:
+        self._host = host
+        self._port = port
+        self._registry = registry
+        self._readiness = readiness
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task] = set()
+
+    @property
+    def bound_port(self) -> int | None:
+        if self._server is None or not self._server.sockets:
+            return None
+        return self._server.sockets[0].getsockname()[1]
+
+    async def start(self) -> None:
+        try:
+            self._server = await asyncio.start_server(self._serve_connection, self._host, self._port,
+                                                      reuse_address=True)
+        except OSError as exc:
+            why = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+            raise StartupError(f"cannot listen on {self._host or '*'}:{self._port}: {why}", exit_code=2) from exc
+        log.info("http_listening", addr=[sock.getsockname()[:2] for sock in self._server.sockets])
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._server.wait_closed()
+        self._server = None
+
+    def ready(self) -> bool:
+        return self._server is not None
+
+    def route(self, method: str, target: str, accept_gzip: bool) -> tuple[Reply, bool]:
+        """Answer one request. Returns the reply and whether its body is gzip-encoded."""
+        path = target.split("?", 1)[0]
+        if method not in ("GET", "HEAD"):
+            return Reply(405, b"method not allowed\n"), False
+        if path == "/metrics":
+            body = generate_latest(self._registry)
+            if accept_gzip and len(body) >= defaults.HTTP_GZIP_MIN_BYTES:
+                return Reply(200, gzip.compress(body, defaults.HTTP_GZIP_LEVEL), CONTENT_TYPE_LATEST), True
+            return Reply(200, body, CONTENT_TYPE_LATEST), False
+        if path == "/healthz":
+            return Reply(200, b"ok\n"), False
+        if path == "/readyz":
+            state = self._readiness()
+            if state.ready:
+                return Reply(200, b'{"ready":true}\n', "application/json"), False
+            body = json.dumps({"ready": False, "notReady": list(state.not_ready)}).encode() + b"\n"
+            return Reply(503, body, "application/json"), False
+        return Reply(404, b"not found\n"), False
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        conn = h11.Connection(h11.SERVER)
+        try:
+            await self._conversation(conn, reader, writer)
+        except (ConnectionError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+            pass
+        except h11.RemoteProtocolError as exc:
+            log.debug("http_bad_request", error=str(exc))
+            await _try_send_error(conn, writer, exc.error_status_hint)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _conversation(self, conn: h11.Connection, reader: asyncio.StreamReader,
+                            writer: asyncio.StreamWriter) -> None:
+        request: h11.Request | None = None
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await asyncio.wait_for(reader.read(_READ_CHUNK), defaults.HTTP_IDLE_TIMEOUT_SECONDS)
+                conn.receive_data(data)
+                continue
+            if isinstance(event, h11.Request):
+                request = event
+            elif isinstance(event, h11.EndOfMessage) and request is not None:
+                await self._respond(conn, writer, request)
+                request = None
+                if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                    return
+                conn.start_next_cycle()
+            elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                return
+
+    async def _respond(self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request) -> None:
+        accept = _header(request, b"accept-encoding")
+        reply, gzipped = self.route(request.method.decode("ascii", "replace"),
+                                    request.target.decode("ascii", "replace"), b"gzip" in accept)
+        headers = [("content-type", reply.content_type), ("content-length", str(len(reply.body)))]
+        if gzipped:
+            headers.append(("content-encoding", "gzip"))
+        writer.write(conn.send(h11.Response(status_code=reply.status, headers=headers)))
+        if request.method != b"HEAD":
+            writer.write(conn.send(h11.Data(data=reply.body)))
+        writer.write(conn.send(h11.EndOfMessage()))
+        await writer.drain()
+
+
+def _header(request: h11.Request, name: bytes) -> bytes:
+    return b",".join(value for key, value in request.headers if key == name)
+
+
+async def _try_send_error(conn: h11.Connection, writer: asyncio.StreamWriter, status: int) -> None:
+    if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        return
+    body = b"bad request\n"
+    try:
+        writer.write(conn.send(h11.Response(status_code=status, headers=[
+            ("content-length", str(len(body))), ("connection", "close")])))
+        writer.write(conn.send(h11.Data(data=body)))
+        writer.write(conn.send(h11.EndOfMessage()))
+        await writer.drain()
+    except (h11.LocalProtocolError, ConnectionError):
+        pass

@@ -1,0 +1,73 @@
+"""Start the real daemon as a child process for endpoint and signal tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class DaemonProcess:
+    proc: subprocess.Popen
+    port: int
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, response.read(), _lower(response.headers)
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read(), _lower(exc.headers)
+
+    def terminate(self, timeout: float = 5.0) -> tuple[int, float]:
+        start = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=timeout)
+        return code, time.monotonic() - start
+
+    def stderr(self) -> str:
+        return self.proc.stderr.read().decode() if self.proc.stderr else ""
+
+
+def spawn(args: list[str]) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    return subprocess.Popen([sys.executable, "-m", "koordlet", *args], cwd=PROJECT_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def start_daemon(state_dir: Path, extra: list[str] = (), wait: float = 10.0) -> DaemonProcess:
+    port = free_port()
+    proc = spawn(["--addr", f"127.0.0.1:{port}", "--state-dir", str(state_dir), "--log-format", "json", *extra])
+    daemon = DaemonProcess(proc, port)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daemon exited early with {proc.returncode}: {daemon.stderr()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return daemon
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("daemon did not listen in time")
+
+
+def _lower(headers) -> dict[str, str]:
+    return {key.lower(): value for key, value in headers.items()}

@@ -1,0 +1,121 @@
+"""Flags, config file merge and feature gates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from koordlet import defaults
+from koordlet.config import ConfigError, parse_addr, parse_args
+from koordlet.features import SPECS, FeatureGateError, parse_feature_gates, resolve
+
+
+def test_defaults_come_from_the_defaults_module():
+    config = parse_args([])
+    assert config.addr == defaults.ADDR == ":9316"
+    assert config.cgroup_root_dir == defaults.CGROUP_ROOT_DIR
+    assert config.proc_root_dir == defaults.PROC_ROOT_DIR
+    assert config.sys_root_dir == defaults.SYS_ROOT_DIR
+    assert config.nri_socket == Path("/var/run/nri/nri.sock")
+    assert config.state_dir == Path("/var/lib/koordlet")
+    assert config.node_name  # the host name
+    assert config.kubeconfig is None
+    assert all(config.feature_gates.enabled(name) == spec.default for name, spec in SPECS.items())
+
+
+def test_flags_override_defaults():
+    config = parse_args(["--addr", "127.0.0.1:1234", "--node-name", "n1", "--cgroup-root-dir", "/tmp/cg",
+                         "--feature-gates", "CPUBurst=false,CPICollector=true"])
+    assert config.addr == "127.0.0.1:1234"
+    assert config.node_name == "n1"
+    assert config.cgroup_root_dir == Path("/tmp/cg")
+    assert not config.feature_gates.enabled("CPUBurst")
+    assert config.feature_gates.enabled("CPICollector")
+    assert config.feature_gates.overridden() == {"CPUBurst": False, "CPICollector": True}
+
+
+def test_config_file_yaml_is_merged_and_flags_win(tmp_path):
+    path = tmp_path / "koordlet.yaml"
+    path.write_text("addr: 127.0.0.1:7000\nnode_name: from-file\nlog-level: debug\n"
+                    "feature-gates:\n  CPUBurst: false\n")
+    config = parse_args(["--config", str(path), "--node-name", "from-flag"])
+    assert config.addr == "127.0.0.1:7000"
+    assert config.node_name == "from-flag"
+    assert config.log_level == "debug"
+    assert not config.feature_gates.enabled("CPUBurst")
+    assert config.config_file == path
+
+
+def test_config_file_json_with_gate_string(tmp_path):
+    path = tmp_path / "koordlet.json"
+    path.write_text(json.dumps({"state-dir": "/tmp/s", "feature-gates": "PSICollector=false"}))
+    config = parse_args(["--config", str(path)])
+    assert config.state_dir == Path("/tmp/s")
+    assert not config.feature_gates.enabled("PSICollector")
+
+
+@pytest.mark.parametrize("content, message", [
+    ("addr: [1, 2]\n", "expected a single value"),
+    ("no-such-key: 1\n", "unknown key"),
+    ("- a\n- b\n", "must hold a mapping"),
+    ("addr: :1\n  bad: indent\n", "not valid YAML"),
+    ("log-level: loud\n", "not one of"),
+    ("feature-gates: {CPUBurst: maybe}\n", "not a boolean"),
+])
+def test_bad_config_file_is_a_clear_error(tmp_path, content, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        parse_args(["--config", str(path)])
+
+
+def test_missing_config_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        parse_args(["--config", str(tmp_path / "absent.yaml")])
+
+
+def test_unknown_gate_and_bad_value_are_errors():
+    with pytest.raises(FeatureGateError, match="unknown feature gate 'Nope'"):
+        parse_feature_gates("Nope=true")
+    with pytest.raises(FeatureGateError, match="not a boolean"):
+        parse_feature_gates("CPUBurst=perhaps")
+    with pytest.raises(FeatureGateError, match="NAME=true"):
+        parse_feature_gates("CPUBurst")
+    with pytest.raises(ConfigError, match="feature-gates"):
+        parse_args(["--feature-gates", "Nope=true"])
+
+
+@given(st.dictionaries(st.sampled_from(sorted(SPECS)), st.booleans()))
+def test_feature_gate_text_round_trips(states):
+    text = ",".join(f"{name}={str(on).lower()}" for name, on in states.items())
+    assert parse_feature_gates(text) == states
+    gates = resolve(states)
+    for name, spec in SPECS.items():
+        assert gates.enabled(name) == states.get(name, spec.default)
+
+
+@pytest.mark.parametrize("addr, expected", [
+    (":9316", (None, 9316)),
+    ("127.0.0.1:80", ("127.0.0.1", 80)),
+    ("[::1]:9316", ("::1", 9316)),
+    ("0.0.0.0:0", ("0.0.0.0", 0)),
+])
+def test_parse_addr(addr, expected):
+    assert parse_addr(addr) == expected
+
+
+@pytest.mark.parametrize("addr", ["9316", "host:port", ":70000"])
+def test_parse_addr_rejects_bad_input(addr):
+    with pytest.raises(ConfigError):
+        parse_addr(addr)
+
+
+def test_standalone_unless_kubeconfig_or_in_pod(monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert parse_args([]).standalone
+    assert not parse_args(["--kubeconfig", "/etc/kube.conf"]).standalone
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    assert not parse_args([]).standalone

@@ -1,0 +1,71 @@
+"""Daemon: start order, stop order, failures and readiness, in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+from koordlet.daemon import Daemon, StartupError
+
+
+class Recorder:
+    def __init__(self, name, journal, fail=None, is_ready=True, slow_stop=0.0):
+        self.name, self.journal, self.fail, self.is_ready, self.slow_stop = name, journal, fail, is_ready, slow_stop
+
+    async def start(self):
+        if self.fail:
+            raise self.fail
+        self.journal.append(("start", self.name))
+
+    async def stop(self):
+        await asyncio.sleep(self.slow_stop)
+        self.journal.append(("stop", self.name))
+
+    def ready(self):
+        return self.is_ready
+
+
+async def test_modules_start_in_order_and_stop_in_reverse():
+    journal = []
+    daemon = Daemon([Recorder("a", journal), Recorder("b", journal)])
+    runner = asyncio.create_task(daemon.run())
+    await asyncio.sleep(0.01)
+    assert daemon.readiness().ready
+    daemon.request_stop()
+    assert await asyncio.wait_for(runner, 2) == 0
+    assert journal == [("start", "a"), ("start", "b"), ("stop", "b"), ("stop", "a")]
+
+
+async def test_failing_module_gives_its_exit_code_and_stops_the_started_ones():
+    journal = []
+    daemon = Daemon([Recorder("a", journal), Recorder("b", journal, fail=StartupError("nope", 2)),
+                     Recorder("c", journal)])
+    assert await asyncio.wait_for(daemon.run(), 2) == 2
+    assert journal == [("start", "a"), ("stop", "a")]
+
+
+async def test_module_bug_at_start_is_exit_1_not_a_traceback():
+    daemon = Daemon([Recorder("a", [], fail=RuntimeError("bug"))])
+    assert await asyncio.wait_for(daemon.run(), 2) == 1
+
+
+async def test_readiness_names_modules_that_are_not_ready():
+    journal = []
+    daemon = Daemon([Recorder("a", journal), Recorder("b", journal, is_ready=False)])
+    assert daemon.readiness().not_ready == ("a", "b")  # nothing started yet
+    runner = asyncio.create_task(daemon.run())
+    await asyncio.sleep(0.01)
+    assert daemon.readiness().not_ready == ("b",)
+    daemon.request_stop()
+    await asyncio.wait_for(runner, 2)
+
+
+async def test_sigterm_stops_the_daemon_and_a_hung_module_cannot_hold_it():
+    journal = []
+    daemon = Daemon([Recorder("fast", journal), Recorder("hung", journal, slow_stop=30)], shutdown_grace=0.5)
+    runner = asyncio.create_task(daemon.run())
+    await asyncio.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await asyncio.wait_for(runner, 2) == 0
+    assert journal[-1] == ("stop", "fast")

@@ -1,0 +1,121 @@
+"""The real daemon process: endpoints, exit codes, signal handling."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+
+import pytest
+
+from tests.koordlet.daemon_process import free_port, spawn, start_daemon
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    proc = start_daemon(tmp_path / "state")
+    yield proc
+    if proc.proc.poll() is None:
+        proc.proc.kill()
+        proc.proc.wait()
+
+
+def test_metrics_serves_build_start_and_process_metrics(daemon):
+    status, body, headers = daemon.get("/metrics")
+    text = body.decode()
+    assert status == 200
+    assert headers["content-type"].startswith("text/plain; version=")
+    assert 'koordlet_build_info{python_version="' in text and 'version="0.1.0"' in text
+    assert "koordlet_start_time_seconds{node=" in text
+    assert "process_resident_memory_bytes " in text
+
+
+def test_healthz_and_readyz_answer_ok_once_started(daemon):
+    assert daemon.get("/healthz")[:2] == (200, b"ok\n")
+    status, body, _ = daemon.get("/readyz")
+    assert status == 200
+    assert json.loads(body) == {"ready": True}
+
+
+def test_unknown_path_is_404_and_post_is_405(daemon):
+    assert daemon.get("/nope")[0] == 404
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as sock:
+        sock.sendall(b"POST /metrics HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+        assert sock.recv(100).startswith(b"HTTP/1.1 405")
+
+
+def test_garbage_request_gets_400_and_the_daemon_keeps_serving(daemon):
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as sock:
+        sock.sendall(b"\x00\x01 not http at all\r\n\r\n")
+        assert sock.recv(100).startswith(b"HTTP/1.1 400")
+    assert daemon.get("/healthz")[0] == 200
+
+
+def test_keep_alive_serves_two_requests_on_one_connection(daemon):
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\nGET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        received = b""
+        while received.count(b"ok\n") < 2:
+            chunk = sock.recv(4096)
+            assert chunk, "connection closed before the second answer"
+            received += chunk
+    assert received.count(b"HTTP/1.1 200") == 2
+
+
+def test_sigterm_exits_zero_within_two_seconds(daemon):
+    code, took = daemon.terminate()
+    assert code == 0
+    assert took < 2.0
+    assert "koordlet_exiting" in daemon.stderr()
+
+
+def test_taken_port_is_a_clear_error_and_exit_2(tmp_path):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        proc = spawn(["--addr", f"127.0.0.1:{port}", "--state-dir", str(tmp_path), "--log-format", "json"])
+        _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 2
+    assert "address already in use" in err.decode()
+    assert "Traceback" not in err.decode()
+
+
+def test_unwritable_state_dir_is_exit_2(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a dir")
+    proc = spawn(["--addr", f"127.0.0.1:{free_port()}", "--state-dir", str(blocker / "state")])
+    _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 2
+    assert "cannot create state dir" in err.decode()
+
+
+def test_unknown_feature_gate_exits_2_naming_the_gate(tmp_path):
+    proc = spawn(["--feature-gates", "NoSuchGate=true", "--state-dir", str(tmp_path)])
+    _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 2
+    assert "NoSuchGate" in err.decode()
+
+
+def test_help_documents_every_flag_and_gate():
+    from koordlet.config import _OPTIONS
+    from koordlet.features import SPECS
+
+    out = subprocess.run(spawn(["--help"]).args, capture_output=True, text=True, timeout=15,
+                         env=spawn_env(), cwd=project_root())
+    assert out.returncode == 0
+    for option in _OPTIONS:
+        assert f"--{option.key}" in out.stdout
+    for name, spec in SPECS.items():
+        assert f"{name}={str(spec.default).lower()}" in out.stdout
+
+
+def spawn_env():
+    import os
+    from tests.koordlet.daemon_process import PROJECT_ROOT
+    return dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+
+
+def project_root():
+    from tests.koordlet.daemon_process import PROJECT_ROOT
+    return PROJECT_ROOT

@@ -1,0 +1,56 @@
+"""HttpEndpoint.route: the answer for each path, without a socket."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from koordlet import defaults
+from koordlet.daemon import Readiness
+from koordlet.http_endpoint import HttpEndpoint
+
+
+def endpoint(registry=None, not_ready=()):
+    return HttpEndpoint("127.0.0.1", 0, registry or CollectorRegistry(), lambda: Readiness(tuple(not_ready)))
+
+
+def big_registry(series: int) -> CollectorRegistry:
+    registry = CollectorRegistry()
+    gauge = Gauge("test_series", "many series", ["i"], registry=registry)
+    for i in range(series):
+        gauge.labels(i=str(i)).set(i)
+    return registry
+
+
+def test_readyz_names_the_modules_not_ready_with_503():
+    reply, _ = endpoint(not_ready=("nri", "reconciler")).route("GET", "/readyz", False)
+    assert reply.status == 503
+    assert json.loads(reply.body) == {"ready": False, "notReady": ["nri", "reconciler"]}
+
+
+def test_large_metrics_payload_is_gzipped_only_when_accepted():
+    ep = endpoint(big_registry(500))
+    plain, plain_gz = ep.route("GET", "/metrics", False)
+    packed, packed_gz = ep.route("GET", "/metrics", True)
+    assert len(plain.body) >= defaults.HTTP_GZIP_MIN_BYTES
+    assert (plain_gz, packed_gz) == (False, True)
+    assert gzip.decompress(packed.body) == plain.body
+
+
+def test_small_metrics_payload_is_not_compressed():
+    ep = endpoint(big_registry(1))
+    reply, gzipped = ep.route("GET", "/metrics", True)
+    assert not gzipped
+    assert b'test_series{i="0"} 0.0' in reply.body
+
+
+def test_query_string_is_ignored_for_routing():
+    assert endpoint().route("GET", "/healthz?verbose=1", False)[0].status == 200
+
+
+def test_head_is_allowed_and_other_methods_are_not():
+    ep = endpoint()
+    assert ep.route("HEAD", "/healthz", False)[0].status == 200
+    assert ep.route("DELETE", "/healthz", False)[0].status == 405

@@ -1,0 +1,21 @@
+"""sd_notify sends one datagram to $NOTIFY_SOCKET, and is silent without it."""
+
+import socket
+
+from koordlet.sdnotify import notify
+
+
+def test_notify_sends_ready_to_the_socket(tmp_path):
+    path = tmp_path / "notify.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as receiver:
+        receiver.bind(str(path))
+        assert notify("READY=1", {"NOTIFY_SOCKET": str(path)})
+        assert receiver.recv(64) == b"READY=1"
+
+
+def test_notify_without_socket_is_a_no_op():
+    assert notify("READY=1", {}) is False
+
+
+def test_notify_to_a_missing_socket_reports_failure(tmp_path):
+    assert notify("READY=1", {"NOTIFY_SOCKET": str(tmp_path / "absent")}) is False
