@@ -1,0 +1,191 @@
+"""The only IO shell for cgroup files: locate, check support, read, parse, validate, write.
+
+A cgroup is named by its directory relative to the hierarchy root ("kubepods/burstable/
+pod<uid>/<cid>", "" for the root); the same name serves v1 and v2. Where the file lives is
+decided by the resource table and the detected hierarchy, never by callers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from system.cgroup_resource import CgroupResource, get_resource
+from system.cgroup_version import (
+    V1_TO_V2_CONTROLLER,
+    CgroupHierarchy,
+    CgroupMode,
+    detect_hierarchy,
+)
+from system.cgroup_resource import SupportCheck
+from system.errors import InvalidValue, NotSupported, classify_os_error
+from system.host import Host
+
+log = structlog.get_logger(__name__)
+
+# cgroup2 files every cgroup has, whichever controllers are enabled
+V2_CORE_FILES = frozenset(
+    {"cgroup.procs", "cgroup.threads", "cpu.stat", "cpu.pressure", "memory.pressure",
+     "io.pressure"}
+)
+
+READ_CHUNK = 64 * 1024
+
+
+def clean_cgroup_dir(cgroup_dir: str) -> str:
+    """Normalise a relative cgroup dir ("/a/b/" -> "a/b"); InvalidValue for ".." or NUL."""
+    text = cgroup_dir.strip("/")
+    if "\x00" in text:
+        raise InvalidValue("NUL in cgroup dir %r" % cgroup_dir)
+    parts = [p for p in text.split("/") if p and p != "."]
+    if any(p == ".." for p in parts):
+        raise InvalidValue("'..' in cgroup dir %r" % cgroup_dir)
+    return "/".join(parts)
+
+
+def read_fd_text(fd: int) -> str:
+    """Read a whole small kernel file from offset 0 of an open fd."""
+    chunks = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, READ_CHUNK, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        if len(chunk) < READ_CHUNK:
+            break
+    return b"".join(chunks).decode("ascii", "replace")
+
+
+class CgroupFiles:
+    """Typed access to cgroup files on one host (real or fake tree)."""
+
+    def __init__(self, host: Host, hierarchy: CgroupHierarchy | None = None) -> None:
+        self.host = host
+        self.hierarchy = hierarchy if hierarchy is not None else detect_hierarchy(host)
+
+    # ------------------------------------------------------------ locating
+
+    def locate(self, resource: str | CgroupResource) -> tuple[int, Path]:
+        """(version, hierarchy root) that serves this resource here; NotSupported if none."""
+        res = get_resource(resource)
+        h = self.hierarchy
+        if h.unified_root is not None and res.v2_file is not None:
+            v1_root = h.v1_root(res.subsystem) if res.v1_file is not None else None
+            if h.mode is CgroupMode.V2 or res.prefer_unified or v1_root is None:
+                return 2, h.unified_root
+        v1_root = h.v1_root(res.subsystem)
+        if v1_root is not None and res.v1_file is not None:
+            return 1, v1_root
+        raise NotSupported(
+            "%s has no file on this host (%s)" % (res.name, h.mode.value), h.cgroup_root
+        )
+
+    def version_for(self, resource: str | CgroupResource) -> int:
+        return self.locate(resource)[0]
+
+    def dir_path(self, resource: str | CgroupResource, cgroup_dir: str) -> Path:
+        _, root = self.locate(resource)
+        rel = clean_cgroup_dir(cgroup_dir)
+        return root / rel if rel else root
+
+    def path(self, resource: str | CgroupResource, cgroup_dir: str) -> Path:
+        res = get_resource(resource)
+        version, root = self.locate(res)
+        rel = clean_cgroup_dir(cgroup_dir)
+        name = res.file(version)
+        assert name is not None  # locate() only answers versions with a file
+        return (root / rel / name) if rel else (root / name)
+
+    def subsystem_dir(self, subsystem: str, cgroup_dir: str) -> Path:
+        """The directory of a cgroup in one controller's hierarchy (unified on v2)."""
+        root = self.hierarchy.controller_root(subsystem)
+        if root is None:
+            if self.hierarchy.mode is not CgroupMode.V1 and self.hierarchy.unified_root:
+                root = self.hierarchy.unified_root
+            else:
+                raise NotSupported("controller %s is not mounted" % subsystem)
+        rel = clean_cgroup_dir(cgroup_dir)
+        return root / rel if rel else root
+
+    def exists(self, cgroup_dir: str, subsystem: str = "cpu") -> bool:
+        try:
+            return self.subsystem_dir(subsystem, cgroup_dir).is_dir()
+        except NotSupported:
+            return False
+
+    def supported(self, resource: str | CgroupResource, cgroup_dir: str = "") -> bool:
+        """Whether this host offers the resource (for FILE_EXISTS resources: in ``cgroup_dir``)."""
+        try:
+            res = get_resource(resource)
+            version, _ = self.locate(res)
+            path = self.path(res, cgroup_dir)
+        except (NotSupported, InvalidValue):
+            return False
+        v2_file = res.v2_file or ""
+        if version == 2 and v2_file not in V2_CORE_FILES:
+            controller = V1_TO_V2_CONTROLLER.get(res.subsystem, res.subsystem)
+            if controller not in self.hierarchy.v2_controllers:
+                return False
+        if res.support is SupportCheck.FILE_EXISTS:
+            return path.is_file()
+        return True
+
+    # ------------------------------------------------------------ reading
+
+    def read_text(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
+        path = self.path(resource, cgroup_dir)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise classify_os_error(exc, path, path.parent) from None
+        try:
+            return read_fd_text(fd).strip()
+        except OSError as exc:
+            raise classify_os_error(exc, path, path.parent) from None
+        finally:
+            os.close(fd)
+
+    def read(self, resource: str | CgroupResource, cgroup_dir: str) -> Any:
+        res = get_resource(resource)
+        version = self.version_for(res)
+        return res.parse(self.read_text(res, cgroup_dir), version)
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, resource: str | CgroupResource, cgroup_dir: str, value: Any) -> None:
+        """validate -> format -> one write. InvalidValue leaves the file untouched."""
+        res = get_resource(resource)
+        res.validate(value)
+        version = self.version_for(res)
+        current = None
+        if version == 2 and res.v2_read_modify_write:
+            current = self.read_text(res, cgroup_dir)
+        text = res.format(value, version, current)
+        self._write(self.path(res, cgroup_dir), text)
+        log.debug("cgroup_written", resource=res.name, cgroup=cgroup_dir, value=text)
+
+    def write_text(self, resource: str | CgroupResource, cgroup_dir: str, text: str) -> None:
+        """Write raw text (no validation) to the resource's file; path/dir still checked."""
+        res = get_resource(resource)
+        if not res.writable:
+            raise InvalidValue("%s is read-only" % res.name)
+        self._write(self.path(res, cgroup_dir), text)
+
+    @staticmethod
+    def _write(path: Path, text: str) -> None:
+        data = text.encode("ascii")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+        except OSError as exc:
+            raise classify_os_error(exc, path, path.parent) from None
+        try:
+            os.write(fd, data)
+        except OSError as exc:
+            raise classify_os_error(exc, path, path.parent) from None
+        finally:
+            os.close(fd)

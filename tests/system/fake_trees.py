@@ -1,0 +1,217 @@
+"""Fake kernel trees (cgroupfs v1 / v2 / hybrid, procfs, sysfs) in a tmp dir, for tests.
+
+Contents follow the kernel's documented formats (Documentation/admin-guide/cgroup-v1/*.rst,
+cgroup-v2.rst, accounting/psi.rst, filesystems/proc.rst, ABI/stable/sysfs-devices-system-cpu).
+Other packages' tests import these builders: ``from tests.system.fake_trees import ...``.
+
+Regular files do not behave like kernel files (no validation, no ENODEV on removal), so
+tests that need the kernel's answer belong with the real-kernel sandbox instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from system.cgroup_version import CgroupMode, detect_hierarchy
+from system.host import Host
+
+V1_UNLIMITED_MEMORY = "9223372036854771712"
+PSI_ZERO = (
+    "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+)
+
+V1_MEMORY_STAT = (
+    "cache 4096\nrss 8192\nrss_huge 0\nshmem 0\nmapped_file 0\ndirty 0\nwriteback 0\n"
+    "pgpgin 10\npgpgout 5\npgfault 20\npgmajfault 0\ninactive_anon 0\nactive_anon 8192\n"
+    "inactive_file 4096\nactive_file 0\nunevictable 0\n"
+    "hierarchical_memory_limit 9223372036854771712\n"
+    "total_cache 4096\ntotal_rss 8192\ntotal_rss_huge 0\ntotal_shmem 0\ntotal_mapped_file 0\n"
+    "total_dirty 0\ntotal_writeback 0\ntotal_pgpgin 10\ntotal_pgpgout 5\ntotal_pgfault 20\n"
+    "total_pgmajfault 0\ntotal_inactive_anon 0\ntotal_active_anon 8192\n"
+    "total_inactive_file 4096\ntotal_active_file 0\ntotal_unevictable 0\n"
+)
+
+V2_MEMORY_STAT = (
+    "anon 8192\nfile 4096\nkernel 0\nkernel_stack 0\npagetables 0\nsock 0\nshmem 0\n"
+    "file_mapped 0\nfile_dirty 0\nfile_writeback 0\nanon_thp 0\ninactive_anon 0\n"
+    "active_anon 8192\ninactive_file 4096\nactive_file 0\nunevictable 0\n"
+    "slab_reclaimable 0\nslab_unreclaimable 0\npgfault 20\npgmajfault 0\n"
+)
+
+# default files of a freshly made v1 cgroup, per controller
+V1_FILES: Mapping[str, Mapping[str, str]] = {
+    "cpu": {
+        "cpu.shares": "1024", "cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000",
+        "cpu.cfs_burst_us": "0", "cpu.idle": "0",
+        "cpu.stat": "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n",
+        "cgroup.procs": "", "tasks": "",
+    },
+    "cpuacct": {
+        "cpuacct.usage": "0", "cpuacct.stat": "user 0\nsystem 0\n",
+        "cgroup.procs": "", "tasks": "",
+    },
+    "cpuset": {
+        "cpuset.cpus": "", "cpuset.mems": "", "cpuset.effective_cpus": "",
+        "cpuset.effective_mems": "", "cgroup.procs": "", "tasks": "",
+    },
+    "memory": {
+        "memory.limit_in_bytes": V1_UNLIMITED_MEMORY,
+        "memory.soft_limit_in_bytes": V1_UNLIMITED_MEMORY,
+        "memory.usage_in_bytes": "12288", "memory.stat": V1_MEMORY_STAT,
+        "cgroup.procs": "", "tasks": "",
+    },
+    "blkio": {
+        "blkio.throttle.read_bps_device": "", "blkio.throttle.write_bps_device": "",
+        "blkio.throttle.read_iops_device": "", "blkio.throttle.write_iops_device": "",
+        "cgroup.procs": "", "tasks": "",
+    },
+    "pids": {"pids.max": "max", "pids.current": "0", "cgroup.procs": "", "tasks": ""},
+}
+
+# Anolis-only v1 files (added with anolis=True)
+V1_ANOLIS_FILES: Mapping[str, Mapping[str, str]] = {
+    "cpu": {"cpu.bvt_warp_ns": "0"},
+    "cpuacct": {"cpu.pressure": PSI_ZERO, "memory.pressure": PSI_ZERO, "io.pressure": PSI_ZERO},
+    "memory": {
+        "memory.min": "0", "memory.low": "0", "memory.high": V1_UNLIMITED_MEMORY,
+        "memory.wmark_ratio": "0", "memory.wmark_scale_factor": "50",
+        "memory.wmark_min_adj": "0", "memory.priority": "0", "memory.use_priority_oom": "0",
+        "memory.oom.group": "0",
+    },
+}
+
+V2_CORE = {
+    "cgroup.procs": "", "cgroup.threads": "", "cgroup.controllers": "",
+    "cgroup.subtree_control": "", "cpu.stat": "usage_usec 0\nuser_usec 0\nsystem_usec 0\n",
+    "cpu.pressure": PSI_ZERO, "memory.pressure": PSI_ZERO, "io.pressure": PSI_ZERO,
+}
+
+# non-root files per v2 controller
+V2_FILES: Mapping[str, Mapping[str, str]] = {
+    "cpu": {"cpu.weight": "100", "cpu.max": "max 100000", "cpu.max.burst": "0", "cpu.idle": "0"},
+    "cpuset": {
+        "cpuset.cpus": "", "cpuset.mems": "", "cpuset.cpus.effective": "",
+        "cpuset.mems.effective": "",
+    },
+    "memory": {
+        "memory.max": "max", "memory.min": "0", "memory.low": "0", "memory.high": "max",
+        "memory.current": "12288", "memory.stat": V2_MEMORY_STAT, "memory.oom.group": "0",
+    },
+    "io": {"io.weight": "default 100\n", "io.max": ""},
+    "pids": {"pids.max": "max", "pids.current": "0"},
+}
+V2_CPU_STAT_WITH_CPU = (
+    "usage_usec 0\nuser_usec 0\nsystem_usec 0\nnr_periods 0\nnr_throttled 0\n"
+    "throttled_usec 0\nnr_bursts 0\nburst_usec 0\n"
+)
+
+
+def write_file(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _fill(directory: Path, files: Mapping[str, str]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        write_file(directory / name, text)
+
+
+def build_v1_tree(
+    root: Path,
+    *,
+    cpus: str = "0-3",
+    mems: str = "0",
+    anolis: bool = False,
+    controllers: Iterable[str] = ("cpu", "cpuacct", "cpuset", "memory", "blkio", "pids"),
+) -> Host:
+    """A pure cgroup v1 host: one directory per controller under <root>/sys/fs/cgroup."""
+    host = Host.under(root)
+    for name in controllers:
+        files = dict(V1_FILES[name])
+        if anolis:
+            files.update(V1_ANOLIS_FILES.get(name, {}))
+        if name == "cpuset":
+            files.update({"cpuset.cpus": cpus, "cpuset.mems": mems,
+                          "cpuset.effective_cpus": cpus, "cpuset.effective_mems": mems})
+        _fill(host.cgroup(name), files)
+    return host
+
+
+def build_v2_tree(
+    root: Path,
+    *,
+    cpus: str = "0-3",
+    mems: str = "0",
+    controllers: Iterable[str] = ("cpuset", "cpu", "io", "memory", "pids"),
+) -> Host:
+    """A pure cgroup v2 host: cgroup2 mounted at <root>/sys/fs/cgroup."""
+    host = Host.under(root)
+    enabled = list(controllers)
+    files = dict(V2_CORE)
+    files["cgroup.controllers"] = " ".join(enabled)
+    files["cgroup.subtree_control"] = " ".join(enabled)
+    if "cpuset" in enabled:
+        files.update({"cpuset.cpus.effective": cpus, "cpuset.mems.effective": mems})
+    if "memory" in enabled:
+        files.update({"memory.stat": V2_MEMORY_STAT, "memory.current": "12288"})
+    _fill(host.cgroup_root, files)
+    return host
+
+
+def build_hybrid_tree(
+    root: Path, *, cpus: str = "0-1", mems: str = "0", anolis: bool = False
+) -> Host:
+    """Like this machine: v1 controllers plus a controller-less cgroup2 at unified/."""
+    host = build_v1_tree(root, cpus=cpus, mems=mems, anolis=anolis)
+    files = dict(V2_CORE)
+    _fill(host.cgroup("unified"), files)
+    return host
+
+
+def add_cgroup(host: Host, cgroup_dir: str, overrides: Mapping[str, str] | None = None) -> None:
+    """Create a cgroup in every hierarchy of ``host`` with default files.
+
+    ``overrides`` (file name -> text) replace defaults wherever that file name exists.
+    v2 cgroups get the files of the controllers their parent delegates. v1 cpuset children
+    copy the parent's cpus/mems (as a test would have to on the real kernel).
+    """
+    rel = cgroup_dir.strip("/")
+    hierarchy = detect_hierarchy(host)
+    extra = dict(overrides or {})
+    for name, root in hierarchy.v1_roots:
+        files = dict(V1_FILES.get(name, {"cgroup.procs": "", "tasks": ""}))
+        for anolis_name in V1_ANOLIS_FILES.get(name, {}):
+            if (root / anolis_name).exists():
+                files[anolis_name] = V1_ANOLIS_FILES[name][anolis_name]
+        if name == "cpuset":
+            parent = (root / rel).parent
+            for key in ("cpuset.cpus", "cpuset.mems"):
+                files[key] = (parent / key).read_text() if (parent / key).exists() else ""
+            files["cpuset.effective_cpus"] = files["cpuset.cpus"]
+            files["cpuset.effective_mems"] = files["cpuset.mems"]
+        for key, text in extra.items():
+            if key in files:
+                files[key] = text
+        _fill(root / rel, files)
+    if hierarchy.unified_root is not None:
+        files = dict(V2_CORE)
+        files["cgroup.controllers"] = " ".join(sorted(hierarchy.v2_controllers))
+        files["cgroup.subtree_control"] = ""
+        for controller in hierarchy.v2_controllers:
+            files.update(V2_FILES.get(controller, {}))
+        if "cpu" in hierarchy.v2_controllers:
+            files["cpu.stat"] = V2_CPU_STAT_WITH_CPU
+        if hierarchy.mode is CgroupMode.V2 and "cpuset" in hierarchy.v2_controllers:
+            parent = (hierarchy.unified_root / rel).parent
+            eff = parent / "cpuset.cpus.effective"
+            files["cpuset.cpus.effective"] = eff.read_text() if eff.exists() else ""
+            effm = parent / "cpuset.mems.effective"
+            files["cpuset.mems.effective"] = effm.read_text() if effm.exists() else ""
+        for key, text in extra.items():
+            if key in files:
+                files[key] = text
+        _fill(hierarchy.unified_root / rel, files)
