@@ -215,3 +215,38 @@ def add_cgroup(host: Host, cgroup_dir: str, overrides: Mapping[str, str] | None 
             if key in files:
                 files[key] = text
         _fill(hierarchy.unified_root / rel, files)
+
+
+# ---------------------------------------------------------------------------- procfs
+
+DEFAULT_PROC_STAT = (
+    "cpu  1000 0 500 8000 10 0 5 0 0 0\n"
+    "cpu0 500 0 250 4000 5 0 3 0 0 0\ncpu1 500 0 250 4000 5 0 2 0 0 0\n"
+    "intr 0\nctxt 0\nbtime 1700000000\nprocesses 1\nprocs_running 1\nprocs_blocked 0\n"
+)
+DEFAULT_MEMINFO = (
+    "MemTotal:       24683568 kB\nMemFree:        20000000 kB\n"
+    "MemAvailable:   22000000 kB\nBuffers:           19888 kB\nCached:           387876 kB\n"
+)
+
+
+def build_proc_tree(
+    root: Path,
+    *,
+    stat: str = DEFAULT_PROC_STAT,
+    meminfo: str = DEFAULT_MEMINFO,
+    loadavg: str = "0.46 0.21 0.07 1/89 7111\n",
+    psi: bool = True,
+    pids: Mapping[int, str] | None = None,
+) -> Host:
+    """A fake /proc under <root>/proc: stat, meminfo, loadavg, pressure/*, <pid>/cgroup."""
+    host = Host.under(root)
+    write_file(host.proc("stat"), stat)
+    write_file(host.proc("meminfo"), meminfo)
+    write_file(host.proc("loadavg"), loadavg)
+    if psi:
+        for kind in ("cpu", "memory", "io"):
+            write_file(host.proc("pressure", kind), PSI_ZERO)
+    for pid, text in (pids or {}).items():
+        write_file(host.proc(str(pid), "cgroup"), text)
+    return host
