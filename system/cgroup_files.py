@@ -61,6 +61,22 @@ def read_fd_text(fd: int) -> str:
     return b"".join(chunks).decode("ascii", "replace")
 
 
+def read_path_text(path: str) -> str:
+    """open + read + close of one kernel file by path string, errors typed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        where = Path(path)
+        raise classify_os_error(exc, where, where.parent) from None
+    try:
+        return read_fd_text(fd)
+    except OSError as exc:
+        where = Path(path)
+        raise classify_os_error(exc, where, where.parent) from None
+    finally:
+        os.close(fd)
+
+
 class CgroupFiles:
     """Typed access to cgroup files on one host (real or fake tree)."""
 
@@ -138,17 +154,7 @@ class CgroupFiles:
     # ------------------------------------------------------------ reading
 
     def read_text(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
-        path = self.path(resource, cgroup_dir)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise classify_os_error(exc, path, path.parent) from None
-        try:
-            return read_fd_text(fd).strip()
-        except OSError as exc:
-            raise classify_os_error(exc, path, path.parent) from None
-        finally:
-            os.close(fd)
+        return read_path_text(str(self.path(resource, cgroup_dir))).strip()
 
     def read(self, resource: str | CgroupResource, cgroup_dir: str) -> Any:
         res = get_resource(resource)

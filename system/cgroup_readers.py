@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from system.cgroup_codecs import UNLIMITED, parse_key_values
-from system.cgroup_files import CgroupFiles
+from system.cgroup_files import CgroupFiles, read_path_text
 from system.cgroup_resource import CgroupResource, get_resource
 from system.errors import InvalidValue, NotSupported
 from system.kept_files import DEFAULT_MAX_OPEN, KeptFiles
@@ -89,6 +89,24 @@ class CgroupReader:
     ) -> None:
         self.files = files
         self._kept = KeptFiles(max_open) if keep_open else None
+        # (resource name, cgroup dir) -> (file path, version, resource): path building is
+        # the dominant cost of a kept-fd read, so it is done once per file
+        self._resolved: dict[tuple[str, str], tuple[str, int, CgroupResource]] = {}
+        self._max_resolved = max(64, max_open * 2)
+
+    def _resolve(
+        self, resource: str | CgroupResource, cgroup_dir: str
+    ) -> tuple[str, int, CgroupResource]:
+        name = resource if isinstance(resource, str) else resource.name
+        key = (name, cgroup_dir)
+        hit = self._resolved.get(key)
+        if hit is None:
+            res = get_resource(resource)
+            hit = (str(self.files.path(res, cgroup_dir)), self.files.version_for(res), res)
+            if len(self._resolved) >= self._max_resolved:
+                self._resolved.clear()
+            self._resolved[key] = hit
+        return hit
 
     def close(self) -> None:
         if self._kept is not None:
@@ -102,6 +120,9 @@ class CgroupReader:
 
     def forget(self, cgroup_dir: str) -> None:
         """Close kept fds of a cgroup that is going away (optional; Gone does it lazily)."""
+        stale = [key for key in self._resolved if key[1] == cgroup_dir]
+        for key in stale:
+            del self._resolved[key]
         if self._kept is None:
             return
         for subsystem in ("cpu", "cpuacct", "cpuset", "memory", "blkio", "pids"):
@@ -114,13 +135,15 @@ class CgroupReader:
             self._kept.drop_under(unified / cgroup_dir.strip("/"))
 
     def text(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
+        path = self._resolve(resource, cgroup_dir)[0]
         if self._kept is None:
-            return self.files.read_text(resource, cgroup_dir)
-        return self._kept.read_text(self.files.path(resource, cgroup_dir)).strip()
+            return read_path_text(path).strip()
+        return self._kept.read_text(path).strip()
 
     def value(self, resource: str | CgroupResource, cgroup_dir: str) -> Any:
-        res = get_resource(resource)
-        return res.parse(self.text(res, cgroup_dir), self.files.version_for(res))
+        path, version, res = self._resolve(resource, cgroup_dir)
+        text = read_path_text(path) if self._kept is None else self._kept.read_text(path)
+        return res.parse(text.strip(), version)
 
     # -- metrics
     def cpu_usage_ns(self, cgroup_dir: str) -> int:

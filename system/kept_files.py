@@ -34,12 +34,13 @@ class KeptFiles:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _open(self, path: Path) -> int:
+    def _open(self, key: str) -> int:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:
+            path = Path(key)
             raise classify_os_error(exc, path, path.parent) from None
-        self._fds[str(path)] = fd
+        self._fds[key] = fd
         while len(self._fds) > self._max_open:
             _, old = self._fds.popitem(last=False)
             os.close(old)
@@ -58,11 +59,11 @@ class KeptFiles:
             os.close(self._fds.pop(key))
         return len(keys)
 
-    def read_text(self, path: Path) -> str:
+    def read_text(self, path: Path | str) -> str:
         key = str(path)
         fd = self._fds.get(key)
         if fd is None:
-            fd = self._open(path)
+            fd = self._open(key)
         else:
             self._fds.move_to_end(key)
         try:
@@ -70,9 +71,11 @@ class KeptFiles:
         except OSError as exc:
             self.drop(key)
             if exc.errno not in (errno.ENODEV, errno.ENOENT):
+                path = Path(key)
                 raise classify_os_error(exc, path, path.parent) from None
         # the cgroup behind the fd was removed: try once more in case it was re-created
-        fd = self._open(path)
+        path = Path(key)
+        fd = self._open(key)
         try:
             return read_fd_text(fd)
         except OSError as exc:
