@@ -184,7 +184,10 @@ class CgroupFiles:
 
     @staticmethod
     def _write(path: Path, text: str) -> None:
-        data = text.encode("ascii")
+        try:
+            data = text.encode("ascii")
+        except UnicodeEncodeError:
+            raise InvalidValue("non-ASCII text for a cgroup file", path) from None
         try:
             fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
         except OSError as exc:

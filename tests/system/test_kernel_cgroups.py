@@ -13,6 +13,7 @@ import pytest
 
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
+from system.cgroup_resource import get_resource
 from system.cgroup_version import CgroupHierarchy, CgroupMode, detect_hierarchy
 from system.errors import Gone, InvalidValue, KernelRejected
 from system.host import Host
@@ -221,3 +222,31 @@ def test_sandbox_removes_everything_it_made():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_raw_v1_cpuset_child_starts_empty(files, cgroup_sandbox_dir):
+    raw = HOST.cgroup("cpuset", cgroup_sandbox_dir, "raw")
+    raw.mkdir()
+    try:
+        assert files.read("cpuset.cpus", cgroup_sandbox_dir + "/raw") == frozenset()
+        assert files.read("cpuset.mems", cgroup_sandbox_dir + "/raw") == frozenset()
+    finally:
+        raw.rmdir()
+
+
+def test_written_values_match_what_the_kernel_shows(files, cgroup_sandbox_dir):
+    cg = cgroup_sandbox_dir
+    for name, value in (("cpu.shares", 1000), ("cpu.cfs_quota_us", 20000),
+                        ("memory.limit_in_bytes", 128 << 20), ("memory.limit_in_bytes", -1)):
+        files.write(name, cg, value)
+        version = files.version_for(name)
+        assert files.hierarchy.mode is not CgroupMode.V2
+        assert files.read(name, cg) == value
+        assert get_resource(name).matches(value, files.read_text(name, cg), version)
+
+
+def test_hybrid_host_reads_pressure_of_our_cgroup(files, cgroup_sandbox_dir):
+    if files.hierarchy.mode is not CgroupMode.HYBRID:
+        pytest.skip("host is not hybrid")
+    psi = CgroupReader(files).psi(cgroup_sandbox_dir, "io")
+    assert psi.some.total_us == 0

@@ -129,3 +129,37 @@ def test_readers_on_this_machine():
     import os
 
     assert read_proc_cgroups(host, os.getpid()).v1 or read_proc_cgroups(host, os.getpid()).unified
+
+
+_path = st.lists(st.text("abcdef0123456789-_.", min_size=1, max_size=12), max_size=5).map(
+    lambda parts: "/" + "/".join(parts))
+
+
+@settings(max_examples=100)
+@given(st.dictionaries(st.sampled_from(["cpu", "cpuacct", "memory", "blkio", "pids", "name=systemd"]),
+                       _path, max_size=6), st.one_of(st.none(), _path))
+def test_proc_cgroup_round_trip(v1, unified):
+    lines = ["%d:%s:%s" % (i + 1, c, p) for i, (c, p) in enumerate(v1.items())]
+    if unified is not None:
+        lines.append("0::" + unified)
+    parsed = parse_proc_cgroup("\n".join(lines) + "\n")
+    assert dict(parsed.v1) == v1 and parsed.unified == unified
+
+
+@settings(max_examples=100)
+@given(st.integers(1, 1 << 40), st.integers(0, 1 << 40), st.integers(0, 1 << 40))
+def test_meminfo_values_scale_kb_to_bytes(total, free, avail):
+    info = parse_meminfo("MemTotal: %d kB\nMemFree: %d kB\nMemAvailable: %d kB\n"
+                         % (total, free, avail))
+    assert (info.total_bytes, info.free_bytes, info.available_bytes) == (
+        total * 1024, free * 1024, avail * 1024)
+    assert info.used_bytes == max(0, (total - avail) * 1024)
+
+
+@settings(max_examples=100)
+@given(_ticks)
+def test_proc_stat_round_trip(ticks):
+    line = "cpu  %d %d %d %d %d %d %d %d 0 0\n" % (
+        ticks.user, ticks.nice, ticks.system, ticks.idle, ticks.iowait, ticks.irq,
+        ticks.softirq, ticks.steal)
+    assert parse_proc_stat_cpu(line) == ticks
