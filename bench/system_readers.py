@@ -8,7 +8,6 @@ Reads only (the cgroup defaults to the hierarchy root, "").
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from collections.abc import Callable
 

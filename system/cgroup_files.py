@@ -13,14 +13,13 @@ from typing import Any
 
 import structlog
 
-from system.cgroup_resource import CgroupResource, get_resource
+from system.cgroup_resource import CgroupResource, SupportCheck, get_resource
 from system.cgroup_version import (
     V1_TO_V2_CONTROLLER,
     CgroupHierarchy,
     CgroupMode,
     detect_hierarchy,
 )
-from system.cgroup_resource import SupportCheck
 from system.errors import InvalidValue, NotSupported, classify_os_error
 from system.host import Host
 

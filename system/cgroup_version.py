@@ -130,6 +130,8 @@ def detect_hierarchy(host: Host) -> CgroupHierarchy:
     Combined mounts such as ``cpu,cpuacct`` are found through their symlinks.
     """
     root = host.cgroup_root
+    if not root.is_dir():
+        raise NotSupported("no cgroup hierarchy found", root)
     try:
         if (root / "cgroup.controllers").is_file():
             controllers = _read_words(root / "cgroup.controllers")
@@ -145,6 +147,15 @@ def detect_hierarchy(host: Host) -> CgroupHierarchy:
             candidate = root / name
             if (candidate / marker).is_file():
                 v1.append((name, candidate))
+        # combined mounts without per-controller symlinks, e.g. "cpu,cpuacct"
+        found = {name for name, _ in v1}
+        combined = sorted(p for p in root.iterdir() if "," in p.name and p.is_dir())
+        for directory in combined:
+            for name in directory.name.split(","):
+                marker = _V1_MARKERS.get(name)
+                if name not in found and marker and (directory / marker).is_file():
+                    v1.append((name, directory))
+                    found.add(name)
         unified = root / "unified"
         unified_root = unified if (unified / "cgroup.procs").is_file() else None
         controllers = (

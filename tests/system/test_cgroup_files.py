@@ -182,3 +182,15 @@ def test_no_bare_oserror_on_unreadable_file(v1):
     with pytest.raises(Exception) as info:
         v1.read("cpu.shares", POD)
     assert not type(info.value) is OSError
+
+
+def test_combined_v1_mount_without_symlinks(tmp_path):
+    host = build_v1_tree(tmp_path, controllers=("cpuset", "memory"))
+    combined = host.cgroup("cpu,cpuacct")
+    combined.mkdir()
+    for name, text in {"cpu.shares": "1024", "cpuacct.usage": "77", "cgroup.procs": ""}.items():
+        (combined / name).write_text(text)
+    files = CgroupFiles(host)
+    assert files.hierarchy.controller_root("cpuacct") == combined
+    assert files.read("cpuacct.usage", "") == 77
+    assert files.path("cpu.shares", "a") == combined / "a" / "cpu.shares"

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import errno
-import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
