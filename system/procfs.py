@@ -190,7 +190,9 @@ def read_node_psi(host: Host, kind: str = "cpu") -> Psi:
 
 def read_proc_cgroups(host: Host, pid: int) -> ProcCgroups:
     """A process's cgroup membership; Gone when the process has exited."""
-    path = host.proc(str(int(pid)), "cgroup")
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        raise InvalidValue("bad pid %r" % (pid,))
+    path = host.proc(str(pid), "cgroup")
     try:
         with open(path, "rb") as handle:
             text = handle.read().decode("utf-8", "replace")
