@@ -194,3 +194,15 @@ def test_combined_v1_mount_without_symlinks(tmp_path):
     assert files.hierarchy.controller_root("cpuacct") == combined
     assert files.read("cpuacct.usage", "") == 77
     assert files.path("cpu.shares", "a") == combined / "a" / "cpu.shares"
+
+
+@pytest.mark.parametrize("bad", ["..", "a/..", "../a", "a/\x00b"])
+def test_fast_path_still_refuses_unsafe_dirs(v1, bad):
+    with pytest.raises(InvalidValue):
+        v1.read("cpu.shares", bad)
+
+
+def test_non_ascii_text_is_invalid(v1):
+    with pytest.raises(InvalidValue):
+        v1.write_text("cpu.shares", POD, "1024é")
+    assert v1.read("cpu.shares", POD) == 1024
