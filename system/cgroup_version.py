@@ -11,6 +11,7 @@ import structlog
 
 from system.errors import NotSupported, SystemFileError
 from system.host import Host
+from system.mountinfo import read_cgroup_mounts
 
 log = structlog.get_logger(__name__)
 
@@ -127,7 +128,8 @@ def detect_hierarchy(host: Host) -> CgroupHierarchy:
     - V2: the root itself is a cgroup2 mount (has ``cgroup.controllers``).
     - HYBRID: v1 controller mounts plus a cgroup2 mount at ``<root>/unified``.
     - V1: only v1 controller mounts.
-    Combined mounts such as ``cpu,cpuacct`` are found through their symlinks.
+    Combined mounts such as ``cpu,cpuacct`` are found through their symlinks or their
+    combined name; other oddly named v1 mounts through ``<proc_root>/self/mountinfo``.
     """
     root = host.cgroup_root
     if not root.is_dir():
@@ -155,6 +157,16 @@ def detect_hierarchy(host: Host) -> CgroupHierarchy:
                 marker = _V1_MARKERS.get(name)
                 if name not in found and marker and (directory / marker).is_file():
                     v1.append((name, directory))
+                    found.add(name)
+        # last resort: mountinfo names mounts under this root with unusual dir names
+        for mount in read_cgroup_mounts(host):
+            point = Path(mount.mount_point)
+            if mount.version != 1 or point.parent != root:
+                continue
+            for name in sorted(mount.controllers):
+                marker = _V1_MARKERS.get(name)
+                if name not in found and marker and (point / marker).is_file():
+                    v1.append((name, point))
                     found.add(name)
         unified = root / "unified"
         unified_root = unified if (unified / "cgroup.procs").is_file() else None
