@@ -144,6 +144,16 @@ class CgroupFiles:
         except NotSupported:
             return False
 
+    def children(self, cgroup_dir: str, subsystem: str = "cpu") -> tuple[str, ...]:
+        """Relative dirs of the direct child cgroups, sorted; Gone if the cgroup vanished."""
+        directory = self.subsystem_dir(subsystem, cgroup_dir)
+        try:
+            names = sorted(entry.name for entry in os.scandir(directory) if entry.is_dir())
+        except OSError as exc:
+            raise classify_os_error(exc, directory, directory) from None
+        rel = clean_cgroup_dir(cgroup_dir)
+        return tuple("%s/%s" % (rel, name) if rel else name for name in names)
+
     def supported(self, resource: str | CgroupResource, cgroup_dir: str = "") -> bool:
         """Whether this host offers the resource (for FILE_EXISTS resources: in ``cgroup_dir``)."""
         try:

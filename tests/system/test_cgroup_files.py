@@ -206,3 +206,11 @@ def test_non_ascii_text_is_invalid(v1):
     with pytest.raises(InvalidValue):
         v1.write_text("cpu.shares", POD, "1024é")
     assert v1.read("cpu.shares", POD) == 1024
+
+
+def test_children_lists_child_cgroups(v1, v2):
+    assert v1.children("kubepods") == ("kubepods/burstable",)
+    assert v1.children("kubepods/burstable", "memory") == (POD,)
+    assert "kubepods" in v2.children("")
+    with pytest.raises(Gone):
+        v1.children("kubepods/nothing")
