@@ -1,0 +1,221 @@
+"""The only IO shell for cgroup files: locate, check support, read, parse, validate, write.
+
+A cgroup is named by its directory relative to the hierarchy root ("kubepods/burstable/
+pod<uid>/<cid>", "" for the root); the same name serves v1 and v2. Where the file lives is
+decided by the resource table and the detected hierarchy, never by callers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from system.cgroup_resource import CgroupResource, SupportCheck, get_resource
+from system.cgroup_version import (
+    V1_TO_V2_CONTROLLER,
+    CgroupHierarchy,
+    CgroupMode,
+    detect_hierarchy,
+)
+from system.errors import InvalidValue, NotSupported, classify_os_error
+from system.host import Host
+
+# cgroup2 files every cgroup has, whichever controllers are enabled
+V2_CORE_FILES = frozenset(
+    {"cgroup.procs", "cgroup.threads", "cpu.stat", "cpu.pressure", "memory.pressure",
+     "io.pressure"}
+)
+
+READ_CHUNK = 64 * 1024
+
+
+def clean_cgroup_dir(cgroup_dir: str) -> str:
+    """Normalise a relative cgroup dir ("/a/b/" -> "a/b"); InvalidValue for ".." or NUL."""
+    if "." not in cgroup_dir and "//" not in cgroup_dir and "\x00" not in cgroup_dir:
+        return cgroup_dir.strip("/")  # common case: nothing to normalise
+    text = cgroup_dir.strip("/")
+    if "\x00" in text:
+        raise InvalidValue("NUL in cgroup dir %r" % cgroup_dir)
+    parts = [p for p in text.split("/") if p and p != "."]
+    if any(p == ".." for p in parts):
+        raise InvalidValue("'..' in cgroup dir %r" % cgroup_dir)
+    return "/".join(parts)
+
+
+def read_fd_text(fd: int) -> str:
+    """Read a whole small kernel file from offset 0 of an open fd."""
+    chunks = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, READ_CHUNK, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        if len(chunk) < READ_CHUNK:
+            break
+    return b"".join(chunks).decode("ascii", "replace")
+
+
+def read_path_text(path: str) -> str:
+    """open + read + close of one kernel file by path string, errors typed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        where = Path(path)
+        raise classify_os_error(exc, where, where.parent) from None
+    try:
+        return read_fd_text(fd)
+    except OSError as exc:
+        where = Path(path)
+        raise classify_os_error(exc, where, where.parent) from None
+    finally:
+        os.close(fd)
+
+
+class CgroupFiles:
+    """Typed access to cgroup files on one host (real or fake tree)."""
+
+    def __init__(self, host: Host, hierarchy: CgroupHierarchy | None = None) -> None:
+        self.host = host
+        self.hierarchy = hierarchy if hierarchy is not None else detect_hierarchy(host)
+        # resource name -> (version, root as str): fixed for a given hierarchy
+        self._located: dict[str, tuple[int, str]] = {}
+
+    def _file(self, res: CgroupResource, cgroup_dir: str) -> tuple[int, str]:
+        """(version, file path as str) on the hot path: string joins, cached location."""
+        hit = self._located.get(res.name)
+        if hit is None:
+            version, root = self.locate(res)
+            hit = self._located[res.name] = (version, str(root))
+        version, root = hit
+        rel = clean_cgroup_dir(cgroup_dir)
+        name = res.v1_file if version == 1 else res.v2_file
+        return version, ("%s/%s/%s" % (root, rel, name)) if rel else ("%s/%s" % (root, name))
+
+    # ------------------------------------------------------------ locating
+
+    def locate(self, resource: str | CgroupResource) -> tuple[int, Path]:
+        """(version, hierarchy root) that serves this resource here; NotSupported if none."""
+        res = get_resource(resource)
+        h = self.hierarchy
+        if h.unified_root is not None and res.v2_file is not None:
+            v1_root = h.v1_root(res.subsystem) if res.v1_file is not None else None
+            if h.mode is CgroupMode.V2 or res.prefer_unified or v1_root is None:
+                return 2, h.unified_root
+        v1_root = h.v1_root(res.subsystem)
+        if v1_root is not None and res.v1_file is not None:
+            return 1, v1_root
+        raise NotSupported(
+            "%s has no file on this host (%s)" % (res.name, h.mode.value), h.cgroup_root
+        )
+
+    def version_for(self, resource: str | CgroupResource) -> int:
+        return self.locate(resource)[0]
+
+    def dir_path(self, resource: str | CgroupResource, cgroup_dir: str) -> Path:
+        _, root = self.locate(resource)
+        rel = clean_cgroup_dir(cgroup_dir)
+        return root / rel if rel else root
+
+    def path(self, resource: str | CgroupResource, cgroup_dir: str) -> Path:
+        res = get_resource(resource)
+        version, root = self.locate(res)
+        rel = clean_cgroup_dir(cgroup_dir)
+        name = res.file(version)
+        assert name is not None  # locate() only answers versions with a file
+        return (root / rel / name) if rel else (root / name)
+
+    def subsystem_dir(self, subsystem: str, cgroup_dir: str) -> Path:
+        """The directory of a cgroup in one controller's hierarchy (unified on v2)."""
+        root = self.hierarchy.controller_root(subsystem)
+        if root is None:
+            if self.hierarchy.mode is not CgroupMode.V1 and self.hierarchy.unified_root:
+                root = self.hierarchy.unified_root
+            else:
+                raise NotSupported("controller %s is not mounted" % subsystem)
+        rel = clean_cgroup_dir(cgroup_dir)
+        return root / rel if rel else root
+
+    def exists(self, cgroup_dir: str, subsystem: str = "cpu") -> bool:
+        try:
+            return self.subsystem_dir(subsystem, cgroup_dir).is_dir()
+        except NotSupported:
+            return False
+
+    def children(self, cgroup_dir: str, subsystem: str = "cpu") -> tuple[str, ...]:
+        """Relative dirs of the direct child cgroups, sorted; Gone if the cgroup vanished."""
+        directory = self.subsystem_dir(subsystem, cgroup_dir)
+        try:
+            names = sorted(entry.name for entry in os.scandir(directory) if entry.is_dir())
+        except OSError as exc:
+            raise classify_os_error(exc, directory, directory) from None
+        rel = clean_cgroup_dir(cgroup_dir)
+        return tuple("%s/%s" % (rel, name) if rel else name for name in names)
+
+    def supported(self, resource: str | CgroupResource, cgroup_dir: str = "") -> bool:
+        """Whether this host offers the resource (for FILE_EXISTS resources: in ``cgroup_dir``)."""
+        try:
+            res = get_resource(resource)
+            version, _ = self.locate(res)
+            path = self.path(res, cgroup_dir)
+        except (NotSupported, InvalidValue):
+            return False
+        v2_file = res.v2_file or ""
+        if version == 2 and v2_file not in V2_CORE_FILES:
+            controller = V1_TO_V2_CONTROLLER.get(res.subsystem, res.subsystem)
+            if controller not in self.hierarchy.v2_controllers:
+                return False
+        if res.support is SupportCheck.FILE_EXISTS:
+            return path.is_file()
+        return True
+
+    # ------------------------------------------------------------ reading
+
+    def read_text(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
+        return read_path_text(self._file(get_resource(resource), cgroup_dir)[1]).strip()
+
+    def read(self, resource: str | CgroupResource, cgroup_dir: str) -> Any:
+        res = get_resource(resource)
+        version, path = self._file(res, cgroup_dir)
+        return res.parse(read_path_text(path).strip(), version)
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, resource: str | CgroupResource, cgroup_dir: str, value: Any) -> None:
+        """validate -> format -> one write. InvalidValue leaves the file untouched.
+        (No log line per write: the executor owns auditing.)"""
+        res = get_resource(resource)
+        res.validate(value)
+        version, path = self._file(res, cgroup_dir)
+        current = None
+        if version == 2 and res.v2_read_modify_write:
+            current = read_path_text(path).strip()
+        self._write(path, res.format(value, version, current))
+
+    def write_text(self, resource: str | CgroupResource, cgroup_dir: str, text: str) -> None:
+        """Write raw text (no validation) to the resource's file; path/dir still checked."""
+        res = get_resource(resource)
+        if not res.writable:
+            raise InvalidValue("%s is read-only" % res.name)
+        self._write(self._file(res, cgroup_dir)[1], text)
+
+    @staticmethod
+    def _write(path: str, text: str) -> None:
+        try:
+            data = text.encode("ascii")
+        except UnicodeEncodeError:
+            raise InvalidValue("non-ASCII text for a cgroup file", path) from None
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+        except OSError as exc:
+            where = Path(path)
+            raise classify_os_error(exc, where, where.parent) from None
+        try:
+            os.write(fd, data)
+        except OSError as exc:
+            where = Path(path)
+            raise classify_os_error(exc, where, where.parent) from None
+        finally:
+            os.close(fd)
