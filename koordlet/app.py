@@ -12,9 +12,11 @@ import structlog
 from koordlet import __version__
 from koordlet.config import Config, parse_addr
 from koordlet.daemon import Daemon, StartupError
+from koordlet.host_facts import log_host_facts
 from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metrics.registry import new_registry
 from koordlet.sdnotify import notify
+from system.host import Host
 
 log = structlog.get_logger(__name__)
 
@@ -27,6 +29,10 @@ def prepare_state_dir(path: Path) -> None:
         raise StartupError(f"cannot create state dir {path}: {exc.strerror or exc}", exit_code=2) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise StartupError(f"state dir {path} is not writable", exit_code=2)
+
+
+def host_of(config: Config) -> Host:
+    return Host(config.cgroup_root_dir, config.proc_root_dir, config.sys_root_dir)
 
 
 def build_daemon(config: Config) -> Daemon:
@@ -46,6 +52,7 @@ async def run(config: Config) -> int:
     except StartupError as exc:
         log.error("startup_failed", error=str(exc))
         return exc.exit_code
+    log_host_facts(host_of(config))
     daemon = build_daemon(config)
     task = asyncio.ensure_future(daemon.run())
     await _notify_when_started(daemon, task)
