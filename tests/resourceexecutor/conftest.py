@@ -1,0 +1,148 @@
+"""Fixtures for executor tests: a movable clock, recording IO, fake trees and a
+real-kernel cgroup v1 sandbox that always cleans up."""
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from resourceexecutor.file_io import KernelFileIO
+from system.cgroup_files import CgroupFiles
+from system.host import Host
+from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree
+
+REAL_CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+class FakeClock:
+    """A clock tests move by hand (seconds)."""
+
+    def __init__(self, now: float = 10_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class RecordingIO:
+    """Delegates to the real file IO and records every read and write, in order."""
+
+    def __init__(self, inner=None) -> None:
+        self.inner = inner if inner is not None else KernelFileIO()
+        self.writes: list[tuple[str, str]] = []
+        self.reads: list[str] = []
+        self.before_write = None  # optional hook(path, text) run before each write
+
+    def read(self, path: str) -> str:
+        self.reads.append(path)
+        return self.inner.read(path)
+
+    def write(self, path: str, text: str) -> None:
+        if self.before_write is not None:
+            self.before_write(path, text)
+        self.inner.write(path, text)
+        self.writes.append((path, text))
+
+
+class FakeTreeIO(KernelFileIO):
+    """Regular files lack kernel semantics; emulate the two our tests rely on:
+    a write replaces the whole content (kernel files need no O_TRUNC), and a lone
+    "$MAX" written to v2 cpu.max keeps the period (Documentation/admin-guide/cgroup-v2.rst)."""
+
+    def write(self, path: str, text: str) -> None:
+        if path.endswith("/cpu.max") and len(text.split()) == 1:
+            current = self.read(path).split()
+            text = "%s %s" % (text, current[1] if len(current) == 2 else "100000")
+        if not os.path.isdir(os.path.dirname(path)):
+            super().write(path, text)  # raises the typed error
+        with open(path, "w") as handle:
+            handle.write(text)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def v2_host(tmp_path) -> Host:
+    host = build_v2_tree(tmp_path / "v2", cpus="0-3")
+    for cgroup_dir in ("kubepods", "kubepods/pod1", "kubepods/pod1/c1", "kubepods/pod1/c2"):
+        add_cgroup(host, cgroup_dir)
+    return host
+
+
+@pytest.fixture
+def v1_host(tmp_path) -> Host:
+    host = build_v1_tree(tmp_path / "v1", cpus="0-3")
+    for cgroup_dir in ("kubepods", "kubepods/pod1", "kubepods/pod1/c1", "kubepods/pod1/c2"):
+        add_cgroup(host, cgroup_dir)
+    return host
+
+
+# ---------------------------------------------------------------- real kernel
+
+class CgroupSandbox:
+    """Uniquely named test cgroups in the real v1 hierarchies, removed afterwards."""
+
+    def __init__(self, controllers: tuple[str, ...]) -> None:
+        self.top = "koordlet-test-%s" % uuid.uuid4().hex[:8]
+        self.controllers = controllers
+        self.made: list[Path] = []
+        self.files = CgroupFiles(Host())
+
+    def dir(self, *parts: str) -> str:
+        return "/".join((self.top,) + parts)
+
+    def make(self, cgroup_dir: str) -> str:
+        """mkdir in every sandbox controller; v1 cpuset children copy cpus/mems first."""
+        for controller in self.controllers:
+            path = REAL_CGROUP_ROOT / controller / cgroup_dir
+            path.mkdir()
+            self.made.append(path)
+            if controller == "cpuset":
+                for name in ("cpuset.mems", "cpuset.cpus"):
+                    (path / name).write_text((path.parent / name).read_text())
+        return cgroup_dir
+
+    def remove(self, cgroup_dir: str) -> None:
+        for controller in self.controllers:
+            path = REAL_CGROUP_ROOT / controller / cgroup_dir
+            if path.exists():
+                path.rmdir()
+
+    def cleanup(self) -> None:
+        for path in sorted(self.made, key=lambda p: len(p.parts), reverse=True):
+            if path.exists():
+                os.rmdir(path)
+
+
+def kernel_sandbox(controllers: tuple[str, ...]) -> Iterator[CgroupSandbox]:
+    if os.geteuid() != 0:
+        pytest.skip("real-kernel cgroup tests need root")
+    for controller in controllers:
+        probe = REAL_CGROUP_ROOT / controller / "cgroup.procs"
+        if not probe.is_file():
+            pytest.skip("cgroup v1 %s hierarchy not mounted at %s" % (controller, probe.parent))
+    box = CgroupSandbox(controllers)
+    try:
+        box.make(box.top)
+        yield box
+    finally:
+        box.cleanup()
+
+
+@pytest.fixture
+def cpuset_sandbox() -> Iterator[CgroupSandbox]:
+    yield from kernel_sandbox(("cpuset",))
+
+
+@pytest.fixture
+def cpu_memory_sandbox() -> Iterator[CgroupSandbox]:
+    yield from kernel_sandbox(("cpu", "memory"))
