@@ -12,13 +12,13 @@ It knows about cgroup files, not about pods.  Public API:
     Outcome: WRITTEN / SKIPPED / NOT_SUPPORTED / INVALID / GONE / FAILED
 """
 from resourceexecutor.executor import ResourceExecutor
-from resourceexecutor.file_io import CgroupFileIO, KernelFileIO
+from resourceexecutor.file_io import CgroupFileIO, KeptFdFileIO, KernelFileIO
 from resourceexecutor.outcome import BatchResult, Outcome, RollbackFailure, UpdateResult
 from resourceexecutor.updater import MergeRule, Updater, UpdaterFactory, default_merge_rules
 from resourceexecutor.write_cache import CachePolicy, WriteCache
 
 __all__ = [
-    "BatchResult", "CachePolicy", "CgroupFileIO", "KernelFileIO", "MergeRule", "Outcome",
+    "BatchResult", "CachePolicy", "CgroupFileIO", "KeptFdFileIO", "KernelFileIO", "MergeRule", "Outcome",
     "ResourceExecutor", "RollbackFailure", "UpdateResult", "Updater", "UpdaterFactory",
     "WriteCache", "default_merge_rules",
 ]

@@ -16,7 +16,7 @@ from resourceexecutor.file_io import CgroupFileIO
 from resourceexecutor.levelled_order import Step, derive_levels, levelled_schedule
 from resourceexecutor.outcome import Outcome, RollbackFailure
 from resourceexecutor.updater import CacheKey, Updater
-from resourceexecutor.write_cache import WriteCache
+from resourceexecutor.write_cache import CacheEntry, WriteCache, _new_entry
 
 _SETTLED = (Outcome.GONE, Outcome.NOT_SUPPORTED, Outcome.INVALID)
 
@@ -68,15 +68,50 @@ class BatchRun:
                 self._write_merged(index, updater)
             else:
                 self._write_exact(index, updater)
-        except Gone as exc:
-            self.cache.forget(updater.key)
+        except SystemFileError as exc:
+            self.fail(index, updater, exc)
+
+    def plain_pass(self, indices: Sequence[int]) -> None:
+        """Exact writes of plain updates, in order.  The common case (the cache
+        vouches for the file and the value changed) is inlined: one write, no
+        read, no per-update calls beyond the IO; the rest go through apply()."""
+        if not self.use_cache or self.rollback:
+            for index in indices:
+                self.apply(Step.EXACT, index)
+            return
+        updaters, outcomes, written = self.updaters, self.outcomes, Outcome.WRITTEN
+        entries = self.cache.entries
+        get = entries.get
+        write = self.io.write
+        stale_before, now = self.stale_before, self.now
+        for index in indices:
+            updater = updaters[index]
+            entry = get(updater.key)
+            if (entry is None or entry.at < stale_before or updater.problem is not None
+                    or updater.read_modify_write):
+                self.apply(Step.EXACT, index)
+                continue
+            if entry.text == updater.text:
+                continue
+            try:
+                write(updater.path, updater.text)
+            except SystemFileError as exc:
+                self.fail(index, updater, exc)
+                continue
+            self.writes += 1
+            outcomes[index] = written
+            entries[updater.key] = _new_entry(CacheEntry, (updater.text, updater.canonical, now))
+
+    def fail(self, index: int, updater: Updater, exc: SystemFileError) -> None:
+        """Settle an update whose IO raised: gone, not supported, or failed."""
+        self.cache.forget(updater.key)
+        if isinstance(exc, Gone):
             self.settle(index, Outcome.GONE, exc)
-        except NotSupported as exc:
+        elif isinstance(exc, NotSupported):
             self.unsupported[updater.key] = self.now
             self.on_unsupported(updater, exc)
             self.settle(index, Outcome.NOT_SUPPORTED, exc)
-        except SystemFileError as exc:  # KernelRejected, unparsable kernel text, IO errors
-            self.cache.forget(updater.key)
+        else:  # KernelRejected, unparsable kernel text, other IO errors
             self.settle(index, Outcome.FAILED, exc)
 
     def settle(self, index: int, outcome: Outcome, error: Exception | None) -> None:

@@ -21,7 +21,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 from system.cgroup_files import CgroupFiles
 from system.cgroup_resource import CgroupResource
-from system.errors import NotSupported
+from system.errors import NotSupported, SystemFileError
 
 from resourceexecutor.batch_run import BatchRun
 from resourceexecutor.file_io import CgroupFileIO, KernelFileIO
@@ -94,15 +94,30 @@ class ResourceExecutor:
         return self._run(flat, groups, use_cache, rollback)
 
     def forget_cgroup(self, cgroup_dir: str) -> int:
-        """Drop cache entries of a removed cgroup and everything below it."""
+        """Drop what we hold for a removed cgroup and everything below it: cache
+        entries, "not supported" notes and (with KeptFdFileIO) open files.
+        Returns how many cache entries went."""
         target = cgroup_dir.strip("/")
+        names: set[str] = set()
 
         def under(key: Any) -> bool:
-            return key[1] == target or is_ancestor(target, key[1])
+            if key[1] == target or is_ancestor(target, key[1]):
+                names.add(key[0])
+                return True
+            return False
 
         for key in [key for key in self._unsupported if under(key)]:
             del self._unsupported[key]
-        return self.cache.forget_where(under)
+        forgotten = self.cache.forget_where(under)
+        released: set[str] = set()
+        for name in names:
+            try:
+                released.add(str(self.files.dir_path(name, target)))
+            except SystemFileError:
+                continue
+        for prefix in released:
+            self.io.release(prefix)
+        return forgotten
 
     # ------------------------------------------------------------ internals
 
@@ -125,6 +140,8 @@ class ResourceExecutor:
         run = BatchRun(updaters, outcomes, self.io, self.cache, now, use_cache=use_cache,
                        rollback=rollback, unsupported=self._unsupported,
                        on_unsupported=self._note_unsupported)
+        if explicit_levels is None:
+            run.plain_pass([i for i in todo if updaters[i].merge is None])
         for step, index in self._schedule(updaters, todo, explicit_levels):
             run.apply(step, index)
 
@@ -146,13 +163,13 @@ class ResourceExecutor:
             levels = [[i for i in level if i in wanted] for level in explicit_levels]
             levels = [level for level in levels if level]
             return levelled_schedule(levels, [u.merge is not None for u in updaters])
-        plain = [(Step.EXACT, i) for i in todo if updaters[i].merge is None]
+        # plain updates went through BatchRun.plain_pass already
         hierarchical = [i for i in todo if updaters[i].merge is not None]
         if not hierarchical:
-            return plain
+            return []
         levels = derive_levels([updaters[i].cgroup_dir for i in hierarchical])
         levelled = levelled_schedule(levels, [True] * len(hierarchical))
-        return plain + [(step, hierarchical[position]) for step, position in levelled]
+        return [(step, hierarchical[position]) for step, position in levelled]
 
     def _forget_old_unsupported(self, now: float) -> None:
         oldest_kept = now - self.cache.policy.expire_after

@@ -27,6 +27,10 @@ class CacheEntry(NamedTuple):
     at: float      # clock time we wrote or read it
 
 
+# tuple.__new__ builds a NamedTuple without its Python-level __new__: this runs per write.
+_new_entry = tuple.__new__
+
+
 class Decision(Enum):
     """What the cache says about one wanted write."""
 
@@ -88,8 +92,13 @@ class WriteCache:
                 or entry.at < stale_before
                 or entry.text != updater.text]
 
+    @property
+    def entries(self) -> dict[Hashable, CacheEntry]:
+        """The live table, for the executor's hot loop only (use remember/forget to change)."""
+        return self._entries
+
     def remember(self, key: Hashable, text: str, value: Any, now: float) -> None:
-        self._entries[key] = CacheEntry(text, value, now)
+        self._entries[key] = _new_entry(CacheEntry, (text, value, now))
 
     def forget(self, key: Hashable) -> None:
         self._entries.pop(key, None)

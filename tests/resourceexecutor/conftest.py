@@ -49,6 +49,9 @@ class RecordingIO:
         self.inner.write(path, text)
         self.writes.append((path, text))
 
+    def release(self, path_prefix: str) -> int:
+        return self.inner.release(path_prefix)
+
 
 class FakeTreeIO(KernelFileIO):
     """Regular files lack kernel semantics; emulate the two our tests rely on:
