@@ -53,10 +53,13 @@ class BatchRun:
         if self.outcomes[index] in _SETTLED:
             return
         updater = self.updaters[index]
-        if updater.problem is not None:
-            kind = Outcome.NOT_SUPPORTED if isinstance(updater.problem, NotSupported) \
-                else Outcome.INVALID
-            self.settle(index, kind, updater.problem)
+        problem = updater.problem
+        if problem is not None:
+            if isinstance(problem, NotSupported):
+                self.on_unsupported(updater, problem)
+                self.settle(index, Outcome.NOT_SUPPORTED, problem)
+            else:
+                self.settle(index, Outcome.INVALID, problem)
             return
         absent_since = self.unsupported.get(updater.key)
         if absent_since is not None and absent_since >= self.stale_before:

@@ -24,7 +24,7 @@ from system.cgroup_resource import CgroupResource
 from system.errors import NotSupported, SystemFileError
 
 from resourceexecutor.batch_run import BatchRun
-from resourceexecutor.file_io import CgroupFileIO, KernelFileIO
+from resourceexecutor.file_io import CgroupFileIO, KeptFdFileIO
 from resourceexecutor.levelled_order import Step, derive_levels, is_ancestor, levelled_schedule
 from resourceexecutor.metrics import ExecutorMetrics
 from resourceexecutor.outcome import PROBLEM_OUTCOMES, BatchResult, Outcome, UpdateResult
@@ -48,7 +48,7 @@ class ResourceExecutor:
                  factory: UpdaterFactory | None = None) -> None:
         self.files = files
         self.factory = factory if factory is not None else UpdaterFactory(files)
-        self.io: CgroupFileIO = io if io is not None else KernelFileIO()
+        self.io: CgroupFileIO = io if io is not None else KeptFdFileIO()
         self.clock = clock
         self.cache = WriteCache(policy, clock)
         self.metrics = ExecutorMetrics(registry) if registry is not None else None
@@ -93,6 +93,10 @@ class ResourceExecutor:
             groups.append(list(range(start, len(flat))))
         return self._run(flat, groups, use_cache, rollback)
 
+    def close(self) -> None:
+        """Close files the IO keeps open (KeptFdFileIO); the executor stays usable."""
+        self.io.close()
+
     def forget_cgroup(self, cgroup_dir: str) -> int:
         """Drop what we hold for a removed cgroup and everything below it: cache
         entries, "not supported" notes and (with KeptFdFileIO) open files.
@@ -127,6 +131,7 @@ class ResourceExecutor:
         now = self.clock()
         if self.cache.sweep_if_due(now) is not None:
             self._forget_old_unsupported(now)
+            self.io.sweep()
         outcomes = [Outcome.SKIPPED] * len(updaters)
         if use_cache:
             todo = self.cache.misses(updaters, now)

@@ -32,6 +32,15 @@ class CgroupFileIO(Protocol):
         """Let go of anything held for files at or below this directory."""
         ...
 
+    def sweep(self) -> int:
+        """Let go of what was not used since the previous sweep (called by the
+        executor whenever its write cache sweeps)."""
+        ...
+
+    def close(self) -> None:
+        """Let go of everything held (shutdown)."""
+        ...
+
 
 class KernelFileIO:
     """open + read/write + close on the real (or fake) tree."""
@@ -50,6 +59,12 @@ class KernelFileIO:
 
     def release(self, path_prefix: str) -> int:
         return 0  # holds nothing
+
+    def sweep(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        return None
 
     def write(self, path: str, text: str) -> None:
         try:
@@ -79,9 +94,12 @@ class KeptFdFileIO:
     ~1.2 us for a pwrite on a kept fd, so a batch that writes thousands of
     files is several times cheaper.  Files are opened read-write where the
     kernel allows (reads then pread the kept fd, values stay fresh) and
-    write-only otherwise.  At most `max_open` fds are kept (default: half the
-    soft RLIMIT_NOFILE, at most 16384); beyond that the oldest quarter is
-    closed, so size it above the working set or it will thrash.  An fd whose cgroup was removed answers ENODEV:
+    write-only otherwise.  An fd not used between two sweeps (the executor
+    sweeps with its cache, every minute by default) is closed, so files of
+    removed containers are let go within two minutes even if nobody calls
+    `release`.  At most `max_open` fds are kept (default: half the soft
+    RLIMIT_NOFILE, at most 16384); beyond that the oldest quarter is closed,
+    so size it above the working set or it will thrash.  An fd whose cgroup was removed answers ENODEV:
     it is closed and the path opened afresh once, so a cgroup recreated under
     the same name is written, and a gone one reports Gone.  Call `release`
     when a cgroup goes away, and `close` at shutdown.
@@ -94,11 +112,13 @@ class KeptFdFileIO:
             raise ValueError("max_open must be positive")
         self.max_open = max_open
         self._fds: dict[str, tuple[int, bool]] = {}   # path -> (fd, readable)
+        self._used: set[str] = set()                  # paths touched since the last sweep
 
     def __len__(self) -> int:
         return len(self._fds)
 
     def read(self, path: str) -> str:
+        self._used.add(path)
         kept = self._fds.get(path)
         if kept is not None and kept[1]:
             try:
@@ -116,6 +136,7 @@ class KeptFdFileIO:
 
     def write(self, path: str, text: str) -> None:
         data = text.encode("ascii")
+        self._used.add(path)
         kept = self._fds.get(path)
         if kept is not None:
             try:
@@ -140,9 +161,18 @@ class KeptFdFileIO:
             self._drop(path)
         return len(doomed)
 
+    def sweep(self) -> int:
+        used = self._used
+        idle = [path for path in self._fds if path not in used]
+        for path in idle:
+            self._drop(path)
+        used.clear()
+        return len(idle)
+
     def close(self) -> None:
         for path in list(self._fds):
             self._drop(path)
+        self._used.clear()
 
     def _open(self, path: str) -> tuple[int, bool]:
         try:

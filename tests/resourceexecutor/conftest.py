@@ -52,6 +52,12 @@ class RecordingIO:
     def release(self, path_prefix: str) -> int:
         return self.inner.release(path_prefix)
 
+    def sweep(self) -> int:
+        return self.inner.sweep()
+
+    def close(self) -> None:
+        self.inner.close()
+
 
 class FakeTreeIO(KernelFileIO):
     """Regular files lack kernel semantics; emulate the two our tests rely on:

@@ -10,7 +10,7 @@ from structlog.testing import capture_logs
 from resourceexecutor import Outcome, ResourceExecutor
 from resourceexecutor.write_cache import CachePolicy
 from system.cgroup_files import CgroupFiles
-from system.errors import KernelRejected, NotSupported
+from system.errors import InvalidValue, KernelRejected, NotSupported
 from tests.resourceexecutor.conftest import FakeTreeIO, RecordingIO
 
 C1 = "kubepods/pod1/c1"
@@ -186,7 +186,7 @@ def test_invalid_value_is_reported_and_the_rest_lands(v2):
 
 def test_strict_factory_raises_and_unknown_resource_raises(v2):
     executor, _, _ = v2
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidValue):
         executor.updater("cpu.shares", C1, 1, strict=True)
     with pytest.raises(NotSupported):
         executor.updater("cpu.no_such_file", C1, 1)
@@ -269,3 +269,15 @@ def test_metrics_count_results_per_resource_and_time_batches(v2_host, clock):
     assert total("skipped") == 2
     assert total("invalid") == 2
     assert registry.get_sample_value("koordlet_resource_update_batch_duration_seconds_count") == 2
+
+
+def test_resource_without_a_file_on_this_version_is_not_supported_and_logged_once(v2):
+    executor, io, _ = v2
+    batch = [executor.updater("memory.soft_limit_in_bytes", d, 1 << 20) for d in (C1, C2)]
+    with capture_logs() as logs:
+        result = executor.update_batch(batch)
+        executor.update_batch(batch)
+    assert result.counts() == {Outcome.NOT_SUPPORTED: 2}
+    assert isinstance(result[0].error, NotSupported)
+    assert [e["event"] for e in logs] == ["cgroup_resource_unsupported"]
+    assert io.reads == [] and io.writes == []

@@ -10,7 +10,7 @@ import errno
 
 import pytest
 
-from resourceexecutor import Outcome, ResourceExecutor
+from resourceexecutor import KeptFdFileIO, KernelFileIO, Outcome, ResourceExecutor
 from system.cgroup_files import CgroupFiles
 from system.errors import KernelRejected
 from system.host import Host
@@ -23,8 +23,19 @@ def cpus(box, cgroup_dir: str) -> str:
     return box.files.read_text("cpuset.cpus", cgroup_dir)
 
 
-def executor_for(clock, io=None) -> ResourceExecutor:
-    return ResourceExecutor(CgroupFiles(Host()), clock=clock, io=io)
+@pytest.fixture
+def executor_for(clock):
+    """Executors on the real host (default IO keeps fds open: closed at teardown)."""
+    made: list[ResourceExecutor] = []
+
+    def make(clock=clock, io=None) -> ResourceExecutor:
+        executor = ResourceExecutor(CgroupFiles(Host()), clock=clock, io=io)
+        made.append(executor)
+        return executor
+
+    yield make
+    for executor in made:
+        executor.close()
 
 
 @pytest.fixture
@@ -56,7 +67,7 @@ def test_naive_widening_of_a_child_beyond_its_parent_is_refused(nested):
     assert refused.value.errno == errno.EACCES
 
 
-def test_wrongly_given_levels_fail_honestly(nested, clock):
+def test_wrongly_given_levels_fail_honestly(executor_for, nested, clock):
     box, parent, child = nested
     box.files.write("cpuset.cpus", child, "0")
     box.files.write("cpuset.cpus", parent, "0")
@@ -73,7 +84,7 @@ def test_wrongly_given_levels_fail_honestly(nested, clock):
 
 # ---------------------------------------------------------------- the levelled order succeeds
 
-def test_levelled_batch_shrinks_the_child_before_the_parent(nested, clock):
+def test_levelled_batch_shrinks_the_child_before_the_parent(executor_for, nested, clock):
     box, parent, child = nested
     box.files.write("cpuset.cpus", child, "1")
     io = RecordingIO()
@@ -87,7 +98,7 @@ def test_levelled_batch_shrinks_the_child_before_the_parent(nested, clock):
         ("child", "0-1"), ("child", "0"), ("parent", "0")]
 
 
-def test_levelled_batch_grows_the_parent_before_the_child(nested, clock):
+def test_levelled_batch_grows_the_parent_before_the_child(executor_for, nested, clock):
     box, parent, child = nested
     box.files.write("cpuset.cpus", child, "0")
     box.files.write("cpuset.cpus", parent, "0")
@@ -100,7 +111,8 @@ def test_levelled_batch_grows_the_parent_before_the_child(nested, clock):
         ("parent", "0-1"), ("child", "0-1"), ("child", "1")]
 
 
-def test_levelled_batch_moves_a_three_level_tree_across_cpus(cpuset_sandbox, clock):
+def test_levelled_batch_moves_a_three_level_tree_across_cpus(executor_for, cpuset_sandbox,
+                                                             clock):
     box = cpuset_sandbox
     dirs = [box.make(box.dir("q")), box.make(box.dir("q", "pod")),
             box.make(box.dir("q", "pod", "c1")), box.make(box.dir("q", "pod", "c2"))]
@@ -116,7 +128,7 @@ def test_levelled_batch_moves_a_three_level_tree_across_cpus(cpuset_sandbox, clo
     assert {d: cpus(box, d) for d in dirs} == wanted
 
 
-def test_v1_cfs_quota_grows_parent_first(cpu_memory_sandbox, clock):
+def test_v1_cfs_quota_grows_parent_first(executor_for, cpu_memory_sandbox, clock):
     box = cpu_memory_sandbox
     parent = box.make(box.dir("p"))
     child = box.make(box.dir("p", "c"))
@@ -133,10 +145,13 @@ def test_v1_cfs_quota_grows_parent_first(cpu_memory_sandbox, clock):
 
 # ---------------------------------------------------------------- cache, gone, rollback
 
-def test_second_identical_batch_writes_nothing_and_drift_is_repaired(cpu_memory_sandbox, clock):
+@pytest.mark.parametrize("inner", [KernelFileIO, KeptFdFileIO])
+def test_second_identical_batch_writes_nothing_and_drift_is_repaired(executor_for,
+                                                                     cpu_memory_sandbox,
+                                                                     clock, inner):
     box = cpu_memory_sandbox
     dirs = [box.make(box.dir("c%d" % i)) for i in range(3)]
-    io = RecordingIO()
+    io = RecordingIO(inner())
     executor = executor_for(clock, io)
     batch = [executor.updater(name, d, value) for d in dirs
              for name, value in (("cpu.shares", 512), ("cpu.cfs_quota_us", 30_000),
@@ -156,10 +171,14 @@ def test_second_identical_batch_writes_nothing_and_drift_is_repaired(cpu_memory_
     assert box.files.read("cpu.shares", dirs[0]) == 512
 
 
-def test_cgroup_removed_mid_batch_is_gone_and_the_rest_lands(cpu_memory_sandbox, clock):
+@pytest.mark.parametrize("inner", [KernelFileIO, KeptFdFileIO])
+def test_cgroup_removed_mid_batch_is_gone_and_the_rest_lands(executor_for, cpu_memory_sandbox,
+                                                             clock, inner):
     box = cpu_memory_sandbox
     dirs = [box.make(box.dir("c%d" % i)) for i in range(3)]
-    io = RecordingIO()
+    io = RecordingIO(inner())
+    prime = executor_for(io=io)  # with kept fds: the files of c1 are open when it goes
+    prime.update_batch([prime.updater("cpu.shares", d, 128) for d in dirs])
 
     def remove_middle_once(path, text):
         io.before_write = None
@@ -177,7 +196,7 @@ def test_cgroup_removed_mid_batch_is_gone_and_the_rest_lands(cpu_memory_sandbox,
     assert box.files.read("cpu.shares", dirs[2]) == 256
 
 
-def test_rollback_restores_cpusets_when_the_kernel_refuses_one(nested, clock):
+def test_rollback_restores_cpusets_when_the_kernel_refuses_one(executor_for, nested, clock):
     box, parent, child = nested
     sibling = box.make(box.dir("parent", "sibling"))
     box.files.write("cpuset.cpus", child, "0")
