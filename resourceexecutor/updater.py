@@ -93,14 +93,44 @@ class Updater:
         return self.resource.parse(text, self.version)
 
 
+@dataclass(frozen=True, slots=True)
+class _ResourcePlan:
+    """What the factory resolves once per resource on this host."""
+
+    resource: CgroupResource
+    version: int
+    root: str           # hierarchy root holding the resource's file
+    file_name: str
+    merge: MergeFn | None
+    read_modify_write: bool
+
+
+# How many formatted values the factory remembers per resource before starting afresh.
+_VALUE_MEMO_LIMIT = 4096
+
+
+def _needs_cleaning(cgroup_dir: str) -> bool:
+    """Cheap test for dirs clean_cgroup_dir would change or refuse."""
+    return (cgroup_dir.startswith("/") or cgroup_dir.endswith("/") or "//" in cgroup_dir
+            or "/." in "/" + cgroup_dir or "\x00" in cgroup_dir)
+
+
 class UpdaterFactory:
-    """Builds updaters for one host.  Holds no mutable state after construction."""
+    """Builds updaters for one host.
+
+    Resolves each resource once (version, hierarchy root, merge rule) and
+    remembers recently formatted values (validated text and read-back value),
+    so building an updater for a value seen before costs a few dict lookups.
+    Not thread-safe: one owner, like the executor.
+    """
 
     def __init__(self, files: CgroupFiles,
                  merge_rules: Mapping[str, MergeRule] | None = None) -> None:
         self.files = files
         self.merge_rules: Mapping[str, MergeRule] = (
             default_merge_rules() if merge_rules is None else MappingProxyType(dict(merge_rules)))
+        self._plans: dict[str, _ResourcePlan | SystemFileError] = {}
+        self._formatted: dict[str, dict[tuple[type, Any], tuple[str, Any]]] = {}
 
     def new(self, resource: str | CgroupResource, cgroup_dir: str, value: Any, *,
             strict: bool = False) -> Updater:
@@ -110,33 +140,76 @@ class UpdaterFactory:
         programming error).  Any other refusal (validator, no file for this
         cgroup version, bad dir) is carried in `problem`, or raised when strict.
         """
+        name = resource.name if isinstance(resource, CgroupResource) else resource
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plan(resource)
+        if _needs_cleaning(cgroup_dir):
+            try:
+                cgroup_dir = clean_cgroup_dir(cgroup_dir)
+            except InvalidValue as exc:
+                if strict:
+                    raise
+                return self._refused(get_resource(resource), cgroup_dir, value, exc)
+        if isinstance(plan, SystemFileError):
+            if strict:
+                raise plan
+            return self._refused(get_resource(resource), cgroup_dir, value, plan)
+        try:
+            text, canonical = self._format(plan, value)
+        except SystemFileError as exc:
+            if strict:
+                raise
+            return self._refused(plan.resource, cgroup_dir, value, exc)
+        if cgroup_dir:
+            path = plan.root + "/" + cgroup_dir + "/" + plan.file_name
+        else:
+            path = plan.root + "/" + plan.file_name
+        return Updater(
+            name=name, cgroup_dir=cgroup_dir, value=value, resource=plan.resource,
+            version=plan.version, path=path, key=(name, cgroup_dir), text=text,
+            canonical=canonical, merge=plan.merge, read_modify_write=plan.read_modify_write,
+        )
+
+    def _plan(self, resource: str | CgroupResource) -> _ResourcePlan | SystemFileError:
         res = get_resource(resource)
         rule = self.merge_rules.get(res.name)
         if rule is None:
             raise NotSupported("no updater registered for resource %r" % res.name)
-        try:
-            clean_dir = clean_cgroup_dir(cgroup_dir)
-        except InvalidValue as exc:
-            if strict:
-                raise
-            clean_dir = cgroup_dir
-            return self._refused(res, clean_dir, value, exc)
+        plan: _ResourcePlan | SystemFileError
         try:
             version = self.files.version_for(res)
-            path = str(self.files.path(res, clean_dir))
-            res.validate(value)
-            text = res.format(value, version, None)
-            canonical = res.parse(text, version)
+            file_name = res.file(version)
+            assert file_name is not None  # version_for only answers versions with a file
+            plan = _ResourcePlan(
+                resource=res, version=version, root=str(self.files.dir_path(res, "")),
+                file_name=file_name, merge=rule.for_version(version),
+                read_modify_write=version == 2 and res.v2_read_modify_write)
         except SystemFileError as exc:
-            if strict:
-                raise
-            return self._refused(res, clean_dir, value, exc)
-        return Updater(
-            name=res.name, cgroup_dir=clean_dir, value=value, resource=res, version=version,
-            path=path, key=(res.name, clean_dir), text=text, canonical=canonical,
-            merge=rule.for_version(version),
-            read_modify_write=version == 2 and res.v2_read_modify_write,
-        )
+            plan = exc
+        self._plans[res.name] = plan
+        return plan
+
+    def _format(self, plan: _ResourcePlan, value: Any) -> tuple[str, Any]:
+        memo = self._formatted.get(plan.resource.name)
+        if memo is None:
+            memo = self._formatted[plan.resource.name] = {}
+        key = (type(value), value)  # 1, 1.0 and True are equal keys: keep them apart
+        try:
+            known = memo.get(key)
+        except TypeError:  # unhashable (a set): format every time
+            known, memo = None, None
+        if known is not None:
+            return known
+        res = plan.resource
+        res.validate(value)
+        text = res.format(value, plan.version, None)
+        formatted = (text, res.parse(text, plan.version))
+        if memo is not None:
+            if len(memo) >= _VALUE_MEMO_LIMIT:
+                memo.clear()
+            memo[key] = formatted
+        return formatted
 
     def _refused(self, res: CgroupResource, cgroup_dir: str, value: Any,
                  problem: SystemFileError) -> Updater:
