@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from resourceexecutor import KeptFdFileIO, KernelFileIO, Outcome, ResourceExecutor
 from resourceexecutor.file_io import CgroupFileIO
@@ -102,7 +103,8 @@ def run_benchmarks(dirs: list[str], args: argparse.Namespace,
                    make_io: Callable[[], CgroupFileIO]) -> None:
     files = CgroupFiles(Host())
     io = make_io()
-    executor = ResourceExecutor(files, io=io)
+    registry = CollectorRegistry()  # as the daemon runs it: metrics on
+    executor = ResourceExecutor(files, io=io, registry=registry)
     build_start = time.perf_counter()
     batches = {key: [executor.updater(name, d, value) for d in dirs for name, value in values]
                for key, values in VALUES.items()}
@@ -131,7 +133,7 @@ def run_benchmarks(dirs: list[str], args: argparse.Namespace,
 
     def first_sight(run: int) -> None:
         fresh_io = make_io()
-        fresh = ResourceExecutor(files, io=fresh_io)
+        fresh = ResourceExecutor(files, io=fresh_io, registry=CollectorRegistry())
         result = fresh.update_batch(batches["B" if run % 2 == 0 else "A"])
         if isinstance(fresh_io, KeptFdFileIO):
             fresh_io.close()
@@ -158,6 +160,11 @@ def run_benchmarks(dirs: list[str], args: argparse.Namespace,
             os.close(fd)
 
     measure("raw-o+w+c", args.cold_runs, raw_floor, updates)
+    written = registry.get_sample_value("koordlet_resource_update_total",
+                                        {"resource": "cpu.shares", "result": "written"})
+    skipped = registry.get_sample_value("koordlet_resource_update_total",
+                                        {"resource": "cpu.shares", "result": "skipped"})
+    print("metrics: cpu.shares written=%d skipped=%d" % (written or 0, skipped or 0))
     if isinstance(io, KeptFdFileIO):
         fds = [os.open(path, os.O_WRONLY) for path in paths]
 

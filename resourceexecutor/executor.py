@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import structlog
@@ -27,11 +28,19 @@ from resourceexecutor.batch_run import BatchRun
 from resourceexecutor.file_io import CgroupFileIO, KeptFdFileIO
 from resourceexecutor.levelled_order import Step, derive_levels, is_ancestor, levelled_schedule
 from resourceexecutor.metrics import ExecutorMetrics
-from resourceexecutor.outcome import PROBLEM_OUTCOMES, BatchResult, Outcome, UpdateResult
+from resourceexecutor.outcome import (
+    PROBLEM_OUTCOMES,
+    BatchResult,
+    Outcome,
+    RollbackFailure,
+    UpdateResult,
+)
 from resourceexecutor.updater import CacheKey, Updater, UpdaterFactory
 from resourceexecutor.write_cache import CachePolicy, WriteCache
 
 log = structlog.get_logger(__name__)
+
+_NAME_OF = attrgetter("name")
 
 # How many problem examples a batch summary log line carries.
 _EXAMPLES_LOGGED = 3
@@ -151,7 +160,7 @@ class ResourceExecutor:
             run.apply(step, index)
 
         rolled_back = False
-        failures: tuple = ()
+        failures: tuple[RollbackFailure, ...] = ()
         if rollback and run.undo and any(outcomes[i] in PROBLEM_OUTCOMES for i in todo):
             failures = run.restore()
             rolled_back = True
@@ -210,7 +219,7 @@ class ResourceExecutor:
         if metrics is None:
             return
         counts: Counter[tuple[str, Outcome]] = Counter()
-        per_name = Counter(u.name for u in updaters)
+        per_name = Counter(map(_NAME_OF, updaters))
         for index in todo:
             outcome = outcomes[index]
             if outcome is not Outcome.SKIPPED:

@@ -94,15 +94,17 @@ class KeptFdFileIO:
     ~1.2 us for a pwrite on a kept fd, so a batch that writes thousands of
     files is several times cheaper.  Files are opened read-write where the
     kernel allows (reads then pread the kept fd, values stay fresh) and
-    write-only otherwise.  An fd not used between two sweeps (the executor
-    sweeps with its cache, every minute by default) is closed, so files of
-    removed containers are let go within two minutes even if nobody calls
-    `release`.  At most `max_open` fds are kept (default: half the soft
-    RLIMIT_NOFILE, at most 16384); beyond that the oldest quarter is closed,
-    so size it above the working set or it will thrash.  An fd whose cgroup was removed answers ENODEV:
-    it is closed and the path opened afresh once, so a cgroup recreated under
-    the same name is written, and a gone one reports Gone.  Call `release`
-    when a cgroup goes away, and `close` at shutdown.
+    write-only otherwise.
+
+    Lifetime: an fd whose cgroup was removed answers ENODEV; it is closed and
+    the path opened afresh once, so a cgroup recreated under the same name is
+    written and a gone one reports Gone.  An fd not used between two sweeps
+    (the executor sweeps with its cache, every minute by default) is closed,
+    so files of removed containers are let go within two minutes even if
+    nobody calls `release`.  At most `max_open` fds are kept (default: half
+    the soft RLIMIT_NOFILE, at most 16384); beyond that the oldest quarter is
+    closed, so size it above the working set or it will thrash.  Call `close`
+    at shutdown.
     """
 
     def __init__(self, max_open: int | None = None) -> None:

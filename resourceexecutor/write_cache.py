@@ -55,7 +55,8 @@ class CachePolicy:
             raise ValueError("cache durations must not be negative")
 
 
-def decide(entry: CacheEntry | None, text: str | None, now: float, force_update_after: float) -> Decision:
+def decide(entry: CacheEntry | None, text: str | None, now: float,
+           force_update_after: float) -> Decision:
     """The cache decision for one wanted text (pure; `WriteCache.misses` is its batch form)."""
     if entry is None or entry.at < now - force_update_after:
         return Decision.LOOK_FIRST

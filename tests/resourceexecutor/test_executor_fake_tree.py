@@ -146,7 +146,8 @@ def test_memory_protection_grows_top_down_and_shrinks_bottom_up_on_v2(v2):
 
 def test_mixed_move_writes_the_larger_value_first(v2):
     executor, io, host = v2
-    executor.update_batch([executor.updater("memory.low", POD, 200), executor.updater("memory.low", C1, 100)])
+    executor.update_batch([executor.updater("memory.low", POD, 200),
+                           executor.updater("memory.low", C1, 100)])
     io.writes.clear()
     # parent shrinks to 150 while the child grows to 150: parent keeps 200 until the child moved
     executor.update_batch([executor.updater("memory.low", POD, 150),
