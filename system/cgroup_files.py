@@ -11,20 +11,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-import structlog
-
-from system.cgroup_resource import CgroupResource, get_resource
+from system.cgroup_resource import CgroupResource, SupportCheck, get_resource
 from system.cgroup_version import (
     V1_TO_V2_CONTROLLER,
     CgroupHierarchy,
     CgroupMode,
     detect_hierarchy,
 )
-from system.cgroup_resource import SupportCheck
 from system.errors import InvalidValue, NotSupported, classify_os_error
 from system.host import Host
-
-log = structlog.get_logger(__name__)
 
 # cgroup2 files every cgroup has, whichever controllers are enabled
 V2_CORE_FILES = frozenset(
@@ -37,6 +32,8 @@ READ_CHUNK = 64 * 1024
 
 def clean_cgroup_dir(cgroup_dir: str) -> str:
     """Normalise a relative cgroup dir ("/a/b/" -> "a/b"); InvalidValue for ".." or NUL."""
+    if "." not in cgroup_dir and "//" not in cgroup_dir and "\x00" not in cgroup_dir:
+        return cgroup_dir.strip("/")  # common case: nothing to normalise
     text = cgroup_dir.strip("/")
     if "\x00" in text:
         raise InvalidValue("NUL in cgroup dir %r" % cgroup_dir)
@@ -61,12 +58,41 @@ def read_fd_text(fd: int) -> str:
     return b"".join(chunks).decode("ascii", "replace")
 
 
+def read_path_text(path: str) -> str:
+    """open + read + close of one kernel file by path string, errors typed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        where = Path(path)
+        raise classify_os_error(exc, where, where.parent) from None
+    try:
+        return read_fd_text(fd)
+    except OSError as exc:
+        where = Path(path)
+        raise classify_os_error(exc, where, where.parent) from None
+    finally:
+        os.close(fd)
+
+
 class CgroupFiles:
     """Typed access to cgroup files on one host (real or fake tree)."""
 
     def __init__(self, host: Host, hierarchy: CgroupHierarchy | None = None) -> None:
         self.host = host
         self.hierarchy = hierarchy if hierarchy is not None else detect_hierarchy(host)
+        # resource name -> (version, root as str): fixed for a given hierarchy
+        self._located: dict[str, tuple[int, str]] = {}
+
+    def _file(self, res: CgroupResource, cgroup_dir: str) -> tuple[int, str]:
+        """(version, file path as str) on the hot path: string joins, cached location."""
+        hit = self._located.get(res.name)
+        if hit is None:
+            version, root = self.locate(res)
+            hit = self._located[res.name] = (version, str(root))
+        version, root = hit
+        rel = clean_cgroup_dir(cgroup_dir)
+        name = res.v1_file if version == 1 else res.v2_file
+        return version, ("%s/%s/%s" % (root, rel, name)) if rel else ("%s/%s" % (root, name))
 
     # ------------------------------------------------------------ locating
 
@@ -118,6 +144,16 @@ class CgroupFiles:
         except NotSupported:
             return False
 
+    def children(self, cgroup_dir: str, subsystem: str = "cpu") -> tuple[str, ...]:
+        """Relative dirs of the direct child cgroups, sorted; Gone if the cgroup vanished."""
+        directory = self.subsystem_dir(subsystem, cgroup_dir)
+        try:
+            names = sorted(entry.name for entry in os.scandir(directory) if entry.is_dir())
+        except OSError as exc:
+            raise classify_os_error(exc, directory, directory) from None
+        rel = clean_cgroup_dir(cgroup_dir)
+        return tuple("%s/%s" % (rel, name) if rel else name for name in names)
+
     def supported(self, resource: str | CgroupResource, cgroup_dir: str = "") -> bool:
         """Whether this host offers the resource (for FILE_EXISTS resources: in ``cgroup_dir``)."""
         try:
@@ -138,54 +174,48 @@ class CgroupFiles:
     # ------------------------------------------------------------ reading
 
     def read_text(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
-        path = self.path(resource, cgroup_dir)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise classify_os_error(exc, path, path.parent) from None
-        try:
-            return read_fd_text(fd).strip()
-        except OSError as exc:
-            raise classify_os_error(exc, path, path.parent) from None
-        finally:
-            os.close(fd)
+        return read_path_text(self._file(get_resource(resource), cgroup_dir)[1]).strip()
 
     def read(self, resource: str | CgroupResource, cgroup_dir: str) -> Any:
         res = get_resource(resource)
-        version = self.version_for(res)
-        return res.parse(self.read_text(res, cgroup_dir), version)
+        version, path = self._file(res, cgroup_dir)
+        return res.parse(read_path_text(path).strip(), version)
 
     # ------------------------------------------------------------ writing
 
     def write(self, resource: str | CgroupResource, cgroup_dir: str, value: Any) -> None:
-        """validate -> format -> one write. InvalidValue leaves the file untouched."""
+        """validate -> format -> one write. InvalidValue leaves the file untouched.
+        (No log line per write: the executor owns auditing.)"""
         res = get_resource(resource)
         res.validate(value)
-        version = self.version_for(res)
+        version, path = self._file(res, cgroup_dir)
         current = None
         if version == 2 and res.v2_read_modify_write:
-            current = self.read_text(res, cgroup_dir)
-        text = res.format(value, version, current)
-        self._write(self.path(res, cgroup_dir), text)
-        log.debug("cgroup_written", resource=res.name, cgroup=cgroup_dir, value=text)
+            current = read_path_text(path).strip()
+        self._write(path, res.format(value, version, current))
 
     def write_text(self, resource: str | CgroupResource, cgroup_dir: str, text: str) -> None:
         """Write raw text (no validation) to the resource's file; path/dir still checked."""
         res = get_resource(resource)
         if not res.writable:
             raise InvalidValue("%s is read-only" % res.name)
-        self._write(self.path(res, cgroup_dir), text)
+        self._write(self._file(res, cgroup_dir)[1], text)
 
     @staticmethod
-    def _write(path: Path, text: str) -> None:
-        data = text.encode("ascii")
+    def _write(path: str, text: str) -> None:
+        try:
+            data = text.encode("ascii")
+        except UnicodeEncodeError:
+            raise InvalidValue("non-ASCII text for a cgroup file", path) from None
         try:
             fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
         except OSError as exc:
-            raise classify_os_error(exc, path, path.parent) from None
+            where = Path(path)
+            raise classify_os_error(exc, where, where.parent) from None
         try:
             os.write(fd, data)
         except OSError as exc:
-            raise classify_os_error(exc, path, path.parent) from None
+            where = Path(path)
+            raise classify_os_error(exc, where, where.parent) from None
         finally:
             os.close(fd)

@@ -99,6 +99,19 @@ class CgroupResource:
         """Kernel text of this version's file -> canonical value."""
         return self.codec(version).parse(text)
 
+    def matches(self, value: Any, text: str, version: int) -> bool:
+        """Whether the file's current ``text`` already holds canonical ``value``.
+
+        Compares after a trip through kernel text, so lossy conversions agree with
+        themselves (shares 1024 -> weight 39 reads back as 999 shares), "max" equals -1,
+        and cpu.max matches on its own field only. Unparsable text never matches.
+        """
+        try:
+            wanted = self.parse(self.format(value, version, text), version)
+            return bool(wanted == self.parse(text, version))
+        except InvalidValue:
+            return False
+
     def merged(self, old: Any, new: Any) -> Any:
         """The value a levelled update writes in pass one (see MergeKind)."""
         if self.merge is MergeKind.UNION_CPUSET:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import structlog
 
-from system.errors import NotSupported, SystemFileError
+from system.errors import NotSupported
 from system.host import Host
+from system.mountinfo import read_cgroup_mounts
 
 log = structlog.get_logger(__name__)
 
@@ -121,42 +122,67 @@ def _read_words(path: Path) -> frozenset[str]:
         return frozenset()
 
 
+def _v1_mounts(host: Host, root: Path) -> list[tuple[str, Path]]:
+    """v1 controller -> mount dir, from marker files, combined dir names and mountinfo."""
+    v1: list[tuple[str, Path]] = []
+    found: set[str] = set()
+
+    def take(name: str, directory: Path) -> None:
+        marker = _V1_MARKERS.get(name)
+        if name not in found and marker and (directory / marker).is_file():
+            v1.append((name, directory))
+            found.add(name)
+
+    for name in _V1_MARKERS:
+        take(name, root / name)
+    # combined mounts without per-controller symlinks, e.g. "cpu,cpuacct"
+    for directory in sorted(p for p in root.iterdir() if "," in p.name and p.is_dir()):
+        for name in directory.name.split(","):
+            take(name, directory)
+    # last resort: mountinfo names v1 mounts under this root with unusual dir names
+    for mount in read_cgroup_mounts(host):
+        point = Path(mount.mount_point)
+        if mount.version == 1 and point.parent == root:
+            for name in sorted(mount.controllers):
+                take(name, point)
+    return v1
+
+
 def detect_hierarchy(host: Host) -> CgroupHierarchy:
     """Detect the cgroup layout from the files under ``host.cgroup_root``.
 
     - V2: the root itself is a cgroup2 mount (has ``cgroup.controllers``).
     - HYBRID: v1 controller mounts plus a cgroup2 mount at ``<root>/unified``.
     - V1: only v1 controller mounts.
-    Combined mounts such as ``cpu,cpuacct`` are found through their symlinks.
+    Combined mounts such as ``cpu,cpuacct`` are found through their symlinks or their
+    combined name; other oddly named v1 mounts through ``<proc_root>/self/mountinfo``.
     """
     root = host.cgroup_root
+    if not root.is_dir():
+        raise NotSupported("no cgroup hierarchy found", root)
     try:
         if (root / "cgroup.controllers").is_file():
-            controllers = _read_words(root / "cgroup.controllers")
             log.debug("cgroup_mode_detected", mode="v2", root=str(root))
             return CgroupHierarchy(
                 mode=CgroupMode.V2,
                 cgroup_root=root,
                 unified_root=root,
-                v2_controllers=controllers,
+                v2_controllers=_read_words(root / "cgroup.controllers"),
             )
-        v1: list[tuple[str, Path]] = []
-        for name, marker in _V1_MARKERS.items():
-            candidate = root / name
-            if (candidate / marker).is_file():
-                v1.append((name, candidate))
+        v1 = _v1_mounts(host, root)
         unified = root / "unified"
         unified_root = unified if (unified / "cgroup.procs").is_file() else None
         controllers = (
             _read_words(unified / "cgroup.controllers") if unified_root else frozenset()
         )
-    except OSError as exc:  # an unreadable root: report as absent support
-        raise SystemFileError("cannot inspect cgroup root: %s" % exc, root) from None
+    except OSError as exc:  # an unreadable root: nothing can be supported
+        raise NotSupported("cannot inspect cgroup root: %s" % exc.strerror, root) from None
     if not v1 and unified_root is None:
         raise NotSupported("no cgroup hierarchy found", root)
-    mode = CgroupMode.HYBRID if (v1 and unified_root is not None) else (
-        CgroupMode.V1 if v1 else CgroupMode.V2
-    )
+    if v1 and unified_root is not None:
+        mode = CgroupMode.HYBRID
+    else:
+        mode = CgroupMode.V1 if v1 else CgroupMode.V2
     log.debug("cgroup_mode_detected", mode=mode.value, root=str(root))
     return CgroupHierarchy(
         mode=mode,

@@ -18,6 +18,13 @@ class Host:
     proc_root: Path = Path("/proc")
     sys_root: Path = Path("/sys")
 
+    def __post_init__(self) -> None:
+        # flags arrive as strings (--cgroup-root-dir=/host/sys/fs/cgroup): hold Paths
+        for name in ("cgroup_root", "proc_root", "sys_root"):
+            value = getattr(self, name)
+            if not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value))
+
     @classmethod
     def under(cls, root: Path | str) -> "Host":
         """A host whose trees all live below ``root`` (``root/sys/fs/cgroup``, ``root/proc``...)."""

@@ -215,3 +215,137 @@ def add_cgroup(host: Host, cgroup_dir: str, overrides: Mapping[str, str] | None 
             if key in files:
                 files[key] = text
         _fill(hierarchy.unified_root / rel, files)
+
+
+# ---------------------------------------------------------------------------- procfs
+
+DEFAULT_PROC_STAT = (
+    "cpu  1000 0 500 8000 10 0 5 0 0 0\n"
+    "cpu0 500 0 250 4000 5 0 3 0 0 0\ncpu1 500 0 250 4000 5 0 2 0 0 0\n"
+    "intr 0\nctxt 0\nbtime 1700000000\nprocesses 1\nprocs_running 1\nprocs_blocked 0\n"
+)
+DEFAULT_MEMINFO = (
+    "MemTotal:       24683568 kB\nMemFree:        20000000 kB\n"
+    "MemAvailable:   22000000 kB\nBuffers:           19888 kB\nCached:           387876 kB\n"
+)
+
+
+def build_proc_tree(
+    root: Path,
+    *,
+    stat: str = DEFAULT_PROC_STAT,
+    meminfo: str = DEFAULT_MEMINFO,
+    loadavg: str = "0.46 0.21 0.07 1/89 7111\n",
+    psi: bool = True,
+    pids: Mapping[int, str] | None = None,
+) -> Host:
+    """A fake /proc under <root>/proc: stat, meminfo, loadavg, pressure/*, <pid>/cgroup."""
+    host = Host.under(root)
+    write_file(host.proc("stat"), stat)
+    write_file(host.proc("meminfo"), meminfo)
+    write_file(host.proc("loadavg"), loadavg)
+    if psi:
+        for kind in ("cpu", "memory", "io"):
+            write_file(host.proc("pressure", kind), PSI_ZERO)
+    for pid, text in (pids or {}).items():
+        write_file(host.proc(str(pid), "cgroup"), text)
+    return host
+
+
+# ---------------------------------------------------------------------------- sysfs topology
+
+def _list(ids: Iterable[int]) -> str:
+    from system.cpuset import format_cpuset
+
+    return format_cpuset(ids) + "\n"
+
+
+def build_topology_tree(
+    root: Path,
+    *,
+    sockets: int = 2,
+    nodes_per_socket: int = 2,
+    cores_per_node: int = 2,
+    threads_per_core: int = 2,
+    node_memory_kb: int = 8 * 1024 * 1024,
+    l3_per_node: bool = False,
+    offline: Iterable[int] = (),
+    with_cache_id: bool = True,
+) -> Host:
+    """A fake /sys/devices/system/{cpu,node} for a multi-socket SMT NUMA machine.
+
+    Numbering follows Intel's usual order: all first threads, then all second threads
+    (cpu = thread * physical_cores + core index). core_id restarts in every socket.
+    L3 is shared per socket (or per NUMA node with ``l3_per_node``, like SNC).
+    """
+    host = Host.under(root)
+    cpu_root = host.sys("devices", "system", "cpu")
+    node_root = host.sys("devices", "system", "node")
+    physical = sockets * nodes_per_socket * cores_per_node
+    total = physical * threads_per_core
+    offline_set = set(offline)
+    layout: dict[int, tuple[int, int, int]] = {}  # cpu -> (socket, node, core_id)
+    for thread in range(threads_per_core):
+        for index in range(physical):
+            socket, within = divmod(index, nodes_per_socket * cores_per_node)
+            node = socket * nodes_per_socket + within // cores_per_node
+            layout[thread * physical + index] = (socket, node, within)
+    for cpu, (socket, node, core) in layout.items():
+        cpu_dir = cpu_root / ("cpu%d" % cpu)
+        siblings = [c for c, v in layout.items() if v[0] == socket and v[2] == core]
+        write_file(cpu_dir / "topology" / "core_id", "%d\n" % core)
+        write_file(cpu_dir / "topology" / "physical_package_id", "%d\n" % socket)
+        write_file(cpu_dir / "topology" / "thread_siblings_list", _list(siblings))
+        l3_key = node if l3_per_node else socket
+        sharing = [c for c, v in layout.items() if (v[1] if l3_per_node else v[0]) == l3_key]
+        caches = [(0, 1, "Data", core), (1, 1, "Instruction", core), (2, 2, "Unified", core),
+                  (3, 3, "Unified", l3_key)]
+        for index, level, kind, cache_id in caches:
+            cache = cpu_dir / "cache" / ("index%d" % index)
+            write_file(cache / "level", "%d\n" % level)
+            write_file(cache / "type", kind + "\n")
+            if with_cache_id:
+                write_file(cache / "id", "%d\n" % cache_id)
+            shared = sharing if level == 3 else siblings
+            write_file(cache / "shared_cpu_list", _list(shared))
+    online = [c for c in range(total) if c not in offline_set]
+    write_file(cpu_root / "online", _list(online))
+    write_file(cpu_root / "possible", _list(range(total)))
+    write_file(cpu_root / "present", _list(range(total)))
+    node_count = sockets * nodes_per_socket
+    write_file(node_root / "online", _list(range(node_count)))
+    write_file(node_root / "possible", _list(range(node_count)))
+    for node in range(node_count):
+        cpus = [c for c, v in layout.items() if v[1] == node]
+        write_file(node_root / ("node%d" % node) / "cpulist", _list(cpus))
+        write_file(
+            node_root / ("node%d" % node) / "meminfo",
+            "Node %d MemTotal:       %d kB\nNode %d MemFree:        %d kB\n"
+            "Node %d MemUsed:        %d kB\n"
+            % (node, node_memory_kb, node, node_memory_kb // 2, node, node_memory_kb // 2),
+        )
+    return host
+
+
+def build_resctrl_tree(
+    root: Path, *, cbm_mask: str = "7ff", closids: int = 16, mba: bool = True
+) -> Host:
+    """A mounted fake /sys/fs/resctrl with L3 CAT (and MBA) info, plus /proc hints."""
+    host = Host.under(root)
+    base = host.sys("fs", "resctrl")
+    write_file(base / "schemata", "L3:0=%s;1=%s\n" % (cbm_mask, cbm_mask)
+               + ("MB:0=100;1=100\n" if mba else ""))
+    write_file(base / "tasks", "")
+    write_file(base / "info" / "L3" / "cbm_mask", cbm_mask + "\n")
+    write_file(base / "info" / "L3" / "min_cbm_bits", "1\n")
+    write_file(base / "info" / "L3" / "num_closids", "%d\n" % closids)
+    write_file(base / "info" / "L3" / "shareable_bits", "0\n")
+    if mba:
+        write_file(base / "info" / "MB" / "min_bandwidth", "10\n")
+        write_file(base / "info" / "MB" / "bandwidth_gran", "10\n")
+        write_file(base / "info" / "MB" / "num_closids", "8\n")
+        write_file(base / "info" / "MB" / "delay_linear", "1\n")
+    write_file(host.proc("filesystems"), "nodev\tsysfs\nnodev\tcgroup2\nnodev\tresctrl\n")
+    write_file(host.proc("cpuinfo"),
+               "processor\t: 0\nflags\t\t: fpu sse2 rdt_a cat_l3 mba cqm_llc\n")
+    return host

@@ -182,3 +182,35 @@ def test_no_bare_oserror_on_unreadable_file(v1):
     with pytest.raises(Exception) as info:
         v1.read("cpu.shares", POD)
     assert not type(info.value) is OSError
+
+
+def test_combined_v1_mount_without_symlinks(tmp_path):
+    host = build_v1_tree(tmp_path, controllers=("cpuset", "memory"))
+    combined = host.cgroup("cpu,cpuacct")
+    combined.mkdir()
+    for name, text in {"cpu.shares": "1024", "cpuacct.usage": "77", "cgroup.procs": ""}.items():
+        (combined / name).write_text(text)
+    files = CgroupFiles(host)
+    assert files.hierarchy.controller_root("cpuacct") == combined
+    assert files.read("cpuacct.usage", "") == 77
+    assert files.path("cpu.shares", "a") == combined / "a" / "cpu.shares"
+
+
+@pytest.mark.parametrize("bad", ["..", "a/..", "../a", "a/\x00b"])
+def test_fast_path_still_refuses_unsafe_dirs(v1, bad):
+    with pytest.raises(InvalidValue):
+        v1.read("cpu.shares", bad)
+
+
+def test_non_ascii_text_is_invalid(v1):
+    with pytest.raises(InvalidValue):
+        v1.write_text("cpu.shares", POD, "1024é")
+    assert v1.read("cpu.shares", POD) == 1024
+
+
+def test_children_lists_child_cgroups(v1, v2):
+    assert v1.children("kubepods") == ("kubepods/burstable",)
+    assert v1.children("kubepods/burstable", "memory") == (POD,)
+    assert "kubepods" in v2.children("")
+    with pytest.raises(Gone):
+        v1.children("kubepods/nothing")

@@ -252,3 +252,22 @@ def test_shares_resource_v2_parse_inverts_format_on_weights(shares):
     res = REGISTRY["cpu.shares"]
     text = res.format(shares, 2)
     assert res.format(res.parse(text, 2), 2) == text
+
+
+def test_matches_compares_through_kernel_text():
+    assert REGISTRY["cpu.shares"].matches(1024, "39", 2)
+    assert not REGISTRY["cpu.shares"].matches(2048, "39", 2)
+    assert REGISTRY["cpu.cfs_quota_us"].matches(50000, "50000 100000", 2)
+    assert REGISTRY["cpu.cfs_quota_us"].matches(-1, "max 100000", 2)
+    assert REGISTRY["cpu.cfs_period_us"].matches(100000, "max 100000", 2)
+    assert REGISTRY["memory.limit_in_bytes"].matches(-1, "9223372036854771712", 1)
+    assert REGISTRY["cpuset.cpus"].matches("0-1", "0,1", 1)
+    assert not REGISTRY["cpu.shares"].matches(1024, "garbage", 1)
+
+
+@settings(max_examples=200)
+@given(st.integers(2, 262144))
+def test_written_shares_always_match_what_the_kernel_shows(shares):
+    res = REGISTRY["cpu.shares"]
+    assert res.matches(shares, res.format(shares, 2), 2)
+    assert res.matches(shares, res.format(shares, 1), 1)
