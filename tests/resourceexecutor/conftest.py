@@ -3,18 +3,20 @@ real-kernel cgroup v1 sandbox that always cleans up."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from resourceexecutor.file_io import KernelFileIO
 from system.cgroup_files import CgroupFiles
 from system.host import Host
+from tests.system.cgroup_sandbox import (
+    SandboxUnavailable,
+    cgroup_sandbox,
+    make_child,
+    remove_tree,
+)
 from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree
-
-REAL_CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 class FakeClock:
@@ -98,53 +100,34 @@ def v1_host(tmp_path) -> Host:
 # ---------------------------------------------------------------- real kernel
 
 class CgroupSandbox:
-    """Uniquely named test cgroups in the real v1 hierarchies, removed afterwards."""
+    """Nested test cgroups below one system-sandbox cgroup (tests.system.cgroup_sandbox),
+    which removes the whole tree afterwards."""
 
-    def __init__(self, controllers: tuple[str, ...]) -> None:
-        self.top = "koordlet-test-%s" % uuid.uuid4().hex[:8]
-        self.controllers = controllers
-        self.made: list[Path] = []
-        self.files = CgroupFiles(Host())
+    def __init__(self, top: str, controllers: tuple[str, ...]) -> None:
+        self.top = top
+        self.host = Host()
+        self.roots = [self.host.cgroup(name) for name in controllers]
+        self.files = CgroupFiles(self.host)
 
     def dir(self, *parts: str) -> str:
         return "/".join((self.top,) + parts)
 
     def make(self, cgroup_dir: str) -> str:
-        """mkdir in every sandbox controller; v1 cpuset children copy cpus/mems first."""
-        for controller in self.controllers:
-            path = REAL_CGROUP_ROOT / controller / cgroup_dir
-            path.mkdir()
-            self.made.append(path)
-            if controller == "cpuset":
-                for name in ("cpuset.mems", "cpuset.cpus"):
-                    (path / name).write_text((path.parent / name).read_text())
+        """mkdir in every sandbox controller; v1 cpusets get the parent's cpus/mems."""
+        make_child(self.host, cgroup_dir, self.roots)
         return cgroup_dir
 
     def remove(self, cgroup_dir: str) -> None:
-        for controller in self.controllers:
-            path = REAL_CGROUP_ROOT / controller / cgroup_dir
-            if path.exists():
-                path.rmdir()
-
-    def cleanup(self) -> None:
-        for path in sorted(self.made, key=lambda p: len(p.parts), reverse=True):
-            if path.exists():
-                os.rmdir(path)
+        for root in self.roots:
+            remove_tree(root / cgroup_dir, root)
 
 
 def kernel_sandbox(controllers: tuple[str, ...]) -> Iterator[CgroupSandbox]:
-    if os.geteuid() != 0:
-        pytest.skip("real-kernel cgroup tests need root")
-    for controller in controllers:
-        probe = REAL_CGROUP_ROOT / controller / "cgroup.procs"
-        if not probe.is_file():
-            pytest.skip("cgroup v1 %s hierarchy not mounted at %s" % (controller, probe.parent))
-    box = CgroupSandbox(controllers)
     try:
-        box.make(box.top)
-        yield box
-    finally:
-        box.cleanup()
+        with cgroup_sandbox(controllers=controllers, unified=False) as top:
+            yield CgroupSandbox(top, controllers)
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 @pytest.fixture
