@@ -14,7 +14,7 @@ from system.errors import Gone, NotSupported, SystemFileError
 
 from resourceexecutor.file_io import CgroupFileIO
 from resourceexecutor.levelled_order import Step, derive_levels, levelled_schedule
-from resourceexecutor.outcome import Outcome, RollbackFailure
+from resourceexecutor.outcome import PROBLEM_OUTCOMES, Outcome, RollbackFailure
 from resourceexecutor.updater import CacheKey, Updater
 from resourceexecutor.write_cache import CacheEntry, WriteCache, _new_entry
 
@@ -26,7 +26,7 @@ class BatchRun:
 
     __slots__ = ("updaters", "io", "cache", "now", "use_cache", "rollback", "outcomes",
                  "errors", "writes", "undo", "saved", "stale_before", "unsupported",
-                 "on_unsupported")
+                 "on_unsupported", "problems", "gone")
 
     def __init__(self, updaters: Sequence[Updater], outcomes: list[Outcome], io: CgroupFileIO,
                  cache: WriteCache, now: float, *, use_cache: bool, rollback: bool,
@@ -42,6 +42,8 @@ class BatchRun:
         self.unsupported = unsupported   # key -> when the file was found absent
         self.on_unsupported = on_unsupported
         self.errors: dict[int, Exception] = {}
+        self.problems: set[int] = set()   # indices now INVALID or FAILED
+        self.gone: list[int] = []         # indices found GONE
         self.writes = 0
         self.undo: list[tuple[int, str]] = []   # (index, text before our first write)
         self.saved: set[CacheKey] = set()
@@ -105,6 +107,46 @@ class BatchRun:
             outcomes[index] = written
             entries[updater.key] = _new_entry(CacheEntry, (updater.text, updater.canonical, now))
 
+    def levelled_pass(self, schedule: Sequence[tuple[Step, int]]) -> None:
+        """Run a levelled schedule.  As in plain_pass, the common case (the cache
+        vouches for the file's value) is inlined; the rest goes through apply()."""
+        if not self.use_cache or self.rollback:
+            for step, index in schedule:
+                self.apply(step, index)
+            return
+        updaters, outcomes, written, merged_step = (self.updaters, self.outcomes,
+                                                    Outcome.WRITTEN, Step.MERGED)
+        entries = self.cache.entries
+        get = entries.get
+        write = self.io.write
+        stale_before, now = self.stale_before, self.now
+        for step, index in schedule:
+            updater = updaters[index]
+            entry = get(updater.key)
+            if (entry is None or entry.at < stale_before or updater.problem is not None
+                    or updater.read_modify_write or outcomes[index] in _SETTLED):
+                self.apply(step, index)
+                continue
+            try:
+                if step is merged_step:
+                    current = entry.value
+                    canonical = updater.merge(current, updater.canonical)  # type: ignore[misc]
+                    if canonical == current:
+                        continue
+                    text = updater.text if canonical == updater.canonical \
+                        else updater.format(canonical)
+                else:
+                    if entry.text == updater.text:
+                        continue
+                    text, canonical = updater.text, updater.canonical
+                write(updater.path, text)
+            except SystemFileError as exc:
+                self.fail(index, updater, exc)
+                continue
+            self.writes += 1
+            outcomes[index] = written
+            entries[updater.key] = _new_entry(CacheEntry, (text, canonical, now))
+
     def fail(self, index: int, updater: Updater, exc: SystemFileError) -> None:
         """Settle an update whose IO raised: gone, not supported, or failed."""
         self.cache.forget(updater.key)
@@ -121,8 +163,13 @@ class BatchRun:
         self.outcomes[index] = outcome
         if error is None:
             self.errors.pop(index, None)
-        else:
-            self.errors[index] = error
+            self.problems.discard(index)
+            return
+        self.errors[index] = error
+        if outcome in PROBLEM_OUTCOMES:
+            self.problems.add(index)
+        elif outcome is Outcome.GONE:
+            self.gone.append(index)
 
     def _fresh_entry(self, updater: Updater) -> Any:
         if not self.use_cache:
