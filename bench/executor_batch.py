@@ -68,6 +68,8 @@ def main() -> int:
     parser.add_argument("--containers", type=int, default=1000)
     parser.add_argument("--steady-runs", type=int, default=200)
     parser.add_argument("--cold-runs", type=int, default=30)
+    parser.add_argument("--io", choices=("both", "kept", "open"), default="both",
+                        help="file IO to measure: kept fds (the default IO), open+write+close")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("needs root (creates cgroups under %s)" % ROOT)
@@ -86,8 +88,11 @@ def main() -> int:
                 made.append(path)
         print("created %d cgroups x %d hierarchies in %.0f ms"
               % (len(dirs), len(CONTROLLERS), (time.perf_counter() - start) * 1e3))
-        for label, make_io in (("open+write+close (KernelFileIO)", KernelFileIO),
-                               ("kept fds (KeptFdFileIO)", KeptFdFileIO)):
+        variants = (("open", "open+write+close (KernelFileIO)", KernelFileIO),
+                    ("kept", "kept fds (KeptFdFileIO, the default)", KeptFdFileIO))
+        for key, label, make_io in variants:
+            if args.io not in ("both", key):
+                continue
             print("\n== file IO: %s" % label)
             run_benchmarks(dirs, args, make_io)
     finally:
