@@ -102,3 +102,40 @@ def test_levelled_batches_move_any_valid_tree_to_any_other(v1_host, case):
         again = executor.update_batch(batch)
         assert again.counts() == {Outcome.SKIPPED: len(batch)} and model.writes == writes
         clock.advance(5)
+
+
+class PoisonedModel(CpusetKernelModel):
+    """The model, plus one cgroup whose every write the kernel refuses."""
+
+    def __init__(self, root: str, poisoned: str) -> None:
+        super().__init__(root)
+        self.poisoned = poisoned
+
+    def write(self, path: str, text: str) -> None:
+        if os.path.dirname(path) == self.poisoned:
+            raise KernelRejected("refused", path, errno=errno.EINVAL)
+        super().write(path, text)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=transitions(), data=st.data())
+def test_rollback_returns_any_tree_to_where_it_was(v1_host, case, data):
+    parents, states, order = case
+    files = CgroupFiles(v1_host)
+    root = str(files.dir_path("cpuset.cpus", ""))
+    dirs = [_dir(n, parents) for n in range(len(parents))]
+    poisoned = data.draw(st.sampled_from(dirs))
+    model = PoisonedModel(root, root + "/" + poisoned)
+    for node in range(len(dirs)):
+        model.cpus[root + "/" + dirs[node]] = states[0][node]
+    executor = ResourceExecutor(files, clock=FakeClock(), io=model)
+    batch = [executor.updater("cpuset.cpus", dirs[n], states[1][n]) for n in order]
+    result = executor.update_batch(batch, rollback=True)
+    assert result.rollback_failures == ()
+    # the poisoned cgroup fails the batch only if it had to change; then all goes back
+    refused = states[1][dirs.index(poisoned)] != states[0][dirs.index(poisoned)]
+    expected = states[0] if refused else states[1]
+    assert {d: model.cpus[root + "/" + d] for d in dirs} == dict(zip(dirs, expected))
+    assert result.ok is not refused
+    assert result.rolled_back == (refused and result.writes > 0)
