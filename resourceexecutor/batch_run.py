@@ -16,9 +16,12 @@ from resourceexecutor.file_io import CgroupFileIO
 from resourceexecutor.levelled_order import Step, derive_levels, levelled_schedule
 from resourceexecutor.outcome import PROBLEM_OUTCOMES, Outcome, RollbackFailure
 from resourceexecutor.updater import CacheKey, Updater
-from resourceexecutor.write_cache import CacheEntry, WriteCache, _new_entry
+from resourceexecutor.write_cache import CacheEntry, WriteCache
 
 _SETTLED = (Outcome.GONE, Outcome.NOT_SUPPORTED, Outcome.INVALID)
+
+# Builds a CacheEntry without the NamedTuple's Python-level __new__ (runs per write).
+_new_entry = tuple.__new__
 
 
 class BatchRun:
