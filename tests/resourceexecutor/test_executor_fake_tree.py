@@ -282,3 +282,16 @@ def test_resource_without_a_file_on_this_version_is_not_supported_and_logged_onc
     assert isinstance(result[0].error, NotSupported)
     assert [e["event"] for e in logs] == ["cgroup_resource_unsupported"]
     assert io.reads == [] and io.writes == []
+
+
+def test_without_the_cache_the_file_is_compared_and_repaired_at_once(v2):
+    executor, io, host = v2
+    updater = executor.updater("memory.high", C1, 1 << 30)
+    executor.update(updater)
+    (host.cgroup_root / C1 / "memory.high").write_text("max")
+    assert executor.update(updater).outcome is Outcome.SKIPPED       # trusts the cache
+    assert executor.update(updater, use_cache=False).outcome is Outcome.WRITTEN
+    assert read(host, C1, "memory.high") == str(1 << 30)
+    reads = len(io.reads)
+    assert executor.update(updater, use_cache=False).outcome is Outcome.SKIPPED
+    assert len(io.reads) == reads + 1
