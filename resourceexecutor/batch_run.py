@@ -29,7 +29,7 @@ class BatchRun:
 
     __slots__ = ("updaters", "io", "cache", "now", "use_cache", "rollback", "outcomes",
                  "errors", "writes", "undo", "saved", "stale_before", "unsupported",
-                 "on_unsupported", "problems", "gone")
+                 "on_unsupported", "problems", "gone", "seen")
 
     def __init__(self, updaters: Sequence[Updater], outcomes: list[Outcome], io: CgroupFileIO,
                  cache: WriteCache, now: float, *, use_cache: bool, rollback: bool,
@@ -47,6 +47,8 @@ class BatchRun:
         self.errors: dict[int, Exception] = {}
         self.problems: set[int] = set()   # indices now INVALID or FAILED
         self.gone: list[int] = []         # indices found GONE
+        self.seen: set[CacheKey] = set()  # files this batch read or wrote (trusted even
+                                          # when use_cache is off)
         self.writes = 0
         self.undo: list[tuple[int, str]] = []   # (index, text before our first write)
         self.saved: set[CacheKey] = set()
@@ -174,8 +176,12 @@ class BatchRun:
         elif outcome is Outcome.GONE:
             self.gone.append(index)
 
+    def _remember(self, updater: Updater, text: str, value: Any) -> None:
+        self.cache.remember(updater.key, text, value, self.now)
+        self.seen.add(updater.key)
+
     def _fresh_entry(self, updater: Updater) -> Any:
-        if not self.use_cache:
+        if not self.use_cache and updater.key not in self.seen:
             return None
         entry = self.cache.get(updater.key)
         if entry is None or entry.at < self.stale_before:
@@ -194,7 +200,7 @@ class BatchRun:
             return
         current_text = self.io.read(updater.path)
         if updater.parse(current_text) == updater.canonical:
-            self.cache.remember(updater.key, updater.text, updater.canonical, self.now)
+            self._remember(updater, updater.text, updater.canonical)
             return
         text = updater.format(updater.value, current_text) if updater.read_modify_write \
             else updater.text
@@ -213,7 +219,7 @@ class BatchRun:
         merged = merge(current, updater.canonical)
         if merged == current:
             if current_text is not None:
-                self.cache.remember(updater.key, updater.format(current), current, self.now)
+                self._remember(updater, updater.format(current), current)
             return
         merged_text = updater.format(merged)
         self._write(index, updater, merged_text, merged_text, merged, current_text)
@@ -229,7 +235,7 @@ class BatchRun:
             self.saved.add(updater.key)
             self.undo.append((index, before))
         self.settle(index, Outcome.WRITTEN, None)
-        self.cache.remember(updater.key, fingerprint, canonical, self.now)
+        self._remember(updater, fingerprint, canonical)
 
     # ------------------------------------------------------------ rollback
 

@@ -82,8 +82,8 @@ class ResourceExecutor:
         Plain resources are written in the given order, in one pass.
         Hierarchical ones (those with a merge rule) are levelled by directory
         depth: pass one top-down writes merged values, pass two bottom-up the
-        exact ones.  `use_cache=False` ignores the cache's "already written"
-        (the file is read and compared instead).  `rollback=True` restores, when
+        exact ones.  `use_cache=False` trusts nothing earlier batches left in
+        the cache: every file is read and compared (once per batch).  `rollback=True` restores, when
         any update ends INVALID or FAILED, every file this batch wrote.
         """
         return self._run(updaters, None, use_cache, rollback)
