@@ -5,7 +5,7 @@ from __future__ import annotations
 import structlog
 
 from system.cgroup_files import CgroupFiles
-from system.cgroup_layout import CgroupDriver, detect_driver
+from system.cgroup_layout import CgroupDriver, driver_from_names
 from system.errors import NotSupported
 
 log = structlog.get_logger(__name__)
@@ -24,7 +24,7 @@ def detect_host_driver(files: CgroupFiles) -> CgroupDriver | None:
         names = {
             name for name in ("kubepods.slice", "kubepods") if (root / name).is_dir()
         }
-        driver = detect_driver(names)
+        driver = driver_from_names(names)
         if driver is not None:
             log.debug("cgroup_driver_detected", driver=driver.value, root=str(root))
             return driver

@@ -17,10 +17,16 @@ All functions here are pure except ``detect_driver``, which looks at the host's 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from system.errors import InvalidValue
+
+if TYPE_CHECKING:
+    from system.cgroup_files import CgroupFiles
+    from system.host import Host
 
 KUBEPODS = "kubepods"
 
@@ -196,10 +202,25 @@ def parse_cgroup_path(path: str) -> CgroupPathInfo:
     raise InvalidValue("not a kubepods cgroup path: %r" % path)
 
 
-def detect_driver(names_at_root: frozenset[str] | set[str]) -> CgroupDriver | None:
+def driver_from_names(names_at_root: Iterable[str]) -> CgroupDriver | None:
     """The driver whose kubepods dir is among the names found at a hierarchy's root."""
-    if "kubepods.slice" in names_at_root:
+    names = frozenset(names_at_root)
+    if "kubepods.slice" in names:
         return CgroupDriver.SYSTEMD
-    if KUBEPODS in names_at_root:
+    if KUBEPODS in names:
         return CgroupDriver.CGROUPFS
     return None
+
+
+def detect_driver(source: Iterable[str] | "CgroupFiles" | "Host") -> CgroupDriver | None:
+    """Detect the driver from root dir names (pure), or from a host's tree (CgroupFiles or
+    Host: looks for kubepods.slice / kubepods under a controller root). None: neither."""
+    from system.cgroup_driver import detect_host_driver  # IO half; imported lazily
+    from system.cgroup_files import CgroupFiles
+    from system.host import Host
+
+    if isinstance(source, Host):
+        return detect_host_driver(CgroupFiles(source))
+    if isinstance(source, CgroupFiles):
+        return detect_host_driver(source)
+    return driver_from_names(source)

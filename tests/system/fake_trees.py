@@ -349,3 +349,34 @@ def build_resctrl_tree(
     write_file(host.proc("cpuinfo"),
                "processor\t: 0\nflags\t\t: fpu sse2 rdt_a cat_l3 mba cqm_llc\n")
     return host
+
+
+# ---------------------------------------------------------------------------- changing a tree
+
+def _cgroup_dirs(host: Host, cgroup_dir: str) -> list[Path]:
+    hierarchy = detect_hierarchy(host)
+    rel = cgroup_dir.strip("/")
+    roots = [root for _, root in hierarchy.v1_roots]
+    if hierarchy.unified_root is not None:
+        roots.append(hierarchy.unified_root)
+    return [root / rel if rel else root for root in roots]
+
+
+def set_cgroup_file(host: Host, cgroup_dir: str, file_name: str, text: str) -> int:
+    """Write ``text`` to ``file_name`` of a fake cgroup in every hierarchy that has that
+    file (e.g. a new cpuacct.usage, PSI or memory.stat sample). Returns how many were set."""
+    count = 0
+    for directory in _cgroup_dirs(host, cgroup_dir):
+        if (directory / file_name).is_file():
+            (directory / file_name).write_text(text)
+            count += 1
+    return count
+
+
+def remove_cgroup(host: Host, cgroup_dir: str) -> None:
+    """Delete a fake cgroup (and its children) from every hierarchy: the pod is gone."""
+    import shutil
+
+    for directory in _cgroup_dirs(host, cgroup_dir):
+        if directory.is_dir():
+            shutil.rmtree(directory)

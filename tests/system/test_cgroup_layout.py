@@ -116,3 +116,11 @@ def test_detect_host_driver_on_fake_trees(tmp_path):
     assert detect_host_driver(CgroupFiles(v2)) is None
     add_cgroup(v2, "kubepods")
     assert detect_host_driver(CgroupFiles(v2)) is C
+
+
+def test_detect_driver_accepts_a_host_or_files(tmp_path):
+    host = build_v1_tree(tmp_path)
+    assert detect_driver(host) is None
+    add_cgroup(host, "kubepods.slice")
+    assert detect_driver(host) is S
+    assert detect_driver(CgroupFiles(host)) is S

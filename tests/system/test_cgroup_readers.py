@@ -156,3 +156,16 @@ def test_psi_value_type(tmp_path):
     host = build_v2_tree(tmp_path)
     with _reader(host, True, {}) as reader:
         assert isinstance(reader.psi(POD, "io"), Psi)
+
+
+def test_fake_tree_helpers_change_samples_and_remove_pods(tmp_path):
+    from tests.system.fake_trees import remove_cgroup, set_cgroup_file
+
+    host = build_hybrid_tree(tmp_path)
+    with _reader(host, False, {}) as reader:
+        assert set_cgroup_file(host, POD, "cpu.pressure", PSI_TEXT) == 1
+        assert reader.psi(POD, "cpu").some.total_us == 123456
+        assert set_cgroup_file(host, POD, "cgroup.procs", "") == 7  # 6 v1 + unified
+        remove_cgroup(host, POD)
+        with pytest.raises(Gone):
+            reader.cpu_usage_ns(POD)

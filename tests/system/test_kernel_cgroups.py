@@ -247,3 +247,9 @@ def test_hybrid_host_reads_pressure_of_our_cgroup(files, cgroup_sandbox_dir):
         pytest.skip("host is not hybrid")
     psi = CgroupReader(files).psi(cgroup_sandbox_dir, "io")
     assert psi.some.total_us == 0
+
+
+def test_children_of_a_real_cgroup(files, cgroup_sandbox_dir):
+    make_child(HOST, cgroup_sandbox_dir + "/kid", [HOST.cgroup("memory")])
+    assert files.children(cgroup_sandbox_dir, "memory") == (cgroup_sandbox_dir + "/kid",)
+    assert files.children(cgroup_sandbox_dir, "cpu") == ()
