@@ -15,6 +15,7 @@ quota above its parent's (EINVAL), so it must be levelled like a limit.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -108,6 +109,21 @@ class _ResourcePlan:
 # How many formatted values the factory remembers per resource before starting afresh.
 _VALUE_MEMO_LIMIT = 4096
 
+# Byte limits the kernel keeps in pages (page_counter): it rounds a written value down to
+# the page size, so 1000000 reads back as 999424 with 4 KiB pages.  The read-back value
+# must say so, or every re-verification would see a difference and write again.
+PAGE_ROUNDED_RESOURCES = frozenset({
+    "memory.limit_in_bytes", "memory.soft_limit_in_bytes", "memory.min", "memory.low",
+    "memory.high",
+})
+
+
+def page_rounded(value: Any, page_size: int) -> Any:
+    """What the kernel reads back for a byte limit: rounded down to a page (-1 stays)."""
+    if isinstance(value, int) and value > 0:
+        return value - value % page_size
+    return value
+
 
 def _needs_cleaning(cgroup_dir: str) -> bool:
     """Cheap test for dirs clean_cgroup_dir would change or refuse."""
@@ -125,8 +141,10 @@ class UpdaterFactory:
     """
 
     def __init__(self, files: CgroupFiles,
-                 merge_rules: Mapping[str, MergeRule] | None = None) -> None:
+                 merge_rules: Mapping[str, MergeRule] | None = None,
+                 page_size: int | None = None) -> None:
         self.files = files
+        self.page_size = page_size if page_size is not None else os.sysconf("SC_PAGE_SIZE")
         self.merge_rules: Mapping[str, MergeRule] = (
             default_merge_rules() if merge_rules is None else MappingProxyType(dict(merge_rules)))
         self._plans: dict[str, _ResourcePlan | SystemFileError] = {}
@@ -204,7 +222,10 @@ class UpdaterFactory:
         res = plan.resource
         res.validate(value)
         text = res.format(value, plan.version, None)
-        formatted = (text, res.parse(text, plan.version))
+        canonical = res.parse(text, plan.version)
+        if res.name in PAGE_ROUNDED_RESOURCES:
+            canonical = page_rounded(canonical, self.page_size)
+        formatted = (text, canonical)
         if memo is not None:
             if len(memo) >= _VALUE_MEMO_LIMIT:
                 memo.clear()

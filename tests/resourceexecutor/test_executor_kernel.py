@@ -207,3 +207,17 @@ def test_rollback_restores_cpusets_when_the_kernel_refuses_one(executor_for, nes
     assert result[0].outcome is Outcome.WRITTEN and result[1].outcome is Outcome.FAILED
     assert result.rolled_back and result.rollback_failures == ()
     assert (cpus(box, child), cpus(box, sibling)) == ("0", "0-1")
+
+
+def test_unaligned_memory_limit_is_verified_not_rewritten(executor_for, cpu_memory_sandbox,
+                                                          clock):
+    box = cpu_memory_sandbox
+    cgroup = box.make(box.dir("c"))
+    io = RecordingIO(KeptFdFileIO())
+    executor = executor_for(io=io)
+    updater = executor.updater("memory.limit_in_bytes", cgroup, 1_000_000)  # not page aligned
+    assert executor.update(updater).outcome is Outcome.WRITTEN
+    assert box.files.read("memory.limit_in_bytes", cgroup) == 999_424  # the kernel rounded
+    clock.advance(61)
+    assert executor.update(updater).outcome is Outcome.SKIPPED  # re-verified: it holds ours
+    assert len(io.writes) == 1
