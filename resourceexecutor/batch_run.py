@@ -1,0 +1,277 @@
+"""The mechanics of one batch: apply scheduled steps, settle outcomes, roll back.
+
+`BatchRun` lives for one call of the executor.  It reads a file only when the
+cache cannot vouch for its content (first sight, a stale entry, a field of a
+shared file, or a rollback that needs the value from before), writes only when
+the wanted value differs, and records what happened to each update.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from system.errors import Gone, NotSupported, SystemFileError
+
+from resourceexecutor.file_io import CgroupFileIO
+from resourceexecutor.levelled_order import Step, derive_levels, levelled_schedule
+from resourceexecutor.outcome import PROBLEM_OUTCOMES, Outcome, RollbackFailure
+from resourceexecutor.updater import CacheKey, Updater
+from resourceexecutor.write_cache import CacheEntry, WriteCache
+
+_SETTLED = (Outcome.GONE, Outcome.NOT_SUPPORTED, Outcome.INVALID)
+
+# Builds a CacheEntry without the NamedTuple's Python-level __new__ (runs per write).
+_new_entry = tuple.__new__
+
+
+class BatchRun:
+    """One batch in flight.  Not shared between threads; discarded after the call."""
+
+    __slots__ = ("updaters", "io", "cache", "now", "use_cache", "rollback", "outcomes",
+                 "errors", "writes", "undo", "saved", "stale_before", "unsupported",
+                 "on_unsupported", "problems", "gone", "seen")
+
+    def __init__(self, updaters: Sequence[Updater], outcomes: list[Outcome], io: CgroupFileIO,
+                 cache: WriteCache, now: float, *, use_cache: bool, rollback: bool,
+                 unsupported: dict[CacheKey, float],
+                 on_unsupported: Callable[[Updater, NotSupported], None]) -> None:
+        self.updaters = updaters
+        self.outcomes = outcomes
+        self.io = io
+        self.cache = cache
+        self.now = now
+        self.use_cache = use_cache
+        self.rollback = rollback
+        self.unsupported = unsupported   # key -> when the file was found absent
+        self.on_unsupported = on_unsupported
+        self.errors: dict[int, Exception] = {}
+        self.problems: set[int] = set()   # indices now INVALID or FAILED
+        self.gone: list[int] = []         # indices found GONE
+        self.seen: set[CacheKey] = set()  # files this batch read or wrote (trusted even
+                                          # when use_cache is off)
+        self.writes = 0
+        self.undo: list[tuple[int, str]] = []   # (index, text before our first write)
+        self.saved: set[CacheKey] = set()
+        self.stale_before = now - cache.policy.force_update_after
+
+    # ------------------------------------------------------------ steps
+
+    def apply(self, step: Step, index: int) -> None:
+        if self.outcomes[index] in _SETTLED:
+            return
+        updater = self.updaters[index]
+        problem = updater.problem
+        if problem is not None:
+            if isinstance(problem, NotSupported):
+                self.on_unsupported(updater, problem)
+                self.settle(index, Outcome.NOT_SUPPORTED, problem)
+            else:
+                self.settle(index, Outcome.INVALID, problem)
+            return
+        absent_since = self.unsupported.get(updater.key)
+        if absent_since is not None and absent_since >= self.stale_before:
+            self.settle(index, Outcome.NOT_SUPPORTED,
+                        NotSupported("file does not exist", updater.path))
+            return
+        try:
+            if step is Step.MERGED:
+                self._write_merged(index, updater)
+            else:
+                self._write_exact(index, updater)
+        except SystemFileError as exc:
+            self.fail(index, updater, exc)
+
+    def plain_pass(self, indices: Sequence[int]) -> None:
+        """Exact writes of plain updates, in order.  The common case (the cache
+        vouches for the file and the value changed) is inlined: one write, no
+        read, no per-update calls beyond the IO; the rest go through apply()."""
+        if not self.use_cache or self.rollback:
+            for index in indices:
+                self.apply(Step.EXACT, index)
+            return
+        updaters, outcomes, written = self.updaters, self.outcomes, Outcome.WRITTEN
+        entries = self.cache.entries
+        get = entries.get
+        write = self.io.write
+        stale_before, now = self.stale_before, self.now
+        for index in indices:
+            updater = updaters[index]
+            entry = get(updater.key)
+            if (entry is None or entry.at < stale_before or updater.problem is not None
+                    or updater.read_modify_write):
+                self.apply(Step.EXACT, index)
+                continue
+            if entry.text == updater.text:
+                continue
+            try:
+                write(updater.path, updater.text)
+            except SystemFileError as exc:
+                self.fail(index, updater, exc)
+                continue
+            self.writes += 1
+            outcomes[index] = written
+            entries[updater.key] = _new_entry(CacheEntry, (updater.text, updater.canonical, now))
+
+    def levelled_pass(self, schedule: Sequence[tuple[Step, int]]) -> None:
+        """Run a levelled schedule.  As in plain_pass, the common case (the cache
+        vouches for the file's value) is inlined; the rest goes through apply()."""
+        if not self.use_cache or self.rollback:
+            for step, index in schedule:
+                self.apply(step, index)
+            return
+        updaters, outcomes, written, merged_step = (self.updaters, self.outcomes,
+                                                    Outcome.WRITTEN, Step.MERGED)
+        entries = self.cache.entries
+        get = entries.get
+        write = self.io.write
+        stale_before, now = self.stale_before, self.now
+        for step, index in schedule:
+            updater = updaters[index]
+            entry = get(updater.key)
+            if (entry is None or entry.at < stale_before or updater.problem is not None
+                    or updater.read_modify_write or outcomes[index] in _SETTLED):
+                self.apply(step, index)
+                continue
+            try:
+                if step is merged_step:
+                    current = entry.value
+                    canonical = updater.merge(current, updater.canonical)  # type: ignore[misc]
+                    if canonical == current:
+                        continue
+                    text = updater.text if canonical == updater.canonical \
+                        else updater.format(canonical)
+                else:
+                    if entry.text == updater.text:
+                        continue
+                    text, canonical = updater.text, updater.canonical
+                write(updater.path, text)
+            except SystemFileError as exc:
+                self.fail(index, updater, exc)
+                continue
+            self.writes += 1
+            outcomes[index] = written
+            entries[updater.key] = _new_entry(CacheEntry, (text, canonical, now))
+
+    def fail(self, index: int, updater: Updater, exc: SystemFileError) -> None:
+        """Settle an update whose IO raised: gone, not supported, or failed."""
+        self.cache.forget(updater.key)
+        if isinstance(exc, Gone):
+            self.settle(index, Outcome.GONE, exc)
+        elif isinstance(exc, NotSupported):
+            self.unsupported[updater.key] = self.now
+            self.on_unsupported(updater, exc)
+            self.settle(index, Outcome.NOT_SUPPORTED, exc)
+        else:  # KernelRejected, unparsable kernel text, other IO errors
+            self.settle(index, Outcome.FAILED, exc)
+
+    def settle(self, index: int, outcome: Outcome, error: Exception | None) -> None:
+        self.outcomes[index] = outcome
+        if error is None:
+            self.errors.pop(index, None)
+            self.problems.discard(index)
+            return
+        self.errors[index] = error
+        if outcome in PROBLEM_OUTCOMES:
+            self.problems.add(index)
+        elif outcome is Outcome.GONE:
+            self.gone.append(index)
+
+    def _remember(self, updater: Updater, text: str, value: Any) -> None:
+        self.cache.remember(updater.key, text, value, self.now)
+        self.seen.add(updater.key)
+
+    def _fresh_entry(self, updater: Updater) -> Any:
+        if not self.use_cache and updater.key not in self.seen:
+            return None
+        entry = self.cache.get(updater.key)
+        if entry is None or entry.at < self.stale_before:
+            return None
+        return entry
+
+    def _must_read(self, updater: Updater) -> bool:
+        return updater.read_modify_write or (self.rollback and updater.key not in self.saved)
+
+    def _write_exact(self, index: int, updater: Updater) -> None:
+        entry = self._fresh_entry(updater)
+        if entry is not None and entry.text == updater.text:
+            return  # holds it already (e.g. pass one wrote the same): outcome stays
+        if entry is not None and not self._must_read(updater):
+            self._write(index, updater, updater.text, updater.text, updater.canonical, None)
+            return
+        current_text = self.io.read(updater.path)
+        if updater.parse(current_text) == updater.canonical:
+            self._remember(updater, updater.text, updater.canonical)
+            return
+        text = updater.format(updater.value, current_text) if updater.read_modify_write \
+            else updater.text
+        self._write(index, updater, text, updater.text, updater.canonical, current_text)
+
+    def _write_merged(self, index: int, updater: Updater) -> None:
+        merge = updater.merge
+        assert merge is not None
+        entry = self._fresh_entry(updater)
+        current_text: str | None = None
+        if entry is not None and not self._must_read(updater):
+            current = entry.value
+        else:
+            current_text = self.io.read(updater.path)
+            current = updater.parse(current_text)
+        merged = merge(current, updater.canonical)
+        if merged == current:
+            if current_text is not None:
+                self._remember(updater, updater.format(current), current)
+            return
+        merged_text = updater.format(merged)
+        self._write(index, updater, merged_text, merged_text, merged, current_text)
+
+    def _write(self, index: int, updater: Updater, text: str, fingerprint: str,
+               canonical: Any, before: str | None) -> None:
+        if self.rollback and updater.key not in self.saved and before is None:
+            before = self.io.read(updater.path)
+        self.io.write(updater.path, text)
+        self.writes += 1
+        if self.rollback and updater.key not in self.saved:
+            assert before is not None
+            self.saved.add(updater.key)
+            self.undo.append((index, before))
+        self.settle(index, Outcome.WRITTEN, None)
+        self._remember(updater, fingerprint, canonical)
+
+    # ------------------------------------------------------------ rollback
+
+    def restore(self) -> tuple[RollbackFailure, ...]:
+        """Put back the text each file held before our first write, levelled like the batch.
+
+        Hierarchical files go top-down with the merge of their present and old
+        value, then bottom-up with the old text: every intermediate state is one
+        the kernel accepted before, so the restore needs no more luck than the
+        batch did.  Restored keys leave the cache (next batch looks afresh).
+        """
+        failures: list[RollbackFailure] = []
+        undo = self.undo
+        updaters = [self.updaters[index] for index, _ in undo]
+        levels = derive_levels([u.cgroup_dir for u in updaters])
+        schedule = levelled_schedule(levels, [u.merge is not None for u in updaters])
+        for step, position in schedule:
+            updater = updaters[position]
+            before = undo[position][1]
+            try:
+                if step is Step.MERGED:
+                    self._restore_merged(updater, before)
+                else:
+                    self.io.write(updater.path, before)
+                    self.writes += 1
+            except SystemFileError as exc:
+                failures.append(RollbackFailure(updater.path, before, exc))
+        for updater in updaters:
+            self.cache.forget(updater.key)
+        return tuple(failures)
+
+    def _restore_merged(self, updater: Updater, before: str) -> None:
+        merge = updater.merge
+        assert merge is not None
+        current = updater.parse(self.io.read(updater.path))
+        merged = merge(current, updater.parse(before))
+        if merged != current:
+            self.io.write(updater.path, updater.format(merged))
+            self.writes += 1

@@ -1,0 +1,224 @@
+"""The one door for cgroup writes: cached, ordered, levelled, honest about failures.
+
+Usage (one per daemon, built at wiring time):
+
+    executor = ResourceExecutor(CgroupFiles(Host()), registry=metrics_registry)
+    u = executor.updater("cpuset.cpus", "kubepods/pod1/c1", frozenset({0}))
+    result = executor.update_batch([u, ...])            # levels derived from the dirs
+    result = executor.update_levels([[qos], [pods], [containers]])   # explicit levels
+
+The API is synchronous: a write is microseconds, the daemon's single asyncio
+loop calls it inline.  It is not thread-safe (no lock): one owner, one loop.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry
+from system.cgroup_files import CgroupFiles
+from system.cgroup_resource import CgroupResource
+from system.errors import NotSupported, SystemFileError
+
+from resourceexecutor.batch_run import BatchRun
+from resourceexecutor.file_io import CgroupFileIO, KeptFdFileIO
+from resourceexecutor.levelled_order import Step, derive_levels, is_ancestor, levelled_schedule
+from resourceexecutor.metrics import ExecutorMetrics
+from resourceexecutor.outcome import (
+    BatchResult,
+    Outcome,
+    RollbackFailure,
+    UpdateResult,
+)
+from resourceexecutor.updater import CacheKey, Updater, UpdaterFactory
+from resourceexecutor.write_cache import CachePolicy, WriteCache
+
+log = structlog.get_logger(__name__)
+
+_NAME_OF = attrgetter("name")
+
+# How many problem examples a batch summary log line carries.
+_EXAMPLES_LOGGED = 3
+
+
+class ResourceExecutor:
+    """Writes cgroup values through a write-if-different cache, in a safe order."""
+
+    def __init__(self, files: CgroupFiles, *,
+                 registry: CollectorRegistry | None = None,
+                 policy: CachePolicy | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 io: CgroupFileIO | None = None,
+                 factory: UpdaterFactory | None = None) -> None:
+        self.files = files
+        self.factory = factory if factory is not None else UpdaterFactory(files)
+        self.io: CgroupFileIO = io if io is not None else KeptFdFileIO()
+        self.clock = clock
+        self.cache = WriteCache(policy, clock)
+        self.metrics = ExecutorMetrics(registry) if registry is not None else None
+        self._unsupported: dict[CacheKey, float] = {}   # key -> when we found the file absent
+        self._unsupported_logged: set[str] = set()      # resource names already logged
+
+    # ------------------------------------------------------------ building
+
+    def updater(self, resource: str | CgroupResource, cgroup_dir: str, value: Any, *,
+                strict: bool = False) -> Updater:
+        """Shortcut for `self.factory.new(...)`."""
+        return self.factory.new(resource, cgroup_dir, value, strict=strict)
+
+    # ------------------------------------------------------------ updating
+
+    def update(self, updater: Updater, *, use_cache: bool = True) -> UpdateResult:
+        return self.update_batch((updater,), use_cache=use_cache)[0]
+
+    def update_batch(self, updaters: Sequence[Updater], *, use_cache: bool = True,
+                     rollback: bool = False) -> BatchResult:
+        """Apply every updater; never stops at a failure.
+
+        Plain resources are written in the given order, in one pass.
+        Hierarchical ones (those with a merge rule) are levelled by directory
+        depth: pass one top-down writes merged values, pass two bottom-up the
+        exact ones.  `use_cache=False` trusts nothing earlier batches left in
+        the cache: every file is read and compared (once per batch).  `rollback=True` restores, when
+        any update ends INVALID or FAILED, every file this batch wrote.
+        """
+        return self._run(updaters, None, use_cache, rollback)
+
+    def update_levels(self, levels: Sequence[Sequence[Updater]], *, use_cache: bool = True,
+                      rollback: bool = False) -> BatchResult:
+        """Like update_batch with explicit levels, outermost first (e.g. QoS, pod,
+        container).  Plain resources are written in pass one at their level.
+        Results are in the order of the flattened levels."""
+        flat: list[Updater] = []
+        groups: list[list[int]] = []
+        for level in levels:
+            start = len(flat)
+            flat.extend(level)
+            groups.append(list(range(start, len(flat))))
+        return self._run(flat, groups, use_cache, rollback)
+
+    def close(self) -> None:
+        """Close files the IO keeps open (KeptFdFileIO); the executor stays usable."""
+        self.io.close()
+
+    def forget_cgroup(self, cgroup_dir: str) -> int:
+        """Drop what we hold for a removed cgroup and everything below it: cache
+        entries, "not supported" notes and (with KeptFdFileIO) open files.
+        Returns how many cache entries went."""
+        target = cgroup_dir.strip("/")
+        names: set[str] = set()
+
+        def under(key: Any) -> bool:
+            if key[1] == target or is_ancestor(target, key[1]):
+                names.add(key[0])
+                return True
+            return False
+
+        for key in [key for key in self._unsupported if under(key)]:
+            del self._unsupported[key]
+        forgotten = self.cache.forget_where(under)
+        released: set[str] = set()
+        for name in names:
+            try:
+                released.add(str(self.files.dir_path(name, target)))
+            except SystemFileError:
+                continue
+        for prefix in released:
+            self.io.release(prefix)
+        return forgotten
+
+    # ------------------------------------------------------------ internals
+
+    def _run(self, updaters: Sequence[Updater], explicit_levels: list[list[int]] | None,
+             use_cache: bool, rollback: bool) -> BatchResult:
+        started = time.perf_counter()
+        now = self.clock()
+        if self.cache.sweep_if_due(now) is not None:
+            self._forget_old_unsupported(now)
+            self.io.sweep()
+        outcomes = [Outcome.SKIPPED] * len(updaters)
+        if use_cache:
+            todo = self.cache.misses(updaters, now)
+        else:
+            todo = list(range(len(updaters)))
+        if not todo:
+            result = BatchResult(updaters, outcomes)
+            self._record(updaters, outcomes, todo, started)
+            return result
+
+        run = BatchRun(updaters, outcomes, self.io, self.cache, now, use_cache=use_cache,
+                       rollback=rollback, unsupported=self._unsupported,
+                       on_unsupported=self._note_unsupported)
+        if explicit_levels is None:
+            run.plain_pass([i for i in todo if updaters[i].merge is None])
+        run.levelled_pass(self._schedule(updaters, todo, explicit_levels))
+
+        rolled_back = False
+        failures: tuple[RollbackFailure, ...] = ()
+        if rollback and run.undo and run.problems:
+            failures = run.restore()
+            rolled_back = True
+        result = BatchResult(updaters, outcomes, run.errors, run.writes, rolled_back, failures)
+        self._log_batch(result, sorted(run.problems), run.gone)
+        self._record(updaters, outcomes, todo, started)
+        return result
+
+    @staticmethod
+    def _schedule(updaters: Sequence[Updater], todo: list[int],
+                  explicit_levels: list[list[int]] | None) -> list[tuple[Step, int]]:
+        if explicit_levels is not None:
+            wanted = set(todo)
+            levels = [[i for i in level if i in wanted] for level in explicit_levels]
+            levels = [level for level in levels if level]
+            return levelled_schedule(levels, [u.merge is not None for u in updaters])
+        # plain updates went through BatchRun.plain_pass already
+        hierarchical = [i for i in todo if updaters[i].merge is not None]
+        if not hierarchical:
+            return []
+        levels = derive_levels([updaters[i].cgroup_dir for i in hierarchical])
+        levelled = levelled_schedule(levels, [True] * len(hierarchical))
+        return [(step, hierarchical[position]) for step, position in levelled]
+
+    def _forget_old_unsupported(self, now: float) -> None:
+        oldest_kept = now - self.cache.policy.expire_after
+        for key in [k for k, seen in self._unsupported.items() if seen < oldest_kept]:
+            del self._unsupported[key]
+
+    def _note_unsupported(self, updater: Updater, error: NotSupported) -> None:
+        if updater.name not in self._unsupported_logged:
+            self._unsupported_logged.add(updater.name)
+            log.info("cgroup_resource_unsupported", resource=updater.name, path=error.path)
+
+    @staticmethod
+    def _log_batch(result: BatchResult, problems: list[int], gone_indices: list[int]) -> None:
+        outcomes = result.outcomes
+        gone = sorted({result.updaters[i].cgroup_dir for i in gone_indices})
+        if gone:
+            log.debug("cgroup_gone_during_update", cgroups=gone[:_EXAMPLES_LOGGED],
+                      count=len(gone))
+        if problems:
+            examples = [
+                {"resource": result.updaters[i].name, "cgroup": result.updaters[i].cgroup_dir,
+                 "outcome": outcomes[i].value, "error": str(result.errors.get(i))}
+                for i in problems[:_EXAMPLES_LOGGED]
+            ]
+            log.warning("resource_update_problems", count=len(problems), examples=examples,
+                        rolled_back=result.rolled_back,
+                        rollback_failures=len(result.rollback_failures))
+
+    def _record(self, updaters: Sequence[Updater], outcomes: list[Outcome], todo: list[int],
+                started: float) -> None:
+        metrics = self.metrics
+        if metrics is None:
+            return
+        counts: Mapping[tuple[str, Outcome], int]
+        if todo:  # Counter over zip counts in C: cheaper than a Python loop over todo
+            counts = Counter(zip(map(_NAME_OF, updaters), outcomes))
+        else:
+            counts = {(name, Outcome.SKIPPED): n
+                      for name, n in Counter(map(_NAME_OF, updaters)).items()}
+        metrics.record_batch(counts, time.perf_counter() - started)

@@ -1,0 +1,241 @@
+"""Updaters: one wanted value for one cgroup file, prepared once and reusable.
+
+An `Updater` is built by `UpdaterFactory.new(resource_name, cgroup_dir, value)`.
+The factory looks the resource up in system's registry, validates the value,
+resolves the file's path for this host and formats the text the kernel will
+read back, so the executor's hot path is a dict lookup and a string compare.
+A value the validator refuses still yields an Updater, carrying the error as
+`problem`, so a batch reports it as INVALID beside the others instead of
+stopping; `new(..., strict=True)` raises instead.
+
+The factory is keyed by resource name: each name maps to how a levelled update
+merges it in pass one (see levelled_order).  The defaults follow the registry's
+MergeKind, plus cpu.cfs_quota_us on cgroup v1, where the kernel refuses a child
+quota above its parent's (EINVAL), so it must be levelled like a limit.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from system.cgroup_files import CgroupFiles, clean_cgroup_dir
+from system.cgroup_resource import REGISTRY, CgroupResource, MergeKind, get_resource
+from system.errors import InvalidValue, NotSupported, SystemFileError
+
+from resourceexecutor.levelled_order import MergeFn, larger_limit, union_cpuset
+
+CacheKey = tuple[str, str]  # (resource name, clean cgroup dir)
+
+
+@dataclass(frozen=True, slots=True)
+class MergeRule:
+    """How a resource is merged in a levelled pass one, per cgroup version (None: plain)."""
+
+    v1: MergeFn | None = None
+    v2: MergeFn | None = None
+
+    def for_version(self, version: int) -> MergeFn | None:
+        return self.v1 if version == 1 else self.v2
+
+
+_BY_KIND: Mapping[MergeKind, MergeFn | None] = MappingProxyType({
+    MergeKind.NONE: None,
+    MergeKind.UNION_CPUSET: union_cpuset,
+    MergeKind.MAX_VALUE: larger_limit,
+})
+
+
+def default_merge_rules() -> Mapping[str, MergeRule]:
+    """Merge rule per writable resource name, from the registry plus v1 cfs quota."""
+    rules: dict[str, MergeRule] = {}
+    for name, resource in REGISTRY.items():
+        if not resource.writable:
+            continue
+        merge = _BY_KIND[resource.merge]
+        rules[name] = MergeRule(v1=merge, v2=merge)
+    # v1 refuses a child quota above the parent's; v2 cpu.max only clips, any order works.
+    rules["cpu.cfs_quota_us"] = MergeRule(v1=larger_limit, v2=None)
+    return MappingProxyType(rules)
+
+
+@dataclass(frozen=True, slots=True)
+class Updater:
+    """One wanted value for one cgroup file on this host.
+
+    `text` is the wanted value as kernel text (for a field of a shared file,
+    such as the period in v2 cpu.max, the text formatted without the file's
+    current content: it identifies the value, and the write text is built at
+    write time).  `canonical` is what reading the file back yields when it
+    holds our value (shares survive a lossy v2 weight round trip this way).
+    `problem` is set, and `text` is None, when the update cannot be attempted.
+    """
+
+    name: str
+    cgroup_dir: str
+    value: Any
+    resource: CgroupResource
+    version: int
+    path: str
+    key: CacheKey
+    text: str | None
+    canonical: Any
+    merge: MergeFn | None
+    read_modify_write: bool
+    problem: SystemFileError | None = None
+
+    def format(self, value: Any, current_text: str | None = None) -> str:
+        """Kernel text for another canonical value of this resource (merges, restores)."""
+        return self.resource.format(value, self.version, current_text)
+
+    def parse(self, text: str) -> Any:
+        return self.resource.parse(text, self.version)
+
+
+@dataclass(frozen=True, slots=True)
+class _ResourcePlan:
+    """What the factory resolves once per resource on this host."""
+
+    resource: CgroupResource
+    version: int
+    root: str           # hierarchy root holding the resource's file
+    file_name: str
+    merge: MergeFn | None
+    read_modify_write: bool
+
+
+# How many formatted values the factory remembers per resource before starting afresh.
+_VALUE_MEMO_LIMIT = 4096
+
+# Byte limits the kernel keeps in pages (page_counter): it rounds a written value down to
+# the page size, so 1000000 reads back as 999424 with 4 KiB pages.  The read-back value
+# must say so, or every re-verification would see a difference and write again.
+PAGE_ROUNDED_RESOURCES = frozenset({
+    "memory.limit_in_bytes", "memory.soft_limit_in_bytes", "memory.min", "memory.low",
+    "memory.high",
+})
+
+
+def page_rounded(value: Any, page_size: int) -> Any:
+    """What the kernel reads back for a byte limit: rounded down to a page (-1 stays)."""
+    if isinstance(value, int) and value > 0:
+        return value - value % page_size
+    return value
+
+
+def _needs_cleaning(cgroup_dir: str) -> bool:
+    """Cheap test for dirs clean_cgroup_dir would change or refuse."""
+    return (cgroup_dir.startswith("/") or cgroup_dir.endswith("/") or "//" in cgroup_dir
+            or "/." in "/" + cgroup_dir or "\x00" in cgroup_dir)
+
+
+class UpdaterFactory:
+    """Builds updaters for one host.
+
+    Resolves each resource once (version, hierarchy root, merge rule) and
+    remembers recently formatted values (validated text and read-back value),
+    so building an updater for a value seen before costs a few dict lookups.
+    Not thread-safe: one owner, like the executor.
+    """
+
+    def __init__(self, files: CgroupFiles,
+                 merge_rules: Mapping[str, MergeRule] | None = None,
+                 page_size: int | None = None) -> None:
+        self.files = files
+        self.page_size = page_size if page_size is not None else os.sysconf("SC_PAGE_SIZE")
+        self.merge_rules: Mapping[str, MergeRule] = (
+            default_merge_rules() if merge_rules is None else MappingProxyType(dict(merge_rules)))
+        self._plans: dict[str, _ResourcePlan | SystemFileError] = {}
+        self._formatted: dict[str, dict[tuple[type, Any], tuple[str, Any]]] = {}
+
+    def new(self, resource: str | CgroupResource, cgroup_dir: str, value: Any, *,
+            strict: bool = False) -> Updater:
+        """An updater for `value` in `cgroup_dir` (relative to the hierarchy root).
+
+        Raises NotSupported for a resource name the factory does not know (a
+        programming error).  Any other refusal (validator, no file for this
+        cgroup version, bad dir) is carried in `problem`, or raised when strict.
+        """
+        name = resource.name if isinstance(resource, CgroupResource) else resource
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plan(resource)
+        if _needs_cleaning(cgroup_dir):
+            try:
+                cgroup_dir = clean_cgroup_dir(cgroup_dir)
+            except InvalidValue as exc:
+                if strict:
+                    raise
+                return self._refused(get_resource(resource), cgroup_dir, value, exc)
+        if isinstance(plan, SystemFileError):
+            if strict:
+                raise plan
+            return self._refused(get_resource(resource), cgroup_dir, value, plan)
+        try:
+            text, canonical = self._format(plan, value)
+        except SystemFileError as exc:
+            if strict:
+                raise
+            return self._refused(plan.resource, cgroup_dir, value, exc)
+        if cgroup_dir:
+            path = plan.root + "/" + cgroup_dir + "/" + plan.file_name
+        else:
+            path = plan.root + "/" + plan.file_name
+        return Updater(
+            name=name, cgroup_dir=cgroup_dir, value=value, resource=plan.resource,
+            version=plan.version, path=path, key=(name, cgroup_dir), text=text,
+            canonical=canonical, merge=plan.merge, read_modify_write=plan.read_modify_write,
+        )
+
+    def _plan(self, resource: str | CgroupResource) -> _ResourcePlan | SystemFileError:
+        res = get_resource(resource)
+        rule = self.merge_rules.get(res.name)
+        if rule is None:
+            raise NotSupported("no updater registered for resource %r" % res.name)
+        plan: _ResourcePlan | SystemFileError
+        try:
+            version = self.files.version_for(res)
+            file_name = res.file(version)
+            assert file_name is not None  # version_for only answers versions with a file
+            plan = _ResourcePlan(
+                resource=res, version=version, root=str(self.files.dir_path(res, "")),
+                file_name=file_name, merge=rule.for_version(version),
+                read_modify_write=version == 2 and res.v2_read_modify_write)
+        except SystemFileError as exc:
+            plan = exc
+        self._plans[res.name] = plan
+        return plan
+
+    def _format(self, plan: _ResourcePlan, value: Any) -> tuple[str, Any]:
+        memo = self._formatted.get(plan.resource.name)
+        if memo is None:
+            memo = self._formatted[plan.resource.name] = {}
+        key = (type(value), value)  # 1, 1.0 and True are equal keys: keep them apart
+        try:
+            known = memo.get(key)
+        except TypeError:  # unhashable (a set): format every time
+            known, memo = None, None
+        if known is not None:
+            return known
+        res = plan.resource
+        res.validate(value)
+        text = res.format(value, plan.version, None)
+        canonical = res.parse(text, plan.version)
+        if res.name in PAGE_ROUNDED_RESOURCES:
+            canonical = page_rounded(canonical, self.page_size)
+        formatted = (text, canonical)
+        if memo is not None:
+            if len(memo) >= _VALUE_MEMO_LIMIT:
+                memo.clear()
+            memo[key] = formatted
+        return formatted
+
+    def _refused(self, res: CgroupResource, cgroup_dir: str, value: Any,
+                 problem: SystemFileError) -> Updater:
+        return Updater(
+            name=res.name, cgroup_dir=cgroup_dir, value=value, resource=res, version=0,
+            path="", key=(res.name, cgroup_dir), text=None, canonical=None, merge=None,
+            read_modify_write=False, problem=problem,
+        )

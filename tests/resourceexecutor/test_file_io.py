@@ -1,0 +1,101 @@
+"""The file door: typed errors, and the kept-fd IO's lifetime rules."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from resourceexecutor.file_io import KeptFdFileIO, KernelFileIO, default_max_open
+from system.errors import Gone, NotSupported
+
+
+@pytest.fixture(params=[KernelFileIO, KeptFdFileIO])
+def io(request):
+    made = request.param()
+    yield made
+    made.close()
+
+
+def test_missing_dir_is_gone_and_missing_file_is_not_supported(io, tmp_path):
+    with pytest.raises(Gone):
+        io.write(str(tmp_path / "no-such-cgroup" / "cpu.shares"), "2")
+    with pytest.raises(NotSupported):
+        io.read(str(tmp_path / "cpu.nothing"))
+
+
+def test_read_strips_the_kernel_newline(io, tmp_path):
+    (tmp_path / "cpu.shares").write_text("1024\n")
+    assert io.read(str(tmp_path / "cpu.shares")) == "1024"
+
+
+def _files(tmp_path, count):
+    paths = []
+    for i in range(count):
+        path = tmp_path / ("c%d" % i) / "cpu.shares"
+        path.parent.mkdir()
+        path.write_text("1")
+        paths.append(str(path))
+    return paths
+
+
+def test_kept_fds_are_bounded(tmp_path):
+    io = KeptFdFileIO(max_open=4)
+    for path in _files(tmp_path, 10):
+        io.write(path, "2")
+    assert 1 <= len(io) <= 4
+    io.close()
+    assert len(io) == 0
+
+
+def test_sweep_closes_fds_unused_since_the_previous_sweep(tmp_path):
+    io = KeptFdFileIO()
+    a, b = _files(tmp_path, 2)
+    io.write(a, "2")
+    io.write(b, "2")
+    assert io.sweep() == 0          # both used in this period
+    io.write(a, "3")
+    assert io.sweep() == 1          # b idle for a whole period
+    assert len(io) == 1
+    io.close()
+
+
+def test_release_closes_the_fds_of_a_cgroup_and_below(tmp_path):
+    io = KeptFdFileIO()
+    for path in _files(tmp_path, 3):
+        io.write(path, "2")
+    assert io.release(str(tmp_path / "c1")) == 1
+    assert io.release(str(tmp_path / "c")) == 0   # whole components only
+    assert len(io) == 2
+    io.close()
+
+
+def test_default_bound_is_half_the_fd_limit_within_the_cap():
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert default_max_open(cap=7) == min(7, max(1, soft // 2))
+    assert KeptFdFileIO().max_open == default_max_open()
+    with pytest.raises(ValueError):
+        KeptFdFileIO(max_open=0)
+
+
+@pytest.mark.kernel
+def test_kept_fd_follows_a_cgroup_recreated_under_the_same_name(cpu_memory_sandbox):
+    box = cpu_memory_sandbox
+    cgroup = box.make(box.dir("c"))
+    path = str(box.files.path("cpu.shares", cgroup))
+    io = KeptFdFileIO()
+    try:
+        io.write(path, "256")
+        box.remove(cgroup)
+        with pytest.raises(Gone):
+            io.write(path, "512")       # kept fd answers ENODEV, fresh open finds no dir
+        box.make(cgroup)
+        io.write(path, "300")
+        assert io.read(path) == "300"
+        box.remove(cgroup)
+        box.make(cgroup)                # again, with an fd still kept on the old one
+        io.write(path, "400")
+        assert box.files.read_text("cpu.shares", cgroup) == "400"
+    finally:
+        io.close()
+    assert os.path.isdir(os.path.dirname(path))

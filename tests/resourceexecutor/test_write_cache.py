@@ -1,0 +1,87 @@
+"""The write cache: skip repeats while fresh, look again once stale, forget when old."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import given, settings
+
+from resourceexecutor.write_cache import CacheEntry, CachePolicy, Decision, WriteCache, decide
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Want:
+    key: tuple[str, str]
+    text: str | None
+
+
+def test_no_entry_means_look_first():
+    assert decide(None, "5", 0.0, 60.0) is Decision.LOOK_FIRST
+
+
+def test_fresh_same_text_is_skipped_and_fresh_other_text_is_written():
+    entry = CacheEntry("5", 5, at=100.0)
+    assert decide(entry, "5", 159.9, 60.0) is Decision.SKIP
+    assert decide(entry, "6", 159.9, 60.0) is Decision.WRITE
+
+
+def test_stale_entry_is_looked_at_again():
+    entry = CacheEntry("5", 5, at=100.0)
+    assert decide(entry, "5", 160.1, 60.0) is Decision.LOOK_FIRST
+
+
+def test_unformattable_wanted_value_is_never_skipped():
+    assert decide(CacheEntry("5", 5, 0.0), None, 1.0, 60.0) is Decision.WRITE
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    entries=st.dictionaries(st.sampled_from("abcdef"),
+                            st.tuples(st.sampled_from(["1", "2"]), st.floats(0, 200))),
+    wants=st.lists(st.tuples(st.sampled_from("abcdefg"), st.sampled_from(["1", "2", None]))),
+    now=st.floats(0, 300),
+)
+def test_batch_misses_agree_with_the_single_decision(entries, wants, now):
+    cache = WriteCache(CachePolicy(force_update_after=60.0), clock=FakeClock())
+    for key, (text, at) in entries.items():
+        cache.remember((key, ""), text, int(text), at)
+    updaters = [Want((key, ""), text) for key, text in wants]
+    misses = cache.misses(updaters, now)
+    expected = [i for i, u in enumerate(updaters)
+                if cache.decide(u.key, u.text, now) is not Decision.SKIP]
+    assert misses == expected
+
+
+def test_sweep_forgets_old_entries_only_when_due():
+    clock = FakeClock(0.0)
+    cache = WriteCache(CachePolicy(force_update_after=60, expire_after=120, sweep_every=60),
+                       clock=clock)
+    cache.remember(("cpu.shares", "a"), "2", 2, 0.0)
+    cache.remember(("cpu.shares", "b"), "2", 2, 100.0)
+    assert cache.sweep_if_due(59.0) is None
+    assert cache.sweep_if_due(130.0) == 1
+    assert cache.get(("cpu.shares", "a")) is None
+    assert cache.get(("cpu.shares", "b")) is not None
+    assert cache.sweep_if_due(150.0) is None  # not due again yet
+
+
+def test_forget_where_drops_matching_keys():
+    cache = WriteCache(clock=FakeClock())
+    cache.remember(("cpu.shares", "pod1/c1"), "2", 2, 0.0)
+    cache.remember(("cpu.shares", "pod2/c1"), "2", 2, 0.0)
+    assert cache.forget_where(lambda key: key[1].startswith("pod1")) == 1
+    assert len(cache) == 1
+
+
+def test_negative_durations_are_refused():
+    with pytest.raises(ValueError):
+        CachePolicy(force_update_after=-1)
