@@ -13,6 +13,7 @@ from koordlet import __version__
 from koordlet.config import Config, parse_addr
 from koordlet.daemon import Daemon, StartupError
 from koordlet.host_facts import log_host_facts
+from koordlet.executor_module import ExecutorModule
 from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metrics.registry import new_registry
 from koordlet.sdnotify import notify
@@ -38,8 +39,9 @@ def host_of(config: Config) -> Host:
 def build_daemon(config: Config) -> Daemon:
     registry = new_registry(config.node_name)
     daemon = Daemon()
-    host, port = parse_addr(config.addr)
-    daemon.add(HttpEndpoint(host, port, registry, daemon.readiness))
+    daemon.add(ExecutorModule(host_of(config), registry))
+    bind_host, port = parse_addr(config.addr)
+    daemon.add(HttpEndpoint(bind_host, port, registry, daemon.readiness))
     return daemon
 
 

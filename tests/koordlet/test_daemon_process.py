@@ -28,6 +28,9 @@ def test_metrics_serves_build_start_and_process_metrics(daemon):
     assert 'koordlet_build_info{python_version="' in text and 'version="0.1.0"' in text
     assert "koordlet_start_time_seconds{node=" in text
     assert "process_resident_memory_bytes " in text
+    # the resource executor's metrics are on the same registry
+    assert "# TYPE koordlet_resource_update_total counter" in text
+    assert "koordlet_resource_update_batch_duration_seconds_bucket" in text
 
 
 def test_healthz_and_readyz_answer_ok_once_started(daemon):
