@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from nri.mux.trunk import PLUGIN_SERVICE_CONN
-from nri.ttrpc.client import TtrpcClient
 from nri.ttrpc.envelope import encode_request
 from nri.ttrpc.frame import MAX_DATA_SIZE, HEADER, FrameDecoder, MessageType, encode_message
 from nri.ttrpc.server import CallContext, TtrpcServer
