@@ -124,11 +124,10 @@ def _run_on(make_loop: Callable[[], asyncio.AbstractEventLoop], calls: int, payl
         name = loop_name(loop)
     finally:
         loop.close()
-        if child:
-            try:
-                os.waitpid(child, 0)
-            except ChildProcessError:
-                pass
+    server_cpu = None
+    if child:
+        _, _, usage = os.wait4(child, 0)
+        server_cpu = (usage.ru_utime + usage.ru_stime) / (calls + WARMUP)
     samples.sort()
     us = 1e6
     p50 = samples[len(samples) // 2] * us
@@ -144,6 +143,7 @@ def _run_on(make_loop: Callable[[], asyncio.AbstractEventLoop], calls: int, payl
         "mean_us=%.1f" % (statistics.fmean(samples) * us),
         "calls_per_s=%.0f" % (calls / wall),
         "client_cpu_us_per_call=%.1f" % (cpu / calls * us),
+        "server_cpu_us_per_call=" + ("%.1f" % (server_cpu * us) if server_cpu is not None else "-"),
         "max_rss_mb=%.0f" % rss_mb,
     )
 
