@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from collections.abc import Mapping
 from enum import IntEnum, IntFlag
+from types import MappingProxyType
 
 from nri.ttrpc.status import MessageTooLarge
 
@@ -66,11 +68,11 @@ def encode_message(stream_id: int, msg_type: int, flags: int, data: bytes) -> by
     return HEADER.pack(length, stream_id, msg_type, flags) + data
 
 
+_KNOWN_TYPES: Mapping[int, MessageType] = MappingProxyType({int(t): t for t in MessageType})
+
+
 def _message_type(value: int) -> MessageType | int:
-    try:
-        return MessageType(value)
-    except ValueError:
-        return value
+    return _KNOWN_TYPES.get(value, value)
 
 
 class FrameDecoder:
@@ -112,6 +114,7 @@ class FrameDecoder:
         pos = 0
         end_of_buf = len(buf)
         unpack = HEADER.unpack_from
+        known = _KNOWN_TYPES
         while end_of_buf - pos >= HEADER_SIZE:
             length, stream_id, msg_type, flags = unpack(buf, pos)
             start = pos + HEADER_SIZE
@@ -126,6 +129,6 @@ class FrameDecoder:
             end = start + length
             if end > end_of_buf:
                 break
-            out.append(Frame(stream_id, _message_type(msg_type), flags, bytes(buf[start:end])))
+            out.append(Frame(stream_id, known.get(msg_type, msg_type), flags, bytes(buf[start:end])))
             pos = end
         return pos

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from google.protobuf import message_factory
 from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
@@ -148,3 +150,25 @@ def test_capture_client_stream_ids_are_odd_and_increasing_per_connection() -> No
         assert record["stream"] % 2 == 1
         assert record["stream"] > last.get(record["conn"], 0)
         last[record["conn"]] = record["stream"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_capture_split_at_random_points_decodes_to_the_same_frames(data: st.DataObject) -> None:
+    records = _records()
+    for direction in ("plugin->runtime", "runtime->plugin"):
+        frames = [bytes.fromhex(r["frame_hex"]) for r in records if r["dir"] == direction]
+        stream = b"".join(frames)
+        cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=30)))
+        mux = MuxDecoder()
+        ttrpc = {1: FrameDecoder(), 2: FrameDecoder()}
+        decoded: list[tuple[int, int, int]] = []
+        prev = 0
+        for cut in [*cuts, len(stream)]:
+            for conn, payload in mux.feed(stream[prev:cut]):
+                decoded += [(conn, f.stream_id, len(f.data)) for f in ttrpc[conn].feed(payload)]
+            prev = cut
+        expected = [
+            (r["conn"], r["stream"], r["ttrpc_len"]) for r in records if r["dir"] == direction
+        ]
+        assert decoded == expected

@@ -11,7 +11,9 @@ from nri.mux.frame import encode_mux_frames
 from nri.mux.trunk import PLUGIN_SERVICE_CONN, RUNTIME_SERVICE_CONN, Trunk
 from nri.ttrpc.envelope import encode_request
 from nri.ttrpc.frame import MessageType, encode_message
+from nri.ttrpc.client import TtrpcClient
 from nri.ttrpc.server import CallContext, TtrpcServer
+from nri.ttrpc.status import TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 from tests.nri.wire_fixtures import PLUGIN_SERVICE, on_both_loops
 
@@ -50,6 +52,10 @@ async def _one_round(seed: int) -> None:
         TtrpcServer(trunk.conn(RUNTIME_SERVICE_CONN), handlers),
     ]
     serving = [asyncio.create_task(s.serve()) for s in servers]
+    client = TtrpcClient(trunk.conn(3))  # a caller waiting while garbage arrives on its conn
+    pending = asyncio.create_task(
+        client.call(PLUGIN_SERVICE, "Configure", api.ConfigureRequest(), api.ConfigureResponse)
+    )
     loop = asyncio.get_running_loop()
     blob = b"".join(_garbage(rng) for _ in range(rng.randrange(1, 12)))
     try:
@@ -66,6 +72,10 @@ async def _one_round(seed: int) -> None:
     await asyncio.wait_for(trunk.closed, 5)  # peer gone: the trunk must notice
     await asyncio.wait_for(asyncio.gather(*serving), 5)  # and every server must finish
     assert all(s.in_flight == 0 for s in servers)
+    try:  # the waiting caller gets an answer or an error, never a hang
+        await asyncio.wait_for(pending, 5)
+    except TtrpcError:
+        pass
 
 
 @on_both_loops
