@@ -112,8 +112,12 @@ class VirtualConn:
         await self._trunk.drain()
 
     def close(self) -> None:
-        """Stop using this connection id; sends nothing (the mux has no close frame)."""
+        """Stop using this connection id; sends nothing (the mux has no close frame).
+
+        Bytes not yet read are dropped; read() returns b"" from now on."""
         self._trunk._forget(self.conn_id, self)
+        self._queue.clear()
+        self._queued = 0
         self._terminate(None)
 
     # --- called by the trunk ---

@@ -175,3 +175,17 @@ async def test_an_unread_connection_pauses_the_trunk_instead_of_buffering_withou
             got += len(data)
         assert got == total
         assert not receiver._flow_paused
+
+
+@on_both_loops
+async def test_closing_a_connection_locally_drops_its_unread_bytes_and_keeps_the_trunk() -> None:
+    async with trunk_pair() as (sender, receiver):
+        conn = receiver.conn(1)
+        sender.conn(1).write(b"unread")
+        await wait_until(lambda: conn._queued > 0)
+        conn.close()
+        assert await conn.read() == b""
+        assert receiver._queued == 0 and not receiver.is_closed
+        again = receiver.conn(1)
+        sender.conn(1).write(b"fresh")
+        assert await asyncio.wait_for(again.read(), 5) == b"fresh"
