@@ -1,0 +1,1 @@
+"""The NRI connection multiplexer: a sans-IO frame codec and an asyncio trunk."""
