@@ -1,0 +1,1 @@
+"""The plugin side of NRI: connect, register, configure, dispatch events, reconnect."""
