@@ -157,17 +157,17 @@ async def run_guarded(
         return GuardOutcome(True, task.result())
     late.add(task)
     task.add_done_callback(lambda t: _discard_late(t, event, late))
-    log.warning("nri_handler_deadline_guard", event=event, budget_s=round(budget, 4))
+    log.warning("nri_handler_deadline_guard", method=event, budget_s=round(budget, 4))
     return GuardOutcome(False)
 
 
 def _discard_late(task: asyncio.Task[Any], event: str, late: set[asyncio.Task[Any]]) -> None:
     late.discard(task)
     if task.cancelled():
-        log.info("nri_late_handler_cancelled", event=event)
+        log.info("nri_late_handler_cancelled", method=event)
         return
     exc = task.exception()
     if exc is not None:
-        log.warning("nri_late_handler_failed", event=event, error=repr(exc))
+        log.warning("nri_late_handler_failed", method=event, error=repr(exc))
     else:
-        log.info("nri_late_result_discarded", event=event)
+        log.info("nri_late_result_discarded", method=event)

@@ -136,7 +136,7 @@ class PluginDispatcher:
         except AdjustmentRejected:
             raise
         except Exception as exc:
-            log.warning("nri_handler_failed", event=event, error=repr(exc))
+            log.warning("nri_handler_failed", method=event, error=repr(exc))
             raise
         return outcome.completed, outcome.value
 
@@ -266,7 +266,7 @@ class PluginDispatcher:
         try:
             event = Event(req.event)
         except ValueError:
-            log.warning("nri_state_change_unknown_event", event=req.event)
+            log.warning("nri_state_change_unknown_event", event_value=req.event)
             return api.Empty()
         fn = self._handlers_by_event.get(event)
         if fn is None or event not in _STATE_CHANGE_EVENTS:
