@@ -106,7 +106,9 @@ class PluginDispatcher:
 
     # -- the table ---------------------------------------------------------------
 
-    def handlers(self) -> Mapping[tuple[str, str], Handler]:
+    def handlers(self, dedicated_rpcs: bool = True) -> Mapping[tuple[str, str], Handler]:
+        """The Plugin service table. With `dedicated_rpcs=False` events that have a
+        StateChange form are served only through StateChange (a pre-0.12 plugin)."""
         table: dict[tuple[str, str], Handler] = {
             (PLUGIN_SERVICE, CONFIGURE_RPC): (api.ConfigureRequest, self._on_configure),
             (PLUGIN_SERVICE, SYNCHRONIZE_RPC): (api.SynchronizeRequest, self._on_synchronize),
@@ -114,7 +116,7 @@ class PluginDispatcher:
             (PLUGIN_SERVICE, STATE_CHANGE_RPC): (api.StateChangeEvent, self._on_state_change),
         }
         for spec in EVENT_SPECS:
-            if spec.event in self.handled:
+            if spec.event in self.handled and (dedicated_rpcs or spec.event not in _STATE_CHANGE_EVENTS):
                 table[(PLUGIN_SERVICE, spec.rpc)] = (results.REQUEST_TYPES[spec.rpc], self._event_method(spec))
         return table
 
