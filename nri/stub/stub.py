@@ -160,9 +160,15 @@ class Stub:
         return task
 
     async def stop(self) -> None:
+        """End run(): close the connection and cancel handlers the guard gave up on."""
         self._stop.set()
         if self._trunk is not None:
             self._trunk.close("plugin stopping")
+        late = list(self._dispatcher.late_tasks)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.gather(*late, return_exceptions=True)
 
     async def _sleep(self, delay: float) -> None:
         try:

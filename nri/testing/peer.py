@@ -66,6 +66,7 @@ class Misbehaviour:
     """Knobs to make the peer a difficult runtime; replace `peer.misbehaviour`."""
 
     register_reply_delay: float = 0.0
+    configure_delay: float = 0.0  # wait this long after registration before Configure
     update_reply_delay: float = 0.0
     drop_after_configure: bool = False
     refuse_registration: str | None = None  # answer RegisterPlugin with this error
@@ -91,6 +92,7 @@ class RuntimePeer:
         self._accept_task: asyncio.Task[None] | None = None
         self._sessions: set[asyncio.Task[None]] = set()
         self._serial = 0
+        self.accepted = 0  # connections accepted so far
         self._plugin_joined = asyncio.Condition()
         self.relay = EventRelay(self)
 
@@ -150,6 +152,7 @@ class RuntimePeer:
             raw_fd = os.dup(conn.fileno())
             trunk = await Trunk.open(conn, paused=True)
             self._serial += 1
+            self.accepted += 1
             plugin = PeerPlugin(trunk, raw_fd, self.config.nri_version, self._serial)
             task = loop.create_task(self._session(plugin))
             self._sessions.add(task)
@@ -205,6 +208,13 @@ class RuntimePeer:
         if plugin.is_closed:
             return self._reject(plugin, "closed during registration")
         try:
+            if self.misbehaviour.configure_delay:
+                closed = asyncio.shield(plugin.trunk.closed)
+                try:
+                    await asyncio.wait_for(closed, self.misbehaviour.configure_delay)
+                    return self._reject(plugin, "closed before configure")
+                except TimeoutError:
+                    pass
             await self._configure(plugin)
             if self.misbehaviour.drop_after_configure:
                 return self._reject(plugin, "dropped after configure (misbehaviour)")
