@@ -214,6 +214,8 @@ class Stub:
             log.error("nri_setup_timeout", plugin=self.identity.full_name, timeout_s=self.config.setup_timeout)
         except ConnectionError as exc:
             log.info("nri_connection_lost", plugin=self.identity.full_name, cause=repr(exc))
+        except Exception as exc:  # never let one bad session end the plugin's life
+            log.error("nri_session_failed", plugin=self.identity.full_name, error=repr(exc), exc_info=True)
         finally:
             self._client = None
             self._trunk = None

@@ -175,7 +175,12 @@ class RuntimePeer:
     async def _session(self, plugin: PeerPlugin) -> None:
         try:
             async with self._accept_lock:
-                if not await self._setup(plugin):
+                try:
+                    ok = await self._setup(plugin)
+                except Exception as exc:  # anything unexpected: this plugin is out, the peer goes on
+                    log.error("nri_peer_setup_failed", error=repr(exc), exc_info=True)
+                    ok = self._reject(plugin, "setup failed: " + repr(exc))
+                if not ok:
                     return
             async with self._plugin_joined:
                 self.plugins.append(plugin)
