@@ -7,16 +7,14 @@ import asyncio
 import json
 import os
 import socket
+import struct
 from pathlib import Path
 
 import pytest
 
-from nri.mux.frame import MuxDecoder
 from nri.stub.stub import Stub, StubConfig
-from nri.ttrpc.envelope import decode_request
-from nri.ttrpc.frame import FrameDecoder, MessageType
+from nri.ttrpc.frame import FrameDecoder
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
-from proto.ttrpc import request_pb2
 
 CAPTURE = Path("/work/shared/reference/nri-capture-containerd-2.3.4.jsonl")
 T = 5.0
@@ -41,7 +39,10 @@ class CapturedPlugin:
 
     async def create_container(self, pod, ctr):
         self.events.append("CreateContainer")
-        return api.ContainerAdjustment(annotations={"pyprobe.nri.io/seen": "true"})
+        adjust = api.ContainerAdjustment(annotations={"pyprobe.nri.io/seen": "true"})
+        adjust.env.add(key="CAPTURE", value="1")
+        adjust.linux.resources.cpu.shares.value = 333
+        return adjust
 
     async def start_container(self, pod, ctr):
         self.events.append("StartContainer")
@@ -59,33 +60,37 @@ class CapturedPlugin:
 
 
 class RawRuntime:
-    """The runtime end of the socketpair: writes recorded frames, decodes replies."""
+    """The runtime end of the socketpair: writes recorded frames, reads raw bytes."""
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
-        self.mux = MuxDecoder()
-        self.ttrpc = {1: FrameDecoder(), 2: FrameDecoder()}
-        self.frames: list[tuple[int, object]] = []
+        self.buffer = b""
 
-    async def next_frame(self):
+    async def read_exact(self, n: int) -> bytes:
         loop = asyncio.get_running_loop()
-        while not self.frames:
+        while len(self.buffer) < n:
             data = await loop.sock_recv(self.sock, 65536)
             assert data, "plugin closed the connection"
-            for conn_id, payload in self.mux.feed(data):
-                for frame in self.ttrpc[conn_id].feed(payload):
-                    self.frames.append((conn_id, frame))
-        return self.frames.pop(0)
+            self.buffer += data
+        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        return out
 
     async def send(self, frame_hex: str):
         await asyncio.get_running_loop().sock_sendall(self.sock, bytes.fromhex(frame_hex))
+
+
+def _describe(frame: bytes) -> str:
+    """Decode one mux+ttrpc frame for a readable assertion message."""
+    conn_id, _ = struct.unpack(">II", frame[:8])
+    frames = FrameDecoder().feed(frame[8:])
+    return "conn %d: %r" % (conn_id, frames)
 
 
 def _records():
     return [json.loads(line) for line in CAPTURE.read_text().splitlines() if line.strip()]
 
 
-async def test_stub_answers_every_recorded_containerd_frame_like_a_plugin():
+async def test_stub_answers_every_recorded_containerd_frame_byte_for_byte():
     records = _records()
     runtime_end, plugin_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     runtime_end.setblocking(False)
@@ -96,49 +101,25 @@ async def test_stub_answers_every_recorded_containerd_frame_like_a_plugin():
     stub = Stub(plugin, config=StubConfig(), environ=env)
     run = asyncio.get_running_loop().create_task(stub.run())
     raw = RawRuntime(runtime_end)
+    update_task = None
     try:
-        # 1. Registration comes first, on connection 2, stream 1.
-        conn, frame = await asyncio.wait_for(raw.next_frame(), T)
-        assert conn == 2 and frame.stream_id == 1 and frame.type == MessageType.REQUEST
-        env_req = decode_request(frame.data)
-        assert (env_req.service, env_req.method) == ("nri.pkg.api.v1alpha1.Runtime", "RegisterPlugin")
-        reg = api.RegisterPluginRequest.FromString(env_req.payload)
-        assert (reg.plugin_name, reg.plugin_idx) == ("capture", "40")
-        assert env_req.timeout_nano == 5_000_000_000
-
-        answered = 0
-        for rec in records[1:]:
-            if rec["dir"] == "plugin->runtime":
-                continue
-            if rec["conn"] == 2:  # the runtime's reply to a plugin request
-                if rec["stream"] == 1:
-                    await raw.send(rec["frame_hex"])
-                    continue
-                # the recorded unsolicited UpdateContainers: make the stub issue it now
-                update = asyncio.get_running_loop().create_task(
-                    stub.update_containers([api.ContainerUpdate(container_id="x")])
-                )
-                conn, frame = await asyncio.wait_for(raw.next_frame(), T)
-                assert conn == 2 and frame.stream_id == rec["stream"]
-                assert decode_request(frame.data).method == "UpdateContainers"
+        compared = 0
+        for rec in records:
+            expected = bytes.fromhex(rec["frame_hex"])
+            if rec["dir"] == "runtime->plugin":
                 await raw.send(rec["frame_hex"])
-                assert await asyncio.wait_for(update, T) == []
                 continue
-            await raw.send(rec["frame_hex"])
-            conn, frame = await asyncio.wait_for(raw.next_frame(), T)
-            assert conn == 1 and frame.stream_id == rec["stream"] and frame.type == MessageType.RESPONSE
-            response = request_pb2.Response.FromString(frame.data)
-            assert response.status.code == 0, (rec["method"], response.status.message)
-            if rec["method"] == "Configure":
-                assert api.ConfigureResponse.FromString(response.payload).events == 0x6AF
-            if rec["method"] == "CreateContainer":
-                adjust = api.CreateContainerResponse.FromString(response.payload).adjust
-                assert adjust.annotations["pyprobe.nri.io/seen"] == "true"
-            answered += 1
-            if rec["method"] == "Synchronize":
+            if rec.get("method") == "UpdateContainers":  # the capture's unsolicited update, same bytes
+                update_task = asyncio.get_running_loop().create_task(stub.update_containers([_captured_update()]))
+            got = await asyncio.wait_for(raw.read_exact(len(expected)), T)
+            assert got == expected, "%s %s:\n got %s\nwant %s" % (
+                rec["dir"], rec.get("method", "response"), _describe(got), _describe(expected)
+            )
+            compared += 1
+            if rec["stream"] == 3 and rec["conn"] == 1:  # the Synchronize reply: now ready
                 await asyncio.wait_for(stub.ready.wait(), T)
-
-        assert answered == 14
+        assert compared == 16  # registration, 14 responses, one unsolicited update
+        assert update_task is not None and await asyncio.wait_for(update_task, T) == []
         assert plugin.events == [
             "RunPodSandbox",
             "CreateContainer",
@@ -162,3 +143,9 @@ async def test_stub_answers_every_recorded_containerd_frame_like_a_plugin():
         await stub.stop()
         run.cancel()
         await asyncio.gather(run, return_exceptions=True)
+
+
+def _captured_update() -> api.ContainerUpdate:
+    update = api.ContainerUpdate(container_id="d38a456b71723bc55e48cd94fe16dd776ed1b6d3bc0dba691297c95dd762e97a")
+    update.linux.resources.cpu.shares.value = 777
+    return update
