@@ -1,7 +1,7 @@
 """Golden replay: the frames a real containerd 2.3.4 sent a plugin
 (/work/shared/reference/nri-capture-containerd-2.3.4.jsonl) are fed to our stub,
 launched the way containerd launches plugins (fd + NRI_PLUGIN_* environment).
-The stub must answer each one as a plugin should."""
+The stub must answer each one exactly as the captured plugin did, byte for byte."""
 
 import asyncio
 import json
