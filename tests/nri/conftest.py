@@ -1,6 +1,8 @@
 """Fixtures for the NRI stub / test-peer tests: short socket paths, pods and
 containers shaped like the ones containerd 2.3.4 sent (protocols.md §3.9)."""
 
+import asyncio
+import importlib.util
 import shutil
 import tempfile
 from pathlib import Path
@@ -8,6 +10,18 @@ from pathlib import Path
 import pytest
 
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
+
+
+# Our end-to-end files run on both event loops: plugins run on uvloop in production.
+_BOTH_LOOPS = ("test_e2e", "test_peer_misbehaviour", "test_stub_capture_replay", "test_stub_docs_example")
+
+
+def pytest_asyncio_loop_factories(config, item):
+    if importlib.util.find_spec("uvloop") is not None and item.path.name.startswith(_BOTH_LOOPS):
+        import uvloop
+
+        return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+    return {"asyncio": asyncio.new_event_loop}
 
 
 @pytest.fixture

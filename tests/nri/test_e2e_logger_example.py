@@ -10,8 +10,6 @@ from nri.testing.peer import RuntimePeer
 from tests.nri.conftest import make_container, make_pod
 
 T = 10.0
-# nri-wire's Trunk (WIP copy) asserts asyncio.Transport, which uvloop's transports are not.
-UVLOOP_ARGS = ["--no-uvloop"]
 
 
 async def test_logger_example_logs_every_event_as_json(socket_path):
@@ -21,7 +19,6 @@ async def test_logger_example_logs_every_event_as_json(socket_path):
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "nri.examples.logger", "--socket", str(socket_path), "--index", "30",
-            *UVLOOP_ARGS,
             cwd=root, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )
         try:
