@@ -1,0 +1,214 @@
+"""asyncio ttrpc server: dispatches unary Requests to async handlers, concurrently.
+
+Follows Go's server rules (protocols.md §1.4-1.7): stream ids must be odd and
+increasing (else INVALID_ARGUMENT, connection kept), unknown service or method is
+UNIMPLEMENTED ("service X" / "method X"), an undecodable payload is INTERNAL, a handler's
+TtrpcError is sent as its status and any other exception is mapped (UNKNOWN by default),
+an oversized request is answered RESOURCE_EXHAUSTED. The request's timeout_nano becomes
+`ctx.deadline`; a handler still running at the deadline is cancelled and answered
+DEADLINE_EXCEEDED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+import structlog
+from google.protobuf.message import DecodeError, Message
+
+from nri.ttrpc.connection import MessageConn
+from nri.ttrpc.envelope import (
+    decode_request,
+    encode_error_response,
+    encode_ok_response,
+    metadata_of,
+)
+from nri.ttrpc.frame import (
+    MAX_DATA_SIZE,
+    Flag,
+    Frame,
+    FrameDecoder,
+    MessageType,
+    OversizedFrame,
+    encode_message,
+)
+from nri.ttrpc.status import Code, MessageTooLarge, TtrpcError, status_for_exception
+
+log = structlog.get_logger(__name__)
+
+_RESPONSE = int(MessageType.RESPONSE)
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """What a handler knows about its call."""
+
+    service: str
+    method: str
+    stream_id: int
+    deadline: float | None  # event-loop time (loop.time()), None without a deadline
+    metadata: Mapping[str, list[str]] = field(default_factory=dict)
+
+
+HandlerFn = Callable[[Message, CallContext], Awaitable[Message]]
+Handler = tuple[type[Message], HandlerFn]
+
+
+class TtrpcServer:
+    """Serves `handlers[(service, method)] = (request_type, async fn(request, ctx))`."""
+
+    def __init__(self, conn: MessageConn, handlers: Mapping[tuple[str, str], Handler]) -> None:
+        self._conn = conn
+        self._loop = asyncio.get_running_loop()
+        self._handlers = dict(handlers)
+        self._services = {service for service, _ in self._handlers}
+        self._decoder = FrameDecoder()
+        self._last_stream_id = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+        conn.set_receiver(self._on_data, self._on_close)
+
+    async def serve(self) -> None:
+        """Run until the connection closes; then cancel handlers still running."""
+        await asyncio.shield(self._conn.closed)
+        await self._cancel_handlers()
+
+    def close(self) -> None:
+        self._on_close("server closed")
+        self._conn.close()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    # --- receiving (runs inside the transport's read callback) ---
+
+    def _on_data(self, data: bytes) -> None:
+        for frame in self._decoder.feed(data):
+            if isinstance(frame, OversizedFrame):
+                self._on_oversized(frame)
+            elif frame.type == MessageType.REQUEST:
+                self._on_request(frame)
+            elif frame.type == MessageType.DATA:
+                self._reply_error(frame.stream_id, Code.INVALID_ARGUMENT, "StreamID is no longer active")
+            else:  # responses and unknown types: ignored, as Go does
+                log.warning(
+                    "ttrpc_server_ignored_message", stream_id=frame.stream_id, type=int(frame.type)
+                )
+
+    def _on_oversized(self, frame: OversizedFrame) -> None:
+        error = MessageTooLarge(frame.length, MAX_DATA_SIZE)
+        log.warning("ttrpc_oversized_request", stream_id=frame.stream_id, length=frame.length)
+        if frame.type == MessageType.REQUEST:
+            self._reply_error(frame.stream_id, error.code, error.message)
+
+    def _on_request(self, frame: Frame) -> None:
+        stream_id = frame.stream_id
+        if stream_id % 2 == 0:
+            self._reply_error(
+                stream_id, Code.INVALID_ARGUMENT, "StreamID must be odd for client initiated streams"
+            )
+            return
+        if stream_id <= self._last_stream_id:
+            self._reply_error(
+                stream_id, Code.INVALID_ARGUMENT, "StreamID cannot be re-used and must increment"
+            )
+            return
+        self._last_stream_id = stream_id
+        if frame.flags & Flag.REMOTE_OPEN:
+            self._reply_error(stream_id, Code.UNIMPLEMENTED, "streaming calls are not supported")
+            return
+        try:
+            env = decode_request(frame.data)
+        except TtrpcError as err:
+            self._reply_error(stream_id, err.code, err.message)
+            return
+        handler = self._handlers.get((env.service, env.method))
+        if handler is None:
+            if env.service not in self._services:
+                self._reply_error(stream_id, Code.UNIMPLEMENTED, "service " + env.service)
+            else:
+                self._reply_error(stream_id, Code.UNIMPLEMENTED, "method " + env.method)
+            return
+        request_type, fn = handler
+        try:
+            request = request_type.FromString(env.payload)
+        except DecodeError as err:
+            self._reply_error(
+                stream_id, Code.INTERNAL, "ttrpc: error unmarshalling payload: " + str(err)
+            )
+            return
+        deadline = None
+        if env.timeout_nano > 0:
+            deadline = self._loop.time() + env.timeout_nano / 1e9
+        ctx = CallContext(
+            env.service,
+            env.method,
+            stream_id,
+            deadline,
+            metadata_of(env) if env.metadata else {},
+        )
+        task = self._loop.create_task(self._run(fn, request, ctx))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, fn: HandlerFn, request: Message, ctx: CallContext) -> None:
+        try:
+            if ctx.deadline is None:
+                response = await fn(request, ctx)
+            else:
+                async with asyncio.timeout_at(ctx.deadline):
+                    response = await fn(request, ctx)
+        except asyncio.CancelledError:
+            if not self._closed:
+                self._reply_error(ctx.stream_id, Code.CANCELLED, "context canceled")
+            raise
+        except Exception as exc:  # every handler failure becomes a status, never a crash
+            code, message = status_for_exception(exc)
+            log.info(
+                "ttrpc_handler_failed",
+                service=ctx.service,
+                method=ctx.method,
+                code=int(code),
+                error=message,
+            )
+            self._reply_error(ctx.stream_id, code, message)
+            return
+        if response is None:
+            self._reply_error(ctx.stream_id, Code.UNKNOWN, "marshal called with nil")
+            return
+        self._send(ctx.stream_id, encode_ok_response(response.SerializeToString()))
+
+    # --- sending ---
+
+    def _reply_error(self, stream_id: int, code: int, message: str) -> None:
+        self._send(stream_id, encode_error_response(code, message))
+
+    def _send(self, stream_id: int, body: bytes) -> None:
+        if self._closed:
+            return
+        try:
+            frame = encode_message(stream_id, _RESPONSE, 0, body)
+        except MessageTooLarge as err:
+            log.warning("ttrpc_response_too_large", stream_id=stream_id, length=err.length)
+            frame = encode_message(stream_id, _RESPONSE, 0, encode_error_response(err.code, err.message))
+        try:
+            self._conn.write(frame)
+        except ConnectionError as err:
+            log.info("ttrpc_response_not_sent", stream_id=stream_id, cause=str(err))
+
+    def _on_close(self, cause: str | None) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for task in self._tasks:
+            task.cancel()
+
+    async def _cancel_handlers(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
