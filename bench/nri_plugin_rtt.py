@@ -1,14 +1,14 @@
 """Round trip runtime -> plugin -> runtime for CreateContainer with a trivial handler.
 
-    python -m bench.nri_plugin_rtt [--calls 10000] [--mode inproc|subprocess|both] [--pin]
+    python -m bench.nri_plugin_rtt [--calls 10000] [--mode inproc|subprocess|both] [--pin | --cross]
 
 The test peer (runtime side) calls CreateContainer on a plugin run by nri.stub,
 over a real unix socket with the NRI mux and ttrpc, sequentially, and prints
 p50/p90/p99 per event loop flavour (uvloop and stdlib asyncio).
 - inproc: peer and plugin share one event loop (one CPU; shows pure software cost);
 - subprocess: the plugin runs in its own process, like a real deployment
-  (with --pin both processes are pinned to CPU 0, otherwise the scheduler
-  places them, usually across the two vCPUs).
+  (--pin: both processes on CPU 0; --cross: runtime on CPU 0, plugin on CPU 1;
+  neither: the scheduler places them).
 """
 
 from __future__ import annotations
@@ -83,12 +83,13 @@ async def _inproc(path: Path, calls: int) -> list[float]:
             await asyncio.wait_for(task, 10)
 
 
-async def _subprocess(path: Path, calls: int, uvloop: bool, pin: bool) -> list[float]:
+async def _subprocess(path: Path, calls: int, uvloop: bool, plugin_cpu: int | None) -> list[float]:
     async with RuntimePeer(path) as peer:
         args = [sys.executable, "-m", "bench.nri_plugin_rtt", "--serve-plugin", str(path)]
         if not uvloop:
             args.append("--no-uvloop")
-        proc = await asyncio.create_subprocess_exec(*args, preexec_fn=(lambda: os.sched_setaffinity(0, {0})) if pin else None)
+        pin = (lambda: os.sched_setaffinity(0, {plugin_cpu})) if plugin_cpu is not None else None
+        proc = await asyncio.create_subprocess_exec(*args, preexec_fn=pin)
         try:
             return await _measure(peer, calls)
         finally:
@@ -110,7 +111,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--mode", choices=["inproc", "subprocess", "both"], default="both")
-    parser.add_argument("--pin", action="store_true", help="pin peer and plugin to CPU 0")
+    placement = parser.add_mutually_exclusive_group()
+    placement.add_argument("--pin", action="store_true", help="pin runtime and plugin to CPU 0")
+    placement.add_argument("--cross", action="store_true", help="runtime on CPU 0, plugin on CPU 1")
     parser.add_argument("--serve-plugin", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-uvloop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -122,12 +125,15 @@ def main() -> None:
     if args.serve_plugin:
         _serve_plugin(args.serve_plugin, not args.no_uvloop)
         return
-    if args.pin:
+    plugin_cpu = None
+    if args.pin or args.cross:
         os.sched_setaffinity(0, {0})
+        plugin_cpu = 1 if args.cross else 0
+    placement_note = ", pinned to CPU 0" if args.pin else ", runtime CPU 0 / plugin CPU 1" if args.cross else ""
     modes = ["inproc", "subprocess"] if args.mode == "both" else [args.mode]
     flavours = [True, False] if uvloop_available() else [False]
     print("nri_plugin_rtt: CreateContainer round trip, %d calls after %d warm-up, request %d bytes%s"
-          % (args.calls, WARMUP, _request().ByteSize(), ", pinned to CPU 0" if args.pin else ""))
+          % (args.calls, WARMUP, _request().ByteSize(), placement_note))
     for mode in modes:
         for uvloop in flavours:
             path = Path(tempfile.mkdtemp(prefix="nri-bench-", dir="/tmp")) / "nri.sock"
@@ -137,7 +143,7 @@ def main() -> None:
                 if mode == "inproc":
                     samples = runner.run(_inproc(path, args.calls))
                 else:
-                    samples = runner.run(_subprocess(path, args.calls, uvloop, args.pin))
+                    samples = runner.run(_subprocess(path, args.calls, uvloop, plugin_cpu))
             except Exception as exc:  # report, do not hide, a flavour that does not work
                 print("  %-10s %-8s FAILED: %r" % (mode, "uvloop" if uvloop else "asyncio", exc))
                 continue
