@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Coroutine, Generator
+from typing import Any, Callable, Coroutine, Generator
 
 import structlog
 
@@ -124,15 +124,16 @@ class _Resumable:
 async def run_guarded(
     coro: Coroutine[Any, Any, Any],
     event: str,
-    budget: float | None,
+    budget: float | None | Callable[[], float | None],
     late: set[asyncio.Task[Any]],
 ) -> GuardOutcome:
     """Run a handler coroutine with a time budget.
 
     Fast path: the coroutine is stepped inline; a handler that finishes without
-    suspending costs no task. Otherwise it continues in its own task, awaited
-    for at most `budget` seconds. On expiry the outcome is `completed=False` and
-    the task is kept in `late` until it ends (its result is logged and dropped).
+    suspending costs no task (and its budget is never computed, so `budget` may
+    be a callable). Otherwise it continues in its own task, awaited for at most
+    the budget in seconds. On expiry the outcome is `completed=False` and the
+    task is kept in `late` until it ends (its result is logged and dropped).
     Exceptions of the handler propagate."""
     scope = HandlerScope(event, asyncio.current_task())
     token = CURRENT_HANDLER.set(scope)
@@ -150,6 +151,8 @@ async def run_guarded(
         task = asyncio.get_running_loop().create_task(_continue(coro, pending, scope))
     finally:
         CURRENT_HANDLER.reset(token)
+    if callable(budget):
+        budget = budget()
     if budget is None:
         return GuardOutcome(True, await task)
     done, _ = await asyncio.wait((task,), timeout=budget)

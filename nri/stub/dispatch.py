@@ -134,7 +134,7 @@ class PluginDispatcher:
         if not asyncio.iscoroutine(result):
             return True, result  # a plain function is fine too
         try:
-            outcome = await run_guarded(result, event, self._budget(ctx), self.late_tasks)
+            outcome = await run_guarded(result, event, lambda: self._budget(ctx), self.late_tasks)
         except AdjustmentRejected:
             raise
         except Exception as exc:
