@@ -8,6 +8,7 @@ file name).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Mapping
@@ -61,10 +62,19 @@ class PluginIdentity:
         return cls(name=match.group(2), index=match.group(1))
 
 
-def resolve_identity(name: str | None, index: str | None, environ: Mapping[str, str]) -> PluginIdentity:
-    """Explicit name/index win; otherwise the runtime-provided environment."""
+def resolve_identity(
+    name: str | None, index: str | None, environ: Mapping[str, str], program: str = ""
+) -> PluginIdentity:
+    """Explicit name/index win; then the runtime-provided environment; then the
+    program's file name when it looks like `NN-name` (how containerd names
+    launched plugins)."""
     resolved_name = name if name is not None else environ.get(NAME_ENV, "")
     resolved_index = index if index is not None else environ.get(INDEX_ENV, "")
+    if (not resolved_name or not resolved_index) and program:
+        match = _FILE_RE.fullmatch(os.path.basename(program))
+        if match is not None:
+            resolved_index = resolved_index or match.group(1)
+            resolved_name = resolved_name or match.group(2)
     return PluginIdentity(name=resolved_name, index=resolved_index)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -72,7 +73,7 @@ class Stub:
     ) -> None:
         env = os.environ if environ is None else environ
         self.config = config or StubConfig()
-        self.identity: PluginIdentity = resolve_identity(name, index, env)
+        self.identity: PluginIdentity = resolve_identity(name, index, env, sys.argv[0] if sys.argv else "")
         self._launched_fd = launched_socket_fd(env)
         self._dispatcher = PluginDispatcher(plugin, self.config.deadline, self._on_configured, self._on_synchronized)
         self._handlers = self._dispatcher.handlers(self.config.dedicated_rpcs)

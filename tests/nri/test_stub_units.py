@@ -49,6 +49,10 @@ def test_identity_comes_from_the_runtime_environment_when_not_given():
         launched_socket_fd({"NRI_PLUGIN_SOCKET": "three"})
     with pytest.raises(InvalidIdentity):
         resolve_identity(None, None, {})
+    assert resolve_identity(None, None, {}, "/opt/nri/plugins/35-koordlet") == PluginIdentity("koordlet", "35")
+    assert resolve_identity("mine", None, {}, "/opt/nri/plugins/35-koordlet") == PluginIdentity("mine", "35")
+    with pytest.raises(InvalidIdentity):
+        resolve_identity(None, None, {}, "/usr/bin/python3")
 
 
 # -- split sync -----------------------------------------------------------------
