@@ -343,3 +343,35 @@ async def test_slow_create_is_answered_empty_within_the_guard_budget():
 async def test_runtime_info_without_timeouts_means_unknown():
     rt = RuntimeInfo.from_request(api.ConfigureRequest(runtime_name="containerd", runtime_version="v1.7.20"))
     assert rt.request_timeout is None and str(rt.nri_version) == "v0.6.1"
+
+
+async def test_shutdown_rpc_reaches_the_plugin_even_though_containerd_never_sends_it():
+    class WithShutdown(Recorder):
+        async def shutdown(self):
+            self.calls.append(("shutdown", ""))
+
+    plugin = WithShutdown()
+    d, _ = _dispatcher(plugin)
+    r = await d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "Shutdown")][1](api.Empty(), CTX)
+    assert r == api.Empty() and plugin.calls == [("shutdown", "")]
+
+
+async def test_launched_plugin_with_an_unusable_fd_ends_run_without_retrying():
+    import os
+
+    from nri.stub.stub import Stub
+
+    read_end, write_end = os.pipe()  # a pipe is not a socket: unusable as the trunk
+    os.close(write_end)
+    stub = Stub(Recorder(), environ={"NRI_PLUGIN_SOCKET": str(read_end), "NRI_PLUGIN_NAME": "x", "NRI_PLUGIN_IDX": "01"})
+    try:
+        await asyncio.wait_for(stub.run(), 5)
+        assert not stub.is_ready and stub.connections == 0
+    finally:
+        import stat
+
+        try:  # close it only if it is still our pipe (the stub may have closed it)
+            if stat.S_ISFIFO(os.fstat(read_end).st_mode):
+                os.close(read_end)
+        except OSError:
+            pass
