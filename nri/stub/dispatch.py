@@ -130,10 +130,10 @@ class PluginDispatcher:
 
     async def _call(self, event: str, fn: Callable[..., Any], args: tuple[Any, ...], ctx: RequestContext) -> Any:
         """Run a handler under the guard; returns (completed, value)."""
-        result = fn(*args)
-        if not asyncio.iscoroutine(result):
-            return True, result  # a plain function is fine too
         try:
+            result = fn(*args)
+            if not asyncio.iscoroutine(result):
+                return True, result  # a plain function is fine too
             outcome = await run_guarded(result, event, lambda: self._budget(ctx), self.late_tasks)
         except AdjustmentRejected:
             raise
