@@ -1,9 +1,7 @@
 """asyncio trunk: one unix stream socket carrying the NRI mux's virtual connections.
 
 The byte path is an asyncio Protocol (no StreamReader, no task per frame): bytes from
-the socket go through MuxDecoder straight into the virtual connection, which either
-queues them for `read()` or hands them synchronously to a receiver set with
-`set_receiver()` (what the ttrpc client and server use).
+the socket go through MuxDecoder straight into the VirtualConn of their connection id.
 
 Reading starts one loop iteration after `Trunk.open()` returns, so code that opens its
 virtual connections right after `await Trunk.open(sock)` (before its next await) never
@@ -15,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections import deque
 from collections.abc import Callable
 from typing import cast
 
@@ -27,8 +24,8 @@ from nri.mux.frame import (
     MuxClosedError,
     MuxDecoder,
     MuxProtocolError,
-    encode_mux_frames,
 )
+from nri.mux.virtual_conn import VirtualConn
 
 log = structlog.get_logger(__name__)
 
@@ -43,128 +40,6 @@ READ_CHUNK = 256 * 1024
 QUEUE_HIGH_WATER = 16 << 20  # bytes queued for read() before the trunk stops reading
 QUEUE_LOW_WATER = 1 << 20
 MAX_UNKNOWN_CONN_WARNINGS = 16
-
-DataReceiver = Callable[[bytes], None]
-CloseReceiver = Callable[[str | None], None]
-
-
-class VirtualConn:
-    """One multiplexed connection: an ordered byte stream in each direction."""
-
-    __slots__ = (
-        "conn_id",
-        "closed",
-        "_trunk",
-        "_queue",
-        "_queued",
-        "_waiter",
-        "_on_data",
-        "_on_close",
-        "_cause",
-    )
-
-    def __init__(self, trunk: Trunk, conn_id: int) -> None:
-        self.conn_id = conn_id
-        self._trunk = trunk
-        self.closed: asyncio.Future[str | None] = trunk.loop.create_future()
-        self._queue: deque[bytes] = deque()
-        self._queued = 0
-        self._waiter: asyncio.Future[None] | None = None
-        self._on_data: DataReceiver | None = None
-        self._on_close: CloseReceiver | None = None
-        self._cause: str | None = None
-
-    @property
-    def is_closed(self) -> bool:
-        return self.closed.done()
-
-    async def read(self) -> bytes:
-        """The next bytes of the incoming stream (any split); b"" once closed."""
-        while not self._queue:
-            if self.closed.done():
-                return b""
-            self._waiter = self._trunk.loop.create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        data = b"".join(self._queue) if len(self._queue) > 1 else self._queue[0]
-        self._queue.clear()
-        self._trunk._dequeued(len(data))
-        self._queued = 0
-        return data
-
-    def set_receiver(self, on_data: DataReceiver, on_close: CloseReceiver) -> None:
-        """Push mode: call on_data(bytes) for every incoming slice, on_close(cause) once.
-
-        Queued bytes are handed over at once. The callbacks run inside the trunk's read
-        callback and must not block; an exception from them closes this connection.
-        """
-        self._on_data = on_data
-        self._on_close = on_close
-        if self._queue:
-            data = b"".join(self._queue)
-            self._queue.clear()
-            self._trunk._dequeued(self._queued)
-            self._queued = 0
-            self._push(data)
-        if self.closed.done():
-            on_close(self._cause)
-
-    def write(self, data: bytes) -> None:
-        """Send one whole ttrpc message, framed the way Go's reader needs it."""
-        if self.closed.done():
-            raise MuxClosedError("virtual connection " + str(self.conn_id) + " is closed")
-        self._trunk._write(encode_mux_frames(self.conn_id, data))
-
-    async def drain(self) -> None:
-        """Wait while the trunk's write buffer is over its high-water mark."""
-        await self._trunk.drain()
-
-    def close(self) -> None:
-        """Stop using this connection id; sends nothing (the mux has no close frame)."""
-        self._trunk._forget(self.conn_id, self)
-        self._terminate(None)
-
-    # --- called by the trunk ---
-
-    def _deliver(self, payload: bytes) -> None:
-        if self._on_data is not None:
-            self._push(payload)
-            return
-        self._queue.append(payload)
-        self._queued += len(payload)
-        self._trunk._enqueued(len(payload))
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def _push(self, data: bytes) -> None:
-        assert self._on_data is not None
-        try:
-            self._on_data(data)
-        except Exception as err:  # a receiver bug must not take the whole trunk down
-            log.error(
-                "nri_mux_receiver_failed",
-                conn_id=self.conn_id,
-                error=repr(err),
-                exc_info=True,
-            )
-            self.close()
-
-    def _terminate(self, cause: str | None) -> None:
-        if self.closed.done():
-            return
-        self._cause = cause
-        self.closed.set_result(cause)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-        if self._on_close is not None:
-            try:
-                self._on_close(cause)
-            except Exception as err:
-                log.error("nri_mux_close_callback_failed", conn_id=self.conn_id, error=repr(err))
 
 
 class _TrunkProtocol(asyncio.Protocol):

@@ -62,9 +62,9 @@ def encode_ok_response(payload: bytes) -> bytes:
 
 
 def encode_error_response(code: int, message: str) -> bytes:
-    return request_pb2.Response(
-        status=status_pb2.Status(code=code, message=message)
-    ).SerializeToString()
+    """Response{status: {code, message}}; text that is not valid UTF-8 is repaired."""
+    text = message.encode("utf-8", "replace").decode("utf-8")
+    return request_pb2.Response(status=status_pb2.Status(code=code, message=text)).SerializeToString()
 
 
 def decode_response(data: bytes, response_type: type[Message]) -> Message:

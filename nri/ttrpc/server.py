@@ -71,8 +71,14 @@ class TtrpcServer:
         conn.set_receiver(self._on_data, self._on_close)
 
     async def serve(self) -> None:
-        """Run until the connection closes; then cancel handlers still running."""
-        await asyncio.shield(self._conn.closed)
+        """Run until the connection closes; then cancel handlers still running.
+
+        Cancelling serve() stops answering too: running handlers are cancelled."""
+        try:
+            await asyncio.shield(self._conn.closed)
+        except asyncio.CancelledError:
+            self._on_close("serve cancelled")
+            raise
         await self._cancel_handlers()
 
     def close(self) -> None:
@@ -176,7 +182,13 @@ class TtrpcServer:
             )
             self._reply_error(ctx.stream_id, code, message)
             return
-        if response is None:
+        if not isinstance(response, Message):
+            log.error(
+                "ttrpc_handler_returned_no_message",
+                service=ctx.service,
+                method=ctx.method,
+                returned=type(response).__name__,
+            )
             self._reply_error(ctx.stream_id, Code.UNKNOWN, "marshal called with nil")
             return
         self._send(ctx.stream_id, encode_ok_response(response.SerializeToString()))

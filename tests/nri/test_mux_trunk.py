@@ -155,3 +155,23 @@ async def test_writing_to_a_closed_connection_raises_connection_error() -> None:
         except ConnectionError:
             return
         raise AssertionError("write on a closed connection did not raise")
+
+
+@on_both_loops
+async def test_an_unread_connection_pauses_the_trunk_instead_of_buffering_without_bound() -> None:
+    from nri.mux import trunk as trunk_module
+
+    async with trunk_pair() as (sender, receiver):
+        slow = receiver.conn(2)
+        chunk = bytes(range(256)) * 4096  # 1 MiB
+        total = trunk_module.QUEUE_HIGH_WATER + 4 * len(chunk)
+        for _ in range(total // len(chunk)):
+            sender.conn(2).write(chunk)
+        await wait_until(lambda: receiver._flow_paused)
+        got = 0
+        while got < total:
+            data = await asyncio.wait_for(slow.read(), 5)
+            assert data, "closed early"
+            got += len(data)
+        assert got == total
+        assert not receiver._flow_paused

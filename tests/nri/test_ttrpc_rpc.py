@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from nri.mux.trunk import PLUGIN_SERVICE_CONN
-from nri.ttrpc.client import TtrpcClient
 from nri.ttrpc.envelope import encode_request
 from nri.ttrpc.frame import MAX_DATA_SIZE, HEADER, FrameDecoder, MessageType, encode_message
 from nri.ttrpc.server import CallContext, TtrpcServer
@@ -244,3 +243,47 @@ async def test_pending_calls_fail_with_connection_closed_when_the_peer_goes_away
             await p.client.call(PLUGIN_SERVICE, "Shutdown", api.Empty(), api.Empty)
         await asyncio.wait_for(p.serve_task, 5)
         assert p.server.in_flight == 0
+
+
+@on_both_loops
+async def test_cancelling_serve_cancels_running_handlers_without_answering() -> None:
+    cancelled = asyncio.Event()
+
+    async def never(req: api.Empty, ctx: CallContext) -> api.Empty:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cancelled.set()
+        return api.Empty()
+
+    async with rpc_pair({(PLUGIN_SERVICE, "Shutdown"): (api.Empty, never)}) as p:
+        call = asyncio.create_task(
+            p.client.call(PLUGIN_SERVICE, "Shutdown", api.Empty(), api.Empty, timeout=0.3)
+        )
+        await wait_until(lambda: p.server.in_flight == 1)
+        p.serve_task.cancel()
+        await asyncio.wait_for(cancelled.wait(), 5)
+        with pytest.raises(TtrpcError) as caught:
+            await asyncio.wait_for(call, 5)
+        assert caught.value.code == Code.DEADLINE_EXCEEDED  # no reply was sent
+
+
+@on_both_loops
+async def test_odd_handler_results_still_get_an_answer() -> None:
+    async def returns_dict(req: api.Empty, ctx: CallContext) -> api.Empty:
+        return {"not": "a message"}  # type: ignore[return-value]
+
+    async def undecodable_text(req: api.Empty, ctx: CallContext) -> api.Empty:
+        raise OSError("path \udcff gone")
+
+    handlers = {
+        (PLUGIN_SERVICE, "Shutdown"): (api.Empty, returns_dict),
+        (PLUGIN_SERVICE, "StateChange"): (api.Empty, undecodable_text),
+    }
+    async with rpc_pair(handlers) as p:
+        codes = []
+        for method in ("Shutdown", "StateChange"):
+            with pytest.raises(TtrpcError) as caught:
+                await p.client.call(PLUGIN_SERVICE, method, api.Empty(), api.Empty, timeout=2)
+            codes.append(caught.value.code)
+    assert codes == [Code.UNKNOWN, Code.UNKNOWN]

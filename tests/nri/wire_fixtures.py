@@ -77,4 +77,4 @@ async def rpc_pair(handlers: Mapping[tuple[str, str], Handler]) -> AsyncIterator
             yield Pair(runtime, plugin, client, server, task)
         finally:
             plugin.close("test done")
-            await asyncio.wait_for(task, 5)
+            await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 5)
