@@ -121,3 +121,28 @@ def test_split_plan_sends_every_object_exactly_once_in_order(npods, nctrs, size)
     assert [p.id for c in chunks for p in c.request.pods] == [p.id for p in pods]
     assert [x.id for c in chunks for x in c.request.containers] == [x.id for x in ctrs]
     assert not chunks[-1].request.more
+
+
+_keys = st.text(alphabet="abcdefgh._/", min_size=1, max_size=8)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(_keys, st.text(max_size=5), max_size=6), st.dictionaries(_keys, st.text(max_size=5), max_size=6))
+def test_setting_then_removing_annotations_and_env_restores_the_original(original, added):
+    c = api.Container(id="c", annotations=original, env=["%s=%s" % kv for kv in original.items()])
+    before = api.Container()
+    before.CopyFrom(c)
+    ledger = OwnershipLedger()
+    new_keys = {k: v for k, v in added.items() if k not in original}
+    set_adj = api.ContainerAdjustment(annotations=new_keys)
+    for k, v in new_keys.items():
+        set_adj.env.add(key=k, value=v)
+    apply_adjustment(c, set_adj, "10-a", ledger)
+    assert all(c.annotations[k] == v for k, v in new_keys.items())
+    remove = api.ContainerAdjustment(annotations={"-" + k: "" for k in new_keys})
+    for k in new_keys:
+        remove.env.add(key="-" + k)
+    apply_adjustment(c, remove, "20-b", ledger)
+    assert dict(c.annotations) == dict(before.annotations)
+    assert sorted(c.env) == sorted(before.env)
+    assert not [key for key in ledger.owners if key[1] in ("Annotations", "Env")]
