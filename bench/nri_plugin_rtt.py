@@ -1,0 +1,160 @@
+"""Round trip runtime -> plugin -> runtime for CreateContainer with a trivial handler.
+
+    python -m bench.nri_plugin_rtt [--calls 10000] [--mode inproc|subprocess|both] [--pin | --cross]
+
+The test peer (runtime side) calls CreateContainer on a plugin run by nri.stub,
+over a real unix socket with the NRI mux and ttrpc, sequentially, and prints
+p50/p90/p99 per event loop flavour (uvloop and stdlib asyncio).
+- inproc: peer and plugin share one event loop (one CPU; shows pure software cost);
+- subprocess: the plugin runs in its own process, like a real deployment
+  (--pin: both processes on CPU 0; --cross: runtime on CPU 0, plugin on CPU 1;
+  neither: the scheduler places them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from nri.events import PLUGIN_SERVICE
+from nri.loop import loop_factory, loop_name, uvloop_available
+from nri.stub.stub import Stub, StubConfig
+from nri.testing.peer import RuntimePeer
+from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
+
+WARMUP = 500
+
+
+class TrivialPlugin:
+    def __init__(self) -> None:
+        self.adjust = api.ContainerAdjustment(annotations={"bench": "1"})
+
+    async def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment:
+        return self.adjust
+
+
+def _request() -> api.CreateContainerRequest:
+    pod = api.PodSandbox(
+        id="a" * 64, name="bench-pod", uid="b" * 36, namespace="default", annotations={"k%d" % i: "v" * 20 for i in range(10)}
+    )
+    pod.linux.cgroup_parent = "/kubepods/burstable/pod" + "b" * 36
+    ctr = api.Container(id="c" * 64, pod_sandbox_id=pod.id, name="app", env=["PATH=/usr/bin", "HOME=/root"])
+    ctr.linux.cgroups_path = pod.linux.cgroup_parent + "/" + ctr.id
+    ctr.linux.resources.cpu.shares.value = 1024
+    ctr.linux.resources.memory.limit.value = 256 << 20
+    return api.CreateContainerRequest(pod=pod, container=ctr)
+
+
+def _pct(samples: list[float], q: float) -> float:
+    return samples[min(len(samples) - 1, int(q * len(samples)))]
+
+
+async def _measure(peer: RuntimePeer, calls: int) -> list[float]:
+    (plugin,) = await peer.wait_plugins(1, timeout=10)
+    client = plugin.client
+    assert client is not None
+    request = _request()
+    call = client.call
+    perf = time.perf_counter_ns
+    samples: list[float] = []
+    for i in range(WARMUP + calls):
+        t0 = perf()
+        await call(PLUGIN_SERVICE, "CreateContainer", request, api.CreateContainerResponse, 2.0)
+        if i >= WARMUP:
+            samples.append((perf() - t0) / 1000.0)
+    samples.sort()
+    return samples
+
+
+async def _inproc(path: Path, calls: int) -> list[float]:
+    async with RuntimePeer(path) as peer:
+        stub = Stub(TrivialPlugin(), name="bench", index="10", config=StubConfig(socket_path=str(path)), environ={})
+        task = await stub.start(timeout=10)
+        try:
+            return await _measure(peer, calls)
+        finally:
+            await stub.stop()
+            await asyncio.wait_for(task, 10)
+
+
+async def _subprocess(path: Path, calls: int, uvloop: bool, plugin_cpu: int | None) -> list[float]:
+    async with RuntimePeer(path) as peer:
+        args = [sys.executable, "-m", "bench.nri_plugin_rtt", "--serve-plugin", str(path)]
+        if not uvloop:
+            args.append("--no-uvloop")
+        pin = (lambda: os.sched_setaffinity(0, {plugin_cpu})) if plugin_cpu is not None else None
+        proc = await asyncio.create_subprocess_exec(*args, preexec_fn=pin)
+        try:
+            return await _measure(peer, calls)
+        finally:
+            proc.terminate()
+            await proc.wait()
+
+
+def _serve_plugin(path: str, uvloop: bool) -> None:
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    stub = Stub(TrivialPlugin(), name="bench", index="10", config=StubConfig(socket_path=path), environ={})
+    asyncio.Runner(loop_factory=loop_factory(uvloop)).run(stub.run())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--mode", choices=["inproc", "subprocess", "both"], default="both")
+    placement = parser.add_mutually_exclusive_group()
+    placement.add_argument("--pin", action="store_true", help="pin runtime and plugin to CPU 0")
+    placement.add_argument("--cross", action="store_true", help="runtime on CPU 0, plugin on CPU 1")
+    parser.add_argument("--serve-plugin", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--no-uvloop", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    if args.serve_plugin:
+        _serve_plugin(args.serve_plugin, not args.no_uvloop)
+        return
+    plugin_cpu = None
+    if args.pin or args.cross:
+        os.sched_setaffinity(0, {0})
+        plugin_cpu = 1 if args.cross else 0
+    placement_note = ", pinned to CPU 0" if args.pin else ", runtime CPU 0 / plugin CPU 1" if args.cross else ""
+    modes = ["inproc", "subprocess"] if args.mode == "both" else [args.mode]
+    flavours = [True, False] if uvloop_available() else [False]
+    print("nri_plugin_rtt: CreateContainer round trip, %d calls after %d warm-up, request %d bytes%s"
+          % (args.calls, WARMUP, _request().ByteSize(), placement_note))
+    for mode in modes:
+        for uvloop in flavours:
+            path = Path(tempfile.mkdtemp(prefix="nri-bench-", dir="/tmp")) / "nri.sock"
+            runner = asyncio.Runner(loop_factory=loop_factory(uvloop))
+            try:
+                name = loop_name(runner.get_loop())
+                if mode == "inproc":
+                    samples = runner.run(_inproc(path, args.calls))
+                else:
+                    samples = runner.run(_subprocess(path, args.calls, uvloop, plugin_cpu))
+            except Exception as exc:  # report, do not hide, a flavour that does not work
+                print("  %-10s %-8s FAILED: %r" % (mode, "uvloop" if uvloop else "asyncio", exc))
+                continue
+            finally:
+                runner.close()
+            print(
+                "  %-10s %-8s p50 %7.1f us  p90 %7.1f us  p99 %7.1f us  mean %7.1f us  max %8.1f us"
+                % (mode, name, _pct(samples, 0.5), _pct(samples, 0.9), _pct(samples, 0.99),
+                   statistics.fmean(samples), samples[-1])
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Example NRI plugins built on nri.stub."""
