@@ -40,7 +40,7 @@ def decode_request(data: bytes) -> request_pb2.Request:
     try:
         return request_pb2.Request.FromString(data)
     except DecodeError as err:
-        raise TtrpcError(Code.INVALID_ARGUMENT, "ttrpc: error unmarshalling request: " + str(err))
+        raise TtrpcError(Code.INVALID_ARGUMENT, "ttrpc: error unmarshalling request: " + str(err)) from None
 
 
 def metadata_of(env: request_pb2.Request) -> dict[str, list[str]]:
@@ -76,7 +76,7 @@ def decode_response(data: bytes, response_type: type[Message]) -> Message:
         env = request_pb2.Response.FromString(data)
         result = response_type.FromString(env.payload)
     except DecodeError as err:
-        raise TtrpcError(Code.INTERNAL, "ttrpc: error unmarshalling response: " + str(err))
+        raise TtrpcError(Code.INTERNAL, "ttrpc: error unmarshalling response: " + str(err)) from None
     if env.status.code != Code.OK:
         raise TtrpcError(env.status.code, env.status.message)
     return result

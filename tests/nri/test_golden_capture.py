@@ -24,18 +24,12 @@ from nri.mux.frame import MuxDecoder, encode_mux_frames
 from nri.ttrpc.frame import Frame, FrameDecoder, MessageType, encode_frame
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 from proto.ttrpc import request_pb2
+from tests.shared_reference import NRI_CAPTURE, shared_file
 
-CAPTURE_NAME = "nri-capture-containerd-2.3.4.jsonl"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _capture_path() -> Path:
-    """../shared/reference/ next to the project root (or next to a parent, for worktrees)."""
-    for base in (PROJECT_ROOT.parent, *PROJECT_ROOT.parent.parents):
-        candidate = base / "shared" / "reference" / CAPTURE_NAME
-        if candidate.is_file():
-            return candidate
-    return PROJECT_ROOT.parent / "shared" / "reference" / CAPTURE_NAME
+    return shared_file(*NRI_CAPTURE)
 
 
 def _records() -> list[dict[str, Any]]:

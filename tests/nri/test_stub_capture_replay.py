@@ -8,15 +8,15 @@ import json
 import os
 import socket
 import struct
-from pathlib import Path
 
 import pytest
 
 from nri.stub.stub import Stub, StubConfig
 from nri.ttrpc.frame import FrameDecoder
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
+from tests.shared_reference import NRI_CAPTURE, shared_file
 
-CAPTURE = Path("/work/shared/reference/nri-capture-containerd-2.3.4.jsonl")
+CAPTURE = shared_file(*NRI_CAPTURE)
 T = 5.0
 
 pytestmark = pytest.mark.skipif(not CAPTURE.exists(), reason="golden capture not present on this machine")
