@@ -13,10 +13,10 @@ from nri.mux.trunk import PLUGIN_SERVICE_CONN
 from nri.ttrpc.envelope import encode_request
 from nri.ttrpc.frame import FrameDecoder, MessageType, encode_message
 from nri.ttrpc.server import CallContext, Handler, TtrpcServer
-from nri.ttrpc.status import Code
+from nri.ttrpc.status import Code, TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 from proto.ttrpc import request_pb2
-from tests.nri.wire_fixtures import PLUGIN_SERVICE, on_both_loops, trunk_pair, wait_until
+from tests.nri.wire_fixtures import PLUGIN_SERVICE, on_both_loops, rpc_pair, trunk_pair, wait_until
 
 MS = 1_000_000  # timeout_nano per millisecond
 
@@ -183,3 +183,42 @@ async def test_handlers_run_in_their_own_task_so_timeout_and_task_groups_work() 
         1: (Code.OK, 4), 3: (Code.OK, 4)
     }
     assert len(tasks) == 2 and None not in tasks and tasks[0] is not tasks[1]
+
+
+@on_both_loops
+async def test_client_timeouts_of_concurrent_calls_expire_independently() -> None:
+    # The client shares one timer too: a shorter timeout issued after a longer one must
+    # still fire on time, and calls answered in time are not disturbed by it.
+    release = asyncio.Event()
+
+    async def gated(req: api.ConfigureRequest, ctx: CallContext) -> api.ConfigureResponse:
+        if req.runtime_name == "gated":
+            await release.wait()
+        return api.ConfigureResponse(events=len(req.runtime_name))
+
+    async with rpc_pair(_configure_table(gated)) as p:
+        loop = asyncio.get_running_loop()
+
+        async def call(name: str, timeout: float | None) -> tuple[str, object, float]:
+            started = loop.time()
+            try:
+                resp = await p.client.call(
+                    PLUGIN_SERVICE, "Configure", api.ConfigureRequest(runtime_name=name),
+                    api.ConfigureResponse, timeout=timeout,
+                )
+                outcome: object = resp.events
+            except TtrpcError as err:
+                outcome = err.code
+            return name, outcome, loop.time() - started
+
+        long = asyncio.create_task(call("gated", 3.0))
+        short = asyncio.create_task(call("gated", 0.1))
+        untimed = asyncio.create_task(call("gated", None))
+        quick = await call("quick", 0.05)
+        assert quick[:2] == ("quick", 5)
+        short_result = await asyncio.wait_for(short, 5)
+        assert short_result[1] == Code.DEADLINE_EXCEEDED and 0.09 <= short_result[2] < 2.0
+        release.set()
+        assert (await asyncio.wait_for(long, 5))[1] == 5
+        assert (await asyncio.wait_for(untimed, 5))[1] == 5
+        assert p.client.in_flight == 0
