@@ -15,6 +15,8 @@ from google.protobuf.message import Message
 from nri.ttrpc.connection import MessageConn
 from nri.ttrpc.envelope import decode_response, encode_request, timeout_to_nano
 from nri.ttrpc.frame import (
+    HEADER,
+    HEADER_SIZE,
     MAX_DATA_SIZE,
     Frame,
     FrameDecoder,
@@ -27,6 +29,7 @@ from nri.ttrpc.status import Code, ConnectionClosed, MessageTooLarge, TtrpcError
 log = structlog.get_logger(__name__)
 
 _REQUEST = int(MessageType.REQUEST)
+_RESPONSE = int(MessageType.RESPONSE)
 
 
 class TtrpcClient:
@@ -36,6 +39,9 @@ class TtrpcClient:
         self._conn = conn
         self._loop = asyncio.get_running_loop()
         self._decoder = FrameDecoder()
+        # Until an oversized frame shows up (the decoder may then be skipping its
+        # data), a read that is exactly one whole message bypasses the decoder.
+        self._single_frame_reads = True
         self._pending: dict[int, asyncio.Future[bytes]] = {}
         self._deadlines: dict[int, float] = {}  # stream id -> loop time, calls with a timeout
         self._timer: asyncio.TimerHandle | None = None
@@ -124,18 +130,27 @@ class TtrpcClient:
             self._arm_timer(next_at)
 
     def _on_data(self, data: bytes) -> None:
+        if self._single_frame_reads and len(data) >= HEADER_SIZE and not self._decoder.buffered:
+            length, stream_id, msg_type, _ = HEADER.unpack_from(data)
+            if msg_type == _RESPONSE and length == len(data) - HEADER_SIZE and length <= MAX_DATA_SIZE:
+                self._on_response(stream_id, data[HEADER_SIZE:])
+                return
         for frame in self._decoder.feed(data):
             if isinstance(frame, OversizedFrame):
+                self._single_frame_reads = False
                 self._fail(frame.stream_id, MessageTooLarge(frame.length, MAX_DATA_SIZE))
                 continue
-            if frame.type == MessageType.RESPONSE:
-                future = self._pending.get(frame.stream_id)
-                if future is not None and not future.done():
-                    future.set_result(frame.data)
-                else:
-                    log.warning("ttrpc_response_for_unknown_stream", stream_id=frame.stream_id)
+            if frame.type == _RESPONSE:
+                self._on_response(frame.stream_id, frame.data)
             else:
                 self._ignore(frame)
+
+    def _on_response(self, stream_id: int, data: bytes) -> None:
+        future = self._pending.get(stream_id)
+        if future is not None and not future.done():
+            future.set_result(data)
+        else:
+            log.warning("ttrpc_response_for_unknown_stream", stream_id=stream_id)
 
     @staticmethod
     def _ignore(frame: Frame) -> None:

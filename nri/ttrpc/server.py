@@ -32,9 +32,10 @@ from nri.ttrpc.envelope import (
     metadata_of,
 )
 from nri.ttrpc.frame import (
+    HEADER,
+    HEADER_SIZE,
     MAX_DATA_SIZE,
     Flag,
-    Frame,
     FrameDecoder,
     MessageType,
     OversizedFrame,
@@ -74,6 +75,9 @@ class TtrpcServer:
         self._handlers = dict(handlers)
         self._services = {service for service, _ in self._handlers}
         self._decoder = FrameDecoder()
+        # Until an oversized frame shows up (the decoder may then be skipping its
+        # data), a read that is exactly one whole message bypasses the decoder.
+        self._single_frame_reads = True
         self._last_stream_id = 0
         self._tasks: dict[int, asyncio.Task[None]] = {}  # stream id -> handler task
         self._deadlines: dict[int, float] = {}  # stream id -> loop time, running calls only
@@ -105,11 +109,17 @@ class TtrpcServer:
     # --- receiving (runs inside the transport's read callback) ---
 
     def _on_data(self, data: bytes) -> None:
+        if self._single_frame_reads and len(data) >= HEADER_SIZE and not self._decoder.buffered:
+            length, stream_id, msg_type, flags = HEADER.unpack_from(data)
+            if msg_type == _REQUEST and length == len(data) - HEADER_SIZE and length <= MAX_DATA_SIZE:
+                self._on_request(stream_id, flags, data[HEADER_SIZE:])
+                return
         for frame in self._decoder.feed(data):
             if isinstance(frame, OversizedFrame):
+                self._single_frame_reads = False
                 self._on_oversized(frame)
             elif frame.type == _REQUEST:
-                self._on_request(frame)
+                self._on_request(frame.stream_id, frame.flags, frame.data)
             elif frame.type == _DATA:
                 self._reply_error(frame.stream_id, Code.INVALID_ARGUMENT, "StreamID is no longer active")
             else:  # responses and unknown types: ignored, as Go does
@@ -123,8 +133,7 @@ class TtrpcServer:
         if frame.type == MessageType.REQUEST:
             self._reply_error(frame.stream_id, error.code, error.message)
 
-    def _on_request(self, frame: Frame) -> None:
-        stream_id = frame.stream_id
+    def _on_request(self, stream_id: int, flags: int, data: bytes) -> None:
         if stream_id % 2 == 0:
             self._reply_error(
                 stream_id, Code.INVALID_ARGUMENT, "StreamID must be odd for client initiated streams"
@@ -136,11 +145,11 @@ class TtrpcServer:
             )
             return
         self._last_stream_id = stream_id
-        if frame.flags & _REMOTE_OPEN:
+        if flags & _REMOTE_OPEN:
             self._reply_error(stream_id, Code.UNIMPLEMENTED, "streaming calls are not supported")
             return
         try:
-            env = decode_request(frame.data)
+            env = decode_request(data)
         except TtrpcError as err:
             self._reply_error(stream_id, err.code, err.message)
             return
