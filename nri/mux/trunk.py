@@ -19,6 +19,9 @@ from typing import cast
 import structlog
 
 from nri.mux.frame import (
+    MUX_HEADER,
+    MUX_HEADER_SIZE,
+    MAX_ACCEPTED_PAYLOAD,
     PLUGIN_SERVICE_CONN,
     RUNTIME_SERVICE_CONN,
     MuxClosedError,
@@ -247,8 +250,20 @@ class Trunk:
             if self._transport is not None:
                 self._transport.pause_reading()
             return
+        decoder = self._decoder
+        if not decoder.buffered and len(data) >= MUX_HEADER_SIZE:
+            # Fast path: the read holds exactly one whole frame (one ttrpc message
+            # of <= 4 KiB, the usual NRI call), so no decoder state is involved.
+            conn_id, length = MUX_HEADER.unpack_from(data)
+            if length == len(data) - MUX_HEADER_SIZE and 0 < length <= MAX_ACCEPTED_PAYLOAD:
+                vconn = self._conns.get(conn_id)
+                if vconn is None:
+                    self._note_unknown(conn_id)
+                else:
+                    vconn._deliver(data[MUX_HEADER_SIZE:])
+                return
         try:
-            frames = self._decoder.feed(data)
+            frames = decoder.feed(data)
         except MuxProtocolError as err:
             log.error("nri_mux_protocol_error", cause=str(err))
             self.close("protocol error: " + str(err))

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import structlog
 
-from nri.mux.frame import MuxClosedError, encode_mux_frames
+from nri.mux.frame import GO_READ_BUFFER, MUX_HEADER, MuxClosedError, encode_mux_frames
 
 log = structlog.get_logger(__name__)
 
@@ -105,7 +105,10 @@ class VirtualConn:
         """Send one whole ttrpc message, framed the way Go's reader needs it."""
         if self.closed.done():
             raise MuxClosedError("virtual connection " + str(self.conn_id) + " is closed")
-        self._trunk._write(encode_mux_frames(self.conn_id, data))
+        if len(data) <= GO_READ_BUFFER:  # the common case: one frame, header packed here
+            self._trunk._write(MUX_HEADER.pack(self.conn_id, len(data)) + data)
+        else:
+            self._trunk._write(encode_mux_frames(self.conn_id, data))
 
     async def drain(self) -> None:
         """Wait while the trunk's write buffer is over its high-water mark."""
@@ -123,8 +126,12 @@ class VirtualConn:
     # --- called by the trunk ---
 
     def _deliver(self, payload: bytes) -> None:
-        if self._on_data is not None:
-            self._push(payload)
+        on_data = self._on_data
+        if on_data is not None:
+            try:
+                on_data(payload)
+            except Exception as err:  # a receiver bug must not take the whole trunk down
+                self._receiver_failed(err)
             return
         self._queue.append(payload)
         self._queued += len(payload)
@@ -138,13 +145,16 @@ class VirtualConn:
         try:
             self._on_data(data)
         except Exception as err:  # a receiver bug must not take the whole trunk down
-            log.error(
-                "nri_mux_receiver_failed",
-                conn_id=self.conn_id,
-                error=repr(err),
-                exc_info=True,
-            )
-            self.close()
+            self._receiver_failed(err)
+
+    def _receiver_failed(self, err: Exception) -> None:
+        log.error(
+            "nri_mux_receiver_failed",
+            conn_id=self.conn_id,
+            error=repr(err),
+            exc_info=True,
+        )
+        self.close()
 
     def _terminate(self, cause: str | None) -> None:
         if self.closed.done():

@@ -135,20 +135,54 @@ async def run_guarded(
     the budget in seconds. On expiry the outcome is `completed=False` and the
     task is kept in `late` until it ends (its result is logged and dropped).
     Exceptions of the handler propagate."""
+    step = first_step(coro, event)
+    if step.done:
+        return GuardOutcome(True, step.value)
+    return await continue_guarded(coro, step, budget, late)
+
+
+class FirstStep:
+    """What stepping a handler once inline gave: its result (`done`) or what it
+    suspended on (`value`), and the handler scope to carry on with."""
+
+    __slots__ = ("done", "value", "scope")
+
+    def __init__(self, done: bool, value: Any, scope: HandlerScope) -> None:
+        self.done = done
+        self.value = value
+        self.scope = scope
+
+
+def first_step(coro: Coroutine[Any, Any, Any], event: str) -> FirstStep:
+    """Step a handler coroutine inline, inside its handler scope (run_guarded's fast
+    path, for callers that want to skip its coroutine when the handler does not
+    suspend). Exceptions of the handler propagate."""
     scope = HandlerScope(event, asyncio.current_task())
     token = CURRENT_HANDLER.set(scope)
     try:
         try:
             pending = coro.send(None)
         except StopIteration as stop:
-            return GuardOutcome(True, stop.value)
+            return FirstStep(True, stop.value, scope)
     finally:
         CURRENT_HANDLER.reset(token)
+    return FirstStep(False, pending, scope)
+
+
+async def continue_guarded(
+    coro: Coroutine[Any, Any, Any],
+    step: FirstStep,
+    budget: float | None | Callable[[], float | None],
+    late: set[asyncio.Task[Any]],
+) -> GuardOutcome:
+    """The rest of run_guarded for a handler whose first step suspended."""
+    scope = step.scope
+    event = scope.event
     # The handler suspended: let it go on in its own task (it copies the
     # context, so CURRENT_HANDLER is set there and the scope follows the task).
     token = CURRENT_HANDLER.set(scope)
     try:
-        task = asyncio.get_running_loop().create_task(_continue(coro, pending, scope))
+        task = asyncio.get_running_loop().create_task(_continue(coro, step.value, scope))
     finally:
         CURRENT_HANDLER.reset(token)
     if callable(budget):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any, Awaitable, Callable, Mapping
 
 import structlog
@@ -31,7 +32,7 @@ from nri.events import (
 )
 from nri.masks import NriVersion, handled_events, runtime_nri_version, subscription_mask
 from nri.stub import results
-from nri.stub.deadline import DeadlinePolicy, run_guarded
+from nri.stub.deadline import DeadlinePolicy, continue_guarded, first_step
 from nri.stub.errors import AdjustmentRejected, InvalidPlugin
 from nri.stub.sync_collector import SyncCollector
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
@@ -132,9 +133,14 @@ class PluginDispatcher:
         """Run a handler under the guard; returns (completed, value)."""
         try:
             result = fn(*args)
-            if not asyncio.iscoroutine(result):
+            if type(result) is not CoroutineType and not asyncio.iscoroutine(result):
                 return True, result  # a plain function is fine too
-            outcome = await run_guarded(result, event, lambda: self._budget(ctx), self.late_tasks)
+            # run_guarded, unrolled: a handler that does not suspend costs no extra
+            # coroutine and no outcome object.
+            step = first_step(result, event)
+            if step.done:
+                return True, step.value
+            outcome = await continue_guarded(result, step, lambda: self._budget(ctx), self.late_tasks)
         except AdjustmentRejected:
             raise
         except Exception as exc:

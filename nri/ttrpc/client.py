@@ -1,4 +1,8 @@
-"""asyncio ttrpc client: unary calls over one connection, any number in flight."""
+"""asyncio ttrpc client: unary calls over one connection, any number in flight.
+
+Call timeouts share one loop timer armed for the earliest pending deadline (a call
+that is answered in time costs no timer of its own).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from google.protobuf.message import Message
 from nri.ttrpc.connection import MessageConn
 from nri.ttrpc.envelope import decode_response, encode_request, timeout_to_nano
 from nri.ttrpc.frame import (
+    HEADER,
+    HEADER_SIZE,
     MAX_DATA_SIZE,
     Frame,
     FrameDecoder,
@@ -23,6 +29,7 @@ from nri.ttrpc.status import Code, ConnectionClosed, MessageTooLarge, TtrpcError
 log = structlog.get_logger(__name__)
 
 _REQUEST = int(MessageType.REQUEST)
+_RESPONSE = int(MessageType.RESPONSE)
 
 
 class TtrpcClient:
@@ -32,7 +39,13 @@ class TtrpcClient:
         self._conn = conn
         self._loop = asyncio.get_running_loop()
         self._decoder = FrameDecoder()
+        # Until an oversized frame shows up (the decoder may then be skipping its
+        # data), a read that is exactly one whole message bypasses the decoder.
+        self._single_frame_reads = True
         self._pending: dict[int, asyncio.Future[bytes]] = {}
+        self._deadlines: dict[int, float] = {}  # stream id -> loop time, calls with a timeout
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._next_stream_id = 1
         self._closed_cause: str | None = None
         self._closed = False
@@ -69,19 +82,21 @@ class TtrpcClient:
         self._next_stream_id = stream_id + 2
         future: asyncio.Future[bytes] = self._loop.create_future()
         self._pending[stream_id] = future
-        timer = None
         try:
             try:
                 self._conn.write(encode_message(stream_id, _REQUEST, 0, body))
             except ConnectionError as err:
                 raise ConnectionClosed("ttrpc: closed (" + str(err) + ")") from err
             if timeout is not None:
-                timer = self._loop.call_later(timeout, self._expire, future)
+                deadline = self._loop.time() + timeout
+                self._deadlines[stream_id] = deadline
+                if self._timer is None or deadline < self._timer_at:
+                    self._arm_timer(deadline)
             data = await future
         finally:
-            if timer is not None:
-                timer.cancel()
             del self._pending[stream_id]
+            if timeout is not None:
+                self._deadlines.pop(stream_id, None)
         return decode_response(data, response_type)
 
     def close(self) -> None:
@@ -91,24 +106,51 @@ class TtrpcClient:
 
     # --- receiving (runs inside the transport's read callback) ---
 
-    @staticmethod
-    def _expire(future: asyncio.Future[bytes]) -> None:
-        if not future.done():
-            future.set_exception(TtrpcError(Code.DEADLINE_EXCEEDED, "context deadline exceeded"))
+    def _arm_timer(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = self._loop.call_at(when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        # Due: everything by now or by the armed time (a loop may fire a bit early),
+        # as a timer of its own per call would have.
+        self._timer = None
+        due = max(self._loop.time(), self._timer_at)
+        next_at: float | None = None
+        for stream_id, deadline in list(self._deadlines.items()):
+            if deadline <= due:
+                del self._deadlines[stream_id]
+                future = self._pending.get(stream_id)
+                if future is not None and not future.done():
+                    future.set_exception(TtrpcError(Code.DEADLINE_EXCEEDED, "context deadline exceeded"))
+            elif next_at is None or deadline < next_at:
+                next_at = deadline
+        if next_at is not None:
+            self._arm_timer(next_at)
 
     def _on_data(self, data: bytes) -> None:
+        if self._single_frame_reads and len(data) >= HEADER_SIZE and not self._decoder.buffered:
+            length, stream_id, msg_type, _ = HEADER.unpack_from(data)
+            if msg_type == _RESPONSE and length == len(data) - HEADER_SIZE and length <= MAX_DATA_SIZE:
+                self._on_response(stream_id, data[HEADER_SIZE:])
+                return
         for frame in self._decoder.feed(data):
             if isinstance(frame, OversizedFrame):
+                self._single_frame_reads = False
                 self._fail(frame.stream_id, MessageTooLarge(frame.length, MAX_DATA_SIZE))
                 continue
-            if frame.type == MessageType.RESPONSE:
-                future = self._pending.get(frame.stream_id)
-                if future is not None and not future.done():
-                    future.set_result(frame.data)
-                else:
-                    log.warning("ttrpc_response_for_unknown_stream", stream_id=frame.stream_id)
+            if frame.type == _RESPONSE:
+                self._on_response(frame.stream_id, frame.data)
             else:
                 self._ignore(frame)
+
+    def _on_response(self, stream_id: int, data: bytes) -> None:
+        future = self._pending.get(stream_id)
+        if future is not None and not future.done():
+            future.set_result(data)
+        else:
+            log.warning("ttrpc_response_for_unknown_stream", stream_id=stream_id)
 
     @staticmethod
     def _ignore(frame: Frame) -> None:
@@ -126,6 +168,9 @@ class TtrpcClient:
             return
         self._closed = True
         self._closed_cause = cause
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(ConnectionClosed("ttrpc: closed (" + str(cause) + ")"))

@@ -7,6 +7,12 @@ TtrpcError is sent as its status and any other exception is mapped (UNKNOWN by d
 an oversized request is answered RESOURCE_EXHAUSTED. The request's timeout_nano becomes
 `ctx.deadline`; a handler still running at the deadline is cancelled and answered
 DEADLINE_EXCEEDED.
+
+Per-call cost matters here (every NRI event is one call): each request runs in its own
+Task (handlers may rely on asyncio.current_task(), asyncio.timeout(), TaskGroup), but
+deadlines share one loop timer armed for the earliest deadline still running, instead
+of a timeout context and timer per call. A call that finishes before that timer fires
+costs two dict operations.
 """
 
 from __future__ import annotations
@@ -26,9 +32,10 @@ from nri.ttrpc.envelope import (
     metadata_of,
 )
 from nri.ttrpc.frame import (
+    HEADER,
+    HEADER_SIZE,
     MAX_DATA_SIZE,
     Flag,
-    Frame,
     FrameDecoder,
     MessageType,
     OversizedFrame,
@@ -39,6 +46,9 @@ from nri.ttrpc.status import Code, MessageTooLarge, TtrpcError, status_for_excep
 log = structlog.get_logger(__name__)
 
 _RESPONSE = int(MessageType.RESPONSE)
+_REQUEST = int(MessageType.REQUEST)
+_DATA = int(MessageType.DATA)
+_REMOTE_OPEN = int(Flag.REMOTE_OPEN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +75,15 @@ class TtrpcServer:
         self._handlers = dict(handlers)
         self._services = {service for service, _ in self._handlers}
         self._decoder = FrameDecoder()
+        # Until an oversized frame shows up (the decoder may then be skipping its
+        # data), a read that is exactly one whole message bypasses the decoder.
+        self._single_frame_reads = True
         self._last_stream_id = 0
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[int, asyncio.Task[None]] = {}  # stream id -> handler task
+        self._deadlines: dict[int, float] = {}  # stream id -> loop time, running calls only
+        self._expired: set[int] = set()  # stream ids cancelled by their deadline
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._closed = False
         conn.set_receiver(self._on_data, self._on_close)
 
@@ -92,12 +109,18 @@ class TtrpcServer:
     # --- receiving (runs inside the transport's read callback) ---
 
     def _on_data(self, data: bytes) -> None:
+        if self._single_frame_reads and len(data) >= HEADER_SIZE and not self._decoder.buffered:
+            length, stream_id, msg_type, flags = HEADER.unpack_from(data)
+            if msg_type == _REQUEST and length == len(data) - HEADER_SIZE and length <= MAX_DATA_SIZE:
+                self._on_request(stream_id, flags, data[HEADER_SIZE:])
+                return
         for frame in self._decoder.feed(data):
             if isinstance(frame, OversizedFrame):
+                self._single_frame_reads = False
                 self._on_oversized(frame)
-            elif frame.type == MessageType.REQUEST:
-                self._on_request(frame)
-            elif frame.type == MessageType.DATA:
+            elif frame.type == _REQUEST:
+                self._on_request(frame.stream_id, frame.flags, frame.data)
+            elif frame.type == _DATA:
                 self._reply_error(frame.stream_id, Code.INVALID_ARGUMENT, "StreamID is no longer active")
             else:  # responses and unknown types: ignored, as Go does
                 log.warning(
@@ -110,8 +133,7 @@ class TtrpcServer:
         if frame.type == MessageType.REQUEST:
             self._reply_error(frame.stream_id, error.code, error.message)
 
-    def _on_request(self, frame: Frame) -> None:
-        stream_id = frame.stream_id
+    def _on_request(self, stream_id: int, flags: int, data: bytes) -> None:
         if stream_id % 2 == 0:
             self._reply_error(
                 stream_id, Code.INVALID_ARGUMENT, "StreamID must be odd for client initiated streams"
@@ -123,11 +145,11 @@ class TtrpcServer:
             )
             return
         self._last_stream_id = stream_id
-        if frame.flags & Flag.REMOTE_OPEN:
+        if flags & _REMOTE_OPEN:
             self._reply_error(stream_id, Code.UNIMPLEMENTED, "streaming calls are not supported")
             return
         try:
-            env = decode_request(frame.data)
+            env = decode_request(data)
         except TtrpcError as err:
             self._reply_error(stream_id, err.code, err.message)
             return
@@ -157,31 +179,37 @@ class TtrpcServer:
             metadata_of(env) if env.metadata else {},
         )
         task = self._loop.create_task(self._run(fn, request, ctx))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks[stream_id] = task
 
     async def _run(self, fn: HandlerFn, request: Message, ctx: CallContext) -> None:
+        stream_id = ctx.stream_id
+        deadline = ctx.deadline
+        if deadline is not None:
+            # Registered from inside the task, as a timeout context would be: the
+            # handler has started before its deadline can cancel it.
+            self._deadlines[stream_id] = deadline
+            if self._timer is None or deadline < self._timer_at:
+                self._arm_timer(deadline)
         try:
-            if ctx.deadline is None:
-                response = await fn(request, ctx)
-            else:
-                async with asyncio.timeout_at(ctx.deadline):
-                    response = await fn(request, ctx)
+            response = await fn(request, ctx)
         except asyncio.CancelledError:
+            if self._expired and self._deadline_cancelled(stream_id):
+                self._handler_failed(ctx, Code.DEADLINE_EXCEEDED, "context deadline exceeded")
+                return
             if not self._closed:
-                self._reply_error(ctx.stream_id, Code.CANCELLED, "context canceled")
+                self._reply_error(stream_id, Code.CANCELLED, "context canceled")
             raise
         except Exception as exc:  # every handler failure becomes a status, never a crash
+            self._expired.discard(stream_id)
             code, message = status_for_exception(exc)
-            log.info(
-                "ttrpc_handler_failed",
-                service=ctx.service,
-                method=ctx.method,
-                code=int(code),
-                error=message,
-            )
-            self._reply_error(ctx.stream_id, code, message)
+            self._handler_failed(ctx, code, message)
             return
+        finally:
+            self._tasks.pop(stream_id, None)
+            if deadline is not None:
+                del self._deadlines[stream_id]
+        if self._expired:
+            self._expired.discard(stream_id)  # it swallowed its cancellation and answered
         if not isinstance(response, Message):
             log.error(
                 "ttrpc_handler_returned_no_message",
@@ -189,9 +217,56 @@ class TtrpcServer:
                 method=ctx.method,
                 returned=type(response).__name__,
             )
-            self._reply_error(ctx.stream_id, Code.UNKNOWN, "marshal called with nil")
+            self._reply_error(stream_id, Code.UNKNOWN, "marshal called with nil")
             return
-        self._send(ctx.stream_id, encode_ok_response(response.SerializeToString()))
+        self._send(stream_id, encode_ok_response(response.SerializeToString()))
+
+    def _handler_failed(self, ctx: CallContext, code: int, message: str) -> None:
+        log.info(
+            "ttrpc_handler_failed",
+            service=ctx.service,
+            method=ctx.method,
+            code=int(code),
+            error=message,
+        )
+        self._reply_error(ctx.stream_id, code, message)
+
+    # --- deadlines: one timer for all running calls ---
+
+    def _arm_timer(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = self._loop.call_at(when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        # Everything due by now, or by the time the timer was armed for (a loop may
+        # fire a timer a little early), has expired, as its own timer would have.
+        self._timer = None
+        due = max(self._loop.time(), self._timer_at)
+        next_at: float | None = None
+        expired: list[int] = []
+        for stream_id, deadline in self._deadlines.items():
+            if deadline <= due:
+                expired.append(stream_id)
+            elif next_at is None or deadline < next_at:
+                next_at = deadline
+        for stream_id in expired:
+            task = self._tasks.get(stream_id)
+            if task is not None and not task.done() and stream_id not in self._expired:
+                self._expired.add(stream_id)
+                task.cancel()
+        if next_at is not None and not self._closed:
+            self._arm_timer(next_at)
+
+    def _deadline_cancelled(self, stream_id: int) -> bool:
+        """True when this CancelledError is the deadline's own (not also a close or
+        an outside cancel): then it becomes DEADLINE_EXCEEDED, as with a timeout."""
+        if stream_id not in self._expired:
+            return False
+        self._expired.discard(stream_id)
+        task = self._tasks.get(stream_id)
+        return task is not None and task.uncancel() == 0 and not self._closed
 
     # --- sending ---
 
@@ -215,12 +290,19 @@ class TtrpcServer:
         if self._closed:
             return
         self._closed = True
-        for task in self._tasks:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for task in self._tasks.values():
             task.cancel()
 
     async def _cancel_handlers(self) -> None:
-        tasks = list(self._tasks)
+        tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        # A task cancelled before its first step never ran _run's cleanup.
+        for stream_id, task in list(self._tasks.items()):
+            if task.done():
+                del self._tasks[stream_id]

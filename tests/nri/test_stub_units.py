@@ -375,3 +375,53 @@ async def test_launched_plugin_with_an_unusable_fd_ends_run_without_retrying():
                 os.close(read_end)
         except OSError:
             pass
+
+
+async def test_create_is_answered_the_same_whether_the_handler_suspends_or_not():
+    class Both:
+        def __init__(self):
+            self.scopes = []
+
+        async def create_container(self, pod, ctr):
+            self.scopes.append(inside_handler())
+            if ctr.id == "ctr2":
+                await asyncio.sleep(0.01)
+                self.scopes.append(inside_handler())
+            return api.ContainerAdjustment(annotations={"ctr": ctr.id})
+
+    plugin = Both()
+    d, _ = _dispatcher(plugin)
+    create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
+    inline = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
+    suspended = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(2)), CTX)
+    assert inline.adjust.annotations["ctr"] == "ctr1"
+    assert suspended.adjust.annotations["ctr"] == "ctr2"
+    assert plugin.scopes == ["CreateContainer"] * 3
+    assert inside_handler() is None and d.late_tasks == set()
+
+
+async def test_handler_errors_reach_the_caller_whether_raised_before_or_after_suspending():
+    class Failing:
+        async def create_container(self, pod, ctr):
+            if ctr.id == "ctr2":
+                await asyncio.sleep(0)
+            raise RuntimeError("boom " + ctr.id)
+
+    d, _ = _dispatcher(Failing())
+    create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
+    with pytest.raises(RuntimeError, match="boom ctr1"):
+        await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
+    with pytest.raises(RuntimeError, match="boom ctr2"):
+        await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(2)), CTX)
+    assert inside_handler() is None
+
+
+async def test_a_plain_function_handler_is_answered_too():
+    class Plain:
+        def create_container(self, pod, ctr):
+            return api.ContainerAdjustment(annotations={"plain": "1"})
+
+    d, _ = _dispatcher(Plain())
+    create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
+    r = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
+    assert r.adjust.annotations["plain"] == "1"
