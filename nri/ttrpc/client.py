@@ -13,6 +13,7 @@ import structlog
 from google.protobuf.message import Message
 
 from nri.ttrpc.connection import MessageConn
+from nri.ttrpc.deadline_timer import DeadlineTimer
 from nri.ttrpc.envelope import decode_response, encode_request, timeout_to_nano
 from nri.ttrpc.frame import (
     HEADER,
@@ -43,9 +44,7 @@ class TtrpcClient:
         # data), a read that is exactly one whole message bypasses the decoder.
         self._single_frame_reads = True
         self._pending: dict[int, asyncio.Future[bytes]] = {}
-        self._deadlines: dict[int, float] = {}  # stream id -> loop time, calls with a timeout
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = 0.0
+        self._deadlines = DeadlineTimer(self._loop, self._call_expired)  # calls with a timeout
         self._next_stream_id = 1
         self._closed_cause: str | None = None
         self._closed = False
@@ -88,15 +87,12 @@ class TtrpcClient:
             except ConnectionError as err:
                 raise ConnectionClosed("ttrpc: closed (" + str(err) + ")") from err
             if timeout is not None:
-                deadline = self._loop.time() + timeout
-                self._deadlines[stream_id] = deadline
-                if self._timer is None or deadline < self._timer_at:
-                    self._arm_timer(deadline)
+                self._deadlines.add(stream_id, self._loop.time() + timeout)
             data = await future
         finally:
             del self._pending[stream_id]
             if timeout is not None:
-                self._deadlines.pop(stream_id, None)
+                self._deadlines.discard(stream_id)
         return decode_response(data, response_type)
 
     def close(self) -> None:
@@ -106,28 +102,10 @@ class TtrpcClient:
 
     # --- receiving (runs inside the transport's read callback) ---
 
-    def _arm_timer(self, when: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = when
-        self._timer = self._loop.call_at(when, self._on_timer)
-
-    def _on_timer(self) -> None:
-        # Due: everything by now or by the armed time (a loop may fire a bit early),
-        # as a timer of its own per call would have.
-        self._timer = None
-        due = max(self._loop.time(), self._timer_at)
-        next_at: float | None = None
-        for stream_id, deadline in list(self._deadlines.items()):
-            if deadline <= due:
-                del self._deadlines[stream_id]
-                future = self._pending.get(stream_id)
-                if future is not None and not future.done():
-                    future.set_exception(TtrpcError(Code.DEADLINE_EXCEEDED, "context deadline exceeded"))
-            elif next_at is None or deadline < next_at:
-                next_at = deadline
-        if next_at is not None:
-            self._arm_timer(next_at)
+    def _call_expired(self, stream_id: int) -> None:
+        future = self._pending.get(stream_id)
+        if future is not None and not future.done():
+            future.set_exception(TtrpcError(Code.DEADLINE_EXCEEDED, "context deadline exceeded"))
 
     def _on_data(self, data: bytes) -> None:
         if self._single_frame_reads and len(data) >= HEADER_SIZE and not self._decoder.buffered:
@@ -168,9 +146,7 @@ class TtrpcClient:
             return
         self._closed = True
         self._closed_cause = cause
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._deadlines.close()
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(ConnectionClosed("ttrpc: closed (" + str(cause) + ")"))

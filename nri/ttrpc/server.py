@@ -25,6 +25,7 @@ import structlog
 from google.protobuf.message import DecodeError, Message
 
 from nri.ttrpc.connection import MessageConn
+from nri.ttrpc.deadline_timer import DeadlineTimer
 from nri.ttrpc.envelope import (
     decode_request,
     encode_error_response,
@@ -80,10 +81,8 @@ class TtrpcServer:
         self._single_frame_reads = True
         self._last_stream_id = 0
         self._tasks: dict[int, asyncio.Task[None]] = {}  # stream id -> handler task
-        self._deadlines: dict[int, float] = {}  # stream id -> loop time, running calls only
+        self._deadlines = DeadlineTimer(self._loop, self._call_expired)  # running calls only
         self._expired: set[int] = set()  # stream ids cancelled by their deadline
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = 0.0
         self._closed = False
         conn.set_receiver(self._on_data, self._on_close)
 
@@ -187,9 +186,7 @@ class TtrpcServer:
         if deadline is not None:
             # Registered from inside the task, as a timeout context would be: the
             # handler has started before its deadline can cancel it.
-            self._deadlines[stream_id] = deadline
-            if self._timer is None or deadline < self._timer_at:
-                self._arm_timer(deadline)
+            self._deadlines.add(stream_id, deadline)
         try:
             response = await fn(request, ctx)
         except asyncio.CancelledError:
@@ -207,7 +204,7 @@ class TtrpcServer:
         finally:
             self._tasks.pop(stream_id, None)
             if deadline is not None:
-                del self._deadlines[stream_id]
+                self._deadlines.discard(stream_id)
         if self._expired:
             self._expired.discard(stream_id)  # it swallowed its cancellation and answered
         if not isinstance(response, Message):
@@ -233,31 +230,11 @@ class TtrpcServer:
 
     # --- deadlines: one timer for all running calls ---
 
-    def _arm_timer(self, when: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = when
-        self._timer = self._loop.call_at(when, self._on_timer)
-
-    def _on_timer(self) -> None:
-        # Everything due by now, or by the time the timer was armed for (a loop may
-        # fire a timer a little early), has expired, as its own timer would have.
-        self._timer = None
-        due = max(self._loop.time(), self._timer_at)
-        next_at: float | None = None
-        expired: list[int] = []
-        for stream_id, deadline in self._deadlines.items():
-            if deadline <= due:
-                expired.append(stream_id)
-            elif next_at is None or deadline < next_at:
-                next_at = deadline
-        for stream_id in expired:
-            task = self._tasks.get(stream_id)
-            if task is not None and not task.done() and stream_id not in self._expired:
-                self._expired.add(stream_id)
-                task.cancel()
-        if next_at is not None and not self._closed:
-            self._arm_timer(next_at)
+    def _call_expired(self, stream_id: int) -> None:
+        task = self._tasks.get(stream_id)
+        if task is not None and not task.done() and stream_id not in self._expired:
+            self._expired.add(stream_id)
+            task.cancel()
 
     def _deadline_cancelled(self, stream_id: int) -> bool:
         """True when this CancelledError is the deadline's own (not also a close or
@@ -290,9 +267,7 @@ class TtrpcServer:
         if self._closed:
             return
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._deadlines.close()
         for task in self._tasks.values():
             task.cancel()
 
