@@ -16,9 +16,7 @@ from system.cgroup_files import CgroupFiles, read_path_text
 from system.cgroup_resource import CgroupResource, get_resource
 from system.errors import InvalidValue, NotSupported
 from system.kept_files import DEFAULT_MAX_OPEN, KeptFiles
-from system.psi import Psi
-
-PSI_RESOURCES = ("cpu", "memory", "io")
+from system.psi import PSI_RESOURCES, Psi
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,7 @@ from types import MappingProxyType
 
 from system.errors import Gone, InvalidValue, classify_os_error
 from system.host import Host
-from system.psi import Psi, parse_psi
-
-PSI_KINDS = ("cpu", "memory", "io")
+from system.psi import PSI_RESOURCES, Psi, parse_psi
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +181,7 @@ def read_loadavg(host: Host) -> LoadAvg:
 
 def read_node_psi(host: Host, kind: str = "cpu") -> Psi:
     """/proc/pressure/<kind>; NotSupported when the kernel has no PSI (psi=0)."""
-    if kind not in PSI_KINDS:
+    if kind not in PSI_RESOURCES:
         raise InvalidValue("unknown PSI resource %r" % kind)
     return parse_psi(_read(host.proc("pressure", kind)))
 

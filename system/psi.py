@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from system.errors import InvalidValue
 
+# the resources with a pressure file, in cgroups and in /proc/pressure
+PSI_RESOURCES = ("cpu", "memory", "io")
+
 _FIELDS = ("avg10", "avg60", "avg300", "total")
 
 
