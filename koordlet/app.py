@@ -65,12 +65,16 @@ async def run(config: Config) -> int:
 
 
 async def _notify_when_started(daemon: Daemon, task: asyncio.Future) -> None:
-    """Tell systemd READY=1 once every module has started (not if start failed)."""
-    while not task.done():
-        if daemon.readiness().ready:
-            notify("READY=1")
-            return
-        await asyncio.sleep(0.01)
+    """Tell systemd READY=1 once every module has started (not if start failed).
+
+    Started, not ready: a module may wait long for a peer (containerd, the API
+    server) and /readyz reports that; systemd only needs to know start-up is over.
+    """
+    started = asyncio.ensure_future(daemon.started.wait())
+    await asyncio.wait({started, task}, return_when=asyncio.FIRST_COMPLETED)
+    if daemon.started.is_set():
+        notify("READY=1")
+    started.cancel()
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:

@@ -51,6 +51,7 @@ class Daemon:
         self._modules: list[Module] = list(modules)
         self._started: list[Module] = []
         self._stop_requested = asyncio.Event()
+        self.started = asyncio.Event()  # set once every module has started
         self._grace = shutdown_grace
 
     def add(self, module: Module) -> None:
@@ -73,6 +74,7 @@ class Daemon:
             if code != 0:
                 return code
             log.info("daemon_started", modules=[m.name for m in self._started])
+            self.started.set()
             await self._stop_requested.wait()
             return 0
         finally:

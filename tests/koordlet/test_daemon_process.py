@@ -122,3 +122,19 @@ def spawn_env():
 def project_root():
     from tests.koordlet.daemon_process import PROJECT_ROOT
     return PROJECT_ROOT
+
+
+def test_systemd_is_told_ready_once_started(tmp_path, monkeypatch):
+    notify_path = tmp_path / "notify.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as receiver:
+        receiver.bind(str(notify_path))
+        receiver.settimeout(10)
+        monkeypatch.setenv("NOTIFY_SOCKET", str(notify_path))
+        daemon = start_daemon(tmp_path / "state")
+        try:
+            assert receiver.recv(64) == b"READY=1"
+            daemon.terminate()
+            assert receiver.recv(64) == b"STOPPING=1"
+        finally:
+            if daemon.proc.poll() is None:
+                daemon.proc.kill()
