@@ -170,12 +170,8 @@ class EventRelay:
         peer = self._peer
         event = Event.UPDATE_CONTAINER
         request = api.UpdateContainerRequest(pod=pod, container=container, linux_resources=resources)
-        updates: list[tuple[str, api.ContainerUpdate]] = []
         async with peer.event_lock:
-            for plugin in peer.active_for(event):
-                response = await self._deliver(plugin, event, request, pod, container)
-                if response is not None:
-                    updates.extend((plugin.full_name, u) for u in response.update)
+            updates = await self._collect_updates(event, request, pod, container)
             requested = api.ContainerUpdate(container_id=container.id)
             requested.linux.resources.CopyFrom(resources)
             merged = merge_updates([("runtime", requested), *updates])
@@ -186,13 +182,19 @@ class EventRelay:
         peer = self._peer
         event = Event.STOP_CONTAINER
         request = api.StopContainerRequest(pod=pod, container=container)
-        updates: list[tuple[str, api.ContainerUpdate]] = []
         async with peer.event_lock:
-            for plugin in peer.active_for(event):
-                response = await self._deliver(plugin, event, request, pod, container)
-                if response is not None:
-                    updates.extend((plugin.full_name, u) for u in response.update)
-            self._apply_updates(updates)
+            self._apply_updates(await self._collect_updates(event, request, pod, container))
+
+    async def _collect_updates(
+        self, event: Event, request: Any, pod: api.PodSandbox, container: api.Container
+    ) -> list[tuple[str, api.ContainerUpdate]]:
+        """Deliver to every subscribed plugin in order; the updates they ask for, by plugin."""
+        updates: list[tuple[str, api.ContainerUpdate]] = []
+        for plugin in self._peer.active_for(event):
+            response = await self._deliver(plugin, event, request, pod, container)
+            if response is not None:
+                updates.extend((plugin.full_name, u) for u in response.update)
+        return updates
 
     async def container_event(self, event: Event, pod: api.PodSandbox, container: api.Container) -> None:
         """Post-create, start, post-start, post-update, remove: notifications."""
