@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from koordlet import __version__
 from koordlet.config import Config, parse_addr
-from koordlet.daemon import Daemon, StartupError
+from koordlet.daemon import Daemon, Module, StartupError
 from koordlet.host_facts import log_host_facts
 from koordlet.executor_module import ExecutorModule
 from koordlet.http_endpoint import HttpEndpoint
+from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
 from koordlet.sdnotify import notify
+from koordlet.statesinformer.api import StatesInformer
 from system.host import Host
 
 log = structlog.get_logger(__name__)
@@ -36,12 +40,42 @@ def host_of(config: Config) -> Host:
     return Host(config.cgroup_root_dir, config.proc_root_dir, config.sys_root_dir)
 
 
-def build_daemon(config: Config) -> Daemon:
+@dataclass(slots=True)
+class Hubs:
+    """What the daemon's modules share, built once by build_daemon.
+
+    Agents talk only through the two hubs (states informer, metric cache); a
+    builder that provides one sets it here for the builders after it. The
+    executor exists only once its module has started: read `executor.executor`
+    in a module's start(), not in its builder.
+    """
+
+    config: Config
+    host: Host
+    registry: CollectorRegistry
+    http: HttpEndpoint
+    executor: ExecutorModule
+    states: StatesInformer | None = None
+    metric_cache: MetricCache | None = None
+
+
+# Each builder looks at the config and returns the modules to run (none when its
+# feature is off). Order is start order: providers of a hub before its readers.
+ModuleBuilder = Callable[[Hubs], Iterable[Module]]
+MODULE_BUILDERS: tuple[ModuleBuilder, ...] = ()
+
+
+def build_daemon(config: Config, builders: Iterable[ModuleBuilder] | None = None) -> Daemon:
     registry = new_registry(config.node_name)
     daemon = Daemon()
-    daemon.add(ExecutorModule(host_of(config), registry))
     bind_host, port = parse_addr(config.addr)
-    daemon.add(HttpEndpoint(bind_host, port, registry, daemon.readiness))
+    http = HttpEndpoint(bind_host, port, registry, daemon.readiness)
+    hubs = Hubs(config, host_of(config), registry, http, ExecutorModule(host_of(config), registry))
+    daemon.add(hubs.executor)
+    for builder in MODULE_BUILDERS if builders is None else builders:
+        for module in builder(hubs):
+            daemon.add(module)
+    daemon.add(http)  # last: routes are all added once it listens
     return daemon
 
 

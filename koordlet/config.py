@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
@@ -54,12 +55,52 @@ def in_pod(environ: Mapping[str, str] = os.environ) -> bool:
     return "KUBERNETES_SERVICE_HOST" in environ
 
 
+def parse_duration(text: str) -> float:
+    """A duration in seconds from "10s", "500ms", "1m30s", "2h" or a bare number of seconds."""
+    stripped = text.strip()
+    try:
+        seconds = float(stripped)
+    except ValueError:
+        seconds = _sum_of_parts(text, stripped)
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"duration {text!r} must be finite and not negative")
+    return seconds
+
+
+def _sum_of_parts(text: str, rest: str) -> float:
+    total = 0.0
+    if not rest:
+        raise ValueError("an empty duration (use e.g. 10s, 500ms, 1m30s)")
+    while rest:
+        match = _DURATION_PART.match(rest)
+        if match is None:
+            raise ValueError(f"{text!r} is not a duration (use e.g. 10s, 500ms, 1m30s)")
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        rest = rest[match.end():]
+    return total
+
+
+def parse_flag_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"{text!r} is not a boolean (use true or false)")
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
 @dataclass(frozen=True, slots=True)
 class _Option:
     key: str  # the flag without dashes, and the key in a config file
     help: str
     default: Any
-    kind: type = str
+    # Turns the flag's text into its value; raises ValueError with a message for the user.
+    # str, int, float, Path, parse_duration, parse_flag_bool, or any such function.
+    kind: Callable[[str], Any] = str
     choices: tuple[str, ...] | None = None
     shown_default: str | None = None  # how --help names a default that is computed
 
@@ -157,7 +198,11 @@ def _build(values: Mapping[str, Any], config_path: Path | None) -> Config:
 def _coerce(option: _Option, raw: Any) -> Any:
     if isinstance(raw, (dict, list)):
         raise ConfigError(f"{option.key}: expected a single value, got {type(raw).__name__}")
-    value = option.kind(str(raw))
+    text = str(raw).lower() if isinstance(raw, bool) else str(raw)  # YAML gives true, not "true"
+    try:
+        value = option.kind(text)
+    except ValueError as exc:
+        raise ConfigError(f"{option.key}: {exc}") from exc
     if option.choices and value not in option.choices:
         raise ConfigError(f"{option.key}: {raw!r} is not one of {', '.join(option.choices)}")
     return value

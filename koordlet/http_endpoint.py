@@ -1,7 +1,8 @@
-"""The daemon's HTTP endpoint: GET /metrics, /healthz, /readyz.
+"""The daemon's HTTP endpoint: GET /metrics, /healthz, /readyz, and read-only
+routes that modules add (`add_route`), such as /api/v1/pods.
 
 HTTP/1.1 parsing is h11's (a sans-IO state machine); this module owns only the
-socket and the three routes. Everything runs on the daemon's event loop.
+socket and the routing. Everything runs on the daemon's event loop.
 """
 
 from __future__ import annotations
@@ -33,8 +34,18 @@ class Reply:
     content_type: str = "text/plain; charset=utf-8"
 
 
+def json_reply(value: object, status: int = 200) -> Reply:
+    return Reply(status, json.dumps(value, separators=(",", ":"), sort_keys=True).encode() + b"\n",
+                 "application/json")
+
+
+# A route handler takes the query string (without "?") and answers; it runs on the loop, so it must not block.
+RouteHandler = Callable[[str], Reply]
+_BUILT_IN = frozenset({"/metrics", "/healthz", "/readyz"})
+
+
 class HttpEndpoint:
-    """A daemon module serving the three routes on one address."""
+    """A daemon module serving the built-in routes and the added ones on one address."""
 
     name = "http"
 
@@ -46,6 +57,13 @@ class HttpEndpoint:
         self._readiness = readiness
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
+        self._routes: dict[str, RouteHandler] = {}
+
+    def add_route(self, path: str, handler: RouteHandler) -> None:
+        """Serve GET/HEAD `path` with `handler`. Paths are exact; adding one twice is a bug."""
+        if path in _BUILT_IN or path in self._routes or not path.startswith("/"):
+            raise ValueError(f"route {path!r} is taken or not an absolute path")
+        self._routes[path] = handler
 
     @property
     def bound_port(self) -> int | None:
@@ -77,14 +95,11 @@ class HttpEndpoint:
 
     def route(self, method: str, target: str, accept_gzip: bool) -> tuple[Reply, bool]:
         """Answer one request. Returns the reply and whether its body is gzip-encoded."""
-        path = target.split("?", 1)[0]
+        path, _, query = target.partition("?")
         if method not in ("GET", "HEAD"):
             return Reply(405, b"method not allowed\n"), False
         if path == "/metrics":
-            body = generate_latest(self._registry)
-            if accept_gzip and len(body) >= defaults.HTTP_GZIP_MIN_BYTES:
-                return Reply(200, gzip.compress(body, defaults.HTTP_GZIP_LEVEL), CONTENT_TYPE_LATEST), True
-            return Reply(200, body, CONTENT_TYPE_LATEST), False
+            return _maybe_gzip(Reply(200, generate_latest(self._registry), CONTENT_TYPE_LATEST), accept_gzip)
         if path == "/healthz":
             return Reply(200, b"ok\n"), False
         if path == "/readyz":
@@ -93,7 +108,15 @@ class HttpEndpoint:
                 return Reply(200, b'{"ready":true}\n', "application/json"), False
             body = json.dumps({"ready": False, "notReady": list(state.not_ready)}).encode() + b"\n"
             return Reply(503, body, "application/json"), False
-        return Reply(404, b"not found\n"), False
+        handler = self._routes.get(path)
+        if handler is None:
+            return Reply(404, b"not found\n"), False
+        try:
+            reply = handler(query)
+        except Exception as exc:  # a broken route must not take the endpoint down
+            log.error("http_route_failed", path=path, error=repr(exc), exc_info=True)
+            return Reply(500, b"internal error\n"), False
+        return _maybe_gzip(reply, accept_gzip)
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -143,6 +166,12 @@ class HttpEndpoint:
             writer.write(conn.send(h11.Data(data=reply.body)))
         writer.write(conn.send(h11.EndOfMessage()))
         await writer.drain()
+
+
+def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:
+    if accept_gzip and len(reply.body) >= defaults.HTTP_GZIP_MIN_BYTES:
+        return Reply(reply.status, gzip.compress(reply.body, defaults.HTTP_GZIP_LEVEL), reply.content_type), True
+    return reply, False
 
 
 def _header(request: h11.Request, name: bytes) -> bytes:

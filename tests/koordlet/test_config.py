@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from koordlet import defaults
-from koordlet.config import ConfigError, parse_addr, parse_args
+from koordlet.config import ConfigError, parse_addr, parse_args, parse_duration, parse_flag_bool
 from koordlet.features import SPECS, FeatureGateError, parse_feature_gates, resolve
 
 
@@ -119,3 +119,27 @@ def test_standalone_unless_kubeconfig_or_in_pod(monkeypatch):
     assert not parse_args(["--kubeconfig", "/etc/kube.conf"]).standalone
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     assert not parse_args([]).standalone
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("10s", 10.0), ("500ms", 0.5), ("1m30s", 90.0), ("2h", 7200.0), ("250us", 0.00025),
+    ("1.5", 1.5), ("0", 0.0), (" 3s ", 3.0),
+])
+def test_parse_duration_accepts_go_style_and_bare_seconds(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "s", "10x", "-1", "-1s", "inf", "nan", "1s-2s"])
+def test_parse_duration_rejects_bad_text(text):
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("text, value", [("true", True), ("False", False), ("1", True), ("off", False)])
+def test_parse_flag_bool(text, value):
+    assert parse_flag_bool(text) is value
+
+
+def test_parse_flag_bool_rejects_other_words():
+    with pytest.raises(ValueError, match="not a boolean"):
+        parse_flag_bool("maybe")

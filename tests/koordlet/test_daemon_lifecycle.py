@@ -69,3 +69,29 @@ async def test_sigterm_stops_the_daemon_and_a_hung_module_cannot_hold_it():
     os.kill(os.getpid(), signal.SIGTERM)
     assert await asyncio.wait_for(runner, 2) == 0
     assert journal[-1] == ("stop", "fast")
+
+
+def test_build_daemon_starts_builder_modules_between_executor_and_http(tmp_path):
+    from koordlet.app import build_daemon
+    from koordlet.config import parse_args
+
+    seen_hubs = []
+
+    class Probe:
+        name = "probe"
+
+        async def start(self) -> None: ...
+
+        async def stop(self) -> None: ...
+
+        def ready(self) -> bool:
+            return True
+
+    def builder(hubs):
+        seen_hubs.append(hubs)
+        return [Probe()]
+
+    config = parse_args(["--addr", "127.0.0.1:0", "--state-dir", str(tmp_path)])
+    daemon = build_daemon(config, builders=[builder])
+    assert daemon.readiness().not_ready == ("resourceexecutor", "probe", "http")  # none started yet, in order
+    assert seen_hubs[0].config is config and seen_hubs[0].states is None

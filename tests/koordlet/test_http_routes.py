@@ -5,11 +5,13 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
 from prometheus_client import CollectorRegistry, Gauge
 
 from koordlet import defaults
 from koordlet.daemon import Readiness
-from koordlet.http_endpoint import HttpEndpoint
+from koordlet.http_endpoint import HttpEndpoint, json_reply
 
 
 def endpoint(registry=None, not_ready=()):
@@ -54,3 +56,39 @@ def test_head_is_allowed_and_other_methods_are_not():
     ep = endpoint()
     assert ep.route("HEAD", "/healthz", False)[0].status == 200
     assert ep.route("DELETE", "/healthz", False)[0].status == 405
+
+
+def test_added_route_gets_its_query_string_and_answers_json():
+    ep = endpoint()
+    seen = []
+    ep.add_route("/api/v1/things", lambda query: (seen.append(query), json_reply({"n": 2}))[1])
+    reply, gzipped = ep.route("GET", "/api/v1/things?qos=BE", False)
+    assert (reply.status, reply.content_type, json.loads(reply.body), gzipped) == (
+        200, "application/json", {"n": 2}, False)
+    assert seen == ["qos=BE"]
+
+
+def test_added_route_cannot_shadow_a_built_in_or_be_added_twice():
+    ep = endpoint()
+    ep.add_route("/x", lambda query: json_reply({}))
+    for path in ("/metrics", "/x", "relative"):
+        with pytest.raises(ValueError):
+            ep.add_route(path, lambda query: json_reply({}))
+
+
+def test_a_failing_route_answers_500_and_the_endpoint_keeps_serving():
+    ep = endpoint()
+
+    def broken(query: str):
+        raise RuntimeError("bug")
+
+    ep.add_route("/broken", broken)
+    assert ep.route("GET", "/broken", False)[0].status == 500
+    assert ep.route("GET", "/healthz", False)[0].status == 200
+
+
+def test_large_route_replies_are_gzipped_when_accepted():
+    ep = endpoint()
+    ep.add_route("/big", lambda query: json_reply(list(range(5000))))
+    reply, gzipped = ep.route("GET", "/big", True)
+    assert gzipped and json.loads(gzip.decompress(reply.body)) == list(range(5000))

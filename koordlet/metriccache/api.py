@@ -1,0 +1,100 @@
+"""The metric cache as its readers and writers see it: the second hub.
+
+Collectors append samples; reports, QoS strategies and /metrics read windows.
+A series is one metric name plus the object it measures (node, pod, container)
+and optional extra labels (e.g. PSI resource and window). Values are floats in
+the unit the metric's name says (cores, bytes, ratio, seconds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Iterable, Protocol
+
+
+class Metric(str, Enum):
+    """The series names every agent agrees on. Collectors may add more."""
+
+    NODE_CPU_USAGE_CORES = "node_cpu_usage_cores"
+    NODE_MEMORY_USAGE_BYTES = "node_memory_usage_bytes"  # working set: total - available
+    SYS_CPU_USAGE_CORES = "sys_cpu_usage_cores"  # node minus all pods
+    SYS_MEMORY_USAGE_BYTES = "sys_memory_usage_bytes"
+    POD_CPU_USAGE_CORES = "pod_cpu_usage_cores"
+    POD_MEMORY_USAGE_BYTES = "pod_memory_usage_bytes"  # working set: usage - inactive_file
+    CONTAINER_CPU_USAGE_CORES = "container_cpu_usage_cores"
+    CONTAINER_MEMORY_USAGE_BYTES = "container_memory_usage_bytes"
+    CONTAINER_CPU_THROTTLED_RATIO = "container_cpu_throttled_ratio"  # throttled periods / periods
+    CONTAINER_CPI = "container_cpi"  # cycles per instruction
+    BE_CPU_USAGE_CORES = "be_cpu_usage_cores"  # sum over BE pods
+    BE_MEMORY_USAGE_BYTES = "be_memory_usage_bytes"
+    NODE_PSI = "node_psi"  # extra labels: resource=cpu|memory|io, kind=some|full, window=avg10|avg60|avg300
+    POD_PSI = "pod_psi"
+    CONTAINER_PSI = "container_psi"
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesKey:
+    metric: str  # a Metric value, or a collector's own name
+    pod_uid: str = ""
+    container_id: str = ""
+    labels: tuple[tuple[str, str], ...] = ()  # sorted (name, value) pairs
+
+    @staticmethod
+    def of(metric: str | Metric, pod_uid: str = "", container_id: str = "", **labels: str) -> SeriesKey:
+        name = metric.value if isinstance(metric, Metric) else metric
+        return SeriesKey(name, pod_uid, container_id, tuple(sorted(labels.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    key: SeriesKey
+    timestamp: float  # unix seconds
+    value: float
+
+
+class AggregationType(str, Enum):
+    AVG = "avg"
+    P50 = "p50"
+    P90 = "p90"
+    P95 = "p95"
+    P99 = "p99"
+    LAST = "last"
+    COUNT = "count"
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """One series over one window. Percentiles are of the samples in the window."""
+
+    count: int
+    avg: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    last: float
+    first_timestamp: float
+    last_timestamp: float
+
+    def get(self, kind: AggregationType) -> float:
+        return float(self.count) if kind is AggregationType.COUNT else float(getattr(self, kind.value))
+
+
+class NotEnoughData(LookupError):
+    """The window holds too few samples to answer (the cold-start rule): readers must
+    treat the figure as unknown, never as zero."""
+
+
+class MetricCache(Protocol):
+    def append(self, samples: Iterable[Sample]) -> None: ...
+
+    def aggregate(self, key: SeriesKey, start: float, end: float) -> Aggregate:
+        """Samples with start <= timestamp <= end. Raises NotEnoughData under the cold-start rule."""
+        ...
+
+    def latest(self, key: SeriesKey) -> Sample | None: ...
+
+    def keys(self, metric: str | Metric) -> tuple[SeriesKey, ...]:
+        """Every series of this metric that has samples in the retention window."""
+        ...

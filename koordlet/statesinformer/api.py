@@ -1,0 +1,73 @@
+"""The states informer as its readers see it: one of the two hubs agents talk through.
+
+Readers depend on this protocol, never on how the informer is fed, so tests can
+hand any agent a `StaticStates` with the pods they need.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Protocol
+
+from koordlet.statesinformer.model import NodeInfo, PodEvent, PodEventKind, PodInfo
+
+PodListener = Callable[[PodEvent], None]
+Unsubscribe = Callable[[], None]
+
+
+class StatesInformer(Protocol):
+    def node(self) -> NodeInfo: ...
+
+    def pods(self) -> tuple[PodInfo, ...]:
+        """A snapshot of the known pods (sandboxes not yet removed), in no particular order."""
+        ...
+
+    def pod(self, uid: str) -> PodInfo | None: ...
+
+    def subscribe(self, listener: PodListener) -> Unsubscribe:
+        """Call `listener` on the event loop for every later add/update/delete. A listener
+        that raises is logged and stays subscribed; it must not block."""
+        ...
+
+    def synced(self) -> bool:
+        """True once the first full listing from every configured source is in."""
+        ...
+
+
+class StaticStates:
+    """An informer whose pods are set by hand: for tests and for agents run standalone."""
+
+    def __init__(self, node: NodeInfo, pods: Iterable[PodInfo] = ()) -> None:
+        self._node = node
+        self._pods = {pod.uid: pod for pod in pods}
+        self._listeners: list[PodListener] = []
+
+    def node(self) -> NodeInfo:
+        return self._node
+
+    def pods(self) -> tuple[PodInfo, ...]:
+        return tuple(self._pods.values())
+
+    def pod(self, uid: str) -> PodInfo | None:
+        return self._pods.get(uid)
+
+    def subscribe(self, listener: PodListener) -> Unsubscribe:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def synced(self) -> bool:
+        return True
+
+    def put(self, pod: PodInfo) -> None:
+        previous = self._pods.get(pod.uid)
+        self._pods[pod.uid] = pod
+        kind = PodEventKind.ADDED if previous is None else PodEventKind.UPDATED
+        self._emit(PodEvent(kind, pod, previous))
+
+    def remove(self, uid: str) -> None:
+        pod = self._pods.pop(uid, None)
+        if pod is not None:
+            self._emit(PodEvent(PodEventKind.DELETED, pod))
+
+    def _emit(self, event: PodEvent) -> None:
+        for listener in list(self._listeners):
+            listener(event)

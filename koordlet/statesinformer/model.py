@@ -1,0 +1,210 @@
+"""What the states informer knows about the node's pods and containers.
+
+Values only: frozen, hashable where it matters, no IO. The informer builds them
+from NRI, CRI and (optionally) kubelet; every other agent reads them.
+
+Units: CPU in milli-cores, memory in bytes (see koordlet.quantity).
+cgroup directories are relative to a controller's mount point, exactly as the
+resource executor takes them ("kubepods/besteffort/pod<uid>/<container id>").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Mapping
+
+
+
+def _empty_str() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+def _empty_int() -> Mapping[str, int]:
+    return MappingProxyType({})
+
+
+class Source(Enum):
+    """Where a fact came from. NRI and CRI see what the runtime runs; kubelet adds the spec."""
+
+    NRI = "nri"
+    CRI = "cri"
+    KUBELET = "kubelet"
+
+
+class SandboxState(Enum):
+    """CRI PodSandboxState (SANDBOX_READY = 0, SANDBOX_NOTREADY = 1)."""
+
+    READY = "ready"
+    NOT_READY = "not_ready"
+
+
+class ContainerState(Enum):
+    """CRI ContainerState (CREATED = 0, RUNNING = 1, EXITED = 2, UNKNOWN = 3)."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    EXITED = "exited"
+    UNKNOWN = "unknown"
+
+
+class K8sQoS(Enum):
+    """The Kubernetes QoS tier, from the pod spec or the pod's cgroup parent."""
+
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BEST_EFFORT = "BestEffort"
+
+
+class KoordQoSClass(Enum):
+    """Koordinator's label koordinator.sh/qosClass. NONE: no valid label."""
+
+    LSE = "LSE"
+    LSR = "LSR"
+    LS = "LS"
+    BE = "BE"
+    SYSTEM = "SYSTEM"
+    NONE = ""
+
+
+class PriorityBand(Enum):
+    """Koordinator's priority classes by spec.priority range."""
+
+    PROD = "koord-prod"    # 9000-9999
+    MID = "koord-mid"      # 7000-7999
+    BATCH = "koord-batch"  # 5000-5999
+    FREE = "koord-free"    # 3000-3999
+    NONE = ""
+
+
+class KatalystQoSLevel(Enum):
+    """Katalyst's annotation katalyst.kubewharf.io/qos_level."""
+
+    DEDICATED_CORES = "dedicated_cores"
+    SHARED_CORES = "shared_cores"
+    RECLAIMED_CORES = "reclaimed_cores"
+    SYSTEM_CORES = "system_cores"
+
+
+@dataclass(frozen=True, slots=True)
+class PodQoS:
+    """Every QoS fact about a pod, and the one class the policy acts on.
+
+    `effective` is what the hooks, QoS strategies and reports use: the Koordinator
+    class when the pod has one, else the class its Katalyst level or priority band
+    or Kubernetes tier implies (the resolution rule lives in statesinformer/qos.py).
+    """
+
+    effective: KoordQoSClass
+    koord: KoordQoSClass = KoordQoSClass.NONE
+    band: PriorityBand = PriorityBand.NONE
+    katalyst: KatalystQoSLevel | None = None
+    k8s: K8sQoS | None = None
+    # Katalyst's memory_enhancement / cpu_enhancement annotations, parsed JSON objects
+    # flattened to strings ({"numa_binding": "true", "numa_exclusive": "true"}).
+    memory_enhancement: Mapping[str, str] = field(default_factory=_empty_str)
+    cpu_enhancement: Mapping[str, str] = field(default_factory=_empty_str)
+
+    @property
+    def numa_binding(self) -> bool:
+        return self.memory_enhancement.get("numa_binding") == "true"
+
+    @property
+    def numa_exclusive(self) -> bool:
+        return self.memory_enhancement.get("numa_exclusive") == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """Requests and limits by resource name ("cpu" in milli-cores, "memory" in bytes,
+    extended resources in their base unit). A missing name means unset."""
+
+    requests: Mapping[str, int] = field(default_factory=_empty_int)
+    limits: Mapping[str, int] = field(default_factory=_empty_int)
+
+
+@dataclass(frozen=True, slots=True)
+class LinuxResources:
+    """The container's Linux resources as the runtime holds them (NRI LinuxResources /
+    CRI LinuxContainerResources): what kubelet asked for before any plugin changed it.
+    None means the runtime did not say."""
+
+    cpu_shares: int | None = None
+    cpu_quota: int | None = None
+    cpu_period: int | None = None
+    cpuset_cpus: str | None = None
+    cpuset_mems: str | None = None
+    memory_limit: int | None = None
+    unified: Mapping[str, str] = field(default_factory=_empty_str)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerInfo:
+    id: str  # runtime container id
+    name: str
+    pod_uid: str
+    state: ContainerState
+    cgroup_dir: str  # relative to a controller mount; "" when not known yet
+    linux: LinuxResources = field(default_factory=LinuxResources)
+    spec: Resources | None = None  # requests/limits from kubelet or the extended-resource annotation
+    pid: int | None = None
+    created_at_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    uid: str
+    name: str
+    namespace: str
+    sandbox_id: str
+    state: SandboxState
+    cgroup_parent: str  # the pod's cgroup dir, relative to a controller mount
+    qos: PodQoS
+    labels: Mapping[str, str] = field(default_factory=_empty_str)
+    annotations: Mapping[str, str] = field(default_factory=_empty_str)
+    priority: int | None = None
+    priority_class_name: str = ""
+    containers: tuple[ContainerInfo, ...] = ()
+    sources: frozenset[Source] = frozenset()
+    created_at_ns: int = 0
+
+    def container(self, name: str) -> ContainerInfo | None:
+        for container in self.containers:
+            if container.name == name:
+                return container
+        return None
+
+    def container_by_id(self, container_id: str) -> ContainerInfo | None:
+        for container in self.containers:
+            if container.id == container_id:
+                return container
+        return None
+
+    @property
+    def running_containers(self) -> tuple[ContainerInfo, ...]:
+        return tuple(c for c in self.containers if c.state is ContainerState.RUNNING)
+
+
+class PodEventKind(Enum):
+    ADDED = "added"
+    UPDATED = "updated"
+    DELETED = "deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class PodEvent:
+    kind: PodEventKind
+    pod: PodInfo  # for DELETED: the pod as it was last known
+    previous: PodInfo | None = None  # for UPDATED: the pod before the change
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """The node as the agent sees it (standalone: from the host; in a cluster: plus the Node object)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=_empty_str)
+    annotations: Mapping[str, str] = field(default_factory=_empty_str)
+    capacity: Mapping[str, int] = field(default_factory=_empty_int)
+    allocatable: Mapping[str, int] = field(default_factory=_empty_int)
