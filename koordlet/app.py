@@ -20,7 +20,9 @@ from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
 from koordlet.sdnotify import notify
+from koordlet.qosmanager.builder import build_node_slo, build_qos_manager
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.node_slo_source import NodeSLOSource
 from system.host import Host
 
 log = structlog.get_logger(__name__)
@@ -57,12 +59,13 @@ class Hubs:
     executor: ExecutorModule
     states: StatesInformer | None = None
     metric_cache: MetricCache | None = None
+    node_slo: NodeSLOSource | None = None  # set by build_node_slo
 
 
 # Each builder looks at the config and returns the modules to run (none when its
 # feature is off). Order is start order: providers of a hub before its readers.
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
-MODULE_BUILDERS: tuple[ModuleBuilder, ...] = ()
+MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (build_node_slo, build_qos_manager)
 
 
 def build_daemon(config: Config, builders: Iterable[ModuleBuilder] | None = None) -> Daemon:

@@ -1,0 +1,204 @@
+"""CPU suppress: shrink the best-effort tier to what latency-sensitive work leaves.
+
+Reads node and pod CPU usage from the metric cache, the pods from the states informer;
+writes the BE tier's cpuset (tier, pods, containers: levelled by the executor) or its
+CFS quota, and restores the policy not in use (cpuset: every CPU but LSE's; quota: -1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import structlog
+
+from koordlet.metriccache.api import Metric
+from koordlet.qosmanager.cpu_suppress_policy import (
+    CFS_PERIOD_US, UNLIMITED_QUOTA, be_cfs_quota, be_cpuset_size, be_suppress_budget, pick_cpus,
+    split_between_pools,
+)
+from koordlet.qosmanager.framework import QoSContext
+from koordlet.statesinformer.model import KoordQoSClass, PodInfo
+from koordlet.statesinformer.node_slo import CPUSuppressPolicy
+from resourceexecutor import Outcome
+from system.cpuset import parse_cpuset
+from system.errors import InvalidValue, SystemFileError
+from system.topology import CpuInfo
+
+log = structlog.get_logger(__name__)
+
+RESOURCE_STATUS = "scheduling.koordinator.sh/resource-status"
+NAME = "cpu_suppress"
+
+
+def pod_cpuset(pod: PodInfo) -> frozenset[int]:
+    """The CPUs the scheduler bound the pod to (resource-status annotation), or none."""
+    text = pod.annotations.get(RESOURCE_STATUS)
+    if not text:
+        return frozenset()
+    try:
+        status = json.loads(text)
+        return parse_cpuset(str(status.get("cpuset", ""))) if isinstance(status, dict) else frozenset()
+    except (ValueError, InvalidValue):
+        return frozenset()
+
+
+def node_cpus(ctx: QoSContext) -> list[CpuInfo]:
+    if ctx.topology is not None:
+        return sorted(ctx.topology.cpus, key=lambda info: info.cpu)
+    count = max(1, math.ceil(ctx.states.node().capacity.get("cpu", 0) / 1000))
+    return [CpuInfo(cpu, cpu, 0, 0) for cpu in range(count)]
+
+
+def be_tree(ctx: QoSContext, subsystem: str, max_depth: int = 2) -> list[str]:
+    """The BE tier dir and the cgroups below it down to containers (depth 2)."""
+    root = ctx.dirs.besteffort
+    found: list[str] = []
+    level = [root]
+    for depth in range(max_depth + 1):
+        following: list[str] = []
+        for directory in level:
+            if depth == 0 and not ctx.reader.files.exists(directory, subsystem):
+                return []
+            found.append(directory)
+            if depth < max_depth:
+                try:
+                    following.extend(ctx.reader.files.children(directory, subsystem))
+                except SystemFileError:
+                    continue
+        level = following
+    return found
+
+
+@dataclass(slots=True)
+class CPUSuppress:
+    interval: float = 1.0
+    name: str = NAME
+    gate: str = "BECPUSuppress"
+    # policy -> True while it is in force (False once restored), like koordlet's status map
+    in_force: dict[CPUSuppressPolicy, bool] = field(default_factory=dict)
+
+    async def run(self, ctx: QoSContext) -> None:
+        strategy = ctx.slo().resource_used_threshold_with_be
+        if not strategy.enable:
+            self.restore_cfs_quota(ctx)
+            self.restore_cpuset(ctx)
+            return
+        node = ctx.states.node()
+        usage = ctx.usage()
+        node_used = usage.last(Metric.NODE_CPU_USAGE_CORES)
+        if node_used is None:
+            log.debug("cpu_suppress_skipped", reason="no recent node CPU usage")
+            return
+        pod_used: dict[str, int] = {}
+        for key in ctx.metric_cache.keys(Metric.POD_CPU_USAGE_CORES):
+            value = usage.last(Metric.POD_CPU_USAGE_CORES, key.pod_uid)
+            if value is not None:
+                pod_used[key.pod_uid] = int(value * 1000)
+        be_uids = [p.uid for p in ctx.states.pods() if p.qos.effective is KoordQoSClass.BE]
+        allocatable = node.allocatable.get("cpu") or node.capacity.get("cpu", 0)
+        budget = be_suppress_budget(allocatable, strategy.cpu_suppress_threshold_percent,
+                                    int(node_used * 1000), pod_used, be_uids)
+        ctx.metrics.be_suppress_ls_used_cpu_cores.labels(node=ctx.metrics.node).set(
+            budget.ls_used_milli / 1000)
+        log.debug("cpu_suppress_budget", be_milli=budget.be_milli, threshold_milli=budget.threshold_milli,
+                  ls_used_milli=budget.ls_used_milli, system_used_milli=budget.system_used_milli)
+        if strategy.cpu_suppress_policy is CPUSuppressPolicy.CFS_QUOTA:
+            self.by_cfs_quota(ctx, budget.be_milli)
+            self.restore_cpuset(ctx)
+        else:
+            self.by_cpuset(ctx, budget.be_milli)
+            self.restore_cfs_quota(ctx)
+
+    # ---------------------------------------------------------------- cfs quota
+
+    def by_cfs_quota(self, ctx: QoSContext, be_milli: int) -> None:
+        be_dir = ctx.dirs.besteffort
+        try:
+            current = int(ctx.reader.value("cpu.cfs_quota_us", be_dir))
+        except SystemFileError as exc:
+            log.warning("cpu_suppress_skipped", reason="cannot read BE quota", error=str(exc))
+            return
+        capacity = math.ceil(ctx.states.node().capacity.get("cpu", 0) / 1000)
+        self.in_force[CPUSuppressPolicy.CFS_QUOTA] = True
+        new = be_cfs_quota(be_milli, current, capacity)
+        if new is None:
+            return
+        result = ctx.executor.update(ctx.executor.updater("cpu.cfs_quota_us", be_dir, new),
+                                     use_cache=False)
+        ctx.metrics.suppressed(CPUSuppressPolicy.CFS_QUOTA.value, new / CFS_PERIOD_US)
+        if result.outcome is Outcome.WRITTEN:
+            ctx.metrics.action(NAME, "cfs_quota")
+            log.info("be_cpu_suppressed", policy="cfsQuota", cgroup=be_dir, quota_us=new,
+                     previous_us=current, be_milli=be_milli, reason="node CPU usage above threshold")
+
+    def restore_cfs_quota(self, ctx: QoSContext) -> None:
+        if self.in_force.get(CPUSuppressPolicy.CFS_QUOTA) is False:
+            return
+        be_dir = ctx.dirs.besteffort
+        result = ctx.executor.update(ctx.executor.updater("cpu.cfs_quota_us", be_dir, UNLIMITED_QUOTA),
+                                     use_cache=False)
+        if result.outcome in (Outcome.WRITTEN, Outcome.SKIPPED):
+            self.in_force[CPUSuppressPolicy.CFS_QUOTA] = False
+        if result.outcome is Outcome.WRITTEN:
+            ctx.metrics.action(NAME, "restore_cfs_quota")
+            log.info("be_cpu_suppress_restored", policy="cfsQuota", cgroup=be_dir)
+
+    # ---------------------------------------------------------------- cpuset
+
+    def _pools(self, ctx: QoSContext) -> tuple[list[CpuInfo], list[CpuInfo]]:
+        owner: dict[int, KoordQoSClass] = {}
+        for pod in ctx.states.pods():
+            if pod.qos.effective in (KoordQoSClass.LSE, KoordQoSClass.LSR):
+                for cpu in pod_cpuset(pod):
+                    owner[cpu] = pod.qos.effective
+        lsr = [i for i in node_cpus(ctx) if owner.get(i.cpu) is KoordQoSClass.LSR]
+        ls = [i for i in node_cpus(ctx) if i.cpu not in owner]
+        return lsr, ls
+
+    def by_cpuset(self, ctx: QoSContext, be_milli: int) -> None:
+        dirs = be_tree(ctx, "cpuset")
+        if not dirs:
+            log.debug("cpu_suppress_skipped", reason="no BE cpuset cgroup", cgroup=ctx.dirs.besteffort)
+            return
+        try:
+            current = ctx.reader.cpuset_cpus(dirs[0])
+        except SystemFileError as exc:
+            log.warning("cpu_suppress_skipped", reason="cannot read BE cpuset", error=str(exc))
+            return
+        lsr, ls = self._pools(ctx)
+        size = be_cpuset_size(be_milli, len(current), len(node_cpus(ctx)))
+        from_lsr, from_ls = split_between_pools(size, len(lsr), len(ls))
+        cpus = pick_cpus(from_lsr, lsr) + pick_cpus(from_ls, ls)
+        self.in_force[CPUSuppressPolicy.CPUSET] = True
+        if not cpus:
+            log.warning("cpu_suppress_skipped", reason="not enough CPUs in the pools", wanted=size)
+            return
+        self._write_cpuset(ctx, dirs, frozenset(cpus), "cpuset", be_milli)
+        ctx.metrics.suppressed(CPUSuppressPolicy.CPUSET.value, len(cpus))
+
+    def restore_cpuset(self, ctx: QoSContext) -> None:
+        if self.in_force.get(CPUSuppressPolicy.CPUSET) is False:
+            return
+        dirs = be_tree(ctx, "cpuset")
+        lse = set()
+        for pod in ctx.states.pods():
+            if pod.qos.effective is KoordQoSClass.LSE:
+                lse |= pod_cpuset(pod)
+        cpus = frozenset(i.cpu for i in node_cpus(ctx) if i.cpu not in lse)
+        if dirs and self._write_cpuset(ctx, dirs, cpus, "restore_cpuset", None):
+            self.in_force[CPUSuppressPolicy.CPUSET] = False
+        elif not dirs:
+            self.in_force[CPUSuppressPolicy.CPUSET] = False
+
+    def _write_cpuset(self, ctx: QoSContext, dirs: list[str], cpus: frozenset[int], action: str,
+                      be_milli: int | None) -> bool:
+        updaters = [ctx.executor.updater("cpuset.cpus", d, cpus) for d in dirs]
+        result = ctx.executor.update_batch(updaters)
+        if result.writes:
+            ctx.metrics.action(NAME, action)
+            log.info("be_cpu_suppressed" if be_milli is not None else "be_cpu_suppress_restored",
+                     policy="cpuset", cgroup=dirs[0], cpus=sorted(cpus), be_milli=be_milli,
+                     cgroups=len(dirs), reason="node CPU usage" if be_milli is not None else "policy off")
+        return result.ok

@@ -1,0 +1,114 @@
+"""NodeSLO spec: koordlet's defaults, parsing over defaults, refusal naming the field."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from koordlet.statesinformer.model import KoordQoSClass
+from koordlet.statesinformer.node_slo import (
+    CPUBurstPolicy, CPUSuppressPolicy, NodeSLO, NodeSLOError, parse_node_slo_spec, spec_of_document,
+)
+
+
+def test_defaults_are_koordlets():
+    # koordinator pkg/util/config.go (v1.1) DefaultNodeSLOSpecConfig and anchors §2.6
+    slo = parse_node_slo_spec({})
+    t = slo.resource_used_threshold_with_be
+    assert (t.enable, t.cpu_suppress_threshold_percent, t.cpu_suppress_policy) == (False, 65, CPUSuppressPolicy.CPUSET)
+    assert (t.memory_evict_threshold_percent, t.memory_evict_lower) == (70, 68)
+    assert t.cpu_evict_be_usage_threshold_percent == 90 and not t.cpu_evict_configured
+    b = slo.cpu_burst_strategy
+    assert (b.policy, b.cpu_burst_percent, b.cfs_quota_burst_percent, b.cfs_quota_burst_period_seconds,
+            b.share_pool_threshold_percent) == (CPUBurstPolicy.NONE, 1000, 300, -1, 50)
+    assert [slo.cpu_qos(c).group_identity for c in (KoordQoSClass.LSR, KoordQoSClass.LS, KoordQoSClass.BE)] \
+        == [2, 2, -1]
+    assert [slo.resctrl_qos(c).cat_range_end_percent for c in (KoordQoSClass.LSR, KoordQoSClass.LS,
+                                                               KoordQoSClass.BE)] == [100, 100, 30]
+    assert slo.memory_qos(KoordQoSClass.BE).wmark_min_adj == 50
+    assert slo.memory_qos(KoordQoSClass.LS).wmark_min_adj == -25
+    assert not any(slo.resource_qos(c).cpu_qos.enable for c in (KoordQoSClass.LSR, KoordQoSClass.BE))
+
+
+def test_issue_example_overrides_only_what_it_names():
+    slo = parse_node_slo_spec({"resourceUsedThresholdWithBE": {
+        "enable": True, "cpuSuppressThresholdPercent": 65, "cpuSuppressPolicy": "cfsQuota"}})
+    t = slo.resource_used_threshold_with_be
+    assert t.enable and t.cpu_suppress_policy is CPUSuppressPolicy.CFS_QUOTA
+    assert t.memory_evict_threshold_percent == 70
+
+
+def test_cpu_qos_per_class_for_the_group_identity_hook():
+    slo = parse_node_slo_spec({"resourceQOSStrategy": {
+        "lsrClass": {"cpuQOS": {"enable": True, "groupIdentity": 2}},
+        "beClass": {"cpuQOS": {"enable": True, "groupIdentity": -1, "schedIdle": 1}}}})
+    assert slo.cpu_qos(KoordQoSClass.LSE) == slo.cpu_qos(KoordQoSClass.LSR)
+    assert slo.cpu_qos(KoordQoSClass.BE).sched_idle == 1 and slo.cpu_qos(KoordQoSClass.BE).enable
+    assert slo.cpu_qos(KoordQoSClass.NONE) is slo.cpu_qos(KoordQoSClass.LS)
+    assert slo.cpu_qos(KoordQoSClass.SYSTEM) is None
+
+
+@pytest.mark.parametrize("spec, field", [
+    ({"resourceUsedThresholdWithBE": {"cpuEvictBESatisfactionLowerPercent": 50,
+                                      "cpuEvictBESatisfactionUpperPercent": 40}},
+     "spec.resourceUsedThresholdWithBE.cpuEvictBESatisfactionLowerPercent"),
+    ({"resourceUsedThresholdWithBE": {"cpuEvictBESatisfactionLowerPercent": 61,
+                                      "cpuEvictBESatisfactionUpperPercent": 80}},
+     "spec.resourceUsedThresholdWithBE.cpuEvictBESatisfactionLowerPercent"),
+    ({"resourceUsedThresholdWithBE": {"cpuEvictBESatisfactionLowerPercent": 40}},
+     "spec.resourceUsedThresholdWithBE.cpuEvictBESatisfactionUpperPercent"),
+    ({"resourceQOSStrategy": {"beClass": {"resctrlQOS": {"mbaPercent": 55}}}},
+     "spec.resourceQOSStrategy.beClass.resctrlQOS.mbaPercent"),
+    ({"resourceQOSStrategy": {"lsClass": {"resctrlQOS": {"catRangeStartPercent": 50, "catRangeEndPercent": 50}}}},
+     "spec.resourceQOSStrategy.lsClass.resctrlQOS.catRangeEndPercent"),
+    ({"resourceUsedThresholdWithBE": {"cpuSuppressThresholdPercent": 101}},
+     "spec.resourceUsedThresholdWithBE.cpuSuppressThresholdPercent"),
+    ({"resourceUsedThresholdWithBE": {"memoryEvictThresholdPercent": -1}},
+     "spec.resourceUsedThresholdWithBE.memoryEvictThresholdPercent"),
+    ({"resourceUsedThresholdWithBE": {"memoryEvictThresholdPercent": 60, "memoryEvictLowerPercent": 60}},
+     "spec.resourceUsedThresholdWithBE.memoryEvictLowerPercent"),
+    ({"resourceUsedThresholdWithBE": {"cpuSuppressPolicy": "quota"}},
+     "spec.resourceUsedThresholdWithBE.cpuSuppressPolicy"),
+    ({"resourceUsedThresholdWithBE": {"enable": "yes"}}, "spec.resourceUsedThresholdWithBE.enable"),
+    ({"resourceUsedThresholdWithBE": {"cpuSupressThresholdPercent": 50}},
+     "spec.resourceUsedThresholdWithBE.cpuSupressThresholdPercent"),
+    ({"cpuBurstStrategy": {"policy": "always"}}, "spec.cpuBurstStrategy.policy"),
+    ({"resourceQOSStrategy": {"beClass": {"cpuQOS": {"groupIdentity": 3}}}},
+     "spec.resourceQOSStrategy.beClass.cpuQOS.groupIdentity"),
+    ({"resourceQOSStrategy": {"beClass": []}}, "spec.resourceQOSStrategy.beClass"),
+    ({"bogus": {}}, "spec.bogus"),
+])
+def test_invalid_document_names_the_field(spec, field):
+    with pytest.raises(NodeSLOError) as caught:
+        parse_node_slo_spec(spec)
+    assert caught.value.field == field
+    assert field in str(caught.value)
+
+
+def test_crd_fields_we_do_not_act_on_are_accepted():
+    slo = parse_node_slo_spec({"hostApplications": [], "systemStrategy": {"minFreeKbytesFactor": 100},
+                               "resourceQOSStrategy": {"systemClass": {}, "beClass": {"blkioQOS": {}}},
+                               "resourceUsedThresholdWithBE": {"cpuEvictPolicy": "evictByRealLimit"}})
+    assert slo == NodeSLO()
+
+
+def test_whole_object_gives_its_spec():
+    doc = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO",
+           "spec": {"cpuBurstStrategy": {"policy": "auto"}}}
+    assert parse_node_slo_spec(spec_of_document(doc)).cpu_burst_strategy.policy is CPUBurstPolicy.AUTO
+    with pytest.raises(NodeSLOError):
+        spec_of_document({"kind": "NodeMetric", "spec": {}})
+
+
+@given(st.integers(-50, 150), st.integers(-50, 150))
+def test_cpu_evict_pair_accepted_only_inside_koordlets_ranges(lower, upper):
+    spec = {"resourceUsedThresholdWithBE": {"cpuEvictBESatisfactionLowerPercent": lower,
+                                            "cpuEvictBESatisfactionUpperPercent": upper}}
+    valid = 0 < lower <= 60 and 0 < upper < 100 and lower <= upper
+    try:
+        slo = parse_node_slo_spec(spec)
+    except NodeSLOError:
+        assert not valid
+    else:
+        assert valid and slo.resource_used_threshold_with_be.cpu_evict_configured

@@ -1,0 +1,76 @@
+"""--node-slo-config: loaded at start, reloaded on change, last good kept on a bad file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+from koordlet.statesinformer.node_slo import CPUSuppressPolicy, NodeSLO
+from koordlet.statesinformer.node_slo_source import NodeSLOFile
+
+
+def write(path, text: str, bump: int = 0) -> None:
+    path.write_text(text)
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + bump))  # same-size edits still look new
+
+
+def test_reload_on_change_and_last_good_kept(tmp_path, capsys):
+    path = tmp_path / "nodeslo.yaml"
+    write(path, "resourceUsedThresholdWithBE: {enable: true, cpuSuppressThresholdPercent: 65,"
+                " cpuSuppressPolicy: cpuset}\n")
+    source = NodeSLOFile(path)
+    seen: list[NodeSLO] = []
+    source.subscribe(seen.append)
+    assert source.reload()
+    good = source.current()
+    assert good.resource_used_threshold_with_be.enable
+    assert source.poll() is False  # unchanged file: not read again
+
+    write(path, "resourceUsedThresholdWithBE: {enable: true, cpuSuppressPolicy: cfsQuota}\n", 1)
+    assert source.poll()
+    assert source.current().resource_used_threshold_with_be.cpu_suppress_policy is CPUSuppressPolicy.CFS_QUOTA
+    good = source.current()
+
+    write(path, "resourceQOSStrategy: {beClass: {resctrlQOS: {mbaPercent: 55}}}\n", 2)
+    assert source.poll() is False
+    assert source.current() is good
+    assert "resourceQOSStrategy.beClass.resctrlQOS.mbaPercent" in (source.last_error or "")
+    assert "node_slo_rejected" in capsys.readouterr().out
+
+    write(path, "{not yaml", 3)
+    assert source.poll() is False and source.current() is good
+    path.unlink()
+    assert source.poll() is False and source.current() is good
+    assert len(seen) == 2  # two accepted changes, nothing for the refused ones
+
+
+def test_json_file_and_whole_object(tmp_path):
+    path = tmp_path / "nodeslo.json"
+    path.write_text(json.dumps({"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO",
+                                "spec": {"cpuBurstStrategy": {"policy": "auto"}}}))
+    source = NodeSLOFile(path)
+    source.reload()
+    assert source.current().cpu_burst_strategy.policy.value == "auto"
+    path.write_text("policy: auto\n")  # YAML is not JSON
+    source.reload()
+    assert source.last_error and "not valid JSON" in source.last_error
+
+
+def test_module_watches_the_file(tmp_path):
+    path = tmp_path / "nodeslo.yaml"
+    path.write_text("resourceUsedThresholdWithBE: {enable: false}\n")
+
+    async def scenario() -> bool:
+        source = NodeSLOFile(path, poll_interval=0.01)
+        await source.start()
+        write(path, "resourceUsedThresholdWithBE: {enable: true}\n", 5)
+        for _ in range(200):
+            if source.current().resource_used_threshold_with_be.enable:
+                break
+            await asyncio.sleep(0.01)
+        await source.stop()
+        return source.current().resource_used_threshold_with_be.enable
+
+    assert asyncio.run(scenario())
