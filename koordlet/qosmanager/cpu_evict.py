@@ -70,10 +70,11 @@ def cpu_to_release(request_milli: int, real_limit_milli: int, lower_percent: int
 
 
 def _by_priority_then_pressure(a: Candidate, b: Candidate) -> int:
-    if a.priority is None or b.priority is None or a.priority == b.priority:
+    pa, pb = a.priority or 0, b.priority or 0  # the API server defaults an unset priority to 0
+    if pa == pb:
         ra, rb = _pressure(a), _pressure(b)
         return (rb > ra) - (rb < ra)
-    return -1 if a.priority < b.priority else 1
+    return -1 if pa < pb else 1
 
 
 def _pressure(c: Candidate) -> float:

@@ -48,7 +48,7 @@ def node_cpus(ctx: QoSContext) -> list[CpuInfo]:
     if ctx.topology is not None:
         return sorted(ctx.topology.cpus, key=lambda info: info.cpu)
     count = max(1, math.ceil(ctx.states.node().capacity.get("cpu", 0) / 1000))
-    return [CpuInfo(cpu, cpu, 0, 0) for cpu in range(count)]
+    return [CpuInfo(cpu, cpu, 0, 0, 0) for cpu in range(count)]
 
 
 def be_tree(ctx: QoSContext, subsystem: str, max_depth: int = 2) -> list[str]:

@@ -86,17 +86,15 @@ def pick_cpus(count: int, pool: Iterable[CpuInfo]) -> list[int]:
         return next(([info.cpu] for info in bucket if info.cpu not in used), [])
 
     picked: list[int] = []
+    cursor = 0  # the single-CPU pass goes on from the bucket after the last whole core
     for choose, size in ((whole_core, 2), (single, 1)):
-        progress = True
-        while count - len(picked) >= size and progress:  # round-robin until a pass takes nothing
-            progress = False
-            for bucket in ordered:
-                if count - len(picked) < size:
-                    break
-                chosen = choose(bucket)
-                used.update(chosen)
-                picked += chosen
-                progress = progress or bool(chosen)
+        misses = 0
+        while count - len(picked) >= size and misses < len(ordered):
+            chosen = choose(ordered[cursor])
+            used.update(chosen)
+            picked += chosen
+            misses = 0 if chosen else misses + 1
+            cursor = (cursor + 1) % len(ordered)
     return sorted(picked)
 
 

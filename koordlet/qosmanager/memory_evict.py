@@ -46,8 +46,9 @@ def memory_to_release(capacity: int, used: int, threshold_percent: int, lower_pe
 
 
 def _by_priority_then_usage(a: Candidate, b: Candidate) -> int:
-    if a.priority is not None and b.priority is not None and a.priority != b.priority:
-        return -1 if a.priority < b.priority else 1
+    pa, pb = a.priority or 0, b.priority or 0  # the API server defaults an unset priority to 0
+    if pa != pb:
+        return -1 if pa < pb else 1
     if a.usage is not None and b.usage is not None:
         return (b.usage > a.usage) - (b.usage < a.usage)
     if a.usage is None and b.usage is None:
