@@ -58,7 +58,7 @@ class ResctrlWriter:
     @staticmethod
     def _write(path: os.PathLike[str], text: str) -> bool:
         try:
-            fd = os.open(path, os.O_WRONLY)
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC)  # as `echo > file` does; kernfs ignores it
         except OSError as exc:
             raise classify_os_error(exc, path, os.path.dirname(path)) from None
         try:

@@ -19,7 +19,7 @@ from koordlet.statesinformer.model import (
 )
 from koordlet.statesinformer.node_slo import NodeSLO
 from koordlet.statesinformer.node_slo_source import StaticNodeSLO
-from resourceexecutor import ResourceExecutor
+from resourceexecutor import CgroupFileIO, ResourceExecutor
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.host import Host
@@ -106,11 +106,12 @@ class Rig:
     evictor: Evictor = field(default_factory=RecordingEvictor)
     clock: Clock = field(default_factory=Clock)
     slo: StaticNodeSLO = field(default_factory=StaticNodeSLO)
+    io: CgroupFileIO | None = None  # FakeTreeIO on fake trees
 
     def __post_init__(self) -> None:
         self.states = StaticStates(self.node)
         self.cache = ListMetricCache()
-        self.executor = ResourceExecutor(CgroupFiles(self.host))
+        self.executor = ResourceExecutor(CgroupFiles(self.host), io=self.io)
         self.reader = CgroupReader(self.executor.files, keep_open=False)
         self.registry = CollectorRegistry()
         self.metrics = QoSMetrics(self.registry, self.node.name)
