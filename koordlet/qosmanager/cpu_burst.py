@@ -93,10 +93,24 @@ class CPUBurst:
             value = static_burst_us(container_limit_milli(container), cfg.cpu_burst_percent) \
                 if cfg.policy.cpu_burst else 0
             pod_total += value
-            updaters.append(ctx.executor.updater("cpu.cfs_burst_us", container.cgroup_dir, value))
+            updaters.append(ctx.executor.updater("cpu.cfs_burst_us", container.cgroup_dir,
+                                                 self._within_quota(ctx, container.cgroup_dir, value)))
         if updaters and pod.cgroup_parent:
-            updaters.append(ctx.executor.updater("cpu.cfs_burst_us", pod.cgroup_parent, pod_total))
+            updaters.append(ctx.executor.updater("cpu.cfs_burst_us", pod.cgroup_parent,
+                                                 self._within_quota(ctx, pod.cgroup_parent, pod_total)))
         return updaters
+
+    @staticmethod
+    def _within_quota(ctx: QoSContext, cgroup_dir: str, burst: int) -> int:
+        """The kernel refuses a burst above the cgroup's quota (EINVAL from tg_set_cfs_bandwidth);
+        koordlet v1.1 wrote 1000 % of the limit and failed on such kernels. Clamp to the quota."""
+        if burst <= 0:
+            return burst
+        try:
+            quota = int(ctx.reader.value("cpu.cfs_quota_us", cgroup_dir))
+        except SystemFileError:
+            return burst
+        return min(burst, quota) if quota > 0 else burst
 
     def _allowed(self, cfg: CPUBurstStrategy, container: ContainerInfo, now: float, usage) -> bool:
         if cfg.cfs_quota_burst_period_seconds < 0:
