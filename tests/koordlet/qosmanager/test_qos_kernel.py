@@ -19,27 +19,8 @@ from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from koordlet.statesinformer.node_slo import parse_node_slo_spec
 from system.host import Host
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
-from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox, make_child
 
 pytestmark = pytest.mark.kernel
-
-CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory")
-TREE = ("kubepods", "kubepods/besteffort", "kubepods/besteffort/podbe1", "kubepods/besteffort/podbe1/cbe1",
-        "kubepods/burstable", "kubepods/burstable/podls1", "kubepods/burstable/podls1/cls1")
-
-
-@pytest.fixture
-def sandbox():
-    host = Host()
-    try:
-        with cgroup_sandbox(CONTROLLERS, unified=False, host=host) as name:
-            roots = [host.cgroup(c) for c in CONTROLLERS]
-            for relative in TREE:
-                make_child(host, f"{name}/{relative}", roots)
-            yield host, name
-    except SandboxUnavailable as exc:
-        pytest.skip(str(exc))
-
 
 def online_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
