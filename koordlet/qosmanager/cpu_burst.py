@@ -19,6 +19,7 @@ from koordlet.qosmanager.cpu_burst_policy import (
     node_burst_state, static_burst_us, target_quota,
 )
 from koordlet.qosmanager.framework import QoSContext
+from koordlet.qosmanager.pod_changes import PodChanges
 from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, PodInfo
 from koordlet.statesinformer.node_slo import CPUBurstStrategy
 from resourceexecutor import Outcome
@@ -46,46 +47,66 @@ class CPUBurst:
     name: str = NAME
     gate: str = "CPUBurst"
     limiters: dict[str, BurstLimiter] = field(default_factory=dict)
+    scaled: set[str] = field(default_factory=set)  # containers whose quota we moved off its base
+    seen: set[str] = field(default_factory=set)
+    changes: PodChanges = field(default_factory=PodChanges)  # static burst: new/changed pods, full pass each minute
     rng: random.Random = field(default_factory=random.Random)
 
     async def run(self, ctx: QoSContext) -> None:
         cfg = ctx.slo().cpu_burst_strategy
-        pods = [p for p in ctx.states.pods() if p.qos.effective in BURSTABLE and p.running_containers]
-        state = self.node_state(ctx, cfg)
         now = ctx.clock()
-        usage = ctx.usage()
+        all_pods = ctx.states.pods()
+        quotas = QuotaReads(ctx)
+        changed, _ = self.changes.select(all_pods, now, cfg)
         burst_updaters = []
-        for pod in pods:
-            burst_updaters += self._burst_updaters(ctx, cfg, pod)
-            for container in pod.running_containers:
-                self._scale_quota(ctx, cfg, pod, container, state, now, usage)
+        for pod in changed:
+            if pod.qos.effective in BURSTABLE and pod.running_containers:
+                burst_updaters += self._burst_updaters(ctx, cfg, pod, quotas)
         if burst_updaters:
             result = ctx.executor.update_batch(burst_updaters)
             if result.writes:
                 ctx.metrics.action(NAME, "cfs_burst", result.writes)
                 log.info("cpu_burst_set", writes=result.writes, policy=cfg.policy.value,
                          cpu_burst_percent=cfg.cpu_burst_percent, reason="cpuBurstStrategy")
+        if cfg.policy.cfs_quota_burst or self.scaled or not self.seen:
+            self._scale_quotas(ctx, cfg, all_pods, now, quotas)
+
+    def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, all_pods: tuple[PodInfo, ...], now: float,
+                      quotas: QuotaReads) -> None:
+        running = [(p, p.running_containers) for p in all_pods if p.qos.effective in BURSTABLE]
+        pods = [p for p, containers in running if containers]
+        state = self.node_state(ctx, cfg, all_pods)
+        usage = ctx.usage()
+        for pod, containers in running:
+            for container in containers:
+                self._scale_quota(ctx, cfg, pod, container, state, now, usage, quotas)
         for key in [k for k, limiter in self.limiters.items() if limiter.expired(now)]:
             del self.limiters[key]
+        if len(self.seen) > 4 * max(1, sum(len(p.running_containers) for p in pods)):
+            live = {c.id for p in pods for c in p.running_containers}
+            self.seen &= live
+            self.scaled &= live
 
-    def node_state(self, ctx: QoSContext, cfg: CPUBurstStrategy) -> NodeBurstState:
+    def node_state(self, ctx: QoSContext, cfg: CPUBurstStrategy, pods: tuple[PodInfo, ...]) -> NodeBurstState:
         usage = ctx.usage()
         node_used = usage.average(Metric.NODE_CPU_USAGE_CORES, STATE_WINDOW)
         if node_used is None:
             return NodeBurstState.UNKNOWN
         cpus = len(ctx.topology.cpus) if ctx.topology is not None else \
             ctx.states.node().capacity.get("cpu", 0) // 1000
-        lsr_request, lsr_be_used = 0.0, 0.0
-        for pod in ctx.states.pods():
+        be_total = usage.average(Metric.BE_CPU_USAGE_CORES, STATE_WINDOW)  # one series instead of every BE pod
+        lsr_request, lsr_be_used = 0.0, be_total[0] if be_total else 0.0
+        for pod in pods:
             cls = pod.qos.effective
             if cls is KoordQoSClass.LSR:
                 lsr_request += sum((c.spec.requests.get("cpu", 0) if c.spec else 0) for c in pod.containers) / 1000
-            if cls in (KoordQoSClass.LSR, KoordQoSClass.BE):
+            if cls is KoordQoSClass.LSR or cls is KoordQoSClass.BE and be_total is None:
                 used = usage.average(Metric.POD_CPU_USAGE_CORES, STATE_WINDOW, pod.uid)
                 lsr_be_used += used[0] if used else 0.0
         return node_burst_state(cpus, node_used[0], lsr_request, lsr_be_used, cfg.share_pool_threshold_percent)
 
-    def _burst_updaters(self, ctx: QoSContext, cfg: CPUBurstStrategy, pod: PodInfo) -> list:
+    def _burst_updaters(self, ctx: QoSContext, cfg: CPUBurstStrategy, pod: PodInfo,
+                        quotas: QuotaReads) -> list:
         updaters, pod_total = [], 0
         for container in pod.running_containers:
             if not container.cgroup_dir:
@@ -93,24 +114,12 @@ class CPUBurst:
             value = static_burst_us(container_limit_milli(container), cfg.cpu_burst_percent) \
                 if cfg.policy.cpu_burst else 0
             pod_total += value
-            updaters.append(ctx.executor.updater("cpu.cfs_burst_us", container.cgroup_dir,
-                                                 self._within_quota(ctx, container.cgroup_dir, value)))
+            updaters.append(ctx.updater("cpu.cfs_burst_us", container.cgroup_dir,
+                                        within_quota(value, quotas.get(container.cgroup_dir))))
         if updaters and pod.cgroup_parent:
-            updaters.append(ctx.executor.updater("cpu.cfs_burst_us", pod.cgroup_parent,
-                                                 self._within_quota(ctx, pod.cgroup_parent, pod_total)))
+            updaters.append(ctx.updater("cpu.cfs_burst_us", pod.cgroup_parent,
+                                        within_quota(pod_total, quotas.get(pod.cgroup_parent))))
         return updaters
-
-    @staticmethod
-    def _within_quota(ctx: QoSContext, cgroup_dir: str, burst: int) -> int:
-        """The kernel refuses a burst above the cgroup's quota (EINVAL from tg_set_cfs_bandwidth);
-        koordlet v1.1 wrote 1000 % of the limit and failed on such kernels. Clamp to the quota."""
-        if burst <= 0:
-            return burst
-        try:
-            quota = int(ctx.reader.value("cpu.cfs_quota_us", cgroup_dir))
-        except SystemFileError:
-            return burst
-        return min(burst, quota) if quota > 0 else burst
 
     def _allowed(self, cfg: CPUBurstStrategy, container: ContainerInfo, now: float, usage) -> bool:
         if cfg.cfs_quota_burst_period_seconds < 0:
@@ -129,32 +138,59 @@ class CPUBurst:
         return limiter.allow(now, int(used / limit * 100) if limit > 0 else 0)
 
     def _scale_quota(self, ctx: QoSContext, cfg: CPUBurstStrategy, pod: PodInfo, container: ContainerInfo,
-                     state: NodeBurstState, now: float, usage) -> None:
+                     state: NodeBurstState, now: float, usage, quotas: QuotaReads) -> None:
         base = container_limit_milli(container) * CFS_PERIOD_US // 1000
         if base <= 0 or not container.cgroup_dir:
-            return
-        try:
-            current = int(ctx.reader.value("cpu.cfs_quota_us", container.cgroup_dir))
-            pod_quota = int(ctx.reader.value("cpu.cfs_quota_us", pod.cgroup_parent))
-        except SystemFileError:
-            return
-        if current <= 0:
             return
         throttled = usage.last(Metric.CONTAINER_CPU_THROTTLED_RATIO, container.pod_uid, container.id)
         wanted = container_operation(cfg.policy.cfs_quota_burst, self._allowed(cfg, container, now, usage),
                                      throttled)
         operation = adjust_by_node(state, wanted)
+        first_look = container.id not in self.seen  # after a restart a quota may still be scaled
+        self.seen.add(container.id)
+        if operation is CFSOperation.REMAIN or not first_look and container.id not in self.scaled and \
+                operation in (CFSOperation.RESET, CFSOperation.SCALE_DOWN):
+            return  # nothing to change: a container we never scaled sits at its base quota
+        current = quotas.get(container.cgroup_dir)
+        pod_quota = quotas.get(pod.cgroup_parent)
+        if current is None or pod_quota is None or current <= 0:
+            return
         target = target_quota(operation, current, base, cfg.cfs_quota_burst_percent)
+        if target == base:
+            self.scaled.discard(container.id)
         if target == current:
             return
         delta = target - current
-        levels = [[], [ctx.executor.updater("cpu.cfs_quota_us", container.cgroup_dir, target)]]
+        levels = [[], [ctx.updater("cpu.cfs_quota_us", container.cgroup_dir, target)]]
         if pod_quota > 0:
-            levels[0].append(ctx.executor.updater("cpu.cfs_quota_us", pod.cgroup_parent, pod_quota + delta))
+            levels[0].append(ctx.updater("cpu.cfs_quota_us", pod.cgroup_parent, pod_quota + delta))
         result = ctx.executor.update_levels(levels, use_cache=False)
         if result.outcomes and result.outcomes[-1] is Outcome.WRITTEN:
-            action = operation.value if operation is not CFSOperation.REMAIN else "adjust"
-            ctx.metrics.action(NAME, action)
+            if target != base:
+                self.scaled.add(container.id)
+            ctx.metrics.action(NAME, operation.value)
             log.info("cfs_quota_scaled", pod=f"{pod.namespace}/{pod.name}", container=container.name,
                      operation=operation.value, quota_us=target, previous_us=current, node_state=state.value,
                      reason="throttled" if wanted is CFSOperation.SCALE_UP else wanted.value)
+
+
+class QuotaReads:
+    """cpu.cfs_quota_us of each cgroup, read at most once a round (None: unreadable)."""
+
+    def __init__(self, ctx: QoSContext) -> None:
+        self._ctx = ctx
+        self._values: dict[str, int | None] = {}
+
+    def get(self, cgroup_dir: str) -> int | None:
+        if cgroup_dir not in self._values:
+            try:
+                self._values[cgroup_dir] = int(self._ctx.reader.value("cpu.cfs_quota_us", cgroup_dir))
+            except SystemFileError:
+                self._values[cgroup_dir] = None
+        return self._values[cgroup_dir]
+
+
+def within_quota(burst: int, quota: int | None) -> int:
+    """The kernel refuses a burst above the cgroup's quota (EINVAL from tg_set_cfs_bandwidth);
+    koordlet v1.1 wrote 1000 % of the limit and failed on such kernels. Clamp to the quota."""
+    return min(burst, quota) if burst > 0 and quota is not None and quota > 0 else burst

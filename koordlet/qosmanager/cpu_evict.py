@@ -132,6 +132,7 @@ class CPUEvict:
     gate: str = "BECPUEvict"
     last_evict: float | None = None
     samples: deque[BECPUSample] = field(default_factory=deque)
+    requests: dict[str, tuple[PodInfo, int]] = field(default_factory=dict)
 
     def real_limit_milli(self, ctx: QoSContext) -> int | None:
         be_dir = ctx.dirs.besteffort
@@ -196,5 +197,10 @@ class CPUEvict:
             if not known:
                 return
             used = sum(known)
-        request = sum(pod_batch_cpu_request(p) for p in be_pods)
+        requests = {}
+        for p in be_pods:  # a pod's spec is frozen: its request is computed once
+            known = self.requests.get(p.uid)
+            requests[p.uid] = known if known is not None and known[0] is p else (p, pod_batch_cpu_request(p))
+        self.requests = requests
+        request = sum(r for _, r in requests.values())
         self.samples.append(BECPUSample(now, limit, request, int(used * 1000)))

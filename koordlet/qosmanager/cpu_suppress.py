@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import structlog
@@ -19,6 +20,7 @@ from koordlet.qosmanager.cpu_suppress_policy import (
     split_between_pools,
 )
 from koordlet.qosmanager.framework import QoSContext
+from koordlet.qosmanager.pod_changes import PodChanges
 from koordlet.statesinformer.model import KoordQoSClass, PodInfo
 from koordlet.statesinformer.node_slo import CPUSuppressPolicy
 from resourceexecutor import Outcome
@@ -51,23 +53,16 @@ def node_cpus(ctx: QoSContext) -> list[CpuInfo]:
     return [CpuInfo(cpu, cpu, 0, 0, 0) for cpu in range(count)]
 
 
-def be_tree(ctx: QoSContext, subsystem: str, max_depth: int = 2) -> list[str]:
-    """The BE tier dir and the cgroups below it down to containers (depth 2)."""
+def be_tree(ctx: QoSContext, pods: Iterable[PodInfo]) -> list[str]:
+    """The BE tier dir, then the pods' (those below it) and their running containers' dirs,
+    from the states informer: walking the tree would cost a directory scan per pod."""
     root = ctx.dirs.besteffort
-    found: list[str] = []
-    level = [root]
-    for depth in range(max_depth + 1):
-        following: list[str] = []
-        for directory in level:
-            if depth == 0 and not ctx.reader.files.exists(directory, subsystem):
-                return []
-            found.append(directory)
-            if depth < max_depth:
-                try:
-                    following.extend(ctx.reader.files.children(directory, subsystem))
-                except SystemFileError:
-                    continue
-        level = following
+    below = root + "/"
+    found = [root]
+    for pod in pods:
+        if pod.cgroup_parent.startswith(below):
+            found.append(pod.cgroup_parent)
+            found.extend(c.cgroup_dir for c in pod.running_containers if c.cgroup_dir)
     return found
 
 
@@ -78,6 +73,7 @@ class CPUSuppress:
     gate: str = "BECPUSuppress"
     # policy -> True while it is in force (False once restored), like koordlet's status map
     in_force: dict[CPUSuppressPolicy, bool] = field(default_factory=dict)
+    changes: PodChanges = field(default_factory=PodChanges)
 
     async def run(self, ctx: QoSContext) -> None:
         strategy = ctx.slo().resource_used_threshold_with_be
@@ -91,12 +87,16 @@ class CPUSuppress:
         if node_used is None:
             log.debug("cpu_suppress_skipped", reason="no recent node CPU usage")
             return
+        # Pods the informer does not know are left out: their usage then counts as system
+        # usage instead of LS usage, which takes the same CPUs from the BE budget.
         pod_used: dict[str, int] = {}
-        for key in ctx.metric_cache.keys(Metric.POD_CPU_USAGE_CORES):
-            value = usage.last(Metric.POD_CPU_USAGE_CORES, key.pod_uid)
+        be_uids = []
+        for p in ctx.states.pods():
+            value = usage.last(Metric.POD_CPU_USAGE_CORES, p.uid)
             if value is not None:
-                pod_used[key.pod_uid] = int(value * 1000)
-        be_uids = [p.uid for p in ctx.states.pods() if p.qos.effective is KoordQoSClass.BE]
+                pod_used[p.uid] = int(value * 1000)
+            if p.qos.effective is KoordQoSClass.BE:
+                be_uids.append(p.uid)
         allocatable = node.allocatable.get("cpu") or node.capacity.get("cpu", 0)
         budget = be_suppress_budget(allocatable, strategy.cpu_suppress_threshold_percent,
                                     int(node_used * 1000), pod_used, be_uids)
@@ -125,7 +125,7 @@ class CPUSuppress:
         new = be_cfs_quota(be_milli, current, capacity)
         if new is None:
             return
-        result = ctx.executor.update(ctx.executor.updater("cpu.cfs_quota_us", be_dir, new),
+        result = ctx.executor.update(ctx.updater("cpu.cfs_quota_us", be_dir, new),
                                      use_cache=False)
         ctx.metrics.suppressed(CPUSuppressPolicy.CFS_QUOTA.value, new / CFS_PERIOD_US)
         if result.outcome is Outcome.WRITTEN:
@@ -137,7 +137,7 @@ class CPUSuppress:
         if self.in_force.get(CPUSuppressPolicy.CFS_QUOTA) is False:
             return
         be_dir = ctx.dirs.besteffort
-        result = ctx.executor.update(ctx.executor.updater("cpu.cfs_quota_us", be_dir, UNLIMITED_QUOTA),
+        result = ctx.executor.update(ctx.updater("cpu.cfs_quota_us", be_dir, UNLIMITED_QUOTA),
                                      use_cache=False)
         if result.outcome in (Outcome.WRITTEN, Outcome.SKIPPED):
             self.in_force[CPUSuppressPolicy.CFS_QUOTA] = False
@@ -158,30 +158,35 @@ class CPUSuppress:
         return lsr, ls
 
     def by_cpuset(self, ctx: QoSContext, be_milli: int) -> None:
-        dirs = be_tree(ctx, "cpuset")
-        if not dirs:
-            log.debug("cpu_suppress_skipped", reason="no BE cpuset cgroup", cgroup=ctx.dirs.besteffort)
+        be_dir = ctx.dirs.besteffort
+        if not ctx.reader.files.exists(be_dir, "cpuset"):
+            log.debug("cpu_suppress_skipped", reason="no BE cpuset cgroup", cgroup=be_dir)
             return
         try:
-            current = ctx.reader.cpuset_cpus(dirs[0])
+            current = ctx.reader.cpuset_cpus(be_dir)
         except SystemFileError as exc:
             log.warning("cpu_suppress_skipped", reason="cannot read BE cpuset", error=str(exc))
             return
         lsr, ls = self._pools(ctx)
         size = be_cpuset_size(be_milli, len(current), len(node_cpus(ctx)))
         from_lsr, from_ls = split_between_pools(size, len(lsr), len(ls))
-        cpus = pick_cpus(from_lsr, lsr) + pick_cpus(from_ls, ls)
+        cpus = frozenset(pick_cpus(from_lsr, lsr) + pick_cpus(from_ls, ls))
         self.in_force[CPUSuppressPolicy.CPUSET] = True
         if not cpus:
             log.warning("cpu_suppress_skipped", reason="not enough CPUs in the pools", wanted=size)
             return
-        self._write_cpuset(ctx, dirs, frozenset(cpus), "cpuset", be_milli)
+        # the same CPUs as last round: only new or changed BE pods need writing (all of them each minute)
+        be_pods = [p for p in ctx.states.pods() if p.cgroup_parent.startswith(be_dir + "/")]
+        pods, _ = self.changes.select(be_pods, ctx.clock(), cpus)
+        if pods:
+            self._write_cpuset(ctx, be_tree(ctx, pods), cpus, "cpuset", be_milli)
         ctx.metrics.suppressed(CPUSuppressPolicy.CPUSET.value, len(cpus))
 
     def restore_cpuset(self, ctx: QoSContext) -> None:
         if self.in_force.get(CPUSuppressPolicy.CPUSET) is False:
             return
-        dirs = be_tree(ctx, "cpuset")
+        dirs = be_tree(ctx, ctx.states.pods()) if ctx.reader.files.exists(ctx.dirs.besteffort, "cpuset") else []
+        self.changes.forget()
         lse = set()
         for pod in ctx.states.pods():
             if pod.qos.effective is KoordQoSClass.LSE:
@@ -194,7 +199,7 @@ class CPUSuppress:
 
     def _write_cpuset(self, ctx: QoSContext, dirs: list[str], cpus: frozenset[int], action: str,
                       be_milli: int | None) -> bool:
-        updaters = [ctx.executor.updater("cpuset.cpus", d, cpus) for d in dirs]
+        updaters = [ctx.updater("cpuset.cpus", d, cpus) for d in dirs]
         result = ctx.executor.update_batch(updaters)
         if result.writes:
             ctx.metrics.action(NAME, action)

@@ -14,11 +14,12 @@ on Anolis kernels; elsewhere the executor reports them unsupported once and move
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
 from koordlet.qosmanager.framework import QoSContext
+from koordlet.qosmanager.pod_changes import PodChanges
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
 from koordlet.statesinformer.node_slo import MemoryQOS
 
@@ -68,12 +69,14 @@ class MemoryQoS:
     interval: float = 1.0
     name: str = NAME
     gate: str = "CgroupReconcile"
+    changes: PodChanges = field(default_factory=PodChanges)
 
     async def run(self, ctx: QoSContext) -> None:
         slo = ctx.slo()
         allocatable = ctx.states.node().allocatable.get("memory", 0) or ctx.states.node().capacity.get("memory", 0)
+        pods, _ = self.changes.select(ctx.states.pods(), ctx.clock(), (slo.resource_qos_strategy, allocatable))
         pod_level, container_level = [], []
-        for pod in ctx.states.pods():
+        for pod in pods:
             cfg = slo.memory_qos(pod.qos.effective)
             if cfg is None or not pod.cgroup_parent:
                 continue
@@ -95,6 +98,6 @@ class MemoryQoS:
 
     @staticmethod
     def _updaters(ctx: QoSContext, cgroup_dir: str, values: MemoryQoSValues) -> list:
-        make = ctx.executor.updater
+        make = ctx.updater
         return [make("memory.min", cgroup_dir, values.min), make("memory.low", cgroup_dir, values.low),
                 make("memory.high", cgroup_dir, values.high)]

@@ -9,13 +9,14 @@ cache and full bandwidth. LSE pods share the LSR group; pods without a class go 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 import structlog
 
 from koordlet.qosmanager.framework import QoSContext
-from koordlet.statesinformer.model import KoordQoSClass
+from koordlet.qosmanager.pod_changes import PodChanges
+from koordlet.statesinformer.model import KoordQoSClass, PodInfo
 from koordlet.statesinformer.node_slo import ResctrlQOS
 from resourceexecutor.resctrl_writer import ResctrlWriter
 from system.errors import SystemFileError
@@ -65,6 +66,8 @@ class ResctrlQoS:
     name: str = NAME
     gate: str = "RdtResctrl"
     info: ResctrlInfo | None = None
+    # a task's children inherit its group, so new and changed pods (and a periodic full pass) suffice
+    changes: PodChanges = field(default_factory=PodChanges)
 
     async def run(self, ctx: QoSContext) -> None:
         if self.info is None:
@@ -88,12 +91,13 @@ class ResctrlQoS:
                 ctx.metrics.action(NAME, "schemata")
                 log.info("resctrl_schemata_set", group=group, schemata=wanted, enabled=cfg.enable,
                          reason="resourceQOSStrategy.resctrlQOS")
-        self._move_tasks(ctx, writer)
+        pods, _ = self.changes.select(ctx.states.pods(), ctx.clock(), None)
+        self._move_tasks(ctx, writer, pods)
 
     @staticmethod
-    def _move_tasks(ctx: QoSContext, writer: ResctrlWriter) -> None:
+    def _move_tasks(ctx: QoSContext, writer: ResctrlWriter, pods: list[PodInfo]) -> None:
         tasks: dict[str, set[int]] = {group: set() for group in GROUPS}
-        for pod in ctx.states.pods():
+        for pod in pods:
             group = GROUP_OF.get(pod.qos.effective)
             if group is None:
                 continue

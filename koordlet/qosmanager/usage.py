@@ -17,8 +17,9 @@ class UsageView:
     now: float
     max_age: float = 5.0  # koordlet's "last" reads look back 2 collect intervals; we allow a little more
 
+    # Metric is a str enum: it hashes and compares as its name, so keys are built without .value.
     def last(self, metric: Metric, pod_uid: str = "", container_id: str = "") -> float | None:
-        sample = self.cache.latest(SeriesKey.of(metric, pod_uid, container_id))
+        sample = self.cache.latest(SeriesKey(metric, pod_uid, container_id))
         if sample is None or self.now - sample.timestamp > self.max_age:
             return None
         return sample.value
@@ -27,7 +28,7 @@ class UsageView:
                 container_id: str = "") -> tuple[float, int] | None:
         """(avg, sample count) over [now - window, now], or None under the cold-start rule."""
         try:
-            aggregate = self.cache.aggregate(SeriesKey.of(metric, pod_uid, container_id),
+            aggregate = self.cache.aggregate(SeriesKey(metric, pod_uid, container_id),
                                              self.now - window, self.now)
         except NotEnoughData:
             return None

@@ -107,12 +107,13 @@ class Rig:
     clock: Clock = field(default_factory=Clock)
     slo: StaticNodeSLO = field(default_factory=StaticNodeSLO)
     io: CgroupFileIO | None = None  # FakeTreeIO on fake trees
+    keep_open: bool = False  # the reader keeps fds open (the daemon does; tests rewrite files)
 
     def __post_init__(self) -> None:
         self.states = StaticStates(self.node)
         self.cache = ListMetricCache()
         self.executor = ResourceExecutor(CgroupFiles(self.host), io=self.io)
-        self.reader = CgroupReader(self.executor.files, keep_open=False)
+        self.reader = CgroupReader(self.executor.files, keep_open=self.keep_open)
         self.registry = CollectorRegistry()
         self.metrics = QoSMetrics(self.registry, self.node.name)
         self.ctx = QoSContext(self.states, self.cache, self.slo, self.executor, self.reader,

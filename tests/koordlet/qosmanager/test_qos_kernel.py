@@ -33,7 +33,8 @@ def rig(sandbox):
     node = NodeInfo("node-k", capacity={"cpu": cpus * 1000, "memory": 1 << 33},
                     allocatable={"cpu": cpus * 1000, "memory": 1 << 33})
     rig = Rig(host, node, prefix=name)
-    rig.states.put(pod("be1", KoordQoSClass.BE, f"{name}/kubepods/besteffort/podbe1"))
+    rig.states.put(pod("be1", KoordQoSClass.BE, f"{name}/kubepods/besteffort/podbe1", containers=(
+        container("cbe1", "be1", f"{name}/kubepods/besteffort/podbe1/cbe1"),)))
     rig.states.put(pod("ls1", KoordQoSClass.LS, f"{name}/kubepods/burstable/podls1", containers=(
         container("cls1", "ls1", f"{name}/kubepods/burstable/podls1/cls1", limits={"cpu": 1000}),)))
     yield rig

@@ -42,7 +42,8 @@ def v1(tmp_path):
               "kubepods/besteffort/podbe1/cbe1", "kubepods/burstable", "kubepods/burstable/podls1"):
         add_cgroup(host, d)
     rig = Rig(host, NODE, io=FakeTreeIO())
-    rig.states.put(pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1"))
+    rig.states.put(pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1", containers=(
+        container("cbe1", "be1", "kubepods/besteffort/podbe1/cbe1"),)))
     rig.states.put(pod("ls1", KoordQoSClass.LS, "kubepods/burstable/podls1"))
     yield rig
     rig.close()
@@ -99,7 +100,7 @@ def test_no_usage_means_no_change(v1):
 
 def test_memory_evict_round_then_cool_down(v1):
     v1.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {"enable": True}}))
-    v1.states.put(pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1", priority=5000))
+    v1.states.put(pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1", priority=5000))  # no containers
     v1.states.put(pod("be2", KoordQoSClass.BE, "kubepods/besteffort/podbe2", priority=3000))
     now = v1.clock()
     v1.cache.put(Metric.NODE_MEMORY_USAGE_BYTES, 12 * GiB, now)  # 75 % of 16 GiB
