@@ -57,13 +57,13 @@ class CPUBurst:
         now = ctx.clock()
         all_pods = ctx.states.pods()
         quotas = QuotaReads(ctx)
-        changed, _ = self.changes.select(all_pods, now, cfg)
+        changed, full = self.changes.select(all_pods, now, cfg)
         burst_updaters = []
         for pod in changed:
             if pod.qos.effective in BURSTABLE and pod.running_containers:
                 burst_updaters += self._burst_updaters(ctx, cfg, pod, quotas)
         if burst_updaters:
-            result = ctx.executor.update_batch(burst_updaters)
+            result = ctx.executor.update_batch(burst_updaters, use_cache=not full)  # full pass: re-read
             if result.writes:
                 ctx.metrics.action(NAME, "cfs_burst", result.writes)
                 log.info("cpu_burst_set", writes=result.writes, policy=cfg.policy.value,

@@ -177,9 +177,9 @@ class CPUSuppress:
             return
         # the same CPUs as last round: only new or changed BE pods need writing (all of them each minute)
         be_pods = [p for p in ctx.states.pods() if p.cgroup_parent.startswith(be_dir + "/")]
-        pods, _ = self.changes.select(be_pods, ctx.clock(), cpus)
-        if pods:
-            self._write_cpuset(ctx, be_tree(ctx, pods), cpus, "cpuset", be_milli)
+        pods, full = self.changes.select(be_pods, ctx.clock(), cpus)
+        if pods or full:
+            self._write_cpuset(ctx, be_tree(ctx, pods), cpus, "cpuset", be_milli, full)
         ctx.metrics.suppressed(CPUSuppressPolicy.CPUSET.value, len(cpus))
 
     def restore_cpuset(self, ctx: QoSContext) -> None:
@@ -198,9 +198,9 @@ class CPUSuppress:
             self.in_force[CPUSuppressPolicy.CPUSET] = False
 
     def _write_cpuset(self, ctx: QoSContext, dirs: list[str], cpus: frozenset[int], action: str,
-                      be_milli: int | None) -> bool:
+                      be_milli: int | None, full: bool = True) -> bool:
         updaters = [ctx.updater("cpuset.cpus", d, cpus) for d in dirs]
-        result = ctx.executor.update_batch(updaters)
+        result = ctx.executor.update_batch(updaters, use_cache=not full)  # a full pass re-reads every file
         if result.writes:
             ctx.metrics.action(NAME, action)
             log.info("be_cpu_suppressed" if be_milli is not None else "be_cpu_suppress_restored",

@@ -74,7 +74,7 @@ class MemoryQoS:
     async def run(self, ctx: QoSContext) -> None:
         slo = ctx.slo()
         allocatable = ctx.states.node().allocatable.get("memory", 0) or ctx.states.node().capacity.get("memory", 0)
-        pods, _ = self.changes.select(ctx.states.pods(), ctx.clock(), (slo.resource_qos_strategy, allocatable))
+        pods, full = self.changes.select(ctx.states.pods(), ctx.clock(), (slo.resource_qos_strategy, allocatable))
         pod_level, container_level = [], []
         for pod in pods:
             cfg = slo.memory_qos(pod.qos.effective)
@@ -90,7 +90,7 @@ class MemoryQoS:
                     container_level += self._updaters(ctx, container.cgroup_dir, values)
         if not pod_level:
             return
-        result = ctx.executor.update_levels([pod_level, container_level])
+        result = ctx.executor.update_levels([pod_level, container_level], use_cache=not full)  # full: re-read
         if result.writes:
             ctx.metrics.action(NAME, "write", result.writes)
             log.info("memory_qos_applied", writes=result.writes, cgroups=len(pod_level) // 3,
