@@ -199,6 +199,7 @@ class CgroupPerfGroups:
         self._groups = groups
         self._leaders = [group[0] for group in groups]
         self._size = group_read_size(len(events))
+        self._words = struct.Struct("=%dQ" % (_HEADER_WORDS + len(events)))
 
     @classmethod
     def open(
@@ -256,6 +257,11 @@ class CgroupPerfGroups:
         return sum(len(group) for group in self._groups)
 
     @property
+    def leader_fds(self) -> tuple[int, ...]:
+        """One fd per CPU whose read returns the whole group (for benches and batching)."""
+        return tuple(self._leaders)
+
+    @property
     def closed(self) -> bool:
         return not self._groups
 
@@ -277,7 +283,34 @@ class CgroupPerfGroups:
         return samples
 
     def read(self) -> PerfCounts:
-        return sum_samples(self.events, self.read_samples())
+        """Scaled counts summed over CPUs: ``sum_samples(events, read_samples())`` without
+        the per-CPU value objects (this runs for every container every window)."""
+        if not self._groups:
+            raise InvalidValue("perf groups of %s are closed" % self.path)
+        n = len(self.events)
+        totals = [0] * n
+        enabled_sum = running_sum = 0
+        unpack, size, read = self._words.unpack, self._size, os.read
+        for leader in self._leaders:
+            try:
+                words = unpack(read(leader, size))
+            except OSError as exc:
+                code = exc.errno or errno_codes.EIO
+                raise PerfUnavailable(
+                    "perf read failed", code, reason_for_errno(code), self.path
+                ) from None
+            except struct.error:
+                raise InvalidValue("short perf group read", self.path) from None
+            if words[0] != n:
+                raise InvalidValue("perf group holds %d events, expected %d" % (words[0], n))
+            enabled, running = words[1], words[2]
+            enabled_sum += enabled
+            running_sum += running
+            values = words[_HEADER_WORDS:]
+            if 0 < running < enabled:  # multiplexed on this cpu
+                values = tuple(scale_count(value, enabled, running) for value in values)
+            totals = [total + value for total, value in zip(totals, values)]
+        return PerfCounts(self.events, tuple(totals), enabled_sum, running_sum)
 
     def close(self) -> None:
         groups, self._groups, self._leaders = self._groups, [], []

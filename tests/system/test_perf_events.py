@@ -6,6 +6,7 @@ Real-kernel counting lives in test_kernel_perf.py.
 from __future__ import annotations
 
 import errno
+import os
 import struct
 import subprocess
 import sys
@@ -264,3 +265,22 @@ def test_missing_extension_is_a_clear_error_not_a_crash():
                          cwd=Path(__file__).resolve().parents[2], timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok") and "not built" in out.stdout
+
+
+def test_read_path_scales_and_sums_like_the_pure_function(tmp_path):
+    # pipes stand in for the leaders' fds: each holds one read-out in the kernel's layout,
+    # so the hot read path is checked against sum_samples (the kernel is in test_kernel_perf)
+    events = (PerfEvent.CYCLES, PerfEvent.INSTRUCTIONS)
+    samples = [GroupSample(100, 50, (1000, 400)), GroupSample(0, 0, (7, 3)),
+               GroupSample(90, 90, (300, 100))]
+    fds = []
+    try:
+        for sample in samples:
+            r, w = os.pipe()
+            fds += [r, w]
+            os.write(w, _group_buf(sample.time_enabled_ns, sample.time_running_ns, *sample.values))
+        groups = CgroupPerfGroups(tmp_path, events, (0, 1, 2), [(fds[0],), (fds[2],), (fds[4],)])
+        assert groups.read() == sum_samples(events, samples)
+    finally:
+        for fd in fds:
+            os.close(fd)
