@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from system.cgroup_files import clean_cgroup_dir
 from system.cgroup_version import CgroupHierarchy
 from system.errors import InvalidValue, NotSupported, classify_os_error
 from system.perf_access import (
@@ -162,9 +163,7 @@ def perf_cgroup_path(hierarchy: CgroupHierarchy, cgroup_dir: str) -> Path:
     root = hierarchy.v1_root("perf_event") or hierarchy.unified_root
     if root is None:
         raise NotSupported("no perf_event cgroup hierarchy", hierarchy.cgroup_root)
-    rel = cgroup_dir.strip("/")
-    if ".." in rel.split("/"):
-        raise InvalidValue("'..' in cgroup dir %r" % cgroup_dir)
+    rel = clean_cgroup_dir(cgroup_dir)
     return root / rel if rel else root
 
 
@@ -265,40 +264,34 @@ class CgroupPerfGroups:
     def closed(self) -> bool:
         return not self._groups
 
-    def read_samples(self) -> list[GroupSample]:
-        """One raw sample per CPU, in ``cpus`` order."""
+    def _raw_reads(self) -> list[bytes]:
+        """One read-out per CPU, in ``cpus`` order; errors typed."""
         if not self._groups:
             raise InvalidValue("perf groups of %s are closed" % self.path)
+        size, read = self._size, os.read
+        try:
+            return [read(leader, size) for leader in self._leaders]
+        except OSError as exc:
+            code = exc.errno or errno_codes.EIO
+            raise PerfUnavailable(
+                "perf read failed", code, reason_for_errno(code), self.path
+            ) from None
+
+    def read_samples(self) -> list[GroupSample]:
+        """One raw (unscaled) sample per CPU, in ``cpus`` order."""
         n = len(self.events)
-        samples = []
-        for leader in self._leaders:
-            try:
-                buf = os.read(leader, self._size)
-            except OSError as exc:
-                code = exc.errno or errno_codes.EIO
-                raise PerfUnavailable(
-                    "perf read failed", code, reason_for_errno(code), self.path
-                ) from None
-            samples.append(parse_group_read(buf, n))
-        return samples
+        return [parse_group_read(buf, n) for buf in self._raw_reads()]
 
     def read(self) -> PerfCounts:
         """Scaled counts summed over CPUs: ``sum_samples(events, read_samples())`` without
         the per-CPU value objects (this runs for every container every window)."""
-        if not self._groups:
-            raise InvalidValue("perf groups of %s are closed" % self.path)
         n = len(self.events)
         totals = [0] * n
         enabled_sum = running_sum = 0
-        unpack, size, read = self._words.unpack, self._size, os.read
-        for leader in self._leaders:
+        unpack = self._words.unpack
+        for buf in self._raw_reads():
             try:
-                words = unpack(read(leader, size))
-            except OSError as exc:
-                code = exc.errno or errno_codes.EIO
-                raise PerfUnavailable(
-                    "perf read failed", code, reason_for_errno(code), self.path
-                ) from None
+                words = unpack(buf)
             except struct.error:
                 raise InvalidValue("short perf group read", self.path) from None
             if words[0] != n:
