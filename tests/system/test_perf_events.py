@@ -284,3 +284,29 @@ def test_read_path_scales_and_sums_like_the_pure_function(tmp_path):
     finally:
         for fd in fds:
             os.close(fd)
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=8),
+       st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
+def test_group_read_round_trip(values, enabled, running):
+    sample = parse_group_read(_group_buf(enabled, running, *values), len(values))
+    assert sample == GroupSample(enabled, running, tuple(values))
+
+
+def test_fd_limit_is_raised_towards_the_hard_limit_never_lowered():
+    code = textwrap.dedent("""
+        import resource
+        from system.perf_access import raise_fd_limit
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+        assert raise_fd_limit(wanted=32) == 64  # never lowered
+        assert raise_fd_limit(wanted=128) == 128 == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        top = raise_fd_limit()
+        assert top == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        assert top == hard or hard == resource.RLIM_INFINITY
+        print("ok")
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2], timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "ok"
