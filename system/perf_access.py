@@ -23,6 +23,7 @@ CAP_PERFMON = 38  # Linux >= 5.8
 MAX_UNPRIVILEGED_CPU_PARANOID = 0
 # fds kept free for everything else the daemon opens (sockets, cgroup files, sqlite)
 DEFAULT_FD_RESERVE = 256
+_NR_OPEN_DEFAULT = 1 << 20
 
 
 class PerfUnavailableReason(Enum):
@@ -103,7 +104,7 @@ def fd_cost(n_events: int, n_cpus: int) -> int:
 def fd_headroom(soft_limit: int, open_fds: int, reserve: int = DEFAULT_FD_RESERVE) -> int:
     """fds still free for perf groups; never negative. An infinite limit counts as 2**20."""
     if soft_limit == resource.RLIM_INFINITY or soft_limit < 0:
-        soft_limit = 1 << 20
+        soft_limit = _NR_OPEN_DEFAULT
     return max(0, soft_limit - open_fds - reserve)
 
 
@@ -162,3 +163,21 @@ def read_fd_headroom(reserve: int = DEFAULT_FD_RESERVE, fd_dir: Path | None = No
             "cannot count open fds", errno_codes.ENOENT, PerfUnavailableReason.OTHER, directory
         ) from None
     return fd_headroom(soft, open_fds, reserve)
+
+
+def raise_fd_limit(wanted: int | None = None) -> int:
+    """Raise this process's RLIMIT_NOFILE soft limit towards the hard limit (to ``wanted``
+    when given and lower); returns the soft limit now in force. systemd starts services at
+    a soft limit of 1024, which 2 events x 64 CPUs exhaust with 8 containers."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # an infinite hard limit still stops at fs.nr_open (1 << 20 by default)
+    ceiling = _NR_OPEN_DEFAULT if hard == resource.RLIM_INFINITY else hard
+    target = ceiling if wanted is None else min(wanted, ceiling)
+    if soft == resource.RLIM_INFINITY or target <= soft:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):  # above fs.nr_open: keep what we have
+        return soft
+    return target
+

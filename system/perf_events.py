@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from system.cgroup_files import clean_cgroup_dir
 from system.cgroup_version import CgroupHierarchy
 from system.errors import InvalidValue, NotSupported, classify_os_error
 from system.perf_access import (
@@ -162,9 +163,7 @@ def perf_cgroup_path(hierarchy: CgroupHierarchy, cgroup_dir: str) -> Path:
     root = hierarchy.v1_root("perf_event") or hierarchy.unified_root
     if root is None:
         raise NotSupported("no perf_event cgroup hierarchy", hierarchy.cgroup_root)
-    rel = cgroup_dir.strip("/")
-    if ".." in rel.split("/"):
-        raise InvalidValue("'..' in cgroup dir %r" % cgroup_dir)
+    rel = clean_cgroup_dir(cgroup_dir)
     return root / rel if rel else root
 
 
@@ -199,6 +198,7 @@ class CgroupPerfGroups:
         self._groups = groups
         self._leaders = [group[0] for group in groups]
         self._size = group_read_size(len(events))
+        self._words = struct.Struct("=%dQ" % (_HEADER_WORDS + len(events)))
 
     @classmethod
     def open(
@@ -256,28 +256,54 @@ class CgroupPerfGroups:
         return sum(len(group) for group in self._groups)
 
     @property
+    def leader_fds(self) -> tuple[int, ...]:
+        """One fd per CPU whose read returns the whole group (for benches and batching)."""
+        return tuple(self._leaders)
+
+    @property
     def closed(self) -> bool:
         return not self._groups
 
-    def read_samples(self) -> list[GroupSample]:
-        """One raw sample per CPU, in ``cpus`` order."""
+    def _raw_reads(self) -> list[bytes]:
+        """One read-out per CPU, in ``cpus`` order; errors typed."""
         if not self._groups:
             raise InvalidValue("perf groups of %s are closed" % self.path)
+        size, read = self._size, os.read
+        try:
+            return [read(leader, size) for leader in self._leaders]
+        except OSError as exc:
+            code = exc.errno or errno_codes.EIO
+            raise PerfUnavailable(
+                "perf read failed", code, reason_for_errno(code), self.path
+            ) from None
+
+    def read_samples(self) -> list[GroupSample]:
+        """One raw (unscaled) sample per CPU, in ``cpus`` order."""
         n = len(self.events)
-        samples = []
-        for leader in self._leaders:
-            try:
-                buf = os.read(leader, self._size)
-            except OSError as exc:
-                code = exc.errno or errno_codes.EIO
-                raise PerfUnavailable(
-                    "perf read failed", code, reason_for_errno(code), self.path
-                ) from None
-            samples.append(parse_group_read(buf, n))
-        return samples
+        return [parse_group_read(buf, n) for buf in self._raw_reads()]
 
     def read(self) -> PerfCounts:
-        return sum_samples(self.events, self.read_samples())
+        """Scaled counts summed over CPUs: ``sum_samples(events, read_samples())`` without
+        the per-CPU value objects (this runs for every container every window)."""
+        n = len(self.events)
+        totals = [0] * n
+        enabled_sum = running_sum = 0
+        unpack = self._words.unpack
+        for buf in self._raw_reads():
+            try:
+                words = unpack(buf)
+            except struct.error:
+                raise InvalidValue("short perf group read", self.path) from None
+            if words[0] != n:
+                raise InvalidValue("perf group holds %d events, expected %d" % (words[0], n))
+            enabled, running = words[1], words[2]
+            enabled_sum += enabled
+            running_sum += running
+            values = words[_HEADER_WORDS:]
+            if 0 < running < enabled:  # multiplexed on this cpu
+                values = tuple(scale_count(value, enabled, running) for value in values)
+            totals = [total + value for total, value in zip(totals, values)]
+        return PerfCounts(self.events, tuple(totals), enabled_sum, running_sum)
 
     def close(self) -> None:
         groups, self._groups, self._leaders = self._groups, [], []

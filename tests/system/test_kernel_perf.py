@@ -36,6 +36,7 @@ from system.perf_events import (
     extension_available,
     perf_cgroup_path,
     probe_events,
+    sum_samples,
 )
 from system.topology import read_online_cpus
 from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox
@@ -146,6 +147,9 @@ def test_task_clock_follows_the_cgroups_cpu_time_and_stops_when_idle(perf_cgroup
         _busy_in(path, 0.5)
         first = groups.read()
         again = groups.read()
+        samples = groups.read_samples()
+    assert len(samples) == len(_cpus())
+    assert sum_samples(SOFTWARE_PAIR, samples) == first
     task_clock = first.value(PerfEvent.TASK_CLOCK)
     assert task_clock > 0
     assert again == first  # nothing runs in the cgroup any more: counts stand still

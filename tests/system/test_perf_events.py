@@ -6,6 +6,7 @@ Real-kernel counting lives in test_kernel_perf.py.
 from __future__ import annotations
 
 import errno
+import os
 import struct
 import subprocess
 import sys
@@ -264,3 +265,48 @@ def test_missing_extension_is_a_clear_error_not_a_crash():
                          cwd=Path(__file__).resolve().parents[2], timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok") and "not built" in out.stdout
+
+
+def test_read_path_scales_and_sums_like_the_pure_function(tmp_path):
+    # pipes stand in for the leaders' fds: each holds one read-out in the kernel's layout,
+    # so the hot read path is checked against sum_samples (the kernel is in test_kernel_perf)
+    events = (PerfEvent.CYCLES, PerfEvent.INSTRUCTIONS)
+    samples = [GroupSample(100, 50, (1000, 400)), GroupSample(0, 0, (7, 3)),
+               GroupSample(90, 90, (300, 100))]
+    fds = []
+    try:
+        for sample in samples:
+            r, w = os.pipe()
+            fds += [r, w]
+            os.write(w, _group_buf(sample.time_enabled_ns, sample.time_running_ns, *sample.values))
+        groups = CgroupPerfGroups(tmp_path, events, (0, 1, 2), [(fds[0],), (fds[2],), (fds[4],)])
+        assert groups.read() == sum_samples(events, samples)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=8),
+       st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
+def test_group_read_round_trip(values, enabled, running):
+    sample = parse_group_read(_group_buf(enabled, running, *values), len(values))
+    assert sample == GroupSample(enabled, running, tuple(values))
+
+
+def test_fd_limit_is_raised_towards_the_hard_limit_never_lowered():
+    code = textwrap.dedent("""
+        import resource
+        from system.perf_access import raise_fd_limit
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+        assert raise_fd_limit(wanted=32) == 64  # never lowered
+        assert raise_fd_limit(wanted=128) == 128 == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        top = raise_fd_limit()
+        assert top == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        assert top == hard or hard == resource.RLIM_INFINITY
+        print("ok")
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2], timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "ok"
