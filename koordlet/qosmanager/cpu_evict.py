@@ -6,15 +6,14 @@ their real limit, release request * (upper% - satisfaction) milli-cores (the sma
 the window and current figures) by evicting BE pods: lowest priority first, then the
 highest usage / request. Cool-down 20 s after a round that evicted.
 
-The real limit is the BE tier's cpuset size or its CFS quota, whichever is smaller; the
-strategy samples it (with the request and usage) each round into its own window.
+The real limit (the BE tier's cpuset size or CFS quota, whichever is smaller), the BE
+request (batch-cpu) and BE usage come from the metric cache, as the BE collector reports them.
 """
 
 from __future__ import annotations
 
 import functools
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import structlog
@@ -23,15 +22,17 @@ from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.memory_evict import Candidate
+from koordlet.qosmanager.usage import UsageView
 from koordlet.statesinformer.model import KoordQoSClass, PodInfo
 from koordlet.statesinformer.node_slo import CPU_EVICT_SATISFACTION_LOWER_MAX, CPU_EVICT_SATISFACTION_UPPER_MAX
-from system.errors import SystemFileError
 
 log = structlog.get_logger(__name__)
 
 CPU_EVICT_COOL_DOWN = 20.0
 COLLECT_INTERVAL = 1.0
 BATCH_CPU = "kubernetes.io/batch-cpu"
+# What the BE collector reports each second, in the order of BECPUSample's fields.
+BE_SERIES = (Metric.BE_CPU_LIMIT_CORES, Metric.BE_CPU_REQUEST_CORES, Metric.BE_CPU_USAGE_CORES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +106,14 @@ def pod_batch_cpu_request(pod: PodInfo) -> int:
     return total
 
 
-def release_from_window(samples: Sequence[BECPUSample], window: float, lower: int, upper: int,
-                        usage_threshold: int) -> int:
-    """Milli-cores to release, or 0: the window needs samples covering a third of it."""
-    if not samples or len(samples) * COLLECT_INTERVAL < window / 3:
+def release_for(window_avg: BECPUSample, window_count: int, current: BECPUSample, window: float,
+                lower: int, upper: int, usage_threshold: int) -> int:
+    """Milli-cores to release, or 0. The window's samples must cover a third of it; both
+    the window average and the current figures must call for a release; the smaller wins."""
+    if window_count * COLLECT_INTERVAL < window / 3:
         return 0
-    n = len(samples)
-    avg = BECPUSample(samples[-1].at, sum(s.real_limit_milli for s in samples) // n,
-                      sum(s.request_milli for s in samples) // n, sum(s.used_milli for s in samples) // n)
     release = 0
-    for sample in (avg, samples[-1]):
+    for sample in (window_avg, current):
         if not be_usage_high_enough(sample.used_milli, sample.real_limit_milli, usage_threshold):
             return 0
         value = cpu_to_release(sample.request_milli, sample.real_limit_milli, lower, upper)
@@ -124,6 +123,20 @@ def release_from_window(samples: Sequence[BECPUSample], window: float, lower: in
     return release
 
 
+def be_figures(usage: UsageView, window: float, now: float) -> tuple[BECPUSample, int, BECPUSample] | None:
+    """(window average, its sample count, current) of the BE series, or None if any is missing."""
+    averages = [usage.average(metric, window) for metric in BE_SERIES]
+    current = [usage.last(metric) for metric in BE_SERIES]
+    if any(a is None for a in averages) or any(c is None for c in current):
+        return None
+    limit, request, used = (a for a in averages if a is not None)
+    c_limit, c_request, c_used = (c for c in current if c is not None)
+    milli = lambda cores: int(cores * 1000)  # noqa: E731
+    return (BECPUSample(now, milli(limit[0]), milli(request[0]), milli(used[0])),
+            min(limit[1], request[1], used[1]),
+            BECPUSample(now, milli(c_limit), milli(c_request), milli(c_used)))
+
+
 @dataclass(slots=True)
 class CPUEvict:
     interval: float = 1.0
@@ -131,29 +144,10 @@ class CPUEvict:
     name: str = "cpu_evict"
     gate: str = "BECPUEvict"
     last_evict: float | None = None
-    samples: deque[BECPUSample] = field(default_factory=deque)
-    requests: dict[str, tuple[PodInfo, int]] = field(default_factory=dict)
-
-    def real_limit_milli(self, ctx: QoSContext) -> int | None:
-        be_dir = ctx.dirs.besteffort
-        try:
-            limit = len(ctx.reader.cpuset_cpus(be_dir)) * 1000
-        except SystemFileError:
-            return None
-        try:
-            quota = ctx.reader.cpu_max(be_dir)
-        except SystemFileError:
-            return limit
-        cpus = quota.cpus
-        return limit if cpus is None else min(limit, int(cpus * 1000))
 
     async def run(self, ctx: QoSContext) -> None:
         strategy = ctx.slo().resource_used_threshold_with_be
         now = ctx.clock()
-        window = float(strategy.cpu_evict_time_window_seconds or 0)
-        if window <= COLLECT_INTERVAL:
-            window = 2 * COLLECT_INTERVAL
-        self._sample(ctx, now, window)
         if not strategy.enable or self.last_evict is not None and now - self.last_evict < self.cool_down:
             return
         lower = strategy.cpu_evict_be_satisfaction_lower_percent
@@ -161,11 +155,17 @@ class CPUEvict:
         if not satisfaction_config_valid(lower, upper):
             return
         assert lower is not None and upper is not None
-        release = release_from_window(list(self.samples), window, lower, upper,
-                                      strategy.cpu_evict_be_usage_threshold_percent)
+        window = float(strategy.cpu_evict_time_window_seconds or 0)
+        if window <= COLLECT_INTERVAL:
+            window = 2 * COLLECT_INTERVAL
+        usage = ctx.usage()
+        figures = be_figures(usage, window, now)
+        if figures is None:
+            return  # the BE collector has not reported yet
+        avg, count, last = figures
+        release = release_for(avg, count, last, window, lower, upper, strategy.cpu_evict_be_usage_threshold_percent)
         if release <= 0:
             return
-        usage = ctx.usage()
         pods = {p.uid: p for p in ctx.states.pods() if p.qos.effective is KoordQoSClass.BE}
         candidates = []
         for pod in pods.values():
@@ -174,33 +174,9 @@ class CPUEvict:
                                         None if used is None else int(used * 1000),
                                         pod_batch_cpu_request(pod)))
         victims = take_until_request_released(order_cpu_victims(candidates), release)
-        last = self.samples[-1]
         message = (f"BE CPU satisfaction {last.real_limit_milli}/{last.request_milli} below "
                    f"{lower}%, release {release} milli-cores")
         log.info("cpu_evict_round", release_milli=release, victims=[v.name for v in victims], reason=message)
         if await ctx.evictions.evict([pods[v.uid] for v in victims], EvictionReason.BE_CPU_SATISFACTION,
                                      message):
             self.last_evict = now
-
-    def _sample(self, ctx: QoSContext, now: float, window: float) -> None:
-        while self.samples and now - self.samples[0].at > window:
-            self.samples.popleft()
-        limit = self.real_limit_milli(ctx)
-        if limit is None:
-            return
-        be_pods = [p for p in ctx.states.pods() if p.qos.effective is KoordQoSClass.BE]
-        usage = ctx.usage()
-        used = usage.last(Metric.BE_CPU_USAGE_CORES)
-        if used is None:
-            values = [usage.last(Metric.POD_CPU_USAGE_CORES, p.uid) for p in be_pods]
-            known = [v for v in values if v is not None]
-            if not known:
-                return
-            used = sum(known)
-        requests = {}
-        for p in be_pods:  # a pod's spec is frozen: its request is computed once
-            known = self.requests.get(p.uid)
-            requests[p.uid] = known if known is not None and known[0] is p else (p, pod_batch_cpu_request(p))
-        self.requests = requests
-        request = sum(r for _, r in requests.values())
-        self.samples.append(BECPUSample(now, limit, request, int(used * 1000)))

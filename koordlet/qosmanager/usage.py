@@ -24,12 +24,13 @@ class UsageView:
             return None
         return sample.value
 
-    def average(self, metric: Metric, window: float, pod_uid: str = "",
-                container_id: str = "") -> tuple[float, int] | None:
-        """(avg, sample count) over [now - window, now], or None under the cold-start rule."""
+    def average(self, metric: Metric, window: float, pod_uid: str = "", container_id: str = "",
+                min_coverage: float = 0.0) -> tuple[float, int] | None:
+        """(avg, sample count) over [now - window, now], or None when the window is empty.
+        koordlet's strategies take plain averages (no cold-start coverage rule) by default."""
         try:
             aggregate = self.cache.aggregate(SeriesKey(metric, pod_uid, container_id),
-                                             self.now - window, self.now)
+                                             self.now - window, self.now, min_coverage)
         except NotEnoughData:
             return None
         if aggregate.count == 0:

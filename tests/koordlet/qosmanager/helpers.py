@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.metriccache.api import Aggregate, Metric, NotEnoughData, Sample, SeriesKey
+from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.store import MetricStore
 from koordlet.qosmanager.dirs import QoSDirs
 from koordlet.qosmanager.eviction import EvictionPath, EvictionReason, Evictor
 from koordlet.qosmanager.framework import QoSContext
@@ -26,39 +26,11 @@ from system.host import Host
 from system.topology import CpuTopology
 
 
-class ListMetricCache:
-    """The MetricCache protocol over sorted lists (no retention, no cold-start rule but "empty")."""
-
-    def __init__(self) -> None:
-        self.series: dict[SeriesKey, list[tuple[float, float]]] = {}
-
-    def append(self, samples: Iterable[Sample]) -> None:
-        for sample in samples:
-            bisect.insort(self.series.setdefault(sample.key, []), (sample.timestamp, sample.value))
+class FedMetricStore(MetricStore):
+    """The daemon's metric store, fed by hand in tests."""
 
     def put(self, metric: Metric, value: float, at: float, pod_uid: str = "", container_id: str = "") -> None:
         self.append([Sample(SeriesKey.of(metric, pod_uid, container_id), at, value)])
-
-    def aggregate(self, key: SeriesKey, start: float, end: float) -> Aggregate:
-        values = [v for t, v in self.series.get(key, []) if start <= t <= end]
-        if not values:
-            raise NotEnoughData(key)
-        ordered = sorted(values)
-
-        def pct(p: float) -> float:
-            return ordered[max(0, int(len(ordered) * p) - 1)]
-
-        times = [t for t, _ in self.series[key] if start <= t <= end]
-        return Aggregate(len(values), sum(values) / len(values), pct(.5), pct(.9), pct(.95), pct(.99),
-                         values[-1], times[0], times[-1])
-
-    def latest(self, key: SeriesKey) -> Sample | None:
-        points = self.series.get(key)
-        return Sample(key, *points[-1]) if points else None
-
-    def keys(self, metric: str | Metric) -> tuple[SeriesKey, ...]:
-        name = metric.value if isinstance(metric, Metric) else metric
-        return tuple(k for k in self.series if k.metric == name)
 
 
 def pod(uid: str, qos: KoordQoSClass, cgroup_parent: str = "", *, priority: int | None = None,
@@ -111,7 +83,7 @@ class Rig:
 
     def __post_init__(self) -> None:
         self.states = StaticStates(self.node)
-        self.cache = ListMetricCache()
+        self.cache = FedMetricStore(clock=self.clock)
         self.executor = ResourceExecutor(CgroupFiles(self.host), io=self.io)
         self.reader = CgroupReader(self.executor.files, keep_open=self.keep_open)
         self.registry = CollectorRegistry()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from koordlet.qosmanager.cpu_evict import (
-    BECPUSample, be_usage_high_enough, cpu_to_release, order_cpu_victims, release_from_window,
+    BECPUSample, be_usage_high_enough, cpu_to_release, order_cpu_victims, release_for,
     satisfaction_config_valid, take_until_request_released,
 )
 from koordlet.qosmanager.memory_evict import (
@@ -62,14 +62,14 @@ def test_be_usage_must_be_high_enough():
 
 
 def test_window_needs_a_third_of_its_samples_and_takes_the_smaller_release():
-    busy = [BECPUSample(t, 3_000, 10_000, 2_900) for t in range(3)]
-    assert release_from_window(busy[:1], 6.0, 40, 80, 90) == 0  # 1 sample * 1 s < 6 s / 3
-    assert release_from_window(busy, 6.0, 40, 80, 90) == 5_000
-    recovering = busy[:2] + [BECPUSample(3, 3_900, 10_000, 3_800)]
-    # average limit 3300 -> 4700; current 3900 -> 4100: the smaller wins
-    assert release_from_window(recovering, 6.0, 40, 80, 90) == 4_100
-    idle = busy[:2] + [BECPUSample(3, 3_000, 10_000, 1_000)]
-    assert release_from_window(idle, 6.0, 40, 80, 90) == 0
+    busy = BECPUSample(0, 3_000, 10_000, 2_900)
+    assert release_for(busy, 1, busy, 6.0, 40, 80, 90) == 0  # 1 sample * 1 s < 6 s / 3
+    assert release_for(busy, 2, busy, 6.0, 40, 80, 90) == 5_000
+    # window average limit 3300 -> 4700; current 3900 -> 4100: the smaller wins
+    assert release_for(BECPUSample(0, 3_300, 10_000, 3_200), 3, BECPUSample(0, 3_900, 10_000, 3_800),
+                       6.0, 40, 80, 90) == 4_100
+    idle_now = BECPUSample(0, 3_000, 10_000, 1_000)
+    assert release_for(busy, 3, idle_now, 6.0, 40, 80, 90) == 0
 
 
 def test_cpu_victims_priority_then_usage_over_request():

@@ -15,7 +15,7 @@ from koordlet.qosmanager.eviction import CgroupKillEvictor, EvictionReason
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from koordlet.statesinformer.node_slo_source import NodeSLOFile, StaticNodeSLO
-from tests.koordlet.qosmanager.helpers import ListMetricCache, Rig, pod
+from tests.koordlet.qosmanager.helpers import FedMetricStore, Rig, pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree, set_cgroup_file
 
@@ -70,7 +70,7 @@ def test_builders_with_hubs_and_a_node_slo_file(tmp_path):
     slo_file = tmp_path / "slo.yaml"
     slo_file.write_text("resourceUsedThresholdWithBE: {enable: true}\n")
     config = parse_args(["--node-slo-config", str(slo_file), "--state-dir", str(tmp_path)])
-    hubs = Hubs(config, None, CollectorRegistry(), None, None, StaticStates(NODE), ListMetricCache())
+    hubs = Hubs(config, None, CollectorRegistry(), None, None, StaticStates(NODE), FedMetricStore())
     modules = build_node_slo(hubs)
     assert isinstance(hubs.node_slo, NodeSLOFile) and modules == [hubs.node_slo]
     manager = build_qos_manager(hubs)

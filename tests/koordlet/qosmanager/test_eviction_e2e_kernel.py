@@ -2,8 +2,8 @@
 
 A best-effort and a latency-sensitive workload (real processes) sit in real v1 cpu and
 memory cgroups made by the test. Node memory usage comes from a fake procfs root whose
-meminfo crosses the 70 % threshold; a minimal collector feeds it (and the pods' real
-memory cgroup usage) into the metric cache. The QoS manager, wired by its builder with
+meminfo crosses the 70 % threshold; the metrics advisor's node and pod collectors feed it
+(and the pods' real memory cgroup usage) into the metric store. The QoS manager, wired by its builder with
 --qos-standalone-eviction, kills the BE workload; the LS one keeps running.
 """
 
@@ -22,15 +22,16 @@ from prometheus_client import CollectorRegistry
 from koordlet.app import Hubs
 from koordlet.config import parse_args
 from koordlet.executor_module import ExecutorModule
-from koordlet.metriccache.api import Metric
+from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
+from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
+from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.qosmanager.builder import build_node_slo, build_qos_manager
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.host import Host
-from system.procfs import read_meminfo
-from tests.koordlet.qosmanager.helpers import ListMetricCache, container, pod
+from tests.koordlet.qosmanager.helpers import FedMetricStore, container, pod
 from tests.system.fake_trees import build_proc_tree
 
 pytestmark = pytest.mark.kernel
@@ -50,11 +51,16 @@ def spawn_into(host: Host, name: str, relative: str) -> subprocess.Popen:
     return proc
 
 
-def collect(host: Host, reader: CgroupReader, cache: ListMetricCache, states: StaticStates, now: float) -> None:
-    """What the metrics advisor does every second, reduced to the two series eviction reads."""
-    cache.put(Metric.NODE_MEMORY_USAGE_BYTES, read_meminfo(host).used_bytes, now)
-    for p in states.pods():
-        cache.put(Metric.POD_MEMORY_USAGE_BYTES, reader.memory_working_set_bytes(p.cgroup_parent), now, p.uid)
+def collect(host: Host, cache: FedMetricStore, states: StaticStates, now: float) -> None:
+    """One tick of the metrics advisor's node and pod collectors, reading the fake procfs
+    root and the real cgroups."""
+    files = CgroupFiles(host)
+    reader = CgroupReader(files, keep_open=False)
+    ctx = CollectContext(host, cache, "node-e2e", files, reader, states)
+    for collector in (NodeResourceCollector(1.0), PodResourceCollector(1.0)):
+        collector.setup(ctx)
+        cache.append(collector.collect(now))
+    reader.close()
 
 
 def test_be_workload_killed_ls_untouched(sandbox, tmp_path, monkeypatch):
@@ -79,18 +85,17 @@ def test_be_workload_killed_ls_untouched(sandbox, tmp_path, monkeypatch):
             pod("ls1", KoordQoSClass.LS, f"{name}/kubepods/burstable/podls1", containers=(
                 container("cls1", "ls1", f"{name}/kubepods/burstable/podls1/cls1"),)),
         ])
-        cache = ListMetricCache()
+        cache = FedMetricStore()
         registry = CollectorRegistry()
         hubs = Hubs(config, host, registry, None, ExecutorModule(host, registry), states, cache)
         node_slo_modules = build_node_slo(hubs)
         (manager,) = build_qos_manager(hubs)
-        reader = CgroupReader(CgroupFiles(host), keep_open=False)
 
         async def scenario() -> None:
             for module in node_slo_modules:
                 await module.start()
             await hubs.executor.start()
-            collect(host, reader, cache, states, time.time())
+            collect(host, cache, states, time.time())
             await manager.run_round()
             await manager.stop()
             for module in node_slo_modules:
@@ -98,7 +103,6 @@ def test_be_workload_killed_ls_untouched(sandbox, tmp_path, monkeypatch):
             await hubs.executor.stop()
 
         asyncio.run(scenario())
-        reader.close()
         assert be_proc.wait(timeout=10) == -signal.SIGKILL
         assert ls_proc.poll() is None
         assert registry.get_sample_value("koordlet_pod_eviction_total",

@@ -201,3 +201,33 @@ def test_resctrl_groups_schemata_and_tasks(tmp_path):
     assert rig.metric("koordlet_qos_actions_total", strategy="resctrl", action="tasks") == 2
     assert not host.sys("fs", "resctrl", "LS", "schemata").read_text().startswith("L3:0=f;")
     rig.close()
+
+
+def test_cpu_evict_reads_the_be_series_and_evicts_by_priority_then_pressure(v1):
+    from koordlet.qosmanager.cpu_evict import CPUEvict
+
+    v1.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
+        "enable": True, "cpuEvictBESatisfactionLowerPercent": 40, "cpuEvictBESatisfactionUpperPercent": 80,
+        "cpuEvictTimeWindowSeconds": 3}}))
+    v1.states.put(pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1", priority=5000, containers=(
+        container("cbe1", "be1", "kubepods/besteffort/podbe1/cbe1", requests={"kubernetes.io/batch-cpu": 2000}),)))
+    v1.states.put(pod("be2", KoordQoSClass.BE, "kubepods/besteffort/podbe2", priority=5000, containers=(
+        container("cbe2", "be2", "kubepods/besteffort/podbe2/cbe2", requests={"kubernetes.io/batch-cpu": 1000}),)))
+    strategy = CPUEvict()
+    for _ in range(3):  # BE: real limit 1 core, request 3 cores (satisfaction 0.33 < 0.4), using all of it
+        v1.clock.now += 1
+        for metric, value in ((Metric.BE_CPU_LIMIT_CORES, 1.0), (Metric.BE_CPU_REQUEST_CORES, 3.0),
+                              (Metric.BE_CPU_USAGE_CORES, 0.95)):
+            v1.cache.put(metric, value, v1.clock())
+        v1.cache.put(Metric.POD_CPU_USAGE_CORES, 0.5, v1.clock(), "be1")
+        v1.cache.put(Metric.POD_CPU_USAGE_CORES, 0.45, v1.clock(), "be2")
+    run(strategy, v1)
+    # release 3000m * (0.8 - 0.33) = 1400m; be2 uses 45 % of its request, be1 25 %: be2 first (1000m), then be1
+    assert [uid for uid, _ in v1.evictor.calls] == ["be2", "be1"]
+    v1.evictor.calls.clear()
+    v1.clock.now += 19  # cool-down 20 s
+    for metric, value in ((Metric.BE_CPU_LIMIT_CORES, 1.0), (Metric.BE_CPU_REQUEST_CORES, 3.0),
+                          (Metric.BE_CPU_USAGE_CORES, 0.95)):
+        v1.cache.put(metric, value, v1.clock())
+    run(strategy, v1)
+    assert v1.evictor.calls == []
