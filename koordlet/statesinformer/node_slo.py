@@ -373,6 +373,28 @@ def _qos_strategy(base: ResourceQOSStrategy, raw: Any, path: str) -> ResourceQOS
     return dataclasses.replace(base, **changes) if changes else base
 
 
+def _document(value: Any, fields: Mapping[str, tuple[str, Check]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, (attribute, _) in fields.items():
+        item = getattr(value, attribute)
+        if item is not None:
+            out[key] = item.value if isinstance(item, Enum) else item
+    return out
+
+
+def node_slo_document(slo: NodeSLO) -> dict[str, Any]:
+    """The spec as the CRD spells it (what /api/v1/nodeslo shows)."""
+    classes = {}
+    for key, attribute in _CLASS_KEYS.items():
+        qos: ResourceQOS = getattr(slo.resource_qos_strategy, attribute)
+        classes[key] = {"cpuQOS": _document(qos.cpu_qos, _CPU_QOS_FIELDS),
+                        "memoryQOS": _document(qos.memory_qos, _MEMORY_QOS_FIELDS),
+                        "resctrlQOS": _document(qos.resctrl_qos, _RESCTRL_QOS_FIELDS)}
+    return {"resourceUsedThresholdWithBE": _document(slo.resource_used_threshold_with_be, _THRESHOLD_FIELDS),
+            "resourceQOSStrategy": classes,
+            "cpuBurstStrategy": _document(slo.cpu_burst_strategy, _BURST_FIELDS)}
+
+
 def spec_of_document(raw: Any) -> Any:
     """The spec of a whole NodeSLO object (apiVersion/kind/spec), or the document itself."""
     if isinstance(raw, Mapping) and ("kind" in raw or "apiVersion" in raw):

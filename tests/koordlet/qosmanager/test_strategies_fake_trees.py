@@ -231,3 +231,25 @@ def test_cpu_evict_reads_the_be_series_and_evicts_by_priority_then_pressure(v1):
         v1.cache.put(metric, value, v1.clock())
     run(strategy, v1)
     assert v1.evictor.calls == []
+
+
+def test_suppress_on_cgroup_v2_writes_cpu_max_and_cpuset(tmp_path):
+    host = build_v2_tree(tmp_path, cpus="0-3")
+    for d in ("kubepods", "kubepods/besteffort", "kubepods/besteffort/podbe1", "kubepods/besteffort/podbe1/cbe1"):
+        add_cgroup(host, d, {"cpuset.cpus": "0-3", "cpuset.cpus.effective": "0-3"})
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    rig.states.put(pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1", containers=(
+        container("cbe1", "be1", "kubepods/besteffort/podbe1/cbe1"),)))
+    rig.states.put(pod("ls1", KoordQoSClass.LS, "kubepods/burstable/podls1"))
+    rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
+        "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cfsQuota"}}))
+    usage(rig, node=1.6, ls1=1.0, be1=0.4)
+    strategy = CPUSuppress()
+    run(strategy, rig)
+    assert read(host, "", "kubepods/besteffort", "cpu.max") == "80000 100000"  # the period is kept
+    rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
+        "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cpuset"}}))
+    run(strategy, rig)
+    assert read(host, "", "kubepods/besteffort", "cpu.max") == "max 100000"
+    assert read(host, "", "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus") == "0-1"
+    rig.close()

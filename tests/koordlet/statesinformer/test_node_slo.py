@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from koordlet.statesinformer.model import KoordQoSClass
 from koordlet.statesinformer.node_slo import (
-    CPUBurstPolicy, CPUSuppressPolicy, NodeSLO, NodeSLOError, parse_node_slo_spec, spec_of_document,
+    CPUBurstPolicy, CPUSuppressPolicy, NodeSLO, NodeSLOError, node_slo_document, parse_node_slo_spec,
+    spec_of_document,
 )
 
 
@@ -112,3 +113,16 @@ def test_cpu_evict_pair_accepted_only_inside_koordlets_ranges(lower, upper):
         assert not valid
     else:
         assert valid and slo.resource_used_threshold_with_be.cpu_evict_configured
+
+
+def test_document_round_trips_through_the_parser():
+    spec = {"resourceUsedThresholdWithBE": {"enable": True, "cpuSuppressPolicy": "cfsQuota",
+                                            "cpuEvictBESatisfactionLowerPercent": 40,
+                                            "cpuEvictBESatisfactionUpperPercent": 80},
+            "cpuBurstStrategy": {"policy": "auto"},
+            "resourceQOSStrategy": {"beClass": {"resctrlQOS": {"enable": True, "mbaPercent": 50}}}}
+    slo = parse_node_slo_spec(spec)
+    document = node_slo_document(slo)
+    assert document["resourceUsedThresholdWithBE"]["cpuSuppressPolicy"] == "cfsQuota"
+    assert document["resourceQOSStrategy"]["beClass"]["cpuQOS"]["groupIdentity"] == -1
+    assert parse_node_slo_spec(document) == slo

@@ -74,3 +74,27 @@ def test_module_watches_the_file(tmp_path):
         return source.current().resource_used_threshold_with_be.enable
 
     assert asyncio.run(scenario())
+
+
+def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
+    from prometheus_client import CollectorRegistry
+
+    from koordlet.app import Hubs
+    from koordlet.config import parse_args
+    from koordlet.daemon import Readiness
+    from koordlet.http_endpoint import HttpEndpoint
+    from koordlet.qosmanager.builder import build_node_slo
+
+    path = tmp_path / "slo.yaml"
+    path.write_text("resourceUsedThresholdWithBE: {enable: true}\n")
+    http = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))
+    hubs = Hubs(parse_args(["--node-slo-config", str(path)]), None, None, http, None)
+    (source,) = build_node_slo(hubs)
+    source.reload()
+    write(path, "resourceUsedThresholdWithBE: {enable: true, cpuSuppressThresholdPercent: 650}\n", 9)
+    source.poll()
+    reply, _ = http.route("GET", "/api/v1/nodeslo", False)
+    body = json.loads(reply.body)
+    assert body["spec"]["resourceUsedThresholdWithBE"]["enable"] is True
+    assert body["spec"]["resourceUsedThresholdWithBE"]["cpuSuppressThresholdPercent"] == 65
+    assert "resourceUsedThresholdWithBE.cpuSuppressThresholdPercent" in body["lastError"]
