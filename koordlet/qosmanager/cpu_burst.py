@@ -21,7 +21,9 @@ from koordlet.qosmanager.cpu_burst_policy import (
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
 from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, PodInfo
-from koordlet.statesinformer.node_slo import CPUBurstStrategy
+from koordlet.statesinformer.node_slo import (
+    POD_CPU_BURST_ANNOTATION, CPUBurstStrategy, NodeSLOError, pod_cpu_burst,
+)
 from resourceexecutor import Outcome
 from system.errors import SystemFileError
 
@@ -50,6 +52,26 @@ class CPUBurst:
     scaled: set[str] = field(default_factory=set)  # containers whose quota we moved off its base
     seen: set[str] = field(default_factory=set)
     changes: PodChanges = field(default_factory=PodChanges)  # static burst: new/changed pods, full pass each minute
+    pod_settings: dict[str, tuple[str | None, CPUBurstStrategy, CPUBurstStrategy]] = field(default_factory=dict)
+
+    def settings_for(self, node_cfg: CPUBurstStrategy, pod: PodInfo) -> CPUBurstStrategy:
+        """The node's settings, or the pod's koordinator.sh/cpuBurst override (parsed once per text)."""
+        text = pod.annotations.get(POD_CPU_BURST_ANNOTATION)
+        if text is None:
+            return node_cfg
+        known = self.pod_settings.get(pod.uid)
+        if known is not None and known[0] == text and known[1] == node_cfg:
+            return known[2]
+        try:
+            cfg = pod_cpu_burst(node_cfg, text)
+        except NodeSLOError as exc:
+            log.warning("pod_cpu_burst_annotation_invalid", pod=f"{pod.namespace}/{pod.name}", field=exc.field,
+                        error=str(exc))
+            cfg = node_cfg
+        if len(self.pod_settings) > 4096:
+            self.pod_settings.clear()
+        self.pod_settings[pod.uid] = (text, node_cfg, cfg)
+        return cfg
     rng: random.Random = field(default_factory=random.Random)
 
     async def run(self, ctx: QoSContext) -> None:
@@ -61,14 +83,14 @@ class CPUBurst:
         burst_updaters = []
         for pod in changed:
             if pod.qos.effective in BURSTABLE and pod.running_containers:
-                burst_updaters += self._burst_updaters(ctx, cfg, pod, quotas)
+                burst_updaters += self._burst_updaters(ctx, self.settings_for(cfg, pod), pod, quotas)
         if burst_updaters:
             result = ctx.executor.update_batch(burst_updaters, use_cache=not full)  # full pass: re-read
             if result.writes:
                 ctx.metrics.action(NAME, "cfs_burst", result.writes)
                 log.info("cpu_burst_set", writes=result.writes, policy=cfg.policy.value,
                          cpu_burst_percent=cfg.cpu_burst_percent, reason="cpuBurstStrategy")
-        if cfg.policy.cfs_quota_burst or self.scaled or not self.seen:
+        if cfg.policy.cfs_quota_burst or self.scaled or not self.seen or self.pod_settings:
             self._scale_quotas(ctx, cfg, all_pods, now, quotas)
 
     def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, all_pods: tuple[PodInfo, ...], now: float,
@@ -78,8 +100,9 @@ class CPUBurst:
         state = self.node_state(ctx, cfg, all_pods)
         usage = ctx.usage()
         for pod, containers in running:
+            pod_cfg = self.settings_for(cfg, pod)
             for container in containers:
-                self._scale_quota(ctx, cfg, pod, container, state, now, usage, quotas)
+                self._scale_quota(ctx, pod_cfg, pod, container, state, now, usage, quotas)
         for key in [k for k, limiter in self.limiters.items() if limiter.expired(now)]:
             del self.limiters[key]
         if len(self.seen) > 4 * max(1, sum(len(p.running_containers) for p in pods)):

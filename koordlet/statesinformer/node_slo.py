@@ -10,6 +10,7 @@ hostApplications, ...) are accepted and ignored; a key the CRD does not have is 
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Mapping
@@ -393,6 +394,23 @@ def node_slo_document(slo: NodeSLO) -> dict[str, Any]:
     return {"resourceUsedThresholdWithBE": _document(slo.resource_used_threshold_with_be, _THRESHOLD_FIELDS),
             "resourceQOSStrategy": classes,
             "cpuBurstStrategy": _document(slo.cpu_burst_strategy, _BURST_FIELDS)}
+
+
+POD_CPU_BURST_ANNOTATION = "koordinator.sh/cpuBurst"
+_POD_BURST_FIELDS = {k: v for k, v in _BURST_FIELDS.items() if k != "sharePoolThresholdPercent"}
+
+
+def pod_cpu_burst(node: CPUBurstStrategy, annotation: str | None) -> CPUBurstStrategy:
+    """The node's burst settings with a pod's `koordinator.sh/cpuBurst` JSON laid over them
+    (policy, cpuBurstPercent, cfsQuotaBurstPercent, cfsQuotaBurstPeriodSeconds).
+    NodeSLOError, naming the field, for an annotation that is not valid."""
+    if not annotation:
+        return node
+    try:
+        data = json.loads(annotation)
+    except ValueError as exc:
+        raise NodeSLOError(POD_CPU_BURST_ANNOTATION, f"not JSON: {exc}") from None
+    return _overlay(node, data, POD_CPU_BURST_ANNOTATION, _POD_BURST_FIELDS)
 
 
 def spec_of_document(raw: Any) -> Any:

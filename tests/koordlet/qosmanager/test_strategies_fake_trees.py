@@ -253,3 +253,20 @@ def test_suppress_on_cgroup_v2_writes_cpu_max_and_cpuset(tmp_path):
     assert read(host, "", "kubepods/besteffort", "cpu.max") == "max 100000"
     assert read(host, "", "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus") == "0-1"
     rig.close()
+
+
+def test_pod_cpu_burst_annotation_overrides_the_node(tmp_path):
+    host = build_v1_tree(tmp_path)
+    for d in ("kubepods", "kubepods/burstable", "kubepods/burstable/poda", "kubepods/burstable/poda/c1",
+              "kubepods/burstable/podb", "kubepods/burstable/podb/c1"):
+        add_cgroup(host, d)
+    rig = Rig(host, NODE, io=FakeTreeIO())  # node policy: none
+    for uid, text in (("a", '{"policy": "cpuBurstOnly", "cpuBurstPercent": 300}'),
+                      ("b", '{"policy": "cpuBurstOnly", "cpuBurstPercent": "lots"}')):
+        rig.states.put(pod(uid, KoordQoSClass.LS, f"kubepods/burstable/pod{uid}",
+                           annotations={"koordinator.sh/cpuBurst": text}, containers=(
+                               container(f"{uid}1", uid, f"kubepods/burstable/pod{uid}/c1", limits={"cpu": 500}),)))
+    run(CPUBurst(), rig)
+    assert read(host, "cpu", "kubepods/burstable/poda/c1", "cpu.cfs_burst_us") == "150000"  # 0.5 * 300 % * 1e5
+    assert read(host, "cpu", "kubepods/burstable/podb/c1", "cpu.cfs_burst_us") == "0"  # invalid: node settings
+    rig.close()

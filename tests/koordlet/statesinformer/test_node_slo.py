@@ -126,3 +126,17 @@ def test_document_round_trips_through_the_parser():
     assert document["resourceUsedThresholdWithBE"]["cpuSuppressPolicy"] == "cfsQuota"
     assert document["resourceQOSStrategy"]["beClass"]["cpuQOS"]["groupIdentity"] == -1
     assert parse_node_slo_spec(document) == slo
+
+
+def test_pod_cpu_burst_annotation():
+    from koordlet.statesinformer.node_slo import CPUBurstStrategy, pod_cpu_burst
+
+    node = CPUBurstStrategy()
+    assert pod_cpu_burst(node, None) is node
+    pod = pod_cpu_burst(node, '{"policy": "auto", "cfsQuotaBurstPercent": 200}')
+    assert (pod.policy, pod.cfs_quota_burst_percent, pod.cpu_burst_percent) == (CPUBurstPolicy.AUTO, 200, 1000)
+    for text, field in (("{", "koordinator.sh/cpuBurst"), ('{"sharePoolThresholdPercent": 10}',
+                                                         "koordinator.sh/cpuBurst.sharePoolThresholdPercent")):
+        with pytest.raises(NodeSLOError) as caught:
+            pod_cpu_burst(node, text)
+        assert caught.value.field == field
