@@ -23,6 +23,7 @@ class PodChanges:
     _seen: dict[str, PodInfo] = field(default_factory=dict)
     _settings: Any = None
     _last_full: float | None = None
+    removed: bool = False  # whether the last select saw pods go away
 
     def select(self, pods: Sequence[PodInfo], now: float, settings: Any) -> tuple[list[PodInfo], bool]:
         """(pods to act on, whether this is a full pass)."""
@@ -32,6 +33,7 @@ class PodChanges:
             self._seen = {pod.uid: pod for pod in pods}
             return list(pods), True
         seen = self._seen
+        self.removed = False
         changed = [pod for pod in pods if seen.get(pod.uid) is not pod]
         for pod in changed:
             seen[pod.uid] = pod
@@ -39,6 +41,7 @@ class PodChanges:
             live = {pod.uid for pod in pods}
             for uid in [uid for uid in seen if uid not in live]:
                 del seen[uid]
+                self.removed = True
         return changed, False
 
     def forget(self) -> None:

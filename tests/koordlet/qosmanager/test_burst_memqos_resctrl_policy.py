@@ -112,3 +112,15 @@ def test_class_schemata_lines():
     cfg = ResctrlQOS(enable=True, cat_range_start_percent=0, cat_range_end_percent=30, mba_percent=50)
     assert class_schemata(0x7FF, [1, 0], [0, 1], cfg) == {"L3": {0: "f", 1: "f"}, "MB": {0: "50", 1: "50"}}
     assert class_schemata(None, [0], [], cfg) == {}
+
+
+def test_tier_protection_sums_pods_per_tier_and_in_kubepods():
+    from koordlet.qosmanager.memory_qos import MemoryQoSValues, tier_protection
+
+    pods = [("kubepods/burstable/poda", MemoryQoSValues(100, 200, -1)),
+            ("kubepods/burstable/podb", MemoryQoSValues(10, 20, -1)),
+            ("kubepods/besteffort/podc", MemoryQoSValues(0, 5, -1)),
+            ("kubepods/podd", MemoryQoSValues(1000, 1000, -1))]  # guaranteed: directly below kubepods
+    assert tier_protection(pods, "kubepods") == {"kubepods": (1110, 1225), "kubepods/burstable": (110, 220),
+                                                 "kubepods/besteffort": (0, 5)}
+    assert tier_protection([], "kubepods") == {"kubepods": (0, 0)}

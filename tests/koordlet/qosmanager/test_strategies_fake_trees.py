@@ -173,6 +173,9 @@ def test_memory_qos_on_v2_tree(tmp_path):
         container("c1", "ls1", "kubepods/burstable/podls1/c1", requests={"memory": 1 * GiB},
                   limits={"memory": 2 * GiB}),)))
     run(MemoryQoS(), rig)
+    for d in ("kubepods", "kubepods/burstable"):  # ancestors hold the sum of their pods' protection
+        assert read(host, "", d, "memory.min") == str(GiB)
+        assert read(host, "", d, "memory.high") == "max"
     for d in ("kubepods/burstable/podls1", "kubepods/burstable/podls1/c1"):
         assert read(host, "", d, "memory.min") == str(GiB)
         assert read(host, "", d, "memory.low") == str(GiB)  # raised to min
@@ -269,4 +272,29 @@ def test_pod_cpu_burst_annotation_overrides_the_node(tmp_path):
     run(CPUBurst(), rig)
     assert read(host, "cpu", "kubepods/burstable/poda/c1", "cpu.cfs_burst_us") == "150000"  # 0.5 * 300 % * 1e5
     assert read(host, "cpu", "kubepods/burstable/podb/c1", "cpu.cfs_burst_us") == "0"  # invalid: node settings
+    rig.close()
+
+
+def test_memory_qos_leaves_files_alone_until_enabled_and_resets_once_after(tmp_path):
+    host = build_v2_tree(tmp_path)
+    for d in ("kubepods", "kubepods/burstable", "kubepods/burstable/podls1"):
+        add_cgroup(host, d, {"memory.min": "4096"})  # as kubelet's own MemoryQoS might have set it
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    rig.states.put(pod("ls1", KoordQoSClass.LS, "kubepods/burstable/podls1", containers=(
+        container("c1", "ls1", "kubepods/burstable/podls1/c1", requests={"memory": GiB}),)))
+    strategy = MemoryQoS()
+    run(strategy, rig)
+    assert read(host, "", "kubepods/burstable/podls1", "memory.min") == "4096"
+    rig.set_slo(parse_node_slo_spec({"resourceQOSStrategy": {"lsClass": {"memoryQOS": {
+        "enable": True, "minLimitPercent": 50}}}}))
+    run(strategy, rig)
+    assert read(host, "", "kubepods/burstable/podls1", "memory.min") == str(GiB // 2)
+    rig.set_slo(parse_node_slo_spec({}))
+    run(strategy, rig)
+    assert read(host, "", "kubepods/burstable/podls1", "memory.min") == "0"
+    assert read(host, "", "kubepods", "memory.min") == "0"
+    set_cgroup_file(host, "kubepods/burstable/podls1", "memory.min", "4096")
+    rig.clock.now += 61
+    run(strategy, rig)
+    assert read(host, "", "kubepods/burstable/podls1", "memory.min") == "4096"  # off: not touched again
     rig.close()
