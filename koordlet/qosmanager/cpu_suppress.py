@@ -21,7 +21,7 @@ from koordlet.qosmanager.cpu_suppress_policy import (
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.statesinformer.model import KoordQoSClass, PodInfo
+from koordlet.statesinformer.model import KoordQoSClass, NodeInfo, PodInfo
 from koordlet.statesinformer.node_slo import CPUSuppressPolicy
 from resourceexecutor import Outcome
 from system.cpuset import parse_cpuset
@@ -31,6 +31,7 @@ from system.topology import CpuInfo
 log = structlog.get_logger(__name__)
 
 RESOURCE_STATUS = "scheduling.koordinator.sh/resource-status"
+CPU_MANAGER_POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
 NAME = "cpu_suppress"
 
 
@@ -53,17 +54,25 @@ def node_cpus(ctx: QoSContext) -> list[CpuInfo]:
     return [CpuInfo(cpu, cpu, 0, 0, 0) for cpu in range(count)]
 
 
-def be_tree(ctx: QoSContext, pods: Iterable[PodInfo]) -> list[str]:
-    """The BE tier dir, then the pods' (those below it) and their running containers' dirs,
-    from the states informer: walking the tree would cost a directory scan per pod."""
+def be_tree(ctx: QoSContext, pods: Iterable[PodInfo]) -> tuple[list[str], list[str]]:
+    """(the BE tier dir and the pods' dirs below it, their running containers' dirs), from the
+    states informer: walking the tree would cost a directory scan per pod."""
     root = ctx.dirs.besteffort
     below = root + "/"
-    found = [root]
+    upper, containers = [root], []
     for pod in pods:
         if pod.cgroup_parent.startswith(below):
-            found.append(pod.cgroup_parent)
-            found.extend(c.cgroup_dir for c in pod.running_containers if c.cgroup_dir)
-    return found
+            upper.append(pod.cgroup_parent)
+            containers.extend(c.cgroup_dir for c in pod.running_containers if c.cgroup_dir)
+    return upper, containers
+
+
+def kubelet_static_policy(node: NodeInfo) -> bool:
+    """Whether kubelet's CPU manager runs the static policy (koordinator's node annotation)."""
+    try:
+        return json.loads(node.annotations.get(CPU_MANAGER_POLICY, "{}")).get("policy") == "static"
+    except (ValueError, AttributeError):
+        return False
 
 
 @dataclass(slots=True)
@@ -74,6 +83,7 @@ class CPUSuppress:
     # policy -> True while it is in force (False once restored), like koordlet's status map
     in_force: dict[CPUSuppressPolicy, bool] = field(default_factory=dict)
     changes: PodChanges = field(default_factory=PodChanges)
+    last_cpus: frozenset[int] = frozenset()
 
     async def run(self, ctx: QoSContext) -> None:
         strategy = ctx.slo().resource_used_threshold_with_be
@@ -162,48 +172,61 @@ class CPUSuppress:
         if not ctx.reader.files.exists(be_dir, "cpuset"):
             log.debug("cpu_suppress_skipped", reason="no BE cpuset cgroup", cgroup=be_dir)
             return
+        static = kubelet_static_policy(ctx.states.node())
         try:
-            current = ctx.reader.cpuset_cpus(be_dir)
+            current = len(self.last_cpus) if static and self.last_cpus else len(ctx.reader.cpuset_cpus(be_dir))
         except SystemFileError as exc:
             log.warning("cpu_suppress_skipped", reason="cannot read BE cpuset", error=str(exc))
             return
         lsr, ls = self._pools(ctx)
-        size = be_cpuset_size(be_milli, len(current), len(node_cpus(ctx)))
+        size = be_cpuset_size(be_milli, current, len(node_cpus(ctx)))
         from_lsr, from_ls = split_between_pools(size, len(lsr), len(ls))
         cpus = frozenset(pick_cpus(from_lsr, lsr) + pick_cpus(from_ls, ls))
         self.in_force[CPUSuppressPolicy.CPUSET] = True
         if not cpus:
             log.warning("cpu_suppress_skipped", reason="not enough CPUs in the pools", wanted=size)
             return
+        self.last_cpus = cpus
         # the same CPUs as last round: only new or changed BE pods need writing (all of them each minute)
         be_pods = [p for p in ctx.states.pods() if p.cgroup_parent.startswith(be_dir + "/")]
-        pods, full = self.changes.select(be_pods, ctx.clock(), cpus)
+        pods, full = self.changes.select(be_pods, ctx.clock(), (cpus, static))
         if pods or full:
-            self._write_cpuset(ctx, be_tree(ctx, pods), cpus, "cpuset", be_milli, full)
+            upper, containers = be_tree(ctx, pods)
+            # kubelet's static CPU manager owns pod-level cpusets: suppress containers only (as koordlet)
+            upper_cpus = self.unsuppressed(ctx) if static else cpus
+            self._write_cpuset(ctx, [(d, upper_cpus) for d in upper] + [(d, cpus) for d in containers],
+                               "cpuset", be_milli, full)
         ctx.metrics.suppressed(CPUSuppressPolicy.CPUSET.value, len(cpus))
+
+    @staticmethod
+    def unsuppressed(ctx: QoSContext) -> frozenset[int]:
+        """Every CPU but those of LSE pods: the BE cpuset when nothing is suppressed."""
+        lse: set[int] = set()
+        for pod in ctx.states.pods():
+            if pod.qos.effective is KoordQoSClass.LSE:
+                lse |= pod_cpuset(pod)
+        return frozenset(i.cpu for i in node_cpus(ctx) if i.cpu not in lse)
 
     def restore_cpuset(self, ctx: QoSContext) -> None:
         if self.in_force.get(CPUSuppressPolicy.CPUSET) is False:
             return
-        dirs = be_tree(ctx, ctx.states.pods()) if ctx.reader.files.exists(ctx.dirs.besteffort, "cpuset") else []
         self.changes.forget()
-        lse = set()
-        for pod in ctx.states.pods():
-            if pod.qos.effective is KoordQoSClass.LSE:
-                lse |= pod_cpuset(pod)
-        cpus = frozenset(i.cpu for i in node_cpus(ctx) if i.cpu not in lse)
-        if dirs and self._write_cpuset(ctx, dirs, cpus, "restore_cpuset", None):
+        self.last_cpus = frozenset()
+        if not ctx.reader.files.exists(ctx.dirs.besteffort, "cpuset"):
             self.in_force[CPUSuppressPolicy.CPUSET] = False
-        elif not dirs:
+            return
+        upper, containers = be_tree(ctx, ctx.states.pods())
+        cpus = self.unsuppressed(ctx)
+        if self._write_cpuset(ctx, [(d, cpus) for d in upper + containers], "restore_cpuset", None):
             self.in_force[CPUSuppressPolicy.CPUSET] = False
 
-    def _write_cpuset(self, ctx: QoSContext, dirs: list[str], cpus: frozenset[int], action: str,
+    def _write_cpuset(self, ctx: QoSContext, targets: list[tuple[str, frozenset[int]]], action: str,
                       be_milli: int | None, full: bool = True) -> bool:
-        updaters = [ctx.updater("cpuset.cpus", d, cpus) for d in dirs]
+        updaters = [ctx.updater("cpuset.cpus", d, cpus) for d, cpus in targets]
         result = ctx.executor.update_batch(updaters, use_cache=not full)  # a full pass re-reads every file
         if result.writes:
             ctx.metrics.action(NAME, action)
             log.info("be_cpu_suppressed" if be_milli is not None else "be_cpu_suppress_restored",
-                     policy="cpuset", cgroup=dirs[0], cpus=sorted(cpus), be_milli=be_milli,
-                     cgroups=len(dirs), reason="node CPU usage" if be_milli is not None else "policy off")
+                     policy="cpuset", cgroup=targets[0][0], cpus=sorted(targets[-1][1]), be_milli=be_milli,
+                     cgroups=len(targets), reason="node CPU usage" if be_milli is not None else "policy off")
         return result.ok

@@ -298,3 +298,21 @@ def test_memory_qos_leaves_files_alone_until_enabled_and_resets_once_after(tmp_p
     run(strategy, rig)
     assert read(host, "", "kubepods/burstable/podls1", "memory.min") == "4096"  # off: not touched again
     rig.close()
+
+
+def test_cpuset_with_kubelet_static_policy_suppresses_containers_only(tmp_path):
+    host = build_v1_tree(tmp_path, cpus="0-3")
+    for d in ("kubepods", "kubepods/besteffort", "kubepods/besteffort/podbe1", "kubepods/besteffort/podbe1/cbe1"):
+        add_cgroup(host, d)
+    node = NodeInfo("node-a", capacity=NODE.capacity, allocatable=NODE.allocatable,
+                    annotations={"kubelet.koordinator.sh/cpu-manager-policy": '{"policy": "static"}'})
+    rig = Rig(host, node, io=FakeTreeIO())
+    rig.states.put(pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1", containers=(
+        container("cbe1", "be1", "kubepods/besteffort/podbe1/cbe1"),)))
+    rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {"enable": True}}))
+    usage(rig, node=3.0, be1=0.1)  # busy node: the 2-CPU minimum
+    run(CPUSuppress(), rig)
+    assert read(host, "cpuset", "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus") == "0-1"
+    assert read(host, "cpuset", "kubepods/besteffort/podbe1", "cpuset.cpus") == "0-3"
+    assert read(host, "cpuset", "kubepods/besteffort", "cpuset.cpus") == "0-3"
+    rig.close()
