@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 from prometheus_client import CollectorRegistry
 
@@ -76,7 +76,7 @@ class Rig:
     prefix: str = ""
     topology: CpuTopology | None = None
     evictor: Evictor = field(default_factory=RecordingEvictor)
-    clock: Clock = field(default_factory=Clock)
+    clock: Callable[[], float] = field(default_factory=Clock)  # a Clock (settable .now) unless given
     slo: StaticNodeSLO = field(default_factory=StaticNodeSLO)
     io: CgroupFileIO | None = None  # FakeTreeIO on fake trees
     keep_open: bool = False  # the reader keeps fds open (the daemon does; tests rewrite files)
