@@ -51,7 +51,8 @@ class CPUBurst:
     limiters: dict[str, BurstLimiter] = field(default_factory=dict)
     scaled: set[str] = field(default_factory=set)  # containers whose quota we moved off its base
     seen: set[str] = field(default_factory=set)
-    changes: PodChanges = field(default_factory=PodChanges)  # static burst: new/changed pods, full pass each minute
+    # static burst: new or changed pods each round, every pod once a minute
+    changes: PodChanges = field(default_factory=PodChanges)
     pod_settings: dict[str, tuple[str | None, CPUBurstStrategy, CPUBurstStrategy]] = field(default_factory=dict)
 
     def settings_for(self, node_cfg: CPUBurstStrategy, pod: PodInfo) -> CPUBurstStrategy:

@@ -163,7 +163,8 @@ class CPUEvict:
         if figures is None:
             return  # the BE collector has not reported yet
         avg, count, last = figures
-        release = release_for(avg, count, last, window, lower, upper, strategy.cpu_evict_be_usage_threshold_percent)
+        release = release_for(avg, count, last, window, lower, upper,
+                              strategy.cpu_evict_be_usage_threshold_percent)
         if release <= 0:
             return
         pods = {p.uid: p for p in ctx.states.pods() if p.qos.effective is KoordQoSClass.BE}

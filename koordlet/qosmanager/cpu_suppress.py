@@ -16,14 +16,14 @@ import structlog
 
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_suppress_policy import (
-    CFS_PERIOD_US, UNLIMITED_QUOTA, be_cfs_quota, be_cpuset_size, be_suppress_budget, pick_cpus,
-    split_between_pools,
+    BE_MIN_QUOTA_US, CFS_PERIOD_US, UNLIMITED_QUOTA, be_cfs_quota, be_cpuset_size, be_suppress_budget,
+    pick_cpus, split_between_pools,
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.statesinformer.model import KoordQoSClass, NodeInfo, PodInfo
+from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, NodeInfo, PodInfo
 from koordlet.statesinformer.node_slo import CPUSuppressPolicy
-from resourceexecutor import Outcome
+from resourceexecutor import Outcome, Updater
 from system.cpuset import parse_cpuset
 from system.errors import InvalidValue, SystemFileError
 from system.topology import CpuInfo
@@ -32,6 +32,7 @@ log = structlog.get_logger(__name__)
 
 RESOURCE_STATUS = "scheduling.koordinator.sh/resource-status"
 CPU_MANAGER_POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
+BATCH_CPU = "kubernetes.io/batch-cpu"
 NAME = "cpu_suppress"
 
 
@@ -65,6 +66,24 @@ def be_tree(ctx: QoSContext, pods: Iterable[PodInfo]) -> tuple[list[str], list[s
             upper.append(pod.cgroup_parent)
             containers.extend(c.cgroup_dir for c in pod.running_containers if c.cgroup_dir)
     return upper, containers
+
+
+def own_quota(container: ContainerInfo) -> int:
+    """The quota a BE container has without suppression: from its batch-cpu (or cpu) limit,
+    else what the runtime was asked for; -1 when unlimited."""
+    if container.spec is not None:
+        limit = container.spec.limits.get(BATCH_CPU) or container.spec.limits.get("cpu")
+        if limit:
+            return max(limit * CFS_PERIOD_US // 1000, BE_MIN_QUOTA_US)
+    quota = container.linux.cpu_quota
+    return quota if quota is not None and quota > 0 else UNLIMITED_QUOTA
+
+
+def within(own: int, tier: int) -> int:
+    """A child's quota under a tier quota (-1: unlimited)."""
+    if tier == UNLIMITED_QUOTA:
+        return own
+    return tier if own == UNLIMITED_QUOTA else min(own, tier)
 
 
 def kubelet_static_policy(node: NodeInfo) -> bool:
@@ -135,10 +154,9 @@ class CPUSuppress:
         new = be_cfs_quota(be_milli, current, capacity)
         if new is None:
             return
-        result = ctx.executor.update(ctx.updater("cpu.cfs_quota_us", be_dir, new),
-                                     use_cache=False)
+        result = ctx.executor.update_levels(self.quota_levels(ctx, new), use_cache=False)
         ctx.metrics.suppressed(CPUSuppressPolicy.CFS_QUOTA.value, new / CFS_PERIOD_US)
-        if result.outcome is Outcome.WRITTEN:
+        if result.outcomes[0] is Outcome.WRITTEN:
             ctx.metrics.action(NAME, "cfs_quota")
             log.info("be_cpu_suppressed", policy="cfsQuota", cgroup=be_dir, quota_us=new,
                      previous_us=current, be_milli=be_milli, reason="node CPU usage above threshold")
@@ -147,13 +165,31 @@ class CPUSuppress:
         if self.in_force.get(CPUSuppressPolicy.CFS_QUOTA) is False:
             return
         be_dir = ctx.dirs.besteffort
-        result = ctx.executor.update(ctx.updater("cpu.cfs_quota_us", be_dir, UNLIMITED_QUOTA),
-                                     use_cache=False)
-        if result.outcome in (Outcome.WRITTEN, Outcome.SKIPPED):
+        result = ctx.executor.update_levels(self.quota_levels(ctx, UNLIMITED_QUOTA), use_cache=False)
+        if result.outcomes[0] in (Outcome.WRITTEN, Outcome.SKIPPED):
             self.in_force[CPUSuppressPolicy.CFS_QUOTA] = False
-        if result.outcome is Outcome.WRITTEN:
+        if result.outcomes[0] is Outcome.WRITTEN:
             ctx.metrics.action(NAME, "restore_cfs_quota")
             log.info("be_cpu_suppress_restored", policy="cfsQuota", cgroup=be_dir)
+
+    @staticmethod
+    def quota_levels(ctx: QoSContext, tier_quota: int) -> list[list[Updater]]:
+        """The BE tier's quota, first of the levels. cgroup v1 refuses a parent quota below
+        a child's (EINVAL): there BE pods and containers with a quota of their own (batch
+        limits) are clamped to the tier's and get their own back as the tier grows."""
+        be_dir = ctx.dirs.besteffort
+        levels: list[list[Updater]] = [[ctx.updater("cpu.cfs_quota_us", be_dir, tier_quota)], [], []]
+        if ctx.reader.files.version_for("cpu.cfs_quota_us") != 1:
+            return levels
+        below = be_dir + "/"
+        for pod in ctx.states.pods():
+            if not pod.cgroup_parent.startswith(below):
+                continue
+            own = [(c.cgroup_dir, own_quota(c)) for c in pod.running_containers if c.cgroup_dir]
+            pod_own = sum(q for _, q in own) if own and all(q > 0 for _, q in own) else UNLIMITED_QUOTA
+            levels[1].append(ctx.updater("cpu.cfs_quota_us", pod.cgroup_parent, within(pod_own, tier_quota)))
+            levels[2] += [ctx.updater("cpu.cfs_quota_us", d, within(q, tier_quota)) for d, q in own]
+        return levels
 
     # ---------------------------------------------------------------- cpuset
 

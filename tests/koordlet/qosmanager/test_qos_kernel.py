@@ -109,3 +109,27 @@ def test_cpu_burst_writes_cfs_burst_us(rig, sandbox):
     rig.executor.cache.forget_where(lambda key: True)
     asyncio.run(CPUBurst().run(rig.ctx))
     assert kernel_file(host, "cpu", name, container_dir, "cpu.cfs_burst_us") == "100000"
+
+
+def test_v1_be_children_with_own_quota_follow_the_tier(rig, sandbox):
+    host, name = sandbox
+    if online_cpus() != 2:
+        pytest.skip("expected figures are for this 2-CPU machine")
+    # a BE pod with a 500m batch-cpu limit: the runtime hooks gave pod and container 50000 us
+    rig.states.put(pod("be1", KoordQoSClass.BE, f"{name}/kubepods/besteffort/podbe1", containers=(
+        container("cbe1", "be1", f"{name}/kubepods/besteffort/podbe1/cbe1",
+                  limits={"kubernetes.io/batch-cpu": 500}),)))
+    for relative in ("kubepods/besteffort/podbe1", "kubepods/besteffort/podbe1/cbe1"):
+        Path(host.cgroup("cpu", name, relative, "cpu.cfs_quota_us")).write_text("50000")
+    rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
+        "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cfsQuota"}}))
+    busy(rig, node=1.0, ls=0.9, be=0.05)  # budget 0.05 core: below the container's own 0.5
+    strategy = CPUSuppress()
+    asyncio.run(strategy.run(rig.ctx))  # the kernel refuses a tier quota under a child's: clamp them
+    quota = lambda relative: kernel_file(host, "cpu", name, relative, "cpu.cfs_quota_us")  # noqa: E731
+    assert [quota(r) for r in ("kubepods/besteffort", "kubepods/besteffort/podbe1",
+                               "kubepods/besteffort/podbe1/cbe1")] == ["5000", "5000", "5000"]
+    rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {"enable": False}}))
+    asyncio.run(strategy.run(rig.ctx))  # restored: the tier unlimited, the pod and container their own
+    assert [quota(r) for r in ("kubepods/besteffort", "kubepods/besteffort/podbe1",
+                               "kubepods/besteffort/podbe1/cbe1")] == ["-1", "50000", "50000"]

@@ -129,7 +129,8 @@ def test_eviction_path_refuses_non_be(v1):
 
 
 def test_cpu_burst_writes_burst_on_v1_and_v2(tmp_path):
-    for version, builder, file_name in ((1, build_v1_tree, "cpu.cfs_burst_us"), (2, build_v2_tree, "cpu.max.burst")):
+    for version, builder, file_name in ((1, build_v1_tree, "cpu.cfs_burst_us"),
+                                        (2, build_v2_tree, "cpu.max.burst")):
         host = builder(tmp_path / f"v{version}")
         for d in ("kubepods", "kubepods/burstable", "kubepods/burstable/podls1", "kubepods/burstable/podls1/c1"):
             add_cgroup(host, d)
@@ -268,7 +269,8 @@ def test_pod_cpu_burst_annotation_overrides_the_node(tmp_path):
                       ("b", '{"policy": "cpuBurstOnly", "cpuBurstPercent": "lots"}')):
         rig.states.put(pod(uid, KoordQoSClass.LS, f"kubepods/burstable/pod{uid}",
                            annotations={"koordinator.sh/cpuBurst": text}, containers=(
-                               container(f"{uid}1", uid, f"kubepods/burstable/pod{uid}/c1", limits={"cpu": 500}),)))
+                               container(f"{uid}1", uid, f"kubepods/burstable/pod{uid}/c1",
+                                         limits={"cpu": 500}),)))
     run(CPUBurst(), rig)
     assert read(host, "cpu", "kubepods/burstable/poda/c1", "cpu.cfs_burst_us") == "150000"  # 0.5 * 300 % * 1e5
     assert read(host, "cpu", "kubepods/burstable/podb/c1", "cpu.cfs_burst_us") == "0"  # invalid: node settings
