@@ -4,11 +4,11 @@
 `current()` is always a valid NodeSLO (koordlet's defaults until a document is
 accepted) and `subscribe()` tells about each accepted change.
 
-`NodeSLOFile` watches `--node-slo-config FILE` (YAML or JSON, a bare spec or a whole
-NodeSLO object) by polling its identity (inode, size, mtime) on the loop. An invalid
-document is refused with an error naming the field; the last good NodeSLO stays in force.
-Kubernetes mode (watching the NodeSLO named after the node) will be another
-`NodeSLOSource` built on the API client the reports helper brings.
+`ValidatedNodeSLO.apply(document)` takes a NodeSLO object or a bare spec: an invalid one
+is refused with an error naming the field and the last good NodeSLO stays in force.
+`NodeSLOFile` feeds it from `--node-slo-config FILE` (YAML or JSON), polling the file's
+identity (inode, size, mtime) on the loop. Kubernetes mode will feed the same `apply`
+from a watch of the node's NodeSLO object, on the API client the reports module brings.
 """
 
 from __future__ import annotations
@@ -59,13 +59,42 @@ class StaticNodeSLO:
                 log.exception("node_slo_listener_failed")
 
 
-def load_node_slo_text(text: str, source: str, json_only: bool = False) -> NodeSLO:
-    """Parse a document; raises NodeSLOError (field "document" when it is not YAML/JSON)."""
+def parse_node_slo_text(text: str, origin: str, json_only: bool = False) -> Any:
+    """YAML (or JSON) text to data; NodeSLOError (field "document") when it is neither."""
     try:
-        data: Any = json.loads(text) if json_only else yaml.safe_load(text)
+        return json.loads(text) if json_only else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
-        raise NodeSLOError("document", f"{source} is not valid {'JSON' if json_only else 'YAML'}: {exc}") from None
-    return parse_node_slo_spec(spec_of_document(data))
+        raise NodeSLOError("document", f"{origin} is not valid {'JSON' if json_only else 'YAML'}: {exc}") from None
+
+
+class ValidatedNodeSLO(StaticNodeSLO):
+    """A NodeSLO fed whole documents: a refused one leaves the last good NodeSLO in force.
+
+    The file source feeds it; so will the Kubernetes watch of the node's NodeSLO object
+    (`apply(obj, origin="NodeSLO/<node>")` for each event), with the API client the
+    reports module brings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_error: str | None = None
+
+    def apply(self, document: Any, origin: str) -> bool:
+        """Validate a NodeSLO object or bare spec; True when it changed the NodeSLO in force."""
+        try:
+            slo = parse_node_slo_spec(spec_of_document(document))
+        except NodeSLOError as exc:
+            return self.refuse(exc, origin)
+        self.last_error = None
+        changed = slo != self.current()
+        log.info("node_slo_loaded", origin=origin, changed=changed)
+        self.set(slo)
+        return changed
+
+    def refuse(self, error: NodeSLOError, origin: str) -> bool:
+        self.last_error = str(error)
+        log.error("node_slo_rejected", origin=origin, field=error.field, error=str(error),
+                  kept="last good NodeSLO")
+        return False
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
@@ -76,7 +105,7 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-class NodeSLOFile(StaticNodeSLO):
+class NodeSLOFile(ValidatedNodeSLO):
     """A daemon module: the NodeSLO of a file, reloaded when the file changes."""
 
     name = "nodeslo-file"
@@ -85,33 +114,20 @@ class NodeSLOFile(StaticNodeSLO):
         super().__init__()
         self.path = path
         self.poll_interval = poll_interval
-        self.last_error: str | None = None
         self._seen: tuple[int, int, int] | None = None
         self._task: asyncio.Task[None] | None = None
 
     def reload(self) -> bool:
         """Read the file now. True when a new document was accepted."""
-        identity = _identity(self.path)
-        self._seen = identity
+        self._seen = _identity(self.path)
+        origin = str(self.path)
         try:
-            text = self.path.read_text()
+            data = parse_node_slo_text(self.path.read_text(), origin, json_only=self.path.suffix == ".json")
         except OSError as exc:
-            return self._refuse("document", f"cannot read {self.path}: {exc.strerror or exc}")
-        try:
-            slo = load_node_slo_text(text, str(self.path), json_only=self.path.suffix == ".json")
+            return self.refuse(NodeSLOError("document", f"cannot read {origin}: {exc.strerror or exc}"), origin)
         except NodeSLOError as exc:
-            return self._refuse(exc.field, str(exc))
-        self.last_error = None
-        changed = slo != self.current()
-        log.info("node_slo_loaded", path=str(self.path), changed=changed)
-        self.set(slo)
-        return changed
-
-    def _refuse(self, field_path: str, message: str) -> bool:
-        self.last_error = message
-        log.error("node_slo_rejected", path=str(self.path), field=field_path, error=message,
-                  kept="last good NodeSLO")
-        return False
+            return self.refuse(exc, origin)
+        return self.apply(data, origin)
 
     def poll(self) -> bool:
         """Reload when the file's identity changed since the last read."""

@@ -98,3 +98,19 @@ def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
     assert body["spec"]["resourceUsedThresholdWithBE"]["enable"] is True
     assert body["spec"]["resourceUsedThresholdWithBE"]["cpuSuppressThresholdPercent"] == 65
     assert "resourceUsedThresholdWithBE.cpuSuppressThresholdPercent" in body["lastError"]
+
+
+def test_validated_source_takes_cluster_objects_and_keeps_the_last_good():
+    from koordlet.statesinformer.node_slo_source import ValidatedNodeSLO
+
+    source = ValidatedNodeSLO()
+    event = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "node-a"},
+             "spec": {"resourceUsedThresholdWithBE": {"enable": True, "cpuSuppressThresholdPercent": 40}}}
+    assert source.apply(event, "NodeSLO/node-a")
+    good = source.current()
+    assert good.resource_used_threshold_with_be.cpu_suppress_threshold_percent == 40
+    event["spec"]["resourceUsedThresholdWithBE"]["cpuEvictBESatisfactionLowerPercent"] = 70
+    event["spec"]["resourceUsedThresholdWithBE"]["cpuEvictBESatisfactionUpperPercent"] = 60
+    assert not source.apply(event, "NodeSLO/node-a")
+    assert source.current() is good
+    assert "cpuEvictBESatisfactionLowerPercent" in source.last_error
