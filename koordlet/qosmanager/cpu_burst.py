@@ -53,7 +53,9 @@ class CPUBurst:
     seen: set[str] = field(default_factory=set)
     # static burst: new or changed pods each round, every pod once a minute
     changes: PodChanges = field(default_factory=PodChanges)
+    # uid -> (annotation text, node settings, the pod's settings)
     pod_settings: dict[str, tuple[str | None, CPUBurstStrategy, CPUBurstStrategy]] = field(default_factory=dict)
+    rng: random.Random = field(default_factory=random.Random)  # token buckets start at a random fill
 
     def settings_for(self, node_cfg: CPUBurstStrategy, pod: PodInfo) -> CPUBurstStrategy:
         """The node's settings, or the pod's koordinator.sh/cpuBurst override (parsed once per text)."""
@@ -73,7 +75,6 @@ class CPUBurst:
             self.pod_settings.clear()
         self.pod_settings[pod.uid] = (text, node_cfg, cfg)
         return cfg
-    rng: random.Random = field(default_factory=random.Random)
 
     async def run(self, ctx: QoSContext) -> None:
         cfg = ctx.slo().cpu_burst_strategy

@@ -49,7 +49,7 @@ class QoSContext:
     host: Host
     topology: CpuTopology | None
     clock: Callable[[], float] = time.time  # wall clock: metric cache timestamps are unix seconds
-    _updaters: dict[tuple[str, str, type, Any], Updater] = field(default_factory=dict)
+    _updaters: dict[tuple[str, str, type, Any], Updater] = field(default_factory=dict, init=False, repr=False)
 
     def updater(self, resource: str, cgroup_dir: str, value: Any) -> Updater:
         """The executor's updater for this value, built once: a round asks for the same

@@ -141,3 +141,20 @@ def test_pod_cpu_burst_annotation():
         with pytest.raises(NodeSLOError) as caught:
             pod_cpu_burst(node, text)
         assert caught.value.field == field
+
+
+_percent = st.integers(0, 100)
+
+
+@given(st.fixed_dictionaries({}, optional={
+    "cpuSuppressThresholdPercent": _percent, "memoryEvictThresholdPercent": st.integers(3, 100),
+    "cpuSuppressPolicy": st.sampled_from(["cpuset", "cfsQuota"]), "enable": st.booleans()}),
+    st.fixed_dictionaries({}, optional={"catRangeStartPercent": st.integers(0, 49),
+                                        "catRangeEndPercent": st.integers(50, 100),
+                                        "mbaPercent": st.sampled_from(range(0, 101, 10))}),
+    st.fixed_dictionaries({}, optional={"policy": st.sampled_from(["none", "auto", "cpuBurstOnly"]),
+                                        "cpuBurstPercent": st.integers(0, 10000)}))
+def test_any_valid_spec_survives_its_own_document(threshold, resctrl, burst):
+    slo = parse_node_slo_spec({"resourceUsedThresholdWithBE": threshold, "cpuBurstStrategy": burst,
+                               "resourceQOSStrategy": {"lsClass": {"resctrlQOS": resctrl}}})
+    assert parse_node_slo_spec(node_slo_document(slo)) == slo
