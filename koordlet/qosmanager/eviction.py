@@ -10,9 +10,8 @@ and counts it in `koordlet_pod_eviction{reason}`. How a pod is removed is the
   in the pod's and its containers' `cgroup.procs`, again until they are empty. kubelet
   (or the runtime) sees the containers die; nothing else is touched.
 - `DisabledEvictor`: the default in standalone mode; logs what it would have done.
-- Kubernetes mode: an `Evictor` posting policy/v1 Evictions (PodDisruptionBudgets are
-  respected by the API server) and recording an Event: to be built on the API client
-  the reports module brings; not here yet.
+- `ApiEvictor` (api_evictor.py), Kubernetes mode: policy/v1 Evictions (the API server
+  applies PodDisruptionBudgets) and a Node Event, over the API client the daemon binds.
 """
 
 from __future__ import annotations
