@@ -71,6 +71,10 @@ class FeatureGates:
             raise FeatureGateError(f"unknown feature gate {name!r}")
         return self.states[name]
 
+    def not_implemented(self) -> list[str]:
+        """Gates that are on but whose feature this version does not have yet (said at start)."""
+        return sorted(name for name, on in self.states.items() if on and not SPECS[name].implemented)
+
     def overridden(self) -> dict[str, bool]:
         return {name: on for name, on in self.states.items() if on != SPECS[name].default}
 
