@@ -21,9 +21,9 @@ from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
 from koordlet.metricsadvisor.builder import build_metrics_advisor
 from koordlet.sdnotify import notify
-from koordlet.qosmanager.builder import build_node_slo, build_qos_manager
+from koordlet.qosmanager.builder import build_qos_manager
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.node_slo_source import NodeSLOSource
+from koordlet.statesinformer.node_slo_source import NodeSLOSource, build_node_slo
 from system.host import Host
 
 log = structlog.get_logger(__name__)

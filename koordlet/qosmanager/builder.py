@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from koordlet import defaults
-from koordlet.http_endpoint import json_reply
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_evict import CPUEvict
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
@@ -20,8 +18,7 @@ from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.resctrl import ResctrlQoS
-from koordlet.statesinformer.node_slo import node_slo_document
-from koordlet.statesinformer.node_slo_source import NodeSLOFile, StaticNodeSLO
+from koordlet.statesinformer.node_slo_source import StaticNodeSLO
 from resourceexecutor import ResourceExecutor
 from system.cgroup_layout import CgroupDriver, detect_driver
 from system.cgroup_readers import CgroupReader
@@ -49,26 +46,6 @@ def strategies_for(config: Config) -> list[Strategy]:
         ResctrlQoS(interval=config.reconcile_interval_seconds),
     ]
     return [s for s in candidates if gates.enabled(s.gate)]
-
-
-def build_node_slo(hubs: Hubs) -> list[Module]:
-    """The NodeSLO source: the --node-slo-config file, else koordlet's defaults.
-    GET /api/v1/nodeslo shows the NodeSLO in force and why the last document was refused."""
-    path = hubs.config.node_slo_config
-    source: StaticNodeSLO
-    if path is not None:
-        source = NodeSLOFile(path, poll_interval=defaults.NODE_SLO_POLL_SECONDS)
-    else:
-        source = StaticNodeSLO()
-        log.info("node_slo_defaults", reason="no --node-slo-config" if hubs.config.standalone
-                 else "NodeSLO from the API server is not wired yet")
-    hubs.node_slo = source
-    if hubs.http is not None:
-        hubs.http.add_route("/api/v1/nodeslo", lambda query: json_reply({
-            "source": str(path) if path is not None else "defaults",
-            "lastError": getattr(source, "last_error", None),
-            "spec": node_slo_document(source.current())}))
-    return [source] if isinstance(source, NodeSLOFile) else []
 
 
 def _evictor(config: Config, executor: ResourceExecutor, reader: CgroupReader) -> Evictor:

@@ -16,12 +16,20 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import structlog
 import yaml
 
-from koordlet.statesinformer.node_slo import NodeSLO, NodeSLOError, parse_node_slo_spec, spec_of_document
+from koordlet import defaults
+from koordlet.http_endpoint import json_reply
+from koordlet.statesinformer.node_slo import (
+    NodeSLO, NodeSLOError, node_slo_document, parse_node_slo_spec, spec_of_document,
+)
+
+if TYPE_CHECKING:
+    from koordlet.app import Hubs
+    from koordlet.daemon import Module
 
 log = structlog.get_logger(__name__)
 
@@ -156,3 +164,22 @@ class NodeSLOFile(ValidatedNodeSLO):
     def ready(self) -> bool:
         return True
 
+
+def build_node_slo(hubs: Hubs) -> list[Module]:
+    """The NodeSLO source: the --node-slo-config file, else koordlet's defaults.
+    GET /api/v1/nodeslo shows the NodeSLO in force and why the last document was refused."""
+    path = hubs.config.node_slo_config
+    source: StaticNodeSLO
+    if path is not None:
+        source = NodeSLOFile(path, poll_interval=defaults.NODE_SLO_POLL_SECONDS)
+    else:
+        source = StaticNodeSLO()
+        log.info("node_slo_defaults", reason="no --node-slo-config" if hubs.config.standalone
+                 else "NodeSLO from the API server is not wired yet")
+    hubs.node_slo = source
+    if hubs.http is not None:
+        hubs.http.add_route("/api/v1/nodeslo", lambda query: json_reply({
+            "source": str(path) if path is not None else "defaults",
+            "lastError": getattr(source, "last_error", None),
+            "spec": node_slo_document(source.current())}))
+    return [source] if isinstance(source, NodeSLOFile) else []
