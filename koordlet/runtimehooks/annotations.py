@@ -61,17 +61,24 @@ def _resource_list(value: Any, where: str) -> Mapping[str, int]:
         raise AnnotationError("%s: %s: %s" % (EXTENDED_RESOURCE_SPEC, where, exc)) from None
 
 
-def extended_resource_spec(annotations: Mapping[str, str]) -> Mapping[str, Resources] | None:
-    """Per-container requests/limits from the annotation; None when absent."""
-    text = annotations.get(EXTENDED_RESOURCE_SPEC)
+def _json_object(annotations: Mapping[str, str], key: str) -> dict[str, Any] | None:
+    text = annotations.get(key)
     if text is None:
         return None
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise AnnotationError("%s is not JSON: %s" % (EXTENDED_RESOURCE_SPEC, exc)) from exc
+        raise AnnotationError("%s is not JSON: %s" % (key, exc)) from exc
     if not isinstance(data, dict):
-        raise AnnotationError("%s must be a JSON object" % EXTENDED_RESOURCE_SPEC)
+        raise AnnotationError("%s must be a JSON object" % key)
+    return data
+
+
+def extended_resource_spec(annotations: Mapping[str, str]) -> Mapping[str, Resources] | None:
+    """Per-container requests/limits from the annotation; None when absent."""
+    data = _json_object(annotations, EXTENDED_RESOURCE_SPEC)
+    if data is None:
+        return None
     containers = data.get("containers") or {}
     if not isinstance(containers, dict):
         raise AnnotationError("%s: containers must be an object keyed by container name" % EXTENDED_RESOURCE_SPEC)
@@ -88,15 +95,9 @@ def extended_resource_spec(annotations: Mapping[str, str]) -> Mapping[str, Resou
 
 def resource_status_cpuset(annotations: Mapping[str, str]) -> frozenset[int] | None:
     """The CPUs koord-scheduler bound the pod to; None when absent or empty."""
-    text = annotations.get(RESOURCE_STATUS)
-    if text is None:
+    data = _json_object(annotations, RESOURCE_STATUS)
+    if data is None:
         return None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise AnnotationError("%s is not JSON: %s" % (RESOURCE_STATUS, exc)) from exc
-    if not isinstance(data, dict):
-        raise AnnotationError("%s must be a JSON object" % RESOURCE_STATUS)
     cpuset = data.get("cpuset", "")
     if not isinstance(cpuset, str):
         raise AnnotationError("%s: cpuset must be a cpu list string" % RESOURCE_STATUS)
