@@ -1,0 +1,165 @@
+"""The NRI transport: koordlet's plugin on the `nri.Stub`.
+
+Subscribed events (the stub derives the mask from the handlers defined here):
+RunPodSandbox (pod-level cgroups through the executor: NRI cannot adjust them),
+CreateContainer (the ContainerAdjustment), UpdateContainer (re-assert what we
+own over kubelet's update), RemoveContainer and RemovePodSandbox (forget).
+Nothing else: PostCreateContainer and ValidateContainerAdjustment would each add
+a round trip to every CRI CreateContainer, StartContainer/StopContainer carry
+nothing the policy uses.
+
+Every event feeds the states informer first; the decision then reads the pod and
+container back from it, so NRI and the reconciler decide from the same values.
+When a plan changes for containers that already run (an LSR pod took CPUs from
+the shared pool), unsolicited UpdateContainers go out from a separate task,
+never from inside a handler (containerd would wait on its own lock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Callable, Protocol, Sequence
+
+import structlog
+
+from koordlet.runtimehooks import nri_convert
+from koordlet.runtimehooks.engine import HookEngine
+from koordlet.runtimehooks.reconciler import updaters_for
+from koordlet.runtimehooks.spec import ResourceSpec
+from koordlet.statesinformer.model import PodInfo
+from nri.events import Event
+from nri.stub import NotConnected, Stub
+from nri.ttrpc.status import TtrpcError
+from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
+from resourceexecutor import ResourceExecutor
+
+log = structlog.get_logger(__name__)
+
+
+class NriFeed(Protocol):
+    """How NRI events reach the states informer (its PodStore implements this)."""
+
+    def nri_synchronized(self, pods: Sequence[api.PodSandbox], containers: Sequence[api.Container]) -> None: ...
+
+    def nri_pod_event(self, kind: Event, sandbox: api.PodSandbox) -> None: ...
+
+    def nri_container_event(self, kind: Event, sandbox: api.PodSandbox, container: api.Container) -> None: ...
+
+
+class KoordletNriPlugin:
+    def __init__(self, engine: HookEngine, feed: NriFeed, executor: Callable[[], ResourceExecutor | None],
+                 on_synchronized: Callable[[], None] = lambda: None) -> None:
+        self.engine = engine
+        self.feed = feed
+        self._executor = executor
+        self._on_synchronized = on_synchronized
+        self.stub: Stub | None = None
+        self._sent: dict[str, ResourceSpec] = {}  # container id -> spec the runtime holds from us
+        self._pending: set[str] | None = set()  # pods whose running containers may need an update; None: all
+        self._flush_task: asyncio.Task[None] | None = None
+        engine.add_listener(self._plans_changed)
+
+    @property
+    def cgroup_version(self) -> int:
+        return self.engine.config.host.cgroup_version
+
+    # -- handlers (their names are the subscription) -----------------------------------
+
+    def synchronize(self, pods: list[api.PodSandbox], containers: list[api.Container]) -> list[api.ContainerUpdate]:
+        self.feed.nri_synchronized(pods, containers)
+        self._sent.clear()
+        updates = []
+        by_sandbox = {info.sandbox_id: info for info in self.engine.states.pods()}
+        for container in containers:
+            spec = self._container_spec(by_sandbox.get(container.pod_sandbox_id), container.id, "synchronize")
+            if spec is None:
+                continue
+            self._sent[container.id] = spec
+            if not nri_convert.holds(container.linux.resources, spec, self.cgroup_version):
+                message = nri_convert.update(container.id, spec, self.cgroup_version)
+                if message is not None:
+                    updates.append(message)
+        self._on_synchronized()
+        return updates
+
+    def run_pod_sandbox(self, pod: api.PodSandbox) -> None:
+        self.feed.nri_pod_event(Event.RUN_POD_SANDBOX, pod)
+        info = self.engine.states.pod(pod.uid)
+        executor = self._executor()
+        if info is None or executor is None or not info.cgroup_parent:
+            return
+        spec = self.engine.decide(info, None, "run_pod_sandbox")
+        if not spec.empty:
+            executor.update_batch(updaters_for(executor, spec, info.cgroup_parent))
+
+    def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
+        self.feed.nri_pod_event(Event.REMOVE_POD_SANDBOX, pod)
+
+    def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment | None:
+        self.feed.nri_container_event(Event.CREATE_CONTAINER, pod, container)
+        spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "create_container")
+        if spec is None:
+            return None
+        self._sent[container.id] = spec
+        return nri_convert.adjustment(spec, self.cgroup_version)
+
+    def update_container(self, pod: api.PodSandbox, container: api.Container,
+                         resources: api.LinuxResources) -> list[api.ContainerUpdate]:
+        self.feed.nri_container_event(Event.UPDATE_CONTAINER, pod, container)
+        spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "update_container")
+        if spec is None or nri_convert.holds(resources, spec, self.cgroup_version):
+            return []
+        self._sent[container.id] = spec
+        message = nri_convert.update(container.id, spec, self.cgroup_version)
+        return [message] if message is not None else []
+
+    def remove_container(self, pod: api.PodSandbox, container: api.Container) -> None:
+        self._sent.pop(container.id, None)
+        self.feed.nri_container_event(Event.REMOVE_CONTAINER, pod, container)
+
+    # -- decisions ------------------------------------------------------------------
+
+    def _container_spec(self, info: PodInfo | None, container_id: str, stage: str) -> ResourceSpec | None:
+        container = info.container_by_id(container_id) if info is not None else None
+        if info is None or container is None:
+            log.warning("nri_container_unknown_to_informer", container=container_id, stage=stage)
+            return None
+        return self.engine.decide(info, container, stage)
+
+    # -- unsolicited updates ----------------------------------------------------------
+
+    def _plans_changed(self, changed: frozenset[str] | None) -> None:
+        if self.stub is None or not self._sent:
+            return
+        if changed is None or self._pending is None:
+            self._pending = None
+        else:
+            self._pending |= changed
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        await asyncio.sleep(0)  # gather a burst of changes (and let the handler return)
+        pending, self._pending = self._pending, set()
+        pods = self.engine.states.pods() if pending is None else [
+            p for p in (self.engine.states.pod(uid) for uid in pending) if p is not None]
+        updates = []
+        for pod in pods:
+            plan = self.engine.plan(pod)
+            for container in plan.containers:
+                sent = self._sent.get(container.container_id)
+                if sent is None or sent == container.spec:
+                    continue
+                message = nri_convert.update(container.container_id, container.spec, self.cgroup_version)
+                self._sent[container.container_id] = container.spec
+                if message is not None:
+                    updates.append(message)
+        if not updates or self.stub is None:
+            return
+        try:
+            failed = await self.stub.update_containers(updates)
+        except (NotConnected, TtrpcError, ConnectionError) as exc:
+            # the reconciler repairs these; the next Synchronize resends them
+            log.info("nri_unsolicited_update_failed", containers=len(updates), error=str(exc))
+            return
+        log.info("nri_containers_updated", containers=len(updates), failed=len(failed))

@@ -1,0 +1,191 @@
+"""The bypass transport: apply every pod's plan through the resource executor.
+
+One pass writes the kube-QoS directories, then every pod cgroup, then every
+container cgroup as one levelled batch (parent before child when a limit grows,
+child first when it shrinks: the executor's levelled order). Passes run every
+`interval` and at once when the engine reports a change or after an NRI
+(re)synchronize.
+
+Drift: the executor's write cache skips a value it wrote less than 60 s ago
+without looking, so a value changed behind our back would survive up to a
+minute. The periodic pass therefore runs with `use_cache=False` (read, compare,
+write only what differs); passes triggered by a change trust the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from koordlet.runtimehooks.engine import HookEngine
+from koordlet.runtimehooks.hooks.group_identity import qos_dir_specs
+from koordlet.runtimehooks.spec import PodPlan, ResourceSpec
+from koordlet.statesinformer.model import K8sQoS
+from resourceexecutor import Outcome, ResourceExecutor, Updater
+from system.cgroup_resource import REGISTRY
+
+log = structlog.get_logger(__name__)
+
+# Spec field -> cgroup resource (registry name); order is the write order within a cgroup.
+FIELD_RESOURCES: tuple[tuple[str, str], ...] = (
+    ("cpuset_mems", "cpuset.mems"),
+    ("cpuset_cpus", "cpuset.cpus"),
+    ("cpu_shares", "cpu.shares"),
+    ("cfs_period", "cpu.cfs_period_us"),
+    ("cfs_quota", "cpu.cfs_quota_us"),
+    ("memory_limit", "memory.limit_in_bytes"),
+    ("bvt", "cpu.bvt_warp_ns"),
+    ("cpu_idle", "cpu.idle"),
+)
+
+
+def _unified_value(text: str) -> int | None:
+    if text.strip() == "max":
+        return -1
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def updaters_for(executor: ResourceExecutor, spec: ResourceSpec, cgroup_dir: str) -> list[Updater]:
+    """Updaters for every field the spec owns. `unified` entries whose v2 file is a
+    registry resource of its own name (memory.high, cpu.idle, ...) are written too."""
+    out = [executor.updater(resource, cgroup_dir, getattr(spec, name))
+           for name, resource in FIELD_RESOURCES if getattr(spec, name) is not None]
+    for key, text in spec.unified.items():
+        resource = REGISTRY.get(key)
+        value = _unified_value(text)
+        if resource is not None and resource.v2_file == key and resource.writable and value is not None:
+            out.append(executor.updater(resource, cgroup_dir, value))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    full: bool
+    pods: int
+    updates: int
+    writes: int
+    problems: int
+    seconds: float
+
+
+class ReconcileMetrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.duration = Histogram("koordlet_runtime_hooks_reconcile_duration_seconds",
+                                  "one reconcile pass over every pod, by mode", ("mode",), registry=registry,
+                                  buckets=(1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0)) \
+            if registry is not None else None
+        self.writes = Counter("koordlet_runtime_hooks_reconcile_writes",
+                              "cgroup files the reconcile loop wrote (drift or changes repaired)",
+                              registry=registry) if registry is not None else None
+
+    def record(self, result: PassResult) -> None:
+        if self.duration is not None and self.writes is not None:
+            self.duration.labels("full" if result.full else "changed").observe(result.seconds)
+            self.writes.inc(result.writes)
+
+
+class Reconciler:
+    def __init__(self, engine: HookEngine, executor: Callable[[], ResourceExecutor | None], interval: float, *,
+                 qos_dirs: Mapping[K8sQoS, str] | None = None, registry: CollectorRegistry | None = None) -> None:
+        self.engine = engine
+        self._executor = executor
+        self.interval = interval
+        self.qos_dirs = dict(qos_dirs or {})
+        self.metrics = ReconcileMetrics(registry)
+        self._built: dict[str, tuple[PodPlan, list[Updater], list[Updater]]] = {}
+        self._built_for: ResourceExecutor | None = None
+        self._wake = asyncio.Event()
+        self._full_requested = True
+        self._stopping = False
+        self.passes = 0
+        self.last: PassResult | None = None
+        engine.add_listener(lambda changed: self.trigger())
+
+    def trigger(self, full: bool = False) -> None:
+        """Run a pass soon (full: read-compare every file, as after a resync)."""
+        self._full_requested = self._full_requested or full
+        self._wake.set()
+
+    # -- one pass ---------------------------------------------------------------------
+
+    def reconcile_once(self, full: bool) -> PassResult | None:
+        executor = self._executor()
+        if executor is None:
+            return None
+        started = time.perf_counter()
+        if executor is not self._built_for:
+            self._built.clear()
+            self._built_for = executor
+        qos_level = self._qos_updaters(executor)
+        pod_level: list[Updater] = []
+        container_level: list[Updater] = []
+        live: dict[str, tuple[PodPlan, list[Updater], list[Updater]]] = {}
+        for plan in self.engine.plans():
+            built = self._built.get(plan.uid)
+            if built is None or built[0] is not plan:
+                built = (plan, self._pod_updaters(executor, plan), self._container_updaters(executor, plan))
+            live[plan.uid] = built
+            pod_level.extend(built[1])
+            container_level.extend(built[2])
+        self._built = live  # pods gone since the last pass are dropped here
+        result = executor.update_levels([qos_level, pod_level, container_level], use_cache=not full)
+        writes = sum(1 for r in result if r.outcome is Outcome.WRITTEN)
+        problems = sum(1 for r in result if r.outcome in (Outcome.INVALID, Outcome.FAILED))
+        outcome = PassResult(full, len(live), len(qos_level) + len(pod_level) + len(container_level), writes,
+                             problems, time.perf_counter() - started)
+        self.metrics.record(outcome)
+        self.passes += 1
+        self.last = outcome
+        if writes or problems:
+            log.info("runtime_hooks_reconciled", full=full, pods=outcome.pods, writes=writes, problems=problems)
+        return outcome
+
+    def _qos_updaters(self, executor: ResourceExecutor) -> list[Updater]:
+        if not self.qos_dirs or not any(h.name == "GroupIdentity" for h in self.engine.hooks):
+            return []
+        return [u for tier, spec in qos_dir_specs(self.engine.config).items() if tier in self.qos_dirs
+                for u in updaters_for(executor, spec, self.qos_dirs[tier])]
+
+    @staticmethod
+    def _pod_updaters(executor: ResourceExecutor, plan: PodPlan) -> list[Updater]:
+        return updaters_for(executor, plan.spec, plan.cgroup_dir) if plan.cgroup_dir else []
+
+    @staticmethod
+    def _container_updaters(executor: ResourceExecutor, plan: PodPlan) -> list[Updater]:
+        return [u for c in plan.containers if c.cgroup_dir for u in updaters_for(executor, c.spec, c.cgroup_dir)]
+
+    # -- the loop ---------------------------------------------------------------------
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_full = loop.time()
+        while not self._stopping:
+            timeout = max(next_full - loop.time(), 0.0)
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except TimeoutError:
+                pass
+            if self._stopping:
+                return
+            await asyncio.sleep(0)  # let a burst of pod events land in one pass
+            self._wake.clear()
+            full = self._full_requested or loop.time() >= next_full
+            self._full_requested = False
+            try:
+                self.reconcile_once(full)
+            except Exception as exc:  # one bad pass must not end the loop
+                log.error("runtime_hooks_reconcile_failed", error=repr(exc), exc_info=True)
+            if full:
+                next_full = loop.time() + self.interval
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
