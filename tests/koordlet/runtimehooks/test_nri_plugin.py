@@ -4,11 +4,7 @@ adjustments and updates the way containerd does."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 from pathlib import Path
-
-import pytest
 
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hook_config import HookConfig
@@ -21,19 +17,11 @@ from nri.testing import RuntimePeer
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_feed import NriTestFeed
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
+from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
 
 GiB = 1 << 30
 ANNOT = "node.koordinator.sh/extended-resource-spec"
 STATUS = "scheduling.koordinator.sh/resource-status"
-
-
-@pytest.fixture
-def socket_path():
-    directory = Path(tempfile.mkdtemp(prefix="nri-rh-", dir="/tmp"))
-    try:
-        yield directory / "nri.sock"
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 class Harness:
