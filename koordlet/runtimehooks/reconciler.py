@@ -94,11 +94,15 @@ class ReconcileMetrics:
 
 class Reconciler:
     def __init__(self, engine: HookEngine, executor: Callable[[], ResourceExecutor | None], interval: float, *,
-                 qos_dirs: Mapping[K8sQoS, str] | None = None, registry: CollectorRegistry | None = None) -> None:
+                 qos_dirs: Mapping[K8sQoS, str] | None = None, registry: CollectorRegistry | None = None,
+                 containers_on_change: bool = True) -> None:
         self.engine = engine
         self._executor = executor
         self.interval = interval
         self.qos_dirs = dict(qos_dirs or {})
+        # False in NRI mode: NRI updates running containers on a change; the periodic
+        # full pass still covers every container (drift, creations while disconnected).
+        self.containers_on_change = containers_on_change
         self.metrics = ReconcileMetrics(registry)
         self._built: dict[str, tuple[PodPlan, list[Updater], list[Updater]]] = {}
         self._built_for: ResourceExecutor | None = None
@@ -136,6 +140,8 @@ class Reconciler:
             pod_level.extend(built[1])
             container_level.extend(built[2])
         self._built = live  # pods gone since the last pass are dropped here
+        if not (full or self.containers_on_change):
+            container_level = []
         result = executor.update_levels([qos_level, pod_level, container_level], use_cache=not full)
         writes = sum(1 for r in result if r.outcome is Outcome.WRITTEN)
         problems = sum(1 for r in result if r.outcome in (Outcome.INVALID, Outcome.FAILED))

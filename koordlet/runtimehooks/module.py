@@ -1,0 +1,168 @@
+"""The runtime hooks as a daemon module: the engine, the reconcile loop and the
+NRI plugin, wired from the daemon's config, plus `GET /api/v1/pods`.
+
+Mode (`--runtime-hooks-mode`):
+- nri: NRI shapes containers; the loop writes pod and kube-QoS cgroups on every
+  pass and container cgroups on its periodic read-compare pass (drift, and
+  containers created while NRI was away);
+- both: NRI, and the loop writes containers on every change too;
+- bypass: no NRI; the loop does everything;
+- auto (default): both when the NRI socket exists at start, else bypass.
+/readyz counts the module ready only while NRI is connected and synchronized
+when NRI is on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from koordlet import defaults
+from koordlet.config import Config
+from koordlet.executor_module import ExecutorModule
+from koordlet.http_endpoint import Reply, json_reply
+from koordlet.runtimehooks.engine import HookEngine, plans_json
+from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
+from koordlet.runtimehooks.hooks import enabled_hooks
+from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin, NriFeed
+from koordlet.runtimehooks.reconciler import Reconciler
+from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import K8sQoS
+from nri.stub import Stub, StubConfig
+from resourceexecutor import ResourceExecutor
+from system.cgroup_driver import detect_host_driver
+from system.cgroup_files import CgroupFiles
+from system.cgroup_layout import QoSTier, qos_dir
+from system.errors import SystemFileError
+from system.host import Host
+from system.topology import read_cpu_topology
+
+log = structlog.get_logger(__name__)
+
+_TIERS = {K8sQoS.GUARANTEED: QoSTier.GUARANTEED, K8sQoS.BURSTABLE: QoSTier.BURSTABLE,
+          K8sQoS.BEST_EFFORT: QoSTier.BESTEFFORT}
+
+
+def probe_host(host: Host, files: CgroupFiles | None) -> tuple[HookConfig, dict[K8sQoS, str]]:
+    """Hook config with this host's CPUs and cgroup capabilities, and the kube-QoS dirs."""
+    try:
+        cpus = read_cpu_topology(host).online_cpus
+    except (OSError, SystemFileError, ValueError) as exc:
+        log.warning("runtime_hooks_cpus_unknown", error=str(exc))
+        cpus = frozenset()
+    if files is None:
+        return HookConfig(node_cpus=cpus), {}
+    driver = detect_host_driver(files)
+    dirs = {tier: qos_dir(driver, _TIERS[tier]) for tier in K8sQoS} if driver is not None else {}
+    probe_dir = dirs.get(K8sQoS.GUARANTEED, "")
+    try:
+        version = files.version_for("cpu.shares")
+    except SystemFileError:
+        version = 1
+    caps = HostCaps(cgroup_version=version, bvt_supported=files.supported("cpu.bvt_warp_ns", probe_dir),
+                    cpu_idle_supported=files.supported("cpu.idle", probe_dir))
+    return HookConfig(node_cpus=cpus, host=caps), dirs
+
+
+def nri_wanted(config: Config) -> bool:
+    if not (config.enable_nri_runtime_hook and config.feature_gates.enabled("NRIRuntimeHooks")):
+        return False
+    if config.runtime_hooks_mode == "auto":
+        return config.nri_socket_path.exists()
+    return config.runtime_hooks_mode in ("nri", "both")
+
+
+class RuntimeHooksModule:
+    name = "runtimehooks"
+
+    def __init__(self, config: Config, host: Host, states: StatesInformer, feed: NriFeed | None,
+                 executor: ExecutorModule, registry: CollectorRegistry | None) -> None:
+        self._config = config
+        self._host = host
+        self._executor_module = executor
+        self._registry = registry
+        hooks = enabled_hooks(config.feature_gates.enabled)
+        self.engine = HookEngine(states, HookConfig(), hooks, registry=registry)
+        self._feed = feed
+        self.reconciler: Reconciler | None = None
+        self.plugin: KoordletNriPlugin | None = None
+        self.stub: Stub | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.nri_on = False
+
+    def executor(self) -> ResourceExecutor | None:
+        return self._executor_module.executor
+
+    async def start(self) -> None:
+        executor = self.executor()
+        hook_config, qos_dirs = probe_host(self._host, executor.files if executor is not None else None)
+        self.engine.set_config(replace(hook_config))
+        self.engine.start()
+        config = self._config
+        self.nri_on = nri_wanted(config) and self._feed is not None
+        loop = asyncio.get_running_loop()
+        if config.feature_gates.enabled("CgroupReconcile"):
+            self.reconciler = Reconciler(self.engine, self.executor, config.runtime_hooks_reconcile_interval,
+                                         qos_dirs=qos_dirs, registry=self._registry,
+                                         containers_on_change=config.runtime_hooks_mode != "nri" or not self.nri_on)
+            self._tasks.append(loop.create_task(self.reconciler.run()))
+        if self.nri_on:
+            assert self._feed is not None
+            reconciler = self.reconciler
+            self.plugin = KoordletNriPlugin(
+                self.engine, self._feed, self.executor,
+                on_synchronized=(lambda: reconciler.trigger(full=True)) if reconciler is not None else (lambda: None))
+            self.stub = Stub(self.plugin, name=defaults.NRI_PLUGIN_NAME, index=config.runtime_hooks_nri_plugin_index,
+                             config=StubConfig(socket_path=str(config.nri_socket_path)))
+            self.plugin.stub = self.stub
+            self._tasks.append(loop.create_task(self.stub.run()))
+        log.info("runtime_hooks_started", mode=config.runtime_hooks_mode, nri=self.nri_on,
+                 reconcile=self.reconciler is not None, hooks=[h.name for h in self.engine.hooks],
+                 node_cpus=len(hook_config.node_cpus), cgroup_version=hook_config.host.cgroup_version,
+                 bvt=hook_config.host.bvt_supported, qos_dirs=sorted(t.value for t in qos_dirs))
+
+    async def stop(self) -> None:
+        if self.stub is not None:
+            await self.stub.stop()
+        if self.reconciler is not None:
+            self.reconciler.stop()
+        self.engine.stop()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    def ready(self) -> bool:
+        return self.stub.is_ready if self.nri_on and self.stub is not None else True
+
+    # -- GET /api/v1/pods -------------------------------------------------------------
+
+    def pods_route(self, query: str) -> Reply:
+        body: dict[str, Any] = plans_json(self.engine.plans())
+        body["nri"] = {"enabled": self.nri_on, "ready": self.stub.is_ready if self.stub is not None else False}
+        if self.reconciler is not None and self.reconciler.last is not None:
+            last = self.reconciler.last
+            body["reconcile"] = {"passes": self.reconciler.passes, "lastFull": last.full, "lastWrites": last.writes,
+                                 "lastUpdates": last.updates, "lastSeconds": last.seconds}
+        return json_reply(body)
+
+
+_FEED_METHODS = ("nri_synchronized", "nri_pod_event", "nri_container_event")
+
+
+def build_runtime_hooks(hubs: Any) -> list[RuntimeHooksModule]:
+    """MODULE_BUILDERS entry (after the states informer's): the runtime hooks, or
+    nothing when both transports are gated off or no states informer runs."""
+    config: Config = hubs.config
+    gates = config.feature_gates
+    if not (gates.enabled("NRIRuntimeHooks") or gates.enabled("CgroupReconcile")):
+        return []
+    if hubs.states is None:
+        log.warning("runtime_hooks_disabled", reason="no states informer in this daemon")
+        return []
+    feed = hubs.states if all(callable(getattr(hubs.states, m, None)) for m in _FEED_METHODS) else None
+    module = RuntimeHooksModule(config, hubs.host, hubs.states, feed, hubs.executor, hubs.registry)
+    hubs.http.add_route("/api/v1/pods", module.pods_route)
+    return [module]
