@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -61,10 +62,7 @@ def _resource_list(value: Any, where: str) -> Mapping[str, int]:
         raise AnnotationError("%s: %s: %s" % (EXTENDED_RESOURCE_SPEC, where, exc)) from None
 
 
-def _json_object(annotations: Mapping[str, str], key: str) -> dict[str, Any] | None:
-    text = annotations.get(key)
-    if text is None:
-        return None
+def _json_object(text: str, key: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -76,9 +74,15 @@ def _json_object(annotations: Mapping[str, str], key: str) -> dict[str, Any] | N
 
 def extended_resource_spec(annotations: Mapping[str, str]) -> Mapping[str, Resources] | None:
     """Per-container requests/limits from the annotation; None when absent."""
-    data = _json_object(annotations, EXTENDED_RESOURCE_SPEC)
-    if data is None:
-        return None
+    text = annotations.get(EXTENDED_RESOURCE_SPEC)
+    return None if text is None else _parse_extended_resource_spec(text)
+
+
+# Every CreateContainer and plan reads these annotations again; the parsed values are
+# immutable, so a bounded memo keyed by the text is safe (invalid texts are not kept).
+@lru_cache(maxsize=4096)
+def _parse_extended_resource_spec(text: str) -> Mapping[str, Resources]:
+    data = _json_object(text, EXTENDED_RESOURCE_SPEC)
     containers = data.get("containers") or {}
     if not isinstance(containers, dict):
         raise AnnotationError("%s: containers must be an object keyed by container name" % EXTENDED_RESOURCE_SPEC)
@@ -95,9 +99,13 @@ def extended_resource_spec(annotations: Mapping[str, str]) -> Mapping[str, Resou
 
 def resource_status_cpuset(annotations: Mapping[str, str]) -> frozenset[int] | None:
     """The CPUs koord-scheduler bound the pod to; None when absent or empty."""
-    data = _json_object(annotations, RESOURCE_STATUS)
-    if data is None:
-        return None
+    text = annotations.get(RESOURCE_STATUS)
+    return None if text is None else _parse_resource_status(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_resource_status(text: str) -> frozenset[int] | None:
+    data = _json_object(text, RESOURCE_STATUS)
     cpuset = data.get("cpuset", "")
     if not isinstance(cpuset, str):
         raise AnnotationError("%s: cpuset must be a cpu list string" % RESOURCE_STATUS)

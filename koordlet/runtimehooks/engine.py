@@ -20,7 +20,7 @@ from koordlet.runtimehooks.annotations import annotation_problems
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import Hook
 from koordlet.runtimehooks.policy import plan_with
-from koordlet.runtimehooks.spec import PodPlan, ResourceSpec
+from koordlet.runtimehooks.spec import EMPTY_SPEC, PodPlan, ResourceSpec
 from koordlet.statesinformer.api import StatesInformer, Unsubscribe
 from koordlet.statesinformer.model import ContainerInfo, PodEvent, PodEventKind, PodInfo
 
@@ -90,7 +90,7 @@ class HookEngine:
         """One cgroup's spec, each hook timed; a debug line per decision."""
         self._warn_once(pod)
         config, allocations = self.config, self.index.snapshot()
-        spec = ResourceSpec()
+        spec = EMPTY_SPEC
         clock = time.perf_counter
         for hook in self.hooks:
             started = clock()
@@ -99,9 +99,9 @@ class HookEngine:
             if observer is not None:
                 observer.observe(clock() - started)  # type: ignore[attr-defined]
             spec = spec.merged(part)
-        log.debug("runtime_hook_decision", stage=stage, pod=pod.namespace + "/" + pod.name,
-                  container=container.name if container is not None else None, qos=pod.qos.effective.value,
-                  spec=spec.to_json())
+        # the spec object itself: rendering it costs only when debug lines are on
+        log.debug("runtime_hook_decision", stage=stage, pod=pod.uid, container=container.name if container else None,
+                  qos=pod.qos.effective.value, spec=spec)
         return spec
 
     def plan(self, pod: PodInfo) -> PodPlan:

@@ -7,6 +7,8 @@ writes them. `unified` itself is cgroup-v2-only (runc refuses it on v1).
 
 from __future__ import annotations
 
+from typing import Callable
+
 from koordlet.runtimehooks.spec import ResourceSpec
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 from system.cpuset import format_cpuset
@@ -21,7 +23,11 @@ def _unified(spec: ResourceSpec, cgroup_version: int) -> dict[str, str]:
     return extra
 
 
-def fill_resources(target: api.LinuxResources, spec: ResourceSpec, cgroup_version: int) -> bool:
+CpuList = Callable[[frozenset[int]], str]
+
+
+def fill_resources(target: api.LinuxResources, spec: ResourceSpec, cgroup_version: int,
+                   cpu_list: CpuList = format_cpuset) -> bool:
     """Set the owned fields on `target`; False when the spec has nothing NRI can carry."""
     touched = False
     if spec.cpu_shares is not None:
@@ -34,10 +40,10 @@ def fill_resources(target: api.LinuxResources, spec: ResourceSpec, cgroup_versio
         target.cpu.period.value = spec.cfs_period
         touched = True
     if spec.cpuset_cpus is not None:
-        target.cpu.cpus = format_cpuset(spec.cpuset_cpus)
+        target.cpu.cpus = cpu_list(spec.cpuset_cpus)
         touched = True
     if spec.cpuset_mems is not None:
-        target.cpu.mems = format_cpuset(spec.cpuset_mems)
+        target.cpu.mems = cpu_list(spec.cpuset_mems)
         touched = True
     if spec.memory_limit is not None:
         target.memory.limit.value = spec.memory_limit
@@ -48,20 +54,23 @@ def fill_resources(target: api.LinuxResources, spec: ResourceSpec, cgroup_versio
     return touched
 
 
-def adjustment(spec: ResourceSpec, cgroup_version: int) -> api.ContainerAdjustment | None:
+def adjustment(spec: ResourceSpec, cgroup_version: int,
+               cpu_list: CpuList = format_cpuset) -> api.ContainerAdjustment | None:
     adjust = api.ContainerAdjustment()
-    return adjust if fill_resources(adjust.linux.resources, spec, cgroup_version) else None
+    return adjust if fill_resources(adjust.linux.resources, spec, cgroup_version, cpu_list) else None
 
 
-def update(container_id: str, spec: ResourceSpec, cgroup_version: int) -> api.ContainerUpdate | None:
+def update(container_id: str, spec: ResourceSpec, cgroup_version: int,
+           cpu_list: CpuList = format_cpuset) -> api.ContainerUpdate | None:
     message = api.ContainerUpdate(container_id=container_id, ignore_failure=True)
-    return message if fill_resources(message.linux.resources, spec, cgroup_version) else None
+    return message if fill_resources(message.linux.resources, spec, cgroup_version, cpu_list) else None
 
 
-def holds(current: api.LinuxResources, spec: ResourceSpec, cgroup_version: int) -> bool:
+def holds(current: api.LinuxResources, spec: ResourceSpec, cgroup_version: int,
+          cpu_list: CpuList = format_cpuset) -> bool:
     """Whether the runtime's view of a container already holds every owned field."""
     wanted = api.LinuxResources()
-    fill_resources(wanted, spec, cgroup_version)
+    fill_resources(wanted, spec, cgroup_version, cpu_list)
     merged = api.LinuxResources()
     merged.CopyFrom(current)
     merged.MergeFrom(wanted)

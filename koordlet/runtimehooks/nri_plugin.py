@@ -32,6 +32,7 @@ from nri.stub import NotConnected, Stub
 from nri.ttrpc.status import TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 from resourceexecutor import ResourceExecutor
+from system.cpuset import format_cpuset
 
 log = structlog.get_logger(__name__)
 
@@ -57,6 +58,8 @@ class KoordletNriPlugin:
         self._sent: dict[str, ResourceSpec] = {}  # container id -> spec the runtime holds from us
         self._pending: set[str] | None = set()  # pods whose running containers may need an update; None: all
         self._flush_task: asyncio.Task[None] | None = None
+        self._feeding: str | None = None  # the pod an event handler is feeding right now
+        self._cpu_lists: dict[frozenset[int], str] = {}
         engine.add_listener(self._plans_changed)
 
     @property
@@ -75,15 +78,29 @@ class KoordletNriPlugin:
             if spec is None:
                 continue
             self._sent[container.id] = spec
-            if not nri_convert.holds(container.linux.resources, spec, self.cgroup_version):
-                message = nri_convert.update(container.id, spec, self.cgroup_version)
+            if not nri_convert.holds(container.linux.resources, spec, self.cgroup_version, self._cpu_list):
+                message = nri_convert.update(container.id, spec, self.cgroup_version, self._cpu_list)
                 if message is not None:
                     updates.append(message)
         self._on_synchronized()
         return updates
 
+    def _feed_pod(self, kind: Event, pod: api.PodSandbox) -> None:
+        self._feeding = pod.uid
+        try:
+            self.feed.nri_pod_event(kind, pod)
+        finally:
+            self._feeding = None
+
+    def _feed_container(self, kind: Event, pod: api.PodSandbox, container: api.Container) -> None:
+        self._feeding = pod.uid
+        try:
+            self.feed.nri_container_event(kind, pod, container)
+        finally:
+            self._feeding = None
+
     def run_pod_sandbox(self, pod: api.PodSandbox) -> None:
-        self.feed.nri_pod_event(Event.RUN_POD_SANDBOX, pod)
+        self._feed_pod(Event.RUN_POD_SANDBOX, pod)
         info = self.engine.states.pod(pod.uid)
         executor = self._executor()
         if info is None or executor is None or not info.cgroup_parent:
@@ -93,29 +110,29 @@ class KoordletNriPlugin:
             executor.update_batch(updaters_for(executor, spec, info.cgroup_parent))
 
     def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
-        self.feed.nri_pod_event(Event.REMOVE_POD_SANDBOX, pod)
+        self._feed_pod(Event.REMOVE_POD_SANDBOX, pod)
 
     def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment | None:
-        self.feed.nri_container_event(Event.CREATE_CONTAINER, pod, container)
+        self._feed_container(Event.CREATE_CONTAINER, pod, container)
         spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "create_container")
         if spec is None:
             return None
         self._sent[container.id] = spec
-        return nri_convert.adjustment(spec, self.cgroup_version)
+        return nri_convert.adjustment(spec, self.cgroup_version, self._cpu_list)
 
     def update_container(self, pod: api.PodSandbox, container: api.Container,
                          resources: api.LinuxResources) -> list[api.ContainerUpdate]:
-        self.feed.nri_container_event(Event.UPDATE_CONTAINER, pod, container)
+        self._feed_container(Event.UPDATE_CONTAINER, pod, container)
         spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "update_container")
-        if spec is None or nri_convert.holds(resources, spec, self.cgroup_version):
+        if spec is None or nri_convert.holds(resources, spec, self.cgroup_version, self._cpu_list):
             return []
         self._sent[container.id] = spec
-        message = nri_convert.update(container.id, spec, self.cgroup_version)
+        message = nri_convert.update(container.id, spec, self.cgroup_version, self._cpu_list)
         return [message] if message is not None else []
 
     def remove_container(self, pod: api.PodSandbox, container: api.Container) -> None:
         self._sent.pop(container.id, None)
-        self.feed.nri_container_event(Event.REMOVE_CONTAINER, pod, container)
+        self._feed_container(Event.REMOVE_CONTAINER, pod, container)
 
     # -- decisions ------------------------------------------------------------------
 
@@ -128,9 +145,20 @@ class KoordletNriPlugin:
 
     # -- unsolicited updates ----------------------------------------------------------
 
+    def _cpu_list(self, ids: frozenset[int]) -> str:
+        """Kernel list text of a cpu set, memoized: the shared pools repeat on every call."""
+        text = self._cpu_lists.get(ids)
+        if text is None:
+            if len(self._cpu_lists) >= 1024:
+                self._cpu_lists.clear()
+            text = self._cpu_lists[ids] = format_cpuset(ids)
+        return text
+
     def _plans_changed(self, changed: frozenset[str] | None) -> None:
         if self.stub is None or not self._sent:
             return
+        if changed is not None and changed == {self._feeding}:
+            return  # the handler feeding this pod answers for its container; siblings do not depend on it
         if changed is None or self._pending is None:
             self._pending = None
         else:
@@ -150,7 +178,8 @@ class KoordletNriPlugin:
                 sent = self._sent.get(container.container_id)
                 if sent is None or sent == container.spec:
                     continue
-                message = nri_convert.update(container.container_id, container.spec, self.cgroup_version)
+                message = nri_convert.update(container.container_id, container.spec, self.cgroup_version,
+                                             self._cpu_list)
                 self._sent[container.container_id] = container.spec
                 if message is not None:
                     updates.append(message)

@@ -8,7 +8,7 @@ executor updaters. Units are the kernel's: shares, microseconds, bytes, cpu ids.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
@@ -38,13 +38,15 @@ class ResourceSpec:
 
     def merged(self, other: ResourceSpec) -> ResourceSpec:
         """Field-wise: this spec's fields win, `other` fills the rest."""
-        changes: dict[str, Any] = {}
-        for name in _SCALAR_FIELDS:
-            if getattr(self, name) is None and getattr(other, name) is not None:
-                changes[name] = getattr(other, name)
-        if other.unified:
-            changes["unified"] = MappingProxyType({**other.unified, **self.unified})
-        return replace(self, **changes) if changes else self
+        # hooks answer "nothing" with the EMPTY_SPEC singleton: identity is the cheap test
+        if other is EMPTY_SPEC:
+            return self
+        if self is EMPTY_SPEC:
+            return other
+        values = {name: mine if (mine := getattr(self, name)) is not None else getattr(other, name)
+                  for name in _SCALAR_FIELDS}
+        unified = MappingProxyType({**other.unified, **self.unified}) if other.unified else self.unified
+        return ResourceSpec(**values, unified=unified)
 
     def to_json(self) -> dict[str, Any]:
         """Only the owned fields, cpu lists in kernel syntax (for /api/v1/pods and logs)."""

@@ -177,6 +177,7 @@ async def test_drift_is_repaired_within_one_interval(sandbox) -> None:
         assert files.read("cpu.shares", target) == 512
         # a cached pass alone would not look: the executor vouches for what it wrote
         (host.cgroup("cpu") / target / "cpu.shares").write_text("4096")
+        reconciler._plans_changed(None)  # every pod marked changed: a cached pass still does not look
         assert reconciler.reconcile_once(full=False).writes == 0
         assert files.read("cpu.shares", target) == 4096
         passes = reconciler.passes
