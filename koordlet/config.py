@@ -143,8 +143,8 @@ _OPTIONS: tuple[_Option, ...] = (
     _Option("runtime-hooks-nri-plugin-index", "NRI plugin index (two digits; lower runs first)",
             defaults.NRI_PLUGIN_INDEX, parse_plugin_index),
     _Option("runtime-hooks-mode", "nri: NRI shapes containers, the loop does pod cgroups and drift; bypass: the "
-            "loop does everything; both: NRI and the loop on every change; auto: both if the NRI socket exists "
-            "at start, else bypass", defaults.RUNTIME_HOOKS_MODE, str, RUNTIME_HOOKS_MODES),
+            "loop does everything; both: NRI and the loop on every change; auto: both, /readyz waiting for NRI "
+            "only if its socket exists at start", defaults.RUNTIME_HOOKS_MODE, str, RUNTIME_HOOKS_MODES),
     _Option("runtime-hooks-reconcile-interval", "period of the reconcile loop's full read-compare pass",
             defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS, parse_duration, shown_default="10s"),
 )

@@ -37,6 +37,6 @@ HTTP_GZIP_LEVEL = 1
 # Runtime hooks (koordlet's NRI plugin identity and flags).
 NRI_PLUGIN_NAME = "koordlet_nri"
 NRI_PLUGIN_INDEX = "00"
-# auto: NRI plus the reconcile loop when the NRI socket exists at start, else bypass only.
+# auto: NRI plus the reconcile loop; readiness waits for NRI only if its socket exists at start.
 RUNTIME_HOOKS_MODE = "auto"
 RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS = 10.0

@@ -7,9 +7,10 @@ Mode (`--runtime-hooks-mode`):
   containers created while NRI was away);
 - both: NRI, and the loop writes containers on every change too;
 - bypass: no NRI; the loop does everything;
-- auto (default): both when the NRI socket exists at start, else bypass.
+- auto (default): both; NRI counts for readiness only when its socket existed at
+  start (the stub keeps dialing, so a runtime that comes later is still served).
 /readyz counts the module ready only while NRI is connected and synchronized
-when NRI is on.
+when NRI counts.
 """
 
 from __future__ import annotations
@@ -68,12 +69,17 @@ def probe_host(host: Host, files: CgroupFiles | None) -> tuple[HookConfig, dict[
     return HookConfig(node_cpus=cpus, host=caps), dirs
 
 
+def nri_enabled(config: Config) -> bool:
+    """Whether the NRI plugin runs at all."""
+    return (config.enable_nri_runtime_hook and config.feature_gates.enabled("NRIRuntimeHooks")
+            and config.runtime_hooks_mode != "bypass")
+
+
 def nri_wanted(config: Config) -> bool:
-    if not (config.enable_nri_runtime_hook and config.feature_gates.enabled("NRIRuntimeHooks")):
+    """Whether readiness waits for NRI (connected and synchronized)."""
+    if not nri_enabled(config):
         return False
-    if config.runtime_hooks_mode == "auto":
-        return config.nri_socket_path.exists()
-    return config.runtime_hooks_mode in ("nri", "both")
+    return config.runtime_hooks_mode != "auto" or config.nri_socket_path.exists()
 
 
 class RuntimeHooksModule:
@@ -92,7 +98,8 @@ class RuntimeHooksModule:
         self.plugin: KoordletNriPlugin | None = None
         self.stub: Stub | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self.nri_on = False
+        self.nri_on = False  # the plugin runs
+        self.nri_required = False  # and readiness waits for it
 
     def executor(self) -> ResourceExecutor | None:
         return self._executor_module.executor
@@ -103,7 +110,8 @@ class RuntimeHooksModule:
         self.engine.set_config(replace(hook_config))
         self.engine.start()
         config = self._config
-        self.nri_on = nri_wanted(config) and self._feed is not None
+        self.nri_on = nri_enabled(config) and self._feed is not None
+        self.nri_required = self.nri_on and nri_wanted(config)
         loop = asyncio.get_running_loop()
         if config.feature_gates.enabled("CgroupReconcile"):
             self.reconciler = Reconciler(self.engine, self.executor, config.runtime_hooks_reconcile_interval,
@@ -121,7 +129,7 @@ class RuntimeHooksModule:
             self.plugin.stub = self.stub
             self._tasks.append(loop.create_task(self.stub.run()))
         log.info("runtime_hooks_started", mode=config.runtime_hooks_mode, nri=self.nri_on,
-                 reconcile=self.reconciler is not None, hooks=[h.name for h in self.engine.hooks],
+                 nri_required=self.nri_required, reconcile=self.reconciler is not None, hooks=[h.name for h in self.engine.hooks],
                  node_cpus=len(hook_config.node_cpus), cgroup_version=hook_config.host.cgroup_version,
                  bvt=hook_config.host.bvt_supported, qos_dirs=sorted(t.value for t in qos_dirs))
 
@@ -135,7 +143,7 @@ class RuntimeHooksModule:
         self._tasks.clear()
 
     def ready(self) -> bool:
-        return self.stub.is_ready if self.nri_on and self.stub is not None else True
+        return self.stub.is_ready if self.nri_required and self.stub is not None else True
 
     # -- GET /api/v1/pods -------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet.config import ConfigError, parse_args
 from koordlet.executor_module import ExecutorModule
-from koordlet.runtimehooks.module import RuntimeHooksModule, nri_wanted
+from koordlet.runtimehooks.module import RuntimeHooksModule, nri_enabled, nri_wanted
 from nri.testing import RuntimePeer
 from system.host import Host
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
@@ -42,9 +42,10 @@ def test_runtime_hook_flags_and_socket_alias(tmp_path: Path) -> None:
 def test_mode_decides_nri(tmp_path: Path) -> None:
     sock = tmp_path / "nri.sock"
     auto = parse_args(["--runtime-hooks-nri-socket-path", str(sock)])
-    assert not nri_wanted(auto)
+    assert not nri_wanted(auto) and nri_enabled(auto)
     sock.touch()
     assert nri_wanted(auto)
+    assert nri_enabled(auto)  # auto still dials: a runtime that comes later is served
     assert not nri_wanted(parse_args(["--runtime-hooks-nri-socket-path", str(sock), "--runtime-hooks-mode", "bypass"]))
     assert not nri_wanted(parse_args(["--runtime-hooks-nri-socket-path", str(sock), "--feature-gates",
                                       "NRIRuntimeHooks=false"]))
