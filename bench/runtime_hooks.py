@@ -32,7 +32,9 @@ from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.runtimehooks.reconciler import Reconciler
-from nri.events import PLUGIN_SERVICE, Event
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.store import ContainerChange, PodStore, SandboxChange
+from nri.events import PLUGIN_SERVICE
 from nri.loop import loop_factory, uvloop_available
 from nri.stub import Stub, StubConfig
 from nri.testing import RuntimePeer
@@ -41,9 +43,7 @@ from resourceexecutor import ResourceExecutor
 from system.cgroup_files import CgroupFiles
 from system.cgroup_version import detect_hierarchy
 from system.host import Host
-# The states informer's NRI feed stand-in (tests/), until the informer's PodStore is merged.
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
-from tests.koordlet.runtimehooks.nri_feed import NriTestFeed
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 
 WARMUP = 300
@@ -72,13 +72,13 @@ def workload(count: int, root: str = "") -> list[tuple[api.PodSandbox, api.Conta
     return out
 
 
-def known(pods, config: HookConfig) -> tuple[NriTestFeed, HookEngine]:
-    feed = NriTestFeed()
-    engine = HookEngine(feed.states, config, HOOKS)
+def known(pods, config: HookConfig) -> tuple[PodStore, HookEngine]:
+    feed = PodStore(NodeInfo("node"))
+    engine = HookEngine(feed, config, HOOKS)
     engine.start()
     for pod, ctr in pods:
-        feed.nri_pod_event(Event.RUN_POD_SANDBOX, pod)
-        feed.nri_container_event(Event.CREATE_CONTAINER, pod, ctr)
+        feed.nri_pod_event(SandboxChange.RUN, pod)
+        feed.nri_container_event(ContainerChange.CREATED, pod, ctr)
     return feed, engine
 
 
@@ -158,7 +158,7 @@ def bench_reconcile(pods_count: int, runs: int) -> None:
                 made.append(root / rel)
                 _fill_cpuset(root / rel)
             for pod, ctr in pods:
-                for rel in (pod.linux.cgroup_parent, ctr.linux.cgroups_path):
+                for rel in (pod.linux.cgroup_parent.strip("/"), ctr.linux.cgroups_path.strip("/")):
                     (root / rel).mkdir()
                     made.append(root / rel)
                     _fill_cpuset(root / rel)

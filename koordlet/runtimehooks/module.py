@@ -32,7 +32,8 @@ from koordlet.runtimehooks.hooks import enabled_hooks
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin, NriFeed
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.model import K8sQoS
+from koordlet.statesinformer.model import K8sQoS, NodeInfo, Source
+from koordlet.statesinformer.store import PodStore
 from nri.stub import Stub, StubConfig
 from resourceexecutor import ResourceExecutor
 from system.cgroup_driver import detect_host_driver
@@ -168,8 +169,16 @@ def build_runtime_hooks(hubs: Any) -> list[RuntimeHooksModule]:
     if not (gates.enabled("NRIRuntimeHooks") or gates.enabled("CgroupReconcile")):
         return []
     if hubs.states is None:
-        log.warning("runtime_hooks_disabled", reason="no states informer in this daemon")
-        return []
+        # No states informer module ran before us: keep one fed by NRI alone, so the
+        # hooks still work (no CRI or kubelet listing then).
+        executor_module = hubs.executor
+
+        def forget(cgroup_dir: str) -> None:
+            if executor_module.executor is not None:
+                executor_module.executor.forget_cgroup(cgroup_dir)
+
+        hubs.states = PodStore(NodeInfo(config.node_name), expected=(Source.NRI,), on_cgroup_gone=forget)
+        log.info("runtime_hooks_own_states_informer", sources=["nri"])
     feed = hubs.states if all(callable(getattr(hubs.states, m, None)) for m in _FEED_METHODS) else None
     module = RuntimeHooksModule(config, hubs.host, hubs.states, feed, hubs.executor, hubs.registry)
     hubs.http.add_route("/api/v1/pods", module.pods_route)

@@ -18,7 +18,7 @@ never from inside a handler (containerd would wait on its own lock).
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterable, Protocol
 
 import structlog
 
@@ -27,7 +27,7 @@ from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.reconciler import updaters_for
 from koordlet.runtimehooks.spec import ResourceSpec
 from koordlet.statesinformer.model import PodInfo
-from nri.events import Event
+from koordlet.statesinformer.store import ContainerChange, SandboxChange
 from nri.stub import NotConnected, Stub
 from nri.ttrpc.status import TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
@@ -38,13 +38,14 @@ log = structlog.get_logger(__name__)
 
 
 class NriFeed(Protocol):
-    """How NRI events reach the states informer (its PodStore implements this)."""
+    """How NRI events reach the states informer (statesinformer.store.PodStore)."""
 
-    def nri_synchronized(self, pods: Sequence[api.PodSandbox], containers: Sequence[api.Container]) -> None: ...
+    def nri_synchronized(self, pods: Iterable[api.PodSandbox], containers: Iterable[api.Container]) -> None: ...
 
-    def nri_pod_event(self, kind: Event, sandbox: api.PodSandbox) -> None: ...
+    def nri_pod_event(self, kind: SandboxChange, sandbox: api.PodSandbox) -> None: ...
 
-    def nri_container_event(self, kind: Event, sandbox: api.PodSandbox, container: api.Container) -> None: ...
+    def nri_container_event(self, kind: ContainerChange, sandbox: api.PodSandbox, container: api.Container,
+                            linux_resources: api.LinuxResources | None = None) -> None: ...
 
 
 class KoordletNriPlugin:
@@ -85,22 +86,23 @@ class KoordletNriPlugin:
         self._on_synchronized()
         return updates
 
-    def _feed_pod(self, kind: Event, pod: api.PodSandbox) -> None:
+    def _feed_pod(self, kind: SandboxChange, pod: api.PodSandbox) -> None:
         self._feeding = pod.uid
         try:
             self.feed.nri_pod_event(kind, pod)
         finally:
             self._feeding = None
 
-    def _feed_container(self, kind: Event, pod: api.PodSandbox, container: api.Container) -> None:
+    def _feed_container(self, kind: ContainerChange, pod: api.PodSandbox, container: api.Container,
+                        resources: api.LinuxResources | None = None) -> None:
         self._feeding = pod.uid
         try:
-            self.feed.nri_container_event(kind, pod, container)
+            self.feed.nri_container_event(kind, pod, container, resources)
         finally:
             self._feeding = None
 
     def run_pod_sandbox(self, pod: api.PodSandbox) -> None:
-        self._feed_pod(Event.RUN_POD_SANDBOX, pod)
+        self._feed_pod(SandboxChange.RUN, pod)
         info = self.engine.states.pod(pod.uid)
         executor = self._executor()
         if info is None or executor is None or not info.cgroup_parent:
@@ -110,10 +112,10 @@ class KoordletNriPlugin:
             executor.update_batch(updaters_for(executor, spec, info.cgroup_parent))
 
     def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
-        self._feed_pod(Event.REMOVE_POD_SANDBOX, pod)
+        self._feed_pod(SandboxChange.REMOVE, pod)
 
     def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment | None:
-        self._feed_container(Event.CREATE_CONTAINER, pod, container)
+        self._feed_container(ContainerChange.CREATED, pod, container)
         spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "create_container")
         if spec is None:
             return None
@@ -122,7 +124,7 @@ class KoordletNriPlugin:
 
     def update_container(self, pod: api.PodSandbox, container: api.Container,
                          resources: api.LinuxResources) -> list[api.ContainerUpdate]:
-        self._feed_container(Event.UPDATE_CONTAINER, pod, container)
+        self._feed_container(ContainerChange.UPDATED, pod, container, resources)
         spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "update_container")
         if spec is None or nri_convert.holds(resources, spec, self.cgroup_version, self._cpu_list):
             return []
@@ -132,7 +134,7 @@ class KoordletNriPlugin:
 
     def remove_container(self, pod: api.PodSandbox, container: api.Container) -> None:
         self._sent.pop(container.id, None)
-        self._feed_container(Event.REMOVE_CONTAINER, pod, container)
+        self._feed_container(ContainerChange.REMOVED, pod, container)
 
     # -- decisions ------------------------------------------------------------------
 

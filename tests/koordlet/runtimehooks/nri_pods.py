@@ -11,7 +11,8 @@ TIERS = {"BE": "kubepods/besteffort", "LS": "kubepods/burstable", "LSR": "kubepo
 def nri_pod(uid: str, qos: str, annotations: dict[str, str] | None = None, root: str = "") -> api.PodSandbox:
     pod = api.PodSandbox(id="sb" + uid.ljust(62, "0"), name="pod-" + uid, uid=uid, namespace="default",
                          labels={"koordinator.sh/qosClass": qos}, annotations=annotations or {})
-    pod.linux.cgroup_parent = "/".join(p for p in (root, TIERS[qos], "pod" + uid) if p)
+    # cgroupfs spelling, as containerd reports it: an absolute path
+    pod.linux.cgroup_parent = "/" + "/".join(p for p in (root, TIERS[qos], "pod" + uid) if p)
     return pod
 
 

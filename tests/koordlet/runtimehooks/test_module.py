@@ -12,10 +12,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from koordlet.config import ConfigError, parse_args
 from koordlet.executor_module import ExecutorModule
 from koordlet.runtimehooks.module import RuntimeHooksModule, nri_enabled, nri_wanted
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.store import PodStore
 from nri.testing import RuntimePeer
 from system.host import Host
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
-from tests.koordlet.runtimehooks.nri_feed import NriTestFeed
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
 
@@ -51,30 +52,11 @@ def test_mode_decides_nri(tmp_path: Path) -> None:
                                       "NRIRuntimeHooks=false"]))
 
 
-class FeedStates(NriTestFeed):
-    """States informer and NRI feed in one object, as the informer's PodStore is."""
-
-    def node(self):
-        return self.states.node()
-
-    def pods(self):
-        return self.states.pods()
-
-    def pod(self, uid):
-        return self.states.pod(uid)
-
-    def subscribe(self, listener):
-        return self.states.subscribe(listener)
-
-    def synced(self):
-        return True
-
-
 async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_path) -> None:
     config = parse_args(["--runtime-hooks-nri-socket-path", str(socket_path), "--runtime-hooks-mode", "nri",
                          "--sys-root-dir", str(tmp_path), "--cgroup-root-dir", str(tmp_path)])
     registry = CollectorRegistry()
-    feed = FeedStates()
+    feed = PodStore(NodeInfo("node"))
     executor = ExecutorModule(Host(tmp_path, tmp_path, tmp_path), registry)
     await executor.start()  # no cgroups there: no executor, NRI only
     module = RuntimeHooksModule(config, Host(tmp_path, tmp_path, tmp_path), feed, feed, executor, registry)

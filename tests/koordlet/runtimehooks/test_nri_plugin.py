@@ -10,12 +10,13 @@ from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.store import PodStore
 from nri.events import Event
 from nri.masks import events_of
 from nri.stub import Stub, StubConfig
 from nri.testing import RuntimePeer
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
-from tests.koordlet.runtimehooks.nri_feed import NriTestFeed
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
 
@@ -32,8 +33,8 @@ class Harness:
 async def start(socket_path: Path, config: HookConfig, synced: list | None = None) -> Harness:
     peer = RuntimePeer(socket_path)
     await peer.start()
-    feed = NriTestFeed()
-    engine = HookEngine(feed.states, config, HOOKS)
+    feed = PodStore(NodeInfo("node"))
+    engine = HookEngine(feed, config, HOOKS)
     engine.start()
     plugin = KoordletNriPlugin(engine, feed, lambda: None,
                                on_synchronized=(lambda: synced.append(1)) if synced is not None else (lambda: None))

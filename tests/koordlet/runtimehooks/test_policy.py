@@ -45,7 +45,8 @@ BATCH_CASES = [
     ("be-tiny-limit-clamped", BE, ext_spec(main=batch("5", "1Mi")), "main", 5, 1000, 1 << 20),
     ("be-no-request-min-shares", BE, ext_spec(main={"limits": {"kubernetes.io/batch-cpu": "2000"}}),
      "main", 2, 200_000, -1),
-    ("be-fractional-quantity-as-cores", BE, ext_spec(main=batch("500m", "1Gi")), "main", 512, 50_000, GiB),
+    # v1.1 reads batch-cpu with Quantity.Value(): "500m" rounds up to 1 milli-core
+    ("be-fractional-quantity-rounds-up", BE, ext_spec(main=batch("500m", "1Gi")), "main", 2, 1000, GiB),
 ]
 
 

@@ -13,7 +13,8 @@ from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.runtimehooks.reconciler import Reconciler
-from nri.events import Event
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.store import ContainerChange, PodStore, SandboxChange
 from nri.stub import Stub, StubConfig
 from nri.testing import RuntimePeer
 from resourceexecutor import ResourceExecutor
@@ -21,7 +22,6 @@ from system.cgroup_files import CgroupFiles
 from system.cgroup_version import detect_hierarchy
 from system.host import Host
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
-from tests.koordlet.runtimehooks.nri_feed import NriTestFeed
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
 from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox, make_child
@@ -67,21 +67,22 @@ def make_cgroups(pods, roots: list[Path]) -> None:
     """What kubelet and runc do before us: the dirs, with kubelet's values written."""
     made: set[str] = set()
     for pod, containers in pods:
-        parts = pod.linux.cgroup_parent.split("/")
+        parts = pod.linux.cgroup_parent.strip("/").split("/")
         for depth in range(2, len(parts) + 1):
             rel = "/".join(parts[:depth])
             if rel not in made:
                 make_child(Host(), rel, roots)
                 made.add(rel)
         for ctr in containers:
-            make_child(Host(), ctr.linux.cgroups_path, roots)
+            rel = ctr.linux.cgroups_path.strip("/")
+            make_child(Host(), rel, roots)
             res = ctr.linux.resources
-            cpu = roots[0] / ctr.linux.cgroups_path
+            cpu = roots[0] / rel
             (cpu / "cpu.shares").write_text(str(res.cpu.shares.value))
             if res.cpu.HasField("quota"):
                 (cpu / "cpu.cfs_quota_us").write_text(str(res.cpu.quota.value))
             if res.memory.HasField("limit"):
-                (roots[2] / ctr.linux.cgroups_path / "memory.limit_in_bytes").write_text(str(res.memory.limit.value))
+                (roots[2] / rel / "memory.limit_in_bytes").write_text(str(res.memory.limit.value))
 
 
 def model_values(ctr) -> tuple:
@@ -100,12 +101,12 @@ def kernel_values(files: CgroupFiles, cgroup_dir: str) -> tuple:
 
 
 def bypass_setup(pods, config):
-    feed = NriTestFeed()
+    feed = PodStore(NodeInfo("node"))
     for pod, containers in pods:
-        feed.nri_pod_event(Event.RUN_POD_SANDBOX, pod)
+        feed.nri_pod_event(SandboxChange.RUN, pod)
         for ctr in containers:
-            feed.nri_container_event(Event.CREATE_CONTAINER, pod, ctr)
-    engine = HookEngine(feed.states, config, HOOKS)
+            feed.nri_container_event(ContainerChange.CREATED, pod, ctr)
+    engine = HookEngine(feed, config, HOOKS)
     engine.start()
     files = CgroupFiles(Host(), detect_hierarchy(Host()))
     executor = ResourceExecutor(files)
@@ -118,8 +119,8 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
     # NRI mode, through the peer's model of containerd
     peer = RuntimePeer(socket_path)
     await peer.start()
-    nri_feed = NriTestFeed()
-    nri_engine = HookEngine(nri_feed.states, config, HOOKS)
+    nri_feed = PodStore(NodeInfo("node"))
+    nri_engine = HookEngine(nri_feed, config, HOOKS)
     nri_engine.start()
     plugin = KoordletNriPlugin(nri_engine, nri_feed, lambda: None)
     stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(socket_path)))
@@ -154,7 +155,7 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
     assert nri_result[pods[2][1][0].id][:3] == (512, 50_000, GiB)  # LS keeps what kubelet asked
     assert nri_result[pods[3][1][0].id][3] == lsr_cpu
     # pod level (NRI cannot do it; written through the executor in both modes): sum of containers
-    be_pod = pods[0][0].linux.cgroup_parent
+    be_pod = pods[0][0].linux.cgroup_parent.strip("/")
     assert (files.read("cpu.shares", be_pod), files.read("cpu.cfs_quota_us", be_pod),
             files.read("memory.limit_in_bytes", be_pod)) == (716, -1, -1)
 
@@ -169,7 +170,7 @@ async def test_drift_is_repaired_within_one_interval(sandbox) -> None:
     reconciler = Reconciler(engine, lambda: executor, interval)
     task = asyncio.get_running_loop().create_task(reconciler.run())
     try:
-        target = pods[0][1][0].linux.cgroups_path
+        target = pods[0][1][0].linux.cgroups_path.strip("/")
         for _ in range(100):
             if reconciler.passes:
                 break
