@@ -26,6 +26,7 @@ from koordlet.runtimehooks import nri_convert
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.reconciler import updaters_for
 from koordlet.runtimehooks.spec import ResourceSpec
+from koordlet.statesinformer.from_nri import container_info
 from koordlet.statesinformer.model import PodInfo
 from koordlet.statesinformer.store import ContainerChange, SandboxChange
 from nri.stub import NotConnected, Stub
@@ -115,8 +116,17 @@ class KoordletNriPlugin:
         self._feed_pod(SandboxChange.REMOVE, pod)
 
     def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment | None:
-        self._feed_container(ContainerChange.CREATED, pod, container)
-        spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "create_container")
+        info = self.engine.states.pod(pod.uid)
+        if info is None:  # the sandbox was never seen: the informer must hear of it first
+            self._feed_container(ContainerChange.CREATED, pod, container)
+            spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "create_container")
+        else:
+            # Decide from the converted container and feed the informer right after the
+            # answer is on its way: the feed is most of the handler's cost and the CRI call
+            # waits for us. call_soon runs before any later event of this connection is read.
+            created, _ = container_info(container, pod.uid)
+            spec = self.engine.decide(info, created, "create_container")
+            asyncio.get_running_loop().call_soon(self._feed_container, ContainerChange.CREATED, pod, container)
         if spec is None:
             return None
         self._sent[container.id] = spec

@@ -144,3 +144,27 @@ async def test_synchronize_shapes_containers_created_while_away(socket_path) -> 
         assert len(synced) >= 2
     finally:
         await stop(h)
+
+
+async def test_container_of_an_unseen_sandbox_is_decided_after_feeding(socket_path) -> None:
+    h = await start(socket_path, CONFIG)
+    try:
+        be = nri_pod("be9", "BE", {ANNOT: ext_spec(main=batch("500", "1Gi"))})
+        created = await h.peer.create_container(be, nri_container(be, "main"))  # no RunPodSandbox first
+        assert created.linux.resources.cpu.shares.value == 512
+        info = h.plugin.engine.states.pod("be9")
+        assert info is not None and info.container_by_id(created.id) is not None
+    finally:
+        await stop(h)
+
+
+async def test_created_container_reaches_the_informer_right_after_the_answer(socket_path) -> None:
+    h = await start(socket_path, CONFIG)
+    try:
+        ls = nri_pod("ls2", "LS")
+        await h.peer.run_pod_sandbox(ls)
+        created = await h.peer.create_container(ls, nri_container(ls, "main"))
+        await asyncio.sleep(0)
+        assert h.plugin.engine.states.pod("ls2").container_by_id(created.id) is not None
+    finally:
+        await stop(h)

@@ -116,19 +116,27 @@ def bypass_setup(pods, config):
 async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path) -> None:
     config = HookConfig(node_cpus=node_cpus())
     pods = workload(sandbox)
-    # NRI mode, through the peer's model of containerd
+    host = Host()
+    make_cgroups(pods, [host.cgroup(c) for c in CONTROLLERS])  # kubelet made them before CRI calls
+    files = CgroupFiles(host, detect_hierarchy(host))
+    be_pod = pods[0][0].linux.cgroup_parent.strip("/")
+    # NRI mode, through the peer's model of containerd; pod cgroups through the executor
     peer = RuntimePeer(socket_path)
     await peer.start()
     nri_feed = PodStore(NodeInfo("node"))
     nri_engine = HookEngine(nri_feed, config, HOOKS)
     nri_engine.start()
-    plugin = KoordletNriPlugin(nri_engine, nri_feed, lambda: None)
+    nri_executor = ResourceExecutor(files)
+    plugin = KoordletNriPlugin(nri_engine, nri_feed, lambda: nri_executor)
     stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(socket_path)))
     plugin.stub = stub
     task = await stub.start(timeout=5)
     try:
         for pod, _ in pods:
             await peer.run_pod_sandbox(pod)
+        # RunPodSandbox wrote the pod level: NRI cannot; the sum of the annotation's containers
+        assert (files.read("cpu.shares", be_pod), files.read("cpu.cfs_quota_us", be_pod),
+                files.read("memory.limit_in_bytes", be_pod)) == (716, -1, -1)
         for pod, containers in pods:
             for ctr in containers:
                 await peer.create_container(pod, ctr)
@@ -138,9 +146,8 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
         await stub.stop()
         await asyncio.gather(task, return_exceptions=True)
         await peer.stop()
-    # bypass mode, on the real kernel
-    host = Host()
-    make_cgroups(pods, [host.cgroup(c) for c in CONTROLLERS])
+        nri_executor.close()
+    # bypass mode, on the real kernel (container cgroups still hold kubelet's values)
     engine, executor, files = bypass_setup(pods, config)
     try:
         result = Reconciler(engine, lambda: executor, 10.0).reconcile_once(full=True)
@@ -154,8 +161,6 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
     assert nri_result[be_a][:3] == (512, 50_000, GiB)  # koordinator's arithmetic, not ours re-run
     assert nri_result[pods[2][1][0].id][:3] == (512, 50_000, GiB)  # LS keeps what kubelet asked
     assert nri_result[pods[3][1][0].id][3] == lsr_cpu
-    # pod level (NRI cannot do it; written through the executor in both modes): sum of containers
-    be_pod = pods[0][0].linux.cgroup_parent.strip("/")
     assert (files.read("cpu.shares", be_pod), files.read("cpu.cfs_quota_us", be_pod),
             files.read("memory.limit_in_bytes", be_pod)) == (716, -1, -1)
 
