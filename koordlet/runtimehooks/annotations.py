@@ -74,10 +74,13 @@ def _parse_resource_status(text: str) -> frozenset[int] | None:
     return cpus or None
 
 
-def annotation_problems(annotations: Mapping[str, str]) -> tuple[str, ...]:
-    """Why the annotations the hooks read are unusable (empty when all are fine)."""
+def annotation_problems(annotations: Mapping[str, str], *, include_informer_owned: bool = True) -> tuple[str, ...]:
+    """Why the annotations the hooks read are unusable (empty when all are fine).
+    The states informer already reports a bad extended-resource-spec once per pod;
+    `include_informer_owned=False` leaves that one out."""
     problems = []
-    for parse in (extended_resource_spec, resource_status_cpuset):
+    parsers = (extended_resource_spec, resource_status_cpuset) if include_informer_owned else (resource_status_cpuset,)
+    for parse in parsers:
         try:
             parse(annotations)
         except AnnotationError as exc:

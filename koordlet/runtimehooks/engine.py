@@ -148,7 +148,7 @@ class HookEngine:
         if pod.uid in self._warned:
             return
         self._warned.add(pod.uid)
-        for problem in annotation_problems(pod.annotations):
+        for problem in annotation_problems(pod.annotations, include_informer_owned=False):
             log.warning("pod_annotation_invalid", pod=pod.namespace + "/" + pod.name, problem=problem)
 
 
