@@ -84,6 +84,16 @@ class HookEngine:
             self._plans.clear()
             self._notify(None)
 
+    def allocations_changed(self) -> None:
+        """An out-of-band allocator (the CpusetProvider) changed its answers: re-read
+        every pod's bound CPUs; plans are recomputed when the node's pools moved."""
+        changed = False
+        for pod in self.states.pods():
+            changed = self.index.put(pod) or changed
+        if changed:
+            self._plans.clear()
+            self._notify(None)
+
     # -- decisions ------------------------------------------------------------------
 
     def decide(self, pod: PodInfo, container: ContainerInfo | None, stage: str) -> ResourceSpec:

@@ -26,6 +26,7 @@ from koordlet import defaults
 from koordlet.config import Config
 from koordlet.executor_module import ExecutorModule
 from koordlet.http_endpoint import Reply, json_reply
+from koordlet.runtimehooks.allocations import CpusetProvider
 from koordlet.runtimehooks.engine import HookEngine, plans_json
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import enabled_hooks
@@ -87,13 +88,14 @@ class RuntimeHooksModule:
     name = "runtimehooks"
 
     def __init__(self, config: Config, host: Host, states: StatesInformer, feed: NriFeed | None,
-                 executor: ExecutorModule, registry: CollectorRegistry | None) -> None:
+                 executor: ExecutorModule, registry: CollectorRegistry | None,
+                 provider: CpusetProvider | None = None) -> None:
         self._config = config
         self._host = host
         self._executor_module = executor
         self._registry = registry
         hooks = enabled_hooks(config.feature_gates.enabled)
-        self.engine = HookEngine(states, HookConfig(), hooks, registry=registry)
+        self.engine = HookEngine(states, HookConfig(), hooks, provider=provider, registry=registry)
         self._feed = feed
         self.reconciler: Reconciler | None = None
         self.plugin: KoordletNriPlugin | None = None
@@ -137,6 +139,8 @@ class RuntimeHooksModule:
     async def stop(self) -> None:
         if self.stub is not None:
             await self.stub.stop()
+        if self.plugin is not None:
+            await self.plugin.close()
         if self.reconciler is not None:
             self.reconciler.stop()
         self.engine.stop()
@@ -180,6 +184,9 @@ def build_runtime_hooks(hubs: Any) -> list[RuntimeHooksModule]:
         hubs.states = PodStore(NodeInfo(config.node_name), expected=(Source.NRI,), on_cgroup_gone=forget)
         log.info("runtime_hooks_own_states_informer", sources=["nri"])
     feed = hubs.states if all(callable(getattr(hubs.states, m, None)) for m in _FEED_METHODS) else None
-    module = RuntimeHooksModule(config, hubs.host, hubs.states, feed, hubs.executor, hubs.registry)
+    # An out-of-band allocator (the ORM's topology manager) offers `cpuset_for`; when it
+    # changes its answers it calls `module.engine.allocations_changed()`.
+    provider = getattr(hubs, "cpuset_provider", None)
+    module = RuntimeHooksModule(config, hubs.host, hubs.states, feed, hubs.executor, hubs.registry, provider)
     hubs.http.add_route("/api/v1/pods", module.pods_route)
     return [module]

@@ -155,6 +155,13 @@ class KoordletNriPlugin:
             return None
         return self.engine.decide(info, container, stage)
 
+    async def close(self) -> None:
+        """Cancel a pending unsolicited update (the daemon is stopping)."""
+        task, self._flush_task = self._flush_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
     # -- unsolicited updates ----------------------------------------------------------
 
     def _cpu_list(self, ids: frozenset[int]) -> str:

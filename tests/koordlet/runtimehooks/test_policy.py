@@ -224,3 +224,30 @@ def test_plan_covers_pod_and_live_containers() -> None:
     assert plan.spec.cpu_shares == 1024 and plan.spec.bvt == -1
     assert [c.spec.cpu_shares for c in plan.containers] == [512, 512]
     assert plan.to_json()["containers"][0]["spec"]["cpuset_cpus"] == "0-7"
+
+
+def test_provider_change_moves_the_shared_pools() -> None:
+    from koordlet.runtimehooks.engine import HookEngine
+    from koordlet.statesinformer.api import StaticStates
+    from koordlet.statesinformer.model import NodeInfo
+
+    class Orm:
+        def __init__(self) -> None:
+            self.bound: dict[str, frozenset[int]] = {}
+
+        def cpuset_for(self, pod_uid: str, container_name: str):
+            return self.bound.get(pod_uid)
+
+    orm = Orm()
+    ded = make_pod("ded", LS, katalyst=KatalystQoSLevel.DEDICATED_CORES)
+    ls = make_pod("ls", LS)
+    engine = HookEngine(StaticStates(NodeInfo("n"), [ded, ls]), CONFIG, HOOKS, provider=orm)
+    engine.start()
+    heard: list = []
+    engine.add_listener(heard.append)
+    assert engine.plan(ls).containers[0].spec.cpuset_cpus == frozenset(range(8))
+    orm.bound["ded"] = frozenset({0, 1})
+    engine.allocations_changed()
+    assert heard == [None]
+    assert engine.plan(ls).containers[0].spec.cpuset_cpus == frozenset(range(2, 8))
+    assert engine.plan(ded).containers[0].spec.cpuset_cpus == {0, 1}
