@@ -16,7 +16,6 @@ when NRI counts.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -110,7 +109,7 @@ class RuntimeHooksModule:
     async def start(self) -> None:
         executor = self.executor()
         hook_config, qos_dirs = probe_host(self._host, executor.files if executor is not None else None)
-        self.engine.set_config(replace(hook_config))
+        self.engine.set_config(hook_config)
         self.engine.start()
         config = self._config
         self.nri_on = nri_enabled(config) and self._feed is not None
