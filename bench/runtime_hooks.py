@@ -37,7 +37,7 @@ from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.statesinformer.model import NodeInfo
 from koordlet.statesinformer.store import ContainerChange, PodStore, SandboxChange
-from nri.events import PLUGIN_SERVICE
+from nri.events import PLUGIN_SERVICE, Event
 from nri.loop import loop_factory, uvloop_available
 from nri.stub import Stub, StubConfig
 from nri.testing import RuntimePeer
@@ -131,6 +131,61 @@ async def subprocess_round_trips(path: Path, kind: str, pods_count: int,
         finally:
             proc.terminate()
             await proc.wait()
+
+
+class EveryCreateEvent(KoordletNriPlugin):
+    """Our plugin, also subscribed to the other events containerd calls inside CRI
+    CreateContainer (no-op handlers), as a plugin with a wider event set would be."""
+
+    def post_create_container(self, pod: api.PodSandbox, container: api.Container) -> None:
+        return None
+
+    def validate_container_adjustment(self, request: api.ValidateContainerAdjustmentRequest) -> bool:
+        return True
+
+
+async def cri_create_path(path: Path, plugin: KoordletNriPlugin, pods, calls: int) -> list[float]:
+    """What containerd does for one CRI CreateContainer: CreateContainer (+ Validate when
+    subscribed) then PostCreateContainer, each to every subscribed plugin."""
+    async with RuntimePeer(path) as peer:
+        stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(path)), environ={})
+        plugin.stub = stub
+        task = await stub.start(timeout=10)
+        try:
+            await peer.wait_plugins(1, timeout=10)
+            samples = []
+            for i in range(WARMUP + calls):
+                pod, ctr = pods[i % len(pods)]
+                t0 = time.perf_counter_ns()
+                created = await peer.create_container(pod, ctr)
+                await peer.container_event(Event.POST_CREATE_CONTAINER, pod, created)
+                if i >= WARMUP:
+                    samples.append((time.perf_counter_ns() - t0) / 1000.0)
+                await asyncio.sleep(GAP_S)
+            return samples
+        finally:
+            plugin.stub = None
+            await stub.stop()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+def bench_event_set(pods_count: int, calls: int) -> None:
+    config = HookConfig(node_cpus=frozenset(range(64)))
+    pods = workload(pods_count)
+    results = {}
+    for name, cls in (("ours (Create only on this path)", KoordletNriPlugin),
+                      ("+ PostCreate + Validate", EveryCreateEvent)):
+        feed, engine = known(pods, config)
+        with tempfile.TemporaryDirectory(prefix="rh-bench-", dir="/tmp") as tmp:
+            runner = asyncio.Runner(loop_factory=loop_factory(uvloop_available()))
+            try:
+                results[name] = runner.run(cri_create_path(Path(tmp) / "e.sock", cls(engine, feed, lambda: None),
+                                                           pods, calls))
+            finally:
+                runner.close()
+    print("event set: the NRI part of one CRI CreateContainer through the peer (model applied), one loop")
+    for name, samples in results.items():
+        print("  %-34s p50 %6.1f us  p99 %7.1f us" % (name, pct(samples, 0.5), pct(samples, 0.99)))
 
 
 def serve_plugin(path: str, kind: str, pods_count: int) -> None:
@@ -337,6 +392,7 @@ def main() -> None:
         return
     if not args.skip_create:
         bench_create(args.pods, args.calls)
+        bench_event_set(args.pods, min(args.calls, 2000))
     if not args.skip_reconcile:
         bench_reconcile(args.pods, args.runs)
     bench_reconnect()
