@@ -44,6 +44,10 @@ class Config:
     log_level: str = defaults.LOG_LEVEL
     log_format: str = defaults.LOG_FORMAT
     config_file: Path | None = None
+    cri_endpoint: str = defaults.CRI_ENDPOINT
+    states_cri_sync_interval: float = defaults.STATES_CRI_SYNC_INTERVAL_SECONDS
+    kubelet_pods_url: str = ""
+    states_kubelet_sync_interval: float = defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS
 
     @property
     def standalone(self) -> bool:
@@ -78,6 +82,14 @@ def _sum_of_parts(text: str, rest: str) -> float:
         total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
         rest = rest[match.end():]
     return total
+
+
+def parse_positive_duration(text: str) -> float:
+    """parse_duration, and more than zero (an interval to sleep between polls)."""
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise ValueError(f"duration {text!r} must be more than zero")
+    return seconds
 
 
 def parse_flag_bool(text: str) -> bool:
@@ -118,6 +130,14 @@ _OPTIONS: tuple[_Option, ...] = (
     _Option("log-level", "log level", defaults.LOG_LEVEL, str, LOG_LEVELS),
     _Option("log-format", "auto: JSON in a pod or when not on a terminal, console otherwise",
             defaults.LOG_FORMAT, str, LOG_FORMATS),
+    _Option("cri-endpoint", "CRI runtime endpoint the states informer lists pods from; empty: off",
+            defaults.CRI_ENDPOINT),
+    _Option("states-cri-sync-interval", "how often the states informer lists pods over CRI",
+            defaults.STATES_CRI_SYNC_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
+    _Option("kubelet-pods-url", "kubelet's read-only /pods URL for priority and pod specs "
+            "(e.g. http://127.0.0.1:10255/pods); empty: off", ""),
+    _Option("states-kubelet-sync-interval", "how often the states informer reads kubelet's /pods",
+            defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
 )
 _BY_KEY = {option.key: option for option in _OPTIONS}
 

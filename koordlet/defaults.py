@@ -33,3 +33,9 @@ HTTP_IDLE_TIMEOUT_SECONDS = 30.0
 HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).
 HTTP_GZIP_LEVEL = 1
+
+# The states informer: the CRI endpoint it lists pods from ("" turns it off; kubelet's
+# --container-runtime-endpoint spelling), and how often it lists (koordlet syncs pods every 10 s).
+CRI_ENDPOINT = "unix:///run/containerd/containerd.sock"
+STATES_CRI_SYNC_INTERVAL_SECONDS = 10.0
+STATES_KUBELET_SYNC_INTERVAL_SECONDS = 10.0

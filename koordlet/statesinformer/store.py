@@ -102,11 +102,15 @@ class PodStore(PodTable):
     def synced(self) -> bool:
         """Every expected source has delivered its first listing; of NRI and CRI, one is enough
         (both see the same runtime)."""
-        synced = {s for s, ok in ((Source.NRI, self._nri.synced), (Source.CRI, self._cri.synced),
-                                  (Source.KUBELET, self._kubelet_synced)) if ok}
+        synced = {source for source in Source if self.source_synced(source)}
         runtime_ok = not (self._expected & RUNTIME_SOURCES) or bool(synced & RUNTIME_SOURCES)
         kubelet_ok = Source.KUBELET not in self._expected or Source.KUBELET in synced
         return runtime_ok and kubelet_ok
+
+    def source_synced(self, source: Source) -> bool:
+        """Whether `source` has delivered a complete listing."""
+        return {Source.NRI: self._nri.synced, Source.CRI: self._cri.synced,
+                Source.KUBELET: self._kubelet_synced}[source]
 
     def expect(self, source: Source) -> None:
         """Count `source` in synced() (a feeder says it exists)."""
