@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 from types import MappingProxyType
+from typing import Mapping
 
 from koordlet.statesinformer.model import (
     ContainerInfo, ContainerState, LinuxResources, Resources, SandboxState, Source,
@@ -25,6 +26,7 @@ _STATE = {
 }
 
 
+_NO_UNIFIED: Mapping[str, str] = MappingProxyType({})
 _LINUX_FIELDS = tuple(f.name for f in fields(LinuxResources) if f.name != "unified")
 
 
@@ -42,7 +44,7 @@ def linux_resources(resources: api_pb2.LinuxResources) -> LinuxResources:
         cpuset_cpus=cpu.cpus or None,
         cpuset_mems=cpu.mems or None,
         memory_limit=memory.limit.value if memory.HasField("limit") else None,
-        unified=MappingProxyType(dict(resources.unified)),
+        unified=MappingProxyType(dict(resources.unified)) if resources.unified else _NO_UNIFIED,
     )
 
 

@@ -121,9 +121,13 @@ class PodStore(PodTable):
     def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
         now = self._clock()
         known = dict(self._nri.containers)
+        converted = {sid: (self._nri.origins.get(sid), view) for sid, view in self._nri.sandboxes.items()}
         touched = self._nri.clear()
         for sandbox in pods:
-            touched.add(self._nri.put_sandbox(sandbox_view(sandbox), now))
+            origin, view = converted.get(sandbox.id, (None, None))
+            if view is None or origin != sandbox:
+                view = sandbox_view(sandbox)
+            touched.add(self._nri.put_sandbox(view, now, sandbox))
         for container in containers:
             view = self._nri.sandboxes.get(container.pod_sandbox_id)
             if view is None:
@@ -144,14 +148,14 @@ class PodStore(PodTable):
         if change is SandboxChange.REMOVE:
             uid = self._forget_sandbox(sandbox.id, sandbox.uid, now)
         else:
-            view = sandbox_view(sandbox)
+            view = self._nri.converted(sandbox.id, sandbox) or sandbox_view(sandbox)
             if change is SandboxChange.STOP:
                 view = _not_ready(view)
                 for index in (self._nri, self._cri):
                     for container in list(index.pod_containers(sandbox.uid)):
                         self._tombstone(container.id, now)
                         index.drop_container(container.id)
-            uid = self._nri.put_sandbox(view, now)
+            uid = self._nri.put_sandbox(view, now, sandbox)
         self._refresh({uid})
 
     def nri_container_event(
@@ -166,7 +170,7 @@ class PodStore(PodTable):
         CreateContainer (before any plugin adjusted it), changed only by an update's ask;
         later events carry the adjusted values and do not overwrite it."""
         now = self._clock()
-        touched = {self._nri.put_sandbox(self._container_event_sandbox(sandbox), now)}
+        touched = {self._nri.put_sandbox(self._container_event_sandbox(sandbox), now, sandbox)}
         if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
             self._tombstone(container.id, now)
             for index in (self._nri, self._cri):
@@ -231,6 +235,9 @@ class PodStore(PodTable):
 
     def _container_event_sandbox(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
         """The sandbox a container event carries; a sandbox already stopped stays stopped."""
+        view = self._nri.converted(sandbox.id, sandbox)
+        if view is not None:
+            return view
         view = sandbox_view(sandbox)
         known = self._nri.sandboxes.get(sandbox.id)
         if known is not None and known.pod.state is SandboxState.NOT_READY:

@@ -340,3 +340,19 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
     known = {e.pod.cgroup_parent for e in rec.events} | {
         c.cgroup_dir for e in rec.events for c in e.pod.containers}
     assert set(rec.gone) <= known
+
+
+def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
+    import dataclasses
+
+    from koordlet.statesinformer.merge import _rebuilt
+    from koordlet.statesinformer.model import PodQoS
+
+    # every field set to a value unlike its default, so a field out of order shows
+    values = {f.name: f"v-{f.name}" for f in dataclasses.fields(PodInfo)}
+    values.update(state=SandboxState.NOT_READY, qos=PodQoS(KoordQoSClass.BE), priority=7, created_at_ns=9,
+                  labels={"a": "b"}, annotations={"c": "d"}, containers=(), sources=frozenset({Source.CRI}))
+    pod = PodInfo(**values)
+    containers = (container_info(container(sandbox(1), "c9"), pod.uid)[0],)
+    sources = frozenset({Source.NRI, Source.CRI})
+    assert _rebuilt(pod, containers, sources) == dataclasses.replace(pod, containers=containers, sources=sources)
