@@ -25,7 +25,8 @@ from koordlet.config import Config
 from koordlet.statesinformer.cri_client import CriClient, CriError
 from koordlet.statesinformer.cri_poll import CriPoller
 from koordlet.statesinformer.kubelet_client import KubeletClient, KubeletError
-from koordlet.statesinformer.model import NodeInfo, Source
+from koordlet.statesinformer.model import Source
+from koordlet.statesinformer.node import node_from_host
 from koordlet.statesinformer.store import PodStore
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def build_states_informer(hubs: "Hubs") -> list[StatesInformerModule]:
     expected = [Source.CRI] if config.cri_endpoint else []
     if config.kubelet_pods_url:
         expected.append(Source.KUBELET)
-    store = PodStore(NodeInfo(config.node_name), expected=expected)
+    store = PodStore(node_from_host(config.node_name, hubs.host), expected=expected)
     hubs.states = store
     executor_module = hubs.executor
 
