@@ -255,10 +255,12 @@ class PodStore(PodTable):
 
     def _drop_unconfirmed(self, other: RuntimeIndex, listing: RuntimeIndex, listed_at: float) -> set[str]:
         """A complete listing from one runtime source drops what the other source holds
-        that the listing lacks and the other has not reported since the listing began."""
+        that the listing lacks and the other has not reported since the listing began
+        (and buries it, so that a CRI poll begun earlier cannot bring it back)."""
         keep = set(listing.sandboxes) | set(listing.containers)
         touched: set[str] = set()
         for key in other.stale(keep, listed_at):
+            self._tombstone(key, listed_at)
             uid = other.drop(key)
             if uid is not None:
                 touched.add(uid)

@@ -232,6 +232,20 @@ def test_a_cri_listing_drops_what_nri_reported_earlier_and_the_runtime_no_longer
     assert store.counts()[("pods", "nri")] == 0
 
 
+def test_a_cri_poll_begun_before_a_synchronize_does_not_bring_back_what_it_dropped() -> None:
+    store, _, clock = new_store()
+    gone, kept = sandbox(1), sandbox(2)
+    listing = cri_listing((gone, [container(gone, "c1")]), (kept, []))
+    store.cri_listed(*listing, clock())
+    listed_at = clock()  # a poll starts, and will still see pod 1 ...
+    store.nri_synchronized([kept], [])  # ... which the runtime no longer has when NRI resyncs
+    assert [p.uid for p in store.pods()] == [uid_of(2)]
+    store.cri_listed(*listing, listed_at)
+    assert [p.uid for p in store.pods()] == [uid_of(2)]
+    store.cri_listed(*listing, clock())  # a poll begun later that still lists it: it is there
+    assert {p.uid for p in store.pods()} == {uid_of(1), uid_of(2)}
+
+
 def test_a_pod_nri_reported_after_the_listing_began_survives_it() -> None:
     store, _, clock = new_store()
     listed_at = clock()
