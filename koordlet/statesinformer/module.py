@@ -98,7 +98,7 @@ class StatesInformerModule:
         if self._forget_cgroup_from is not None:
             self.store.on_cgroup_gone = self._forget_cgroup_from()
         if self._cri is not None:
-            poller = CriPoller(self._cri, self.store)
+            poller = CriPoller(self._cri, self.store, problem_log=self.store.problems)
             outage = _Outage("cri", self._cri.endpoint)
             self._tasks.append(asyncio.create_task(
                 self._loop(lambda: self._poll_cri(poller, outage), self._config.states_cri_sync_interval)))

@@ -112,6 +112,12 @@ class PodStore(PodTable):
         return {Source.NRI: self._nri.synced, Source.CRI: self._cri.synced,
                 Source.KUBELET: self._kubelet_synced}[source]
 
+    @property
+    def problems(self) -> ProblemLog:
+        """The log of invalid input, for feeders that convert before they feed (the CRI
+        poll): one log, so each problem is logged once and forgotten with its pod."""
+        return self._problems
+
     def expect(self, source: Source) -> None:
         """Count `source` in synced() (a feeder says it exists)."""
         self._expected.add(source)
