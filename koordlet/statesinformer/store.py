@@ -150,6 +150,8 @@ class PodStore(PodTable):
 
     def nri_pod_event(self, kind: SandboxChange | PodEventKind, sandbox: api_pb2.PodSandbox) -> None:
         change = _POD_EVENT_CHANGE[kind] if isinstance(kind, PodEventKind) else kind
+        if not self._usable(change.value, sandbox):
+            return
         now = self._clock()
         if change is SandboxChange.REMOVE:
             uid = self._forget_sandbox(sandbox.id, sandbox.uid, now)
@@ -175,6 +177,8 @@ class PodStore(PodTable):
         kubelet's new ask. ContainerInfo.linux keeps what kubelet asked for: taken at
         CreateContainer (before any plugin adjusted it), changed only by an update's ask;
         later events carry the adjusted values and do not overwrite it."""
+        if not self._usable(kind.value, sandbox):
+            return
         now = self._clock()
         touched = {self._nri.put_sandbox(self._container_event_sandbox(sandbox), now, sandbox)}
         if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
@@ -238,6 +242,17 @@ class PodStore(PodTable):
         }
 
     # ---- internals
+
+    def _usable(self, event: str, sandbox: api_pb2.PodSandbox) -> bool:
+        """An event names a pod we can keep, and not one already removed (a late event
+        must not bring a removed sandbox back)."""
+        if not sandbox.id or not sandbox.uid:
+            log.warning("nri_event_without_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+            return False
+        if sandbox.id in self._tombstones:
+            log.debug("nri_event_for_removed_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+            return False
+        return True
 
     def _container_event_sandbox(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
         """The sandbox a container event carries; a sandbox already stopped stays stopped."""
