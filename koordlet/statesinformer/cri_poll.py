@@ -56,7 +56,9 @@ class CriPoller:
         containers = await self._client.list_containers()
         views = await self._sandbox_views(sandboxes)
         pods = {view.pod.sandbox_id: view.pod for view in views}
-        listed = await self._container_infos([c for c in containers if c.pod_sandbox_id in pods], pods)
+        # exited containers are not part of a pod any more: no status call for them
+        live = [c for c in containers if c.pod_sandbox_id in pods and c.state != api_pb2.CONTAINER_EXITED]
+        listed = await self._container_infos(live, pods)
         self._store.cri_listed(views, listed, listed_at)
 
     async def _sandbox_views(self, sandboxes: list[api_pb2.PodSandbox]) -> list[SandboxView]:

@@ -119,10 +119,17 @@ async def test_steady_polls_make_only_the_two_list_calls(runtime) -> None:
     fake.calls.clear()
     await poller.poll_once()
     assert fake.calls == ["ListPodSandbox", "ListContainers"]
-    fake.containers["c1"].state = api_pb2.CONTAINER_EXITED  # a state change asks for the status again
+    fake.containers["c2"] = FakeContainer("c2", "sb1", "side", "/kubepods/besteffort/pod%s/c2" % UID,
+                                          state=api_pb2.CONTAINER_CREATED)
+    fake.calls.clear()
+    await poller.poll_once()
+    assert fake.calls == ["ListPodSandbox", "ListContainers", "ContainerStatus"]  # only the new one
+    fake.containers["c2"].state = api_pb2.CONTAINER_RUNNING  # a state change asks for the status again
+    fake.containers["c1"].state = api_pb2.CONTAINER_EXITED  # an exited one is not asked about
     fake.calls.clear()
     await poller.poll_once()
     assert fake.calls == ["ListPodSandbox", "ListContainers", "ContainerStatus"]
+    assert [c.id for c in store.pod(UID).containers] == ["c2"]
 
 
 async def test_exited_and_removed_containers_leave_the_store_and_release_their_cgroup(runtime) -> None:
