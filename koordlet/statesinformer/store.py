@@ -207,14 +207,23 @@ class PodStore(PodTable):
     ) -> None:
         """CRI's complete listing, requested at `listed_at` (clock reading taken before the
         first call): sandbox views and (sandbox id, container) pairs. Ids removed by an
-        NRI event after `listed_at` stay removed."""
-        touched = self._cri.clear()
+        NRI event after `listed_at` stay removed. Only pods whose entries changed (by
+        identity: the poll hands back the same objects for what it did not re-read) are
+        merged again."""
+        before: dict[str, SandboxView | ContainerInfo] = {**self._cri.sandboxes, **self._cri.containers}
+        self._cri.clear()
+        touched: set[str] = set()
         for view in sandboxes:
             if not self._buried(view.pod.sandbox_id, listed_at):
-                touched.add(self._cri.put_sandbox(view, listed_at))
+                self._cri.put_sandbox(view, listed_at)
+                if before.pop(view.pod.sandbox_id, None) is not view:
+                    touched.add(view.pod.uid)
         for sandbox_id, container in containers:
             if container.state is not ContainerState.EXITED and not self._buried(container.id, listed_at):
-                touched.add(self._cri.put_container(container, sandbox_id, listed_at))
+                self._cri.put_container(container, sandbox_id, listed_at)
+                if before.pop(container.id, None) is not container:
+                    touched.add(container.pod_uid)
+        touched |= {entry.pod.uid if isinstance(entry, SandboxView) else entry.pod_uid for entry in before.values()}
         touched |= self._drop_unconfirmed(self._nri, self._cri, listed_at)
         self._cri.synced = True
         self._refresh(touched)
