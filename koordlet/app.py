@@ -22,6 +22,7 @@ from koordlet.metrics.registry import new_registry
 from koordlet.runtimehooks.module import build_runtime_hooks
 from koordlet.sdnotify import notify
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.module import build_states_informer
 from system.host import Host
 
 log = structlog.get_logger(__name__)
@@ -63,7 +64,10 @@ class Hubs:
 # Each builder looks at the config and returns the modules to run (none when its
 # feature is off). Order is start order: providers of a hub before its readers.
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
-MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (build_runtime_hooks,)
+MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
+    build_states_informer,
+    build_runtime_hooks,
+)
 
 
 def build_daemon(config: Config, builders: Iterable[ModuleBuilder] | None = None) -> Daemon:

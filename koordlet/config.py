@@ -50,6 +50,10 @@ class Config:
     runtime_hooks_nri_plugin_index: str = defaults.NRI_PLUGIN_INDEX
     runtime_hooks_mode: str = defaults.RUNTIME_HOOKS_MODE
     runtime_hooks_reconcile_interval: float = defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS
+    cri_endpoint: str = defaults.CRI_ENDPOINT
+    states_cri_sync_interval: float = defaults.STATES_CRI_SYNC_INTERVAL_SECONDS
+    kubelet_pods_url: str = ""
+    states_kubelet_sync_interval: float = defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS
 
     @property
     def nri_socket_path(self) -> Path:
@@ -96,6 +100,12 @@ def parse_plugin_index(text: str) -> str:
     if len(text) != 2 or not text.isdigit() or not text.isascii():
         raise ValueError(f"{text!r} is not a two-digit plugin index (00-99)")
     return text
+def parse_positive_duration(text: str) -> float:
+    """parse_duration, and more than zero (an interval to sleep between polls)."""
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise ValueError(f"duration {text!r} must be more than zero")
+    return seconds
 
 
 def parse_flag_bool(text: str) -> bool:
@@ -146,7 +156,15 @@ _OPTIONS: tuple[_Option, ...] = (
             "loop does everything; both: NRI and the loop on every change; auto: both, /readyz waiting for NRI "
             "only if its socket exists at start", defaults.RUNTIME_HOOKS_MODE, str, RUNTIME_HOOKS_MODES),
     _Option("runtime-hooks-reconcile-interval", "period of the reconcile loop's full read-compare pass",
-            defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS, parse_duration, shown_default="10s"),
+            defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
+    _Option("cri-endpoint", "CRI runtime endpoint the states informer lists pods from; empty: off",
+            defaults.CRI_ENDPOINT),
+    _Option("states-cri-sync-interval", "how often the states informer lists pods over CRI",
+            defaults.STATES_CRI_SYNC_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
+    _Option("kubelet-pods-url", "kubelet's read-only /pods URL for priority and pod specs "
+            "(e.g. http://127.0.0.1:10255/pods); empty: off", ""),
+    _Option("states-kubelet-sync-interval", "how often the states informer reads kubelet's /pods",
+            defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
 )
 _BY_KEY = {option.key: option for option in _OPTIONS}
 

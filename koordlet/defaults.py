@@ -40,3 +40,9 @@ NRI_PLUGIN_INDEX = "00"
 # auto: NRI plus the reconcile loop; readiness waits for NRI only if its socket exists at start.
 RUNTIME_HOOKS_MODE = "auto"
 RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS = 10.0
+
+# The states informer: the CRI endpoint it lists pods from ("" turns it off; kubelet's
+# --container-runtime-endpoint spelling), and how often it lists (koordlet syncs pods every 10 s).
+CRI_ENDPOINT = "unix:///run/containerd/containerd.sock"
+STATES_CRI_SYNC_INTERVAL_SECONDS = 10.0
+STATES_KUBELET_SYNC_INTERVAL_SECONDS = 10.0
