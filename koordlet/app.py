@@ -20,9 +20,11 @@ from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
 from koordlet.metricsadvisor.builder import build_metrics_advisor
+from koordlet.runtimehooks.module import build_runtime_hooks
 from koordlet.sdnotify import notify
 from koordlet.qosmanager.builder import build_qos_manager
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.module import build_states_informer
 from koordlet.statesinformer.node_slo_source import NodeSLOSource, build_node_slo
 from system.host import Host
 
@@ -67,8 +69,10 @@ class Hubs:
 # feature is off). Order is start order: providers of a hub before its readers.
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
 MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
-    build_metrics_advisor,  # after the states informer's builder: provides hubs.metric_cache
-    build_node_slo,  # before the runtime hooks' builder: GroupIdentity reads NodeSLO.cpu_qos
+    build_states_informer,  # provides hubs.states
+    build_metrics_advisor,  # provides hubs.metric_cache
+    build_node_slo,  # provides hubs.node_slo: before the runtime hooks (GroupIdentity reads NodeSLO.cpu_qos)
+    build_runtime_hooks,
     build_qos_manager,  # last: reads both hubs and the NodeSLO
 )
 

@@ -28,6 +28,7 @@ class ConfigError(ValueError):
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("auto", "json", "console")
+RUNTIME_HOOKS_MODES = ("auto", "nri", "bypass", "both")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,20 @@ class Config:
     reconcile_interval_seconds: int = defaults.RECONCILE_INTERVAL_SECONDS
     memory_evict_cool_time_seconds: int = defaults.MEMORY_EVICT_COOL_TIME_SECONDS
     cpu_evict_cool_time_seconds: int = defaults.CPU_EVICT_COOL_TIME_SECONDS
+    enable_nri_runtime_hook: bool = True
+    runtime_hooks_nri_socket_path: Path | None = None  # None: --nri-socket (its older name)
+    runtime_hooks_nri_plugin_index: str = defaults.NRI_PLUGIN_INDEX
+    runtime_hooks_mode: str = defaults.RUNTIME_HOOKS_MODE
+    runtime_hooks_reconcile_interval: float = defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS
+    cri_endpoint: str = defaults.CRI_ENDPOINT
+    states_cri_sync_interval: float = defaults.STATES_CRI_SYNC_INTERVAL_SECONDS
+    kubelet_pods_url: str = ""
+    states_kubelet_sync_interval: float = defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS
+
+    @property
+    def nri_socket_path(self) -> Path:
+        """The NRI socket: --runtime-hooks-nri-socket-path, else --nri-socket."""
+        return self.runtime_hooks_nri_socket_path or self.nri_socket
 
     @property
     def standalone(self) -> bool:
@@ -93,6 +108,19 @@ def _sum_of_parts(text: str, rest: str) -> float:
         total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
         rest = rest[match.end():]
     return total
+
+
+def parse_plugin_index(text: str) -> str:
+    """An NRI plugin index: exactly two digits ("00"-"99")."""
+    if len(text) != 2 or not text.isdigit() or not text.isascii():
+        raise ValueError(f"{text!r} is not a two-digit plugin index (00-99)")
+    return text
+def parse_positive_duration(text: str) -> float:
+    """parse_duration, and more than zero (an interval to sleep between polls)."""
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise ValueError(f"duration {text!r} must be more than zero")
+    return seconds
 
 
 def parse_flag_bool(text: str) -> bool:
@@ -180,6 +208,25 @@ _OPTIONS: tuple[_Option, ...] = (
             defaults.MEMORY_EVICT_COOL_TIME_SECONDS, _positive_int),
     _Option("cpu-evict-cool-time-seconds", "quiet time after a CPU eviction round",
             defaults.CPU_EVICT_COOL_TIME_SECONDS, _positive_int),
+    _Option("enable-nri-runtime-hook", "register as containerd's NRI plugin (with the NRIRuntimeHooks gate)",
+            True, parse_flag_bool),
+    _Option("runtime-hooks-nri-socket-path", "NRI socket of the runtime (--nri-socket is its older name)", None,
+            Path, shown_default=str(defaults.NRI_SOCKET)),
+    _Option("runtime-hooks-nri-plugin-index", "NRI plugin index (two digits; lower runs first)",
+            defaults.NRI_PLUGIN_INDEX, parse_plugin_index),
+    _Option("runtime-hooks-mode", "nri: NRI shapes containers, the loop does pod cgroups and drift; bypass: the "
+            "loop does everything; both: NRI and the loop on every change; auto: both, /readyz waiting for NRI "
+            "only if its socket exists at start", defaults.RUNTIME_HOOKS_MODE, str, RUNTIME_HOOKS_MODES),
+    _Option("runtime-hooks-reconcile-interval", "period of the reconcile loop's full read-compare pass",
+            defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
+    _Option("cri-endpoint", "CRI runtime endpoint the states informer lists pods from; empty: off",
+            defaults.CRI_ENDPOINT),
+    _Option("states-cri-sync-interval", "how often the states informer lists pods over CRI",
+            defaults.STATES_CRI_SYNC_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
+    _Option("kubelet-pods-url", "kubelet's read-only /pods URL for priority and pod specs "
+            "(e.g. http://127.0.0.1:10255/pods); empty: off", ""),
+    _Option("states-kubelet-sync-interval", "how often the states informer reads kubelet's /pods",
+            defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
 )
 _BY_KEY = {option.key: option for option in _OPTIONS}
 

@@ -54,3 +54,16 @@ MEMORY_EVICT_COOL_TIME_SECONDS = 4
 CPU_EVICT_COOL_TIME_SECONDS = 20
 # How often a --node-slo-config file is checked for changes, seconds.
 NODE_SLO_POLL_SECONDS = 1.0
+
+# Runtime hooks (koordlet's NRI plugin identity and flags).
+NRI_PLUGIN_NAME = "koordlet_nri"
+NRI_PLUGIN_INDEX = "00"
+# auto: NRI plus the reconcile loop; readiness waits for NRI only if its socket exists at start.
+RUNTIME_HOOKS_MODE = "auto"
+RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS = 10.0
+
+# The states informer: the CRI endpoint it lists pods from ("" turns it off; kubelet's
+# --container-runtime-endpoint spelling), and how often it lists (koordlet syncs pods every 10 s).
+CRI_ENDPOINT = "unix:///run/containerd/containerd.sock"
+STATES_CRI_SYNC_INTERVAL_SECONDS = 10.0
+STATES_KUBELET_SYNC_INTERVAL_SECONDS = 10.0
