@@ -25,7 +25,7 @@ from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, NodeInfo
 from koordlet.statesinformer.node_slo import CPUSuppressPolicy
 from resourceexecutor import Outcome, Updater
 from system.cpuset import parse_cpuset
-from system.errors import InvalidValue, SystemFileError
+from system.errors import Gone, InvalidValue, SystemFileError
 from system.topology import CpuInfo
 
 log = structlog.get_logger(__name__)
@@ -103,6 +103,7 @@ class CPUSuppress:
     in_force: dict[CPUSuppressPolicy, bool] = field(default_factory=dict)
     changes: PodChanges = field(default_factory=PodChanges)
     last_cpus: frozenset[int] = frozenset()
+    tier_absent: bool = False
 
     async def run(self, ctx: QoSContext) -> None:
         strategy = ctx.slo().resource_used_threshold_with_be
@@ -140,15 +141,25 @@ class CPUSuppress:
             self.by_cpuset(ctx, budget.be_milli)
             self.restore_cfs_quota(ctx)
 
+    def _tier_absent(self, be_dir: str) -> None:
+        """No BE tier (no kubelet, or no BE pod yet): normal life, said once."""
+        if not self.tier_absent:
+            log.info("cpu_suppress_idle", reason="no best-effort tier cgroup", cgroup=be_dir)
+        self.tier_absent = True
+
     # ---------------------------------------------------------------- cfs quota
 
     def by_cfs_quota(self, ctx: QoSContext, be_milli: int) -> None:
         be_dir = ctx.dirs.besteffort
         try:
             current = int(ctx.reader.value("cpu.cfs_quota_us", be_dir))
+        except Gone:
+            self._tier_absent(be_dir)
+            return
         except SystemFileError as exc:
             log.warning("cpu_suppress_skipped", reason="cannot read BE quota", error=str(exc))
             return
+        self.tier_absent = False
         capacity = math.ceil(ctx.states.node().capacity.get("cpu", 0) / 1000)
         self.in_force[CPUSuppressPolicy.CFS_QUOTA] = True
         new = be_cfs_quota(be_milli, current, capacity)
@@ -206,8 +217,9 @@ class CPUSuppress:
     def by_cpuset(self, ctx: QoSContext, be_milli: int) -> None:
         be_dir = ctx.dirs.besteffort
         if not ctx.reader.files.exists(be_dir, "cpuset"):
-            log.debug("cpu_suppress_skipped", reason="no BE cpuset cgroup", cgroup=be_dir)
+            self._tier_absent(be_dir)
             return
+        self.tier_absent = False
         static = kubelet_static_policy(ctx.states.node())
         try:
             current = len(self.last_cpus) if static and self.last_cpus else len(ctx.reader.cpuset_cpus(be_dir))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.app import Hubs, build_daemon
+from koordlet.app import Hubs
 from koordlet.config import parse_args
 from koordlet.qosmanager.builder import build_qos_manager, strategies_for
 from koordlet.statesinformer.node_slo_source import build_node_slo
@@ -60,11 +60,12 @@ def test_gates_choose_strategies():
     assert names == ["cpu_suppress", "cpu_evict", "memory_qos"]
 
 
-def test_qos_manager_needs_both_hubs(tmp_path, capsys):
-    config = parse_args(["--state-dir", str(tmp_path)])
-    daemon = build_daemon(config)
-    assert "qosmanager" not in [m.name for m in daemon._modules]
+def test_qos_manager_needs_both_hubs(capsys):
+    hubs = Hubs(parse_args([]), None, CollectorRegistry(), None, None, metric_cache=FedMetricStore())
+    assert build_qos_manager(hubs) == []
     assert "qos_manager_not_started" in capsys.readouterr().out
+    hubs.states = StaticStates(NODE)
+    assert [m.name for m in build_qos_manager(hubs)] == ["qosmanager"]
 
 
 def test_builders_with_hubs_and_a_node_slo_file(tmp_path):
