@@ -33,6 +33,12 @@ class FedMetricStore(MetricStore):
         self.append([Sample(SeriesKey.of(metric, pod_uid, container_id), at, value)])
 
 
+def feed(cache: MetricStore, collected: Iterable, now: float) -> None:
+    """Append what a metrics advisor collector returned: Samples, or (key, value) pairs
+    stamped `now` (the collectors' newer, cheaper form)."""
+    cache.append([item if isinstance(item, Sample) else Sample(item[0], now, item[1]) for item in collected])
+
+
 def pod(uid: str, qos: KoordQoSClass, cgroup_parent: str = "", *, priority: int | None = None,
         containers: tuple[ContainerInfo, ...] = (), annotations: dict[str, str] | None = None,
         name: str | None = None) -> PodInfo:

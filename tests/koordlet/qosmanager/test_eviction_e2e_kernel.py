@@ -32,7 +32,7 @@ from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.host import Host
-from tests.koordlet.qosmanager.helpers import FedMetricStore, container, pod
+from tests.koordlet.qosmanager.helpers import FedMetricStore, container, feed, pod
 from tests.system.fake_trees import build_proc_tree
 
 pytestmark = pytest.mark.kernel
@@ -60,7 +60,7 @@ def collect(host: Host, cache: FedMetricStore, states: StaticStates, now: float)
     ctx = CollectContext(host, cache, "node-e2e", files, reader, states)
     for collector in (NodeResourceCollector(1.0), PodResourceCollector(1.0)):
         collector.setup(ctx)
-        cache.append(collector.collect(now))
+        feed(cache, collector.collect(now), now)
     reader.close()
 
 

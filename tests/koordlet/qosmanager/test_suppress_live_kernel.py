@@ -25,7 +25,7 @@ from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from koordlet.statesinformer.node_slo import parse_node_slo_spec
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
-from tests.koordlet.qosmanager.helpers import Rig, container, pod
+from tests.koordlet.qosmanager.helpers import Rig, container, feed, pod
 
 pytestmark = pytest.mark.kernel
 
@@ -77,7 +77,8 @@ def test_be_quota_follows_busy_ls_and_throttles_the_be_spinner(sandbox):
 
     def tick() -> None:
         for collector in collectors:
-            rig.cache.append(collector.collect(time.time()))
+            now = time.time()
+            feed(rig.cache, collector.collect(now), now)
 
     def suppress_round() -> tuple[int, int | None]:
         before = int(quota_file.read_text())
