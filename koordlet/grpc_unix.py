@@ -1,0 +1,24 @@
+"""gRPC servers on unix sockets that the daemon owns (PodResources, QRM registration)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import grpc
+
+
+async def serve_unix(server: grpc.aio.Server, socket: Path, mode: int = 0o600) -> None:
+    """Bind `server` on a unix socket (replacing a stale one) with `mode`, and start it."""
+    socket.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        socket.unlink()
+    except FileNotFoundError:
+        pass
+    old_umask = os.umask(0o777 & ~mode)  # the socket is born with `mode`, no window
+    try:
+        server.add_insecure_port("unix://" + str(socket))
+        await server.start()
+    finally:
+        os.umask(old_umask)
+    os.chmod(socket, mode)

@@ -1,0 +1,102 @@
+"""The ORM checkpoint: every allocation, written atomically with a checksum.
+
+Format (JSON): {"version": 1, "data": {"entries": [Allocation.to_json()...]},
+"checksum": sha256 of the canonical JSON of "data"}. Written as temp file + fsync +
+rename + fsync of the directory, so a crash leaves the old or the new file, never half.
+A file that does not verify is moved aside (<name>.corrupt-<unix time>) and reported;
+it is never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import structlog
+
+from koordlet.orm.allocation import Allocation
+
+log = structlog.get_logger(__name__)
+
+CHECKPOINT_NAME = "orm_checkpoint"
+VERSION = 1
+
+
+class CorruptCheckpoint(Exception):
+    """The checkpoint exists but cannot be trusted; the message says why."""
+
+
+def _canonical(data: object) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+
+def encode(entries: Iterable[Allocation]) -> bytes:
+    data = {"entries": [entry.to_json() for entry in entries]}
+    checksum = hashlib.sha256(_canonical(data)).hexdigest()
+    return _canonical({"version": VERSION, "data": data, "checksum": checksum})
+
+
+def decode(blob: bytes) -> tuple[Allocation, ...]:
+    """Verify and parse; CorruptCheckpoint on any defect."""
+    try:
+        document = json.loads(blob)
+    except ValueError as exc:
+        raise CorruptCheckpoint("not JSON: %s" % exc) from None
+    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
+        raise CorruptCheckpoint("not a checkpoint document")
+    if document.get("version") != VERSION:
+        raise CorruptCheckpoint("unknown version %r" % (document.get("version"),))
+    if hashlib.sha256(_canonical(document["data"])).hexdigest() != document.get("checksum"):
+        raise CorruptCheckpoint("checksum mismatch")
+    entries = document["data"].get("entries")
+    if not isinstance(entries, list):
+        raise CorruptCheckpoint("entries is not a list")
+    try:
+        return tuple(Allocation.from_json(entry) for entry in entries)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptCheckpoint("bad entry: %r" % (exc,)) from None
+
+
+class CheckpointStore:
+    def __init__(self, directory: Path, name: str = CHECKPOINT_NAME) -> None:
+        self.directory = directory
+        self.path = directory / name
+
+    def write(self, entries: Iterable[Allocation]) -> None:
+        blob = encode(entries)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(blob)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def load(self) -> tuple[Allocation, ...]:
+        """The checkpointed allocations; () when there is none or it was corrupt (moved aside)."""
+        try:
+            blob = self.path.read_bytes()
+        except FileNotFoundError:
+            return ()
+        try:
+            entries = decode(blob)
+        except CorruptCheckpoint as exc:
+            aside = self.path.with_name("%s.corrupt-%d" % (self.path.name, int(time.time())))
+            os.replace(self.path, aside)
+            log.error("orm_checkpoint_corrupt", path=str(self.path), moved_to=str(aside), reason=str(exc))
+            return ()
+        log.info("orm_checkpoint_loaded", path=str(self.path), entries=len(entries))
+        return entries

@@ -1,0 +1,168 @@
+"""The ORM core: admit a pod (topology manager + providers), release it, restore from the
+checkpoint, and keep the checkpoint in step with every change.
+
+Providers per resource: a registered QRM plugin wins; otherwise the built-in CPU or
+memory provider serves "cpu" / "memory". Resources nobody serves are not managed here.
+Admissions are serialised: each sees the allocations of the ones before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+import structlog
+
+from koordlet.orm.allocation import BUILTIN, Allocation, AllocationTable, OrmAllocations
+from koordlet.orm.builtin_cpu import BuiltinCpuProvider
+from koordlet.orm.builtin_memory import BuiltinMemoryProvider
+from koordlet.orm.checkpoint import CheckpointStore
+from koordlet.orm.cpu_layout import CpuLayout
+from koordlet.orm.plugin_endpoint import PluginEndpoint
+from koordlet.orm.provider import AllocationError, ResourceProvider
+from koordlet.topology.hint import DEFAULT_RESOURCE_KEY, ProviderHints, TopologyHint
+from koordlet.topology.manager import Scope, TopologyAffinityError, TopologyManager
+from koordlet.topology.policy import Policy
+from koordlet.topology.request import ContainerRequest, PodRequest
+
+log = structlog.get_logger(__name__)
+
+
+class AdmissionError(Exception):
+    """The pod is rejected; str() is the reason a runtime or a report can show."""
+
+
+class Orm:
+    def __init__(self, layout: CpuLayout, reserved: frozenset[int], policy: Policy,
+                 store: CheckpointStore | None, scope: Scope = Scope.CONTAINER) -> None:
+        unknown = reserved - layout.cpus
+        if unknown:
+            raise ValueError("reserved CPUs %s are not online" % sorted(unknown))
+        self.layout = layout
+        self.table = AllocationTable()
+        self.store = store
+        self.allocations = OrmAllocations(self.table, layout.cpus, reserved)
+        self.builtins: tuple[ResourceProvider, ...] = (
+            BuiltinCpuProvider(layout, reserved, self.table), BuiltinMemoryProvider(layout, self.table))
+        self.plugins: dict[str, PluginEndpoint] = {}
+        self.topology = TopologyManager(policy, [self], scope)
+        self.rejections: dict[str, str] = {}  # pod uid -> last reason
+        self._pending_removals: dict[str, set[str]] = {}  # plugin -> pod uids it has not heard about
+        self._lock = asyncio.Lock()
+
+    # ------------------------------------------------------------ providers
+
+    def provider_for(self, resource: str) -> ResourceProvider | None:
+        plugin = self.plugins.get(resource)
+        if plugin is not None:
+            return plugin
+        for builtin in self.builtins:
+            if builtin.serves(resource):
+                return builtin
+        return None
+
+    async def topology_hints(self, request: ContainerRequest) -> ProviderHints:
+        """The ORM is the topology manager's one hint provider: every provider's hints, by resource."""
+        merged: dict[str, list[TopologyHint] | None] = {}
+        for resource in request.requests:
+            provider = self.provider_for(resource)
+            if provider is None:
+                continue
+            hints = await provider.topology_hints(request, resource)
+            if hints:
+                merged.update(hints)
+        return merged or None
+
+    async def register_plugin(self, endpoint: PluginEndpoint) -> None:
+        old = self.plugins.get(endpoint.name)
+        self.plugins[endpoint.name] = endpoint
+        if old is not None and old is not endpoint:
+            await old.stop()
+        for pod_uid in sorted(self._pending_removals.pop(endpoint.name, set())):
+            await self._tell_plugin_removed(endpoint, pod_uid)
+
+    # ------------------------------------------------------------ admission
+
+    def admitted(self, pod_uid: str) -> bool:
+        return pod_uid in self.table.pod_uids()
+
+    async def admit(self, pod: PodRequest) -> tuple[Allocation, ...]:
+        """Allocate the pod (idempotent for a pod already admitted); AdmissionError to reject."""
+        async with self._lock:
+            if self.admitted(pod.pod_uid):
+                return self.table.for_pod(pod.pod_uid)
+            try:
+                await self.topology.admit(pod, self._allocate_container)
+            except (TopologyAffinityError, AllocationError) as exc:
+                await self._release(pod.pod_uid)
+                self.rejections[pod.pod_uid] = str(exc)
+                log.warning("orm_pod_rejected", pod=pod.pod_name, namespace=pod.pod_namespace,
+                            uid=pod.pod_uid, reason=str(exc))
+                raise AdmissionError(str(exc)) from None
+            self.rejections.pop(pod.pod_uid, None)
+            allocated = self.table.for_pod(pod.pod_uid)
+            if allocated:
+                self._commit()
+                log.info("orm_pod_admitted", pod=pod.pod_name, namespace=pod.pod_namespace, uid=pod.pod_uid,
+                         allocations={"%s/%s" % (a.container_name, a.resource): a.result for a in allocated})
+            return allocated
+
+    async def _allocate_container(self, container: ContainerRequest, hints: dict[str, TopologyHint]) -> None:
+        for resource in container.requests:
+            provider = self.provider_for(resource)
+            if provider is None:
+                continue
+            hint = hints.get(resource, hints.get(DEFAULT_RESOURCE_KEY))
+            for allocation in await provider.allocate(container, resource, hint):
+                self.table.put(allocation)
+
+    # ------------------------------------------------------------ release
+
+    async def remove_pod(self, pod_uid: str) -> None:
+        async with self._lock:
+            self.rejections.pop(pod_uid, None)
+            if await self._release(pod_uid):
+                self._commit()
+                log.info("orm_pod_released", uid=pod_uid)
+
+    async def _release(self, pod_uid: str) -> tuple[Allocation, ...]:
+        gone = self.table.remove_pod(pod_uid)
+        for name in sorted({a.provider for a in gone} - {BUILTIN}):
+            plugin = self.plugins.get(name)
+            if plugin is None:
+                self._pending_removals.setdefault(name, set()).add(pod_uid)
+            else:
+                await self._tell_plugin_removed(plugin, pod_uid)
+        return gone
+
+    async def _tell_plugin_removed(self, plugin: PluginEndpoint, pod_uid: str) -> None:
+        try:
+            await plugin.remove_pod(pod_uid)
+        except AllocationError as exc:
+            self._pending_removals.setdefault(plugin.name, set()).add(pod_uid)
+            log.warning("orm_plugin_remove_pod_failed", plugin=plugin.name, uid=pod_uid, error=str(exc))
+
+    # ------------------------------------------------------------ restart
+
+    def restore(self, entries: Iterable[Allocation]) -> None:
+        """Take the checkpointed allocations as they were (before reconciling with live pods)."""
+        self.table.replace_all(entries)
+        doubled = self.table.double_booked_cpus()
+        if doubled:
+            log.error("orm_checkpoint_double_booked", cpus=sorted(doubled))
+
+    async def reconcile(self, live_pod_uids: Iterable[str]) -> tuple[str, ...]:
+        """Release every allocation whose pod is gone; returns the released pod uids."""
+        live = set(live_pod_uids)
+        async with self._lock:
+            stale = sorted(self.table.pod_uids() - live)
+            for pod_uid in stale:
+                await self._release(pod_uid)
+            if stale:
+                self._commit()
+                log.info("orm_reconciled", released=stale)
+        return tuple(stale)
+
+    def _commit(self) -> None:
+        if self.store is not None:
+            self.store.write(self.table.entries())
