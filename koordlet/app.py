@@ -19,6 +19,7 @@ from koordlet.executor_module import ExecutorModule
 from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
+from koordlet.orm.module import OrmModule
 from koordlet.sdnotify import notify
 from koordlet.statesinformer.api import StatesInformer
 from system.host import Host
@@ -57,12 +58,24 @@ class Hubs:
     executor: ExecutorModule
     states: StatesInformer | None = None
     metric_cache: MetricCache | None = None
+    # The ORM (issue 9) when --topology-policy-name is set: `.allocations` is the read API
+    # (cpuset_for / mems_for / shared_pool / subscribe), `admit_pod(pod)` the NRI admission.
+    orm: OrmModule | None = None
+
+
+def build_orm(hubs: Hubs) -> list[Module]:
+    """The out-of-band resource manager, when a topology policy is named."""
+    if not hubs.config.topology_policy_name:
+        return []
+    hubs.orm = OrmModule(hubs.config, hubs.host, hubs.states)
+    hubs.http.add_route("/api/v1/topology", hubs.orm.zones_route)
+    return [hubs.orm]
 
 
 # Each builder looks at the config and returns the modules to run (none when its
 # feature is off). Order is start order: providers of a hub before its readers.
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
-MODULE_BUILDERS: tuple[ModuleBuilder, ...] = ()
+MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (build_orm,)
 
 
 def build_daemon(config: Config, builders: Iterable[ModuleBuilder] | None = None) -> Daemon:

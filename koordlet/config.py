@@ -44,6 +44,16 @@ class Config:
     log_level: str = defaults.LOG_LEVEL
     log_format: str = defaults.LOG_FORMAT
     config_file: Path | None = None
+    topology_policy_name: str = defaults.TOPOLOGY_POLICY_NAME
+    topology_manager_scope: str = defaults.TOPOLOGY_MANAGER_SCOPE
+    numeric_align_resources: tuple[str, ...] = tuple(defaults.NUMERIC_ALIGN_RESOURCES.split(","))
+    pod_resources_server_endpoint: Path = Path(defaults.POD_RESOURCES_SERVER_ENDPOINT.removeprefix("unix:"))
+    orm_devices_provider: str = defaults.ORM_DEVICES_PROVIDER
+    orm_kubelet_pod_resources_endpoints: tuple[str, ...] = (defaults.ORM_KUBELET_POD_RESOURCES_ENDPOINTS,)
+    orm_resource_names_map: Mapping[str, str] = field(default_factory=dict)
+    orm_reconcile_period: float = defaults.ORM_RECONCILE_PERIOD_SECONDS
+    qrm_socket_dirs: tuple[Path, ...] = (Path(defaults.QRM_SOCKET_DIRS),)
+    reserved_cpus: frozenset[int] = frozenset()
 
     @property
     def standalone(self) -> bool:
@@ -89,6 +99,54 @@ def parse_flag_bool(text: str) -> bool:
     raise ValueError(f"{text!r} is not a boolean (use true or false)")
 
 
+def parse_topology_policy(text: str) -> str:
+    """A topology policy name; empty turns the ORM off, an unknown name is an error."""
+    from koordlet.topology.policy import PolicyError, parse_policy_name
+
+    if not text.strip():
+        return ""
+    try:
+        return parse_policy_name(text).value
+    except PolicyError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def parse_unix_endpoint(text: str) -> Path:
+    """"unix:/path", "unix:///path" or "/path" -> Path; other schemes are an error."""
+    body = text.strip()
+    for prefix in ("unix://", "unix:"):
+        if body.startswith(prefix):
+            body = body[len(prefix):]
+            break
+    if not body.startswith("/"):
+        raise ValueError(f"{text!r} is not a unix socket endpoint (use unix:/absolute/path)")
+    return Path(body)
+
+
+def parse_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def parse_paths(text: str) -> tuple[Path, ...]:
+    return tuple(Path(part) for part in parse_list(text))
+
+
+def parse_cpu_list(text: str) -> frozenset[int]:
+    from system.cpuset import parse_cpuset
+    from system.errors import InvalidValue
+
+    try:
+        return parse_cpuset(text)
+    except InvalidValue as exc:
+        raise ValueError(str(exc)) from None
+
+
+def parse_names_map(text: str) -> Mapping[str, str]:
+    from koordlet.orm.requests import parse_resource_names_map
+
+    return parse_resource_names_map(text)
+
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -118,6 +176,25 @@ _OPTIONS: tuple[_Option, ...] = (
     _Option("log-level", "log level", defaults.LOG_LEVEL, str, LOG_LEVELS),
     _Option("log-format", "auto: JSON in a pod or when not on a terminal, console otherwise",
             defaults.LOG_FORMAT, str, LOG_FORMATS),
+    _Option("topology-policy-name", "ORM topology policy: none, best-effort, restricted, single-numa-node, "
+            "numeric; empty = ORM off", defaults.TOPOLOGY_POLICY_NAME, parse_topology_policy),
+    _Option("topology-manager-scope", "ORM topology scope", defaults.TOPOLOGY_MANAGER_SCOPE, str,
+            ("container", "pod")),
+    _Option("numeric-align-resources", "resources the numeric policy keeps on the same NUMA nodes",
+            defaults.NUMERIC_ALIGN_RESOURCES, parse_list),
+    _Option("pod-resources-server-endpoint", "unix socket of the ORM's PodResources v1 server",
+            defaults.POD_RESOURCES_SERVER_ENDPOINT, parse_unix_endpoint),
+    _Option("orm-devices-provider", "merge devices from kubelet's PodResources (kubelet) or not (\"\")",
+            defaults.ORM_DEVICES_PROVIDER, str, ("", "kubelet")),
+    _Option("orm-kubelet-pod-resources-endpoints", "kubelet PodResources sockets for --orm-devices-provider=kubelet",
+            defaults.ORM_KUBELET_POD_RESOURCES_ENDPOINTS, parse_list),
+    _Option("orm-resource-names-map", "NAME=NAME pairs mapping pod resource names to ORM resources",
+            defaults.ORM_RESOURCE_NAMES_MAP, parse_names_map),
+    _Option("orm-reconcile-period", "ORM reconcile period", "5s", parse_duration),
+    _Option("qrm-socket-dirs", "directories where QRM resource plugins register (kubelet.sock)",
+            defaults.QRM_SOCKET_DIRS, parse_paths),
+    _Option("reserved-cpus", "CPUs never handed out exclusively (cpu list, e.g. 0-1)",
+            defaults.RESERVED_CPUS, parse_cpu_list),
 )
 _BY_KEY = {option.key: option for option in _OPTIONS}
 

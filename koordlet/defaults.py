@@ -33,3 +33,18 @@ HTTP_IDLE_TIMEOUT_SECONDS = 30.0
 HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).
 HTTP_GZIP_LEVEL = 1
+
+# ORM (out-of-band resource manager). Katalyst's names and values unless said otherwise.
+# Off unless --topology-policy-name is given (Katalyst's "" default refuses to start).
+TOPOLOGY_POLICY_NAME = ""
+TOPOLOGY_MANAGER_SCOPE = "container"
+NUMERIC_ALIGN_RESOURCES = "cpu,memory"
+# Ours, not Katalyst's /var/lib/katalyst/pod-resources/kubelet.sock: not kubelet's own socket either.
+POD_RESOURCES_SERVER_ENDPOINT = "unix:/var/lib/koordlet/pod-resources/kubelet.sock"
+ORM_DEVICES_PROVIDER = ""
+ORM_KUBELET_POD_RESOURCES_ENDPOINTS = "/var/lib/kubelet/pod-resources/kubelet.sock"
+ORM_RESOURCE_NAMES_MAP = ""
+ORM_RECONCILE_PERIOD_SECONDS = 5.0
+# QRM plugins register on <dir>/kubelet.sock (the katalyst-agent chart's directory).
+QRM_SOCKET_DIRS = "/var/lib/katalyst/plugin-socks"
+RESERVED_CPUS = ""

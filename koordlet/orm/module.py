@@ -1,0 +1,177 @@
+"""The ORM as a daemon module: reads the topology, restores the checkpoint, serves QRM
+registration and PodResources, admits pods the states informer reports and releases
+the ones it deletes, and reconciles every --orm-reconcile-period.
+
+Other agents reach it through `Hubs.orm`: `.allocations` (OrmAllocations: cpuset_for,
+mems_for, shared_pool, subscribe) and `admit_pod(pod)` for NRI CreateContainer, which
+raises AdmissionError with the reason to hand back to the runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import grpc
+import structlog
+
+from koordlet.config import Config
+from koordlet.daemon import StartupError
+from koordlet.http_endpoint import Reply, json_reply
+from koordlet.orm.allocation import Allocation, OrmAllocations
+from koordlet.orm.checkpoint import CheckpointStore
+from koordlet.orm.cpu_layout import CpuLayout
+from koordlet.orm.manager import AdmissionError, Orm
+from koordlet.orm.registration import start_registration_server
+from koordlet.orm.requests import pod_request
+from koordlet.orm.zones import zones_summary
+from koordlet.podresources.kubelet_devices import KubeletDevicesClient
+from koordlet.podresources.server import RATE_BURST, RATE_QPS, PodResourcesServicer, TokenBucket, start_pod_resources_server
+from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import PodEvent, PodEventKind, PodInfo
+from koordlet.topology.manager import Scope
+from koordlet.topology.policy import PolicyError, new_policy, parse_policy_name
+from system.errors import SystemFileError
+from system.host import Host
+from system.topology import read_cpu_topology
+
+log = structlog.get_logger(__name__)
+
+CHECKPOINT_DIR = "orm"
+
+
+class OrmModule:
+    name = "orm"
+
+    def __init__(self, config: Config, host: Host, states: StatesInformer | None) -> None:
+        self._config = config
+        self._host = host
+        self._states = states
+        self.orm: Orm | None = None
+        self._servers: list[grpc.aio.Server] = []
+        self._kubelet: KubeletDevicesClient | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._reconciler: asyncio.Task | None = None
+        self._unsubscribe = None
+        self._ready = False
+
+    @property
+    def allocations(self) -> OrmAllocations:
+        if self.orm is None:
+            raise RuntimeError("the ORM has not started")
+        return self.orm.allocations
+
+    def build_orm(self) -> Orm:
+        """The ORM from the config and the host's topology; StartupError when it cannot be used."""
+        config = self._config
+        try:
+            topology = read_cpu_topology(self._host)
+        except SystemFileError as exc:
+            raise StartupError("orm: cannot read the CPU topology: %s" % exc, exit_code=2) from None
+        layout = CpuLayout.of(topology)
+        try:
+            policy = new_policy(parse_policy_name(config.topology_policy_name), layout.numa_nodes,
+                                config.numeric_align_resources)
+            return Orm(layout, config.reserved_cpus, policy,
+                       CheckpointStore(config.state_dir / CHECKPOINT_DIR), Scope(config.topology_manager_scope))
+        except (PolicyError, ValueError) as exc:
+            raise StartupError("orm: %s" % exc, exit_code=2) from None
+
+    async def start(self) -> None:
+        config = self._config
+        orm = self.orm = self.build_orm()
+        assert orm.store is not None
+        orm.restore(orm.store.load())
+        if self._states is not None and self._states.synced():
+            await orm.reconcile(p.uid for p in self._states.pods())
+        try:
+            for socket_dir in config.qrm_socket_dirs:
+                self._servers.append(await start_registration_server(socket_dir, orm.register_plugin))
+            if config.orm_devices_provider == "kubelet":
+                self._kubelet = KubeletDevicesClient(config.orm_kubelet_pod_resources_endpoints)
+            servicer = PodResourcesServicer(orm.allocations, orm.layout.node_memory, self._states,
+                                            self._kubelet, TokenBucket(RATE_QPS, RATE_BURST))
+            self._servers.append(await start_pod_resources_server(config.pod_resources_server_endpoint, servicer))
+        except (OSError, RuntimeError) as exc:
+            await self.stop()
+            raise StartupError("orm: cannot serve its sockets: %s" % exc, exit_code=2) from None
+        if self._states is not None:
+            self._unsubscribe = self._states.subscribe(self._on_pod_event)
+            for pod in self._states.pods():
+                self._spawn(self._admit_quietly(pod))
+        self._reconciler = asyncio.create_task(self._reconcile_loop(), name="orm-reconcile")
+        self._ready = True
+        log.info("orm_started", policy=orm.topology.policy.name.value, scope=orm.topology.scope.value,
+                 numa_nodes=list(orm.layout.numa_nodes), reserved=sorted(config.reserved_cpus),
+                 restored_pods=len(orm.table.pod_uids()),
+                 pod_resources=str(config.pod_resources_server_endpoint))
+
+    async def stop(self) -> None:
+        self._ready = False
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        tasks = [t for t in (self._reconciler, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for server in self._servers:
+            await server.stop(grace=0.5)
+        self._servers.clear()
+        if self.orm is not None:
+            for plugin in list(self.orm.plugins.values()):
+                await plugin.stop()
+        if self._kubelet is not None:
+            await self._kubelet.close()
+
+    def ready(self) -> bool:
+        return self._ready
+
+    # ------------------------------------------------------------ pods
+
+    async def admit_pod(self, pod: PodInfo) -> tuple[Allocation, ...]:
+        """Admit (idempotently) and return the pod's allocations; AdmissionError to reject."""
+        if self.orm is None:
+            raise RuntimeError("the ORM has not started")
+        return await self.orm.admit(pod_request(pod, self._config.orm_resource_names_map))
+
+    async def _admit_quietly(self, pod: PodInfo) -> None:
+        orm = self.orm
+        if orm is None or orm.admitted(pod.uid) or pod.uid in orm.rejections or not pod.containers:
+            return
+        with contextlib.suppress(AdmissionError):  # logged and kept in orm.rejections
+            await self.admit_pod(pod)
+
+    def _on_pod_event(self, event: PodEvent) -> None:
+        if event.kind is PodEventKind.DELETED:
+            if self.orm is not None:
+                self._spawn(self.orm.remove_pod(event.pod.uid))
+        else:
+            self._spawn(self._admit_quietly(event.pod))
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.orm_reconcile_period)
+            if self.orm is None or self._states is None or not self._states.synced():
+                continue
+            try:
+                pods = self._states.pods()
+                await self.orm.reconcile(p.uid for p in pods)
+                for pod in pods:
+                    await self._admit_quietly(pod)
+            except Exception:  # noqa: BLE001 - the loop must survive one bad round
+                log.exception("orm_reconcile_failed")
+
+    # ------------------------------------------------------------ HTTP
+
+    def zones_route(self, query: str) -> Reply:
+        if self.orm is None:
+            return json_reply({"error": "orm not started"}, status=503)
+        return json_reply(zones_summary(self.orm.layout, self.orm.allocations, self.orm.rejections))
