@@ -19,6 +19,7 @@ from pathlib import Path
 import structlog
 
 from koordlet.orm.allocation import Allocation
+from system.errors import InvalidValue
 
 log = structlog.get_logger(__name__)
 
@@ -57,7 +58,7 @@ def decode(blob: bytes) -> tuple[Allocation, ...]:
         raise CorruptCheckpoint("entries is not a list")
     try:
         return tuple(Allocation.from_json(entry) for entry in entries)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, InvalidValue) as exc:
         raise CorruptCheckpoint("bad entry: %r" % (exc,)) from None
 
 

@@ -55,7 +55,7 @@ def hints_from_pb(response: pb.ResourceHintsResponse) -> ProviderHints:
 def allocations_from_pb(request: ContainerRequest, provider: str,
                         allocation: pb.ResourceAllocation,
                         hint: TopologyHint | None) -> tuple[Allocation, ...]:
-    """Our rows from a plugin's ResourceAllocation; ValueError on a malformed cpu/node list."""
+    """Our rows from a plugin's ResourceAllocation; InvalidValue on a malformed cpu/node list."""
     rows = []
     for name, info in sorted(allocation.resource_allocation.items()):
         nodes = tuple(sorted(int(n) for n in info.topology_assignments))

@@ -20,6 +20,7 @@ from koordlet.orm.provider import AllocationError
 from koordlet.topology.hint import ProviderHints, TopologyHint
 from koordlet.topology.request import ContainerRequest
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2 as pb
+from system.errors import InvalidValue
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2_grpc as pb_grpc
 
 log = structlog.get_logger(__name__)
@@ -85,7 +86,7 @@ class PluginEndpoint:
         response = await self._call("Allocate", resource_request(request, resource, hint))
         try:
             return allocations_from_pb(request, self.name, response.allocation_result, hint)  # type: ignore[attr-defined]
-        except ValueError as exc:
+        except (ValueError, InvalidValue) as exc:
             raise AllocationError("resource plugin %s returned a bad allocation: %s" % (self.name, exc)) from None
 
     async def remove_pod(self, pod_uid: str) -> None:

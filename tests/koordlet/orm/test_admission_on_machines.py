@@ -1,0 +1,164 @@
+"""Admission end to end (topology manager + built-in providers) on the machines the issue
+names, for every policy, including requests no placement can satisfy."""
+
+from __future__ import annotations
+
+import pytest
+
+from koordlet.orm.manager import AdmissionError
+from koordlet.topology.policy import PolicyName
+from tests.koordlet.orm.helpers import GiB, dedicated, layout_of, new_orm, shared
+
+pytestmark = pytest.mark.asyncio
+
+ALL_POLICIES = list(PolicyName)
+
+
+# ------------------------------------------------------------ 1 socket / 1 NUMA (this machine)
+
+@pytest.mark.parametrize("policy", ALL_POLICIES)
+async def test_one_numa_one_dedicated_cpu_then_unsatisfiable(tmp_path, policy) -> None:
+    layout = layout_of(tmp_path, "1socket-1numa")  # CPUs 0-1
+    orm = new_orm(layout, policy, reserved={0})
+    await orm.admit(dedicated("a", 1))
+    assert orm.allocations.cpuset_for("a", "c0") == {1}
+    assert orm.allocations.shared_pool() == {0}
+    with pytest.raises(AdmissionError, match="pod-b"):
+        await orm.admit(dedicated("b", 1))
+    assert orm.allocations.cpuset_for("b", "c0") is None
+    assert "b" in orm.rejections
+
+
+async def test_shared_pods_get_no_allocation(tmp_path) -> None:
+    orm = new_orm(layout_of(tmp_path, "1socket-1numa"), PolicyName.SINGLE_NUMA_NODE)
+    assert await orm.admit(shared("s")) == ()
+    assert orm.allocations.cpuset_for("s", "c0") is None
+
+
+# ------------------------------------------------------------ 2 sockets / 2 NUMA
+
+async def test_single_numa_node_rejects_a_request_larger_than_a_node(tmp_path) -> None:
+    orm = new_orm(layout_of(tmp_path, "2socket-2numa"), PolicyName.SINGLE_NUMA_NODE)  # 4 CPUs/node
+    with pytest.raises(AdmissionError, match="single-numa-node cannot place cpu=6000"):
+        await orm.admit(dedicated("big", 6))
+
+
+@pytest.mark.parametrize("policy", [PolicyName.RESTRICTED, PolicyName.BEST_EFFORT, PolicyName.NUMERIC])
+async def test_a_request_that_needs_two_nodes_spans_both_where_allowed(tmp_path, policy) -> None:
+    layout = layout_of(tmp_path, "2socket-2numa")
+    orm = new_orm(layout, policy)
+    await orm.admit(dedicated("big", 6))
+    cpus = orm.allocations.cpuset_for("big", "c0")
+    assert len(cpus) == 6 and cpus & layout.node_cpus[0] and cpus & layout.node_cpus[1]
+
+
+async def test_restricted_rejects_when_only_a_wider_than_needed_placement_is_left(tmp_path) -> None:
+    layout = layout_of(tmp_path, "2socket-2numa")
+    orm = new_orm(layout, PolicyName.RESTRICTED)
+    await orm.admit(dedicated("a", 3))
+    await orm.admit(dedicated("b", 3))  # one free CPU left on each node
+    with pytest.raises(AdmissionError, match="restricted"):
+        await orm.admit(dedicated("c", 2))
+
+
+async def test_best_effort_admits_the_same_request_across_nodes(tmp_path) -> None:
+    layout = layout_of(tmp_path, "2socket-2numa")
+    orm = new_orm(layout, PolicyName.BEST_EFFORT)
+    await orm.admit(dedicated("a", 3))
+    await orm.admit(dedicated("b", 3))
+    await orm.admit(dedicated("c", 2))
+    assert len(orm.allocations.cpuset_for("c", "c0")) == 2
+
+
+async def test_numa_bound_memory_follows_the_cpus(tmp_path) -> None:
+    layout = layout_of(tmp_path, "2socket-2numa")
+    orm = new_orm(layout, PolicyName.SINGLE_NUMA_NODE)
+    await orm.admit(dedicated("a", 2, 3 * GiB, numa_binding=True))
+    cpus = orm.allocations.cpuset_for("a", "c0")
+    mems = orm.allocations.mems_for("a", "c0")
+    assert len(mems) == 1 and cpus <= layout.node_cpus[min(mems)]
+
+
+async def test_memory_that_does_not_fit_one_node_is_rejected_by_single_numa_node(tmp_path) -> None:
+    orm = new_orm(layout_of(tmp_path, "2socket-2numa"), PolicyName.SINGLE_NUMA_NODE)  # 4 GiB per node
+    with pytest.raises(AdmissionError, match="memory"):
+        await orm.admit(dedicated("a", 1, 6 * GiB, numa_binding=True))
+
+
+async def test_numeric_aligns_cpu_and_memory(tmp_path) -> None:
+    layout = layout_of(tmp_path, "2socket-2numa")
+    orm = new_orm(layout, PolicyName.NUMERIC)
+    await orm.admit(dedicated("a", 4, 1 * GiB, numa_binding=True))
+    await orm.admit(dedicated("b", 2, 1 * GiB, numa_binding=True))
+    a_mems, b_mems = orm.allocations.mems_for("a", "c0"), orm.allocations.mems_for("b", "c0")
+    assert a_mems != b_mems
+    assert orm.allocations.cpuset_for("b", "c0") <= layout.node_cpus[min(b_mems)]
+
+
+# ------------------------------------------------------------ 2 sockets / 4 NUMA with SMT
+
+async def test_smt_whole_cores_within_one_node(tmp_path) -> None:
+    layout = layout_of(tmp_path, "2socket-4numa-smt")
+    orm = new_orm(layout, PolicyName.SINGLE_NUMA_NODE, reserved={0})
+    await orm.admit(dedicated("a", 2))
+    cpus = orm.allocations.cpuset_for("a", "c0")
+    assert cpus in set(layout.core_cpus.values())
+    assert 0 not in cpus
+
+
+async def test_numa_exclusive_takes_whole_nodes_and_keeps_others_out(tmp_path) -> None:
+    layout = layout_of(tmp_path, "2socket-4numa-smt")
+    orm = new_orm(layout, PolicyName.SINGLE_NUMA_NODE)
+    await orm.admit(dedicated("x", 2, 1 * GiB, numa_binding=True, numa_exclusive=True))
+    (node,) = orm.allocations.mems_for("x", "c0")
+    assert orm.allocations.cpuset_for("x", "c0") == layout.node_cpus[node]
+    for i in range(3):
+        await orm.admit(dedicated("o%d" % i, 4))
+        assert not orm.allocations.cpuset_for("o%d" % i, "c0") & layout.node_cpus[node]
+    with pytest.raises(AdmissionError):
+        await orm.admit(dedicated("late", 1))
+
+
+async def test_each_container_of_a_pod_gets_its_own_cpus(tmp_path) -> None:
+    orm = new_orm(layout_of(tmp_path, "2socket-4numa-smt"), PolicyName.SINGLE_NUMA_NODE)
+    await orm.admit(dedicated("p", 2, containers=2))
+    c0, c1 = orm.allocations.cpuset_for("p", "c0"), orm.allocations.cpuset_for("p", "c1")
+    assert len(c0) == len(c1) == 2 and not c0 & c1
+
+
+# ------------------------------------------------------------ 8 NUMA
+
+@pytest.mark.parametrize("policy", [PolicyName.SINGLE_NUMA_NODE, PolicyName.RESTRICTED, PolicyName.BEST_EFFORT])
+async def test_eight_nodes_fill_one_pod_per_node_then_reject(tmp_path, policy) -> None:
+    layout = layout_of(tmp_path, "8numa")  # 4 CPUs per node
+    orm = new_orm(layout, policy)
+    nodes_used = set()
+    for i in range(8):
+        await orm.admit(dedicated("p%d" % i, 4))
+        cpus = orm.allocations.cpuset_for("p%d" % i, "c0")
+        (node,) = {layout.node_of[c] for c in cpus}
+        nodes_used.add(node)
+    assert nodes_used == set(range(8))
+    with pytest.raises(AdmissionError):
+        await orm.admit(dedicated("ninth", 1))
+
+
+async def test_release_makes_cpus_available_again(tmp_path) -> None:
+    layout = layout_of(tmp_path, "1socket-1numa")
+    orm = new_orm(layout, PolicyName.SINGLE_NUMA_NODE, reserved={0})
+    await orm.admit(dedicated("a", 1))
+    await orm.remove_pod("a")
+    await orm.admit(dedicated("b", 1))
+    assert orm.allocations.cpuset_for("b", "c0") == {1}
+
+
+async def test_admission_is_idempotent(tmp_path) -> None:
+    orm = new_orm(layout_of(tmp_path, "2socket-2numa"), PolicyName.SINGLE_NUMA_NODE)
+    first = await orm.admit(dedicated("a", 2))
+    assert await orm.admit(dedicated("a", 2)) == first
+    assert len(orm.allocations.online_cpus - orm.allocations.shared_pool()) == 2
+
+
+async def test_reserved_cpus_must_be_online(tmp_path) -> None:
+    with pytest.raises(ValueError, match="not online"):
+        new_orm(layout_of(tmp_path, "1socket-1numa"), PolicyName.NONE, reserved={7})
