@@ -3,6 +3,7 @@ held in an AllocationTable, and the read API other agents use (OrmAllocations)."
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,12 @@ class Allocation:
     is_scalar_resource: bool = True
     envs: Mapping[str, str] = field(default_factory=_empty_str)
     annotations: Mapping[str, str] = field(default_factory=_empty_str)
+    # the parsed cpu/node list of a cpuset row (InvalidValue at construction when malformed)
+    _ids: frozenset[int] = field(init=False, repr=False, compare=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        if self.oci_property in (OCI_CPUSET_CPUS, OCI_CPUSET_MEMS):
+            object.__setattr__(self, "_ids", parse_cpuset(self.result))
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -53,11 +60,11 @@ class Allocation:
 
     @property
     def cpus(self) -> frozenset[int]:
-        return parse_cpuset(self.result) if self.oci_property == OCI_CPUSET_CPUS else frozenset()
+        return self._ids if self.oci_property == OCI_CPUSET_CPUS else frozenset()
 
     @property
     def mems(self) -> frozenset[int]:
-        return parse_cpuset(self.result) if self.oci_property == OCI_CPUSET_MEMS else frozenset()
+        return self._ids if self.oci_property == OCI_CPUSET_MEMS else frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,7 +84,7 @@ class Allocation:
     def from_json(cls, data: Mapping[str, Any]) -> "Allocation":
         """Raises KeyError / TypeError / ValueError on a malformed entry."""
         hint = data["hint"]
-        allocation = cls(
+        return cls(
             pod_uid=str(data["podUid"]), pod_namespace=str(data["podNamespace"]),
             pod_name=str(data["podName"]), container_name=str(data["containerName"]),
             resource=str(data["resourceName"]), quantity=float(data["allocatedQuantity"]),
@@ -91,8 +98,6 @@ class Allocation:
             envs=MappingProxyType({str(k): str(v) for k, v in data["envs"].items()}),
             annotations=MappingProxyType({str(k): str(v) for k, v in data["annotations"].items()}),
         )
-        allocation.cpus, allocation.mems  # noqa: B018 - validates the cpu list syntax
-        return allocation
 
 
 def cpuset_allocation(base: Allocation, cpus: Iterable[int]) -> Allocation:
@@ -100,6 +105,17 @@ def cpuset_allocation(base: Allocation, cpus: Iterable[int]) -> Allocation:
 
 
 Listener = Callable[[], None]
+
+
+def canonical_json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _subtract(counter: Counter[int], amounts: Mapping[int, int]) -> None:
+    for key, amount in amounts.items():
+        counter[key] -= amount
+        if counter[key] <= 0:
+            del counter[key]
 
 
 class AllocationTable:
@@ -111,6 +127,9 @@ class AllocationTable:
         # how many allocations hold each CPU (kept incrementally: parsing every cpu
         # list on every admission would cost more than the admission itself)
         self._cpu_holders: Counter[int] = Counter()
+        self._memory_used: Counter[int] = Counter()  # NUMA node -> bytes held by NUMA-bound rows
+        self._exclusive_nodes: Counter[int] = Counter()
+        self._json: dict[tuple[str, str, str], str] = {}  # canonical JSON per row, for the checkpoint
         self._listeners: list[Listener] = []
         self.generation = 0  # bumped on every change
         for entry in entries:
@@ -123,6 +142,10 @@ class AllocationTable:
         self._entries[allocation.key] = allocation
         self._by_pod.setdefault(allocation.pod_uid, {})[allocation.key] = allocation
         self._cpu_holders.update(allocation.cpus)
+        self._memory_used.update(allocation.memory_by_node)
+        if allocation.numa_exclusive:
+            self._exclusive_nodes.update(allocation.numa_nodes)
+        self._json[allocation.key] = canonical_json(allocation.to_json())
 
     def _drop(self, allocation: Allocation) -> None:
         del self._entries[allocation.key]
@@ -130,10 +153,11 @@ class AllocationTable:
         del pod[allocation.key]
         if not pod:
             del self._by_pod[allocation.pod_uid]
-        self._cpu_holders.subtract(allocation.cpus)
-        for cpu in allocation.cpus:
-            if self._cpu_holders[cpu] <= 0:
-                del self._cpu_holders[cpu]
+        del self._json[allocation.key]
+        _subtract(self._cpu_holders, {cpu: 1 for cpu in allocation.cpus})
+        _subtract(self._memory_used, allocation.memory_by_node)
+        if allocation.numa_exclusive:
+            _subtract(self._exclusive_nodes, {node: 1 for node in allocation.numa_nodes})
 
     def put(self, allocation: Allocation) -> None:
         self._add(allocation)
@@ -173,7 +197,15 @@ class AllocationTable:
         return frozenset(cpu for cpu, holders in self._cpu_holders.items() if holders > 1)
 
     def exclusive_nodes(self) -> frozenset[int]:
-        return frozenset(n for a in self._entries.values() if a.numa_exclusive for n in a.numa_nodes)
+        return frozenset(self._exclusive_nodes)
+
+    def memory_used(self) -> Mapping[int, int]:
+        """NUMA node -> bytes NUMA-bound allocations hold there."""
+        return MappingProxyType(self._memory_used)
+
+    def canonical_entries(self) -> list[str]:
+        """Each row's canonical JSON, in entries() order (the checkpoint joins them)."""
+        return [self._json[key] for key in sorted(self._json)]
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)

@@ -7,12 +7,12 @@ Containers that are not exclusive share the pool and get no allocation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from koordlet.orm.allocation import BUILTIN, Allocation, AllocationTable, cpuset_allocation
 from koordlet.orm.cpu_layout import CpuLayout
 from koordlet.orm.cpu_take import NotEnoughCpus, take_cpus
-from koordlet.orm.numa_hints import numa_hints
+from koordlet.orm.numa_hints import NumaMasks
 from koordlet.orm.provider import AllocationError
 from koordlet.topology.hint import ProviderHints, TopologyHint, nodes_of
 from koordlet.topology.request import ContainerRequest
@@ -33,6 +33,13 @@ class BuiltinCpuProvider:
     reserved: frozenset[int]
     table: AllocationTable
     name: str = BUILTIN
+    masks: NumaMasks = field(init=False)
+    capacity: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.masks = NumaMasks(self.layout.numa_nodes)
+        self.capacity = self.masks.capacity(
+            {n: len(cpus - self.reserved) for n, cpus in self.layout.node_cpus.items()})
 
     def serves(self, resource: str) -> bool:
         return resource == CPU
@@ -56,12 +63,9 @@ class BuiltinCpuProvider:
         if count is None:
             return None
         free = self.free_cpus()
-        capacity = {n: len(cpus - self.reserved) for n, cpus in self.layout.node_cpus.items()}
-        available = dict.fromkeys(self.layout.numa_nodes, 0)
-        for cpu in free:
-            available[self.layout.node_of[cpu]] += 1
-        return {CPU: numa_hints(self.layout.numa_nodes, capacity, available, count,
-                                frozenset(self._untouched_nodes()) if request.numa_exclusive else None)}
+        available = {n: len(cpus & free) for n, cpus in self.layout.node_cpus.items()}
+        usable = frozenset(self._untouched_nodes()) if request.numa_exclusive else None
+        return {CPU: self.masks.hints(self.capacity, available, count, usable)}
 
     async def allocate(self, request: ContainerRequest, resource: str,
                        hint: TopologyHint | None) -> tuple[Allocation, ...]:

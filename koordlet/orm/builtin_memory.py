@@ -7,12 +7,12 @@ spanning several nodes is filled node by node, the freest first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from koordlet.orm.allocation import BUILTIN, OCI_CPUSET_MEMS, Allocation, AllocationTable
 from koordlet.orm.cpu_layout import CpuLayout
-from koordlet.orm.numa_hints import numa_hints
+from koordlet.orm.numa_hints import NumaMasks
 from koordlet.orm.provider import AllocationError
 from koordlet.topology.hint import ProviderHints, TopologyHint, nodes_of
 from koordlet.topology.request import ContainerRequest
@@ -26,28 +26,30 @@ class BuiltinMemoryProvider:
     layout: CpuLayout
     table: AllocationTable
     name: str = BUILTIN
+    masks: NumaMasks = field(init=False)
+    capacity: tuple[int, ...] = field(init=False)
 
     def serves(self, resource: str) -> bool:
         return resource == MEMORY
 
+    def __post_init__(self) -> None:
+        self.masks = NumaMasks(self.layout.numa_nodes)
+        self.capacity = self.masks.capacity(self.layout.node_memory)
+
     def free_by_node(self) -> dict[int, int]:
-        free = dict(self.layout.node_memory)
-        for allocation in self.table.entries():
-            for node, size in allocation.memory_by_node.items():
-                free[node] = free.get(node, 0) - size
-        return free
+        used = self.table.memory_used()
+        return {node: total - used.get(node, 0) for node, total in self.layout.node_memory.items()}
 
     def _untouched_nodes(self) -> frozenset[int]:
-        held = {node for a in self.table.entries() for node in a.memory_by_node}
-        return frozenset(n for n in self.layout.numa_nodes if n not in held) - self.table.exclusive_nodes()
+        held = self.table.memory_used().keys() | self.table.exclusive_nodes()
+        return frozenset(n for n in self.layout.numa_nodes if n not in held)
 
     async def topology_hints(self, request: ContainerRequest, resource: str) -> ProviderHints:
         need = request.requests.get(MEMORY, 0)
         if not request.numa_binding or need <= 0:
             return None
         usable = self._untouched_nodes() if request.numa_exclusive else None
-        return {MEMORY: numa_hints(self.layout.numa_nodes, self.layout.node_memory,
-                                   self.free_by_node(), need, usable)}
+        return {MEMORY: self.masks.hints(self.capacity, self.free_by_node(), need, usable)}
 
     async def allocate(self, request: ContainerRequest, resource: str,
                        hint: TopologyHint | None) -> tuple[Allocation, ...]:

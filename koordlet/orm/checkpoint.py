@@ -18,7 +18,7 @@ from pathlib import Path
 
 import structlog
 
-from koordlet.orm.allocation import Allocation
+from koordlet.orm.allocation import Allocation, canonical_json
 from system.errors import InvalidValue
 
 log = structlog.get_logger(__name__)
@@ -32,13 +32,19 @@ class CorruptCheckpoint(Exception):
 
 
 def _canonical(data: object) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+    return canonical_json(data).encode()
+
+
+def encode_rows(rows: Iterable[str]) -> bytes:
+    """The document from rows already in canonical JSON: the bytes json.dumps(sort_keys=True,
+    compact) gives for the whole document, built by joining (keys sort checksum, data, version)."""
+    data = ('{"entries":[' + ",".join(rows) + "]}").encode()
+    checksum = hashlib.sha256(data).hexdigest()
+    return b'{"checksum":"' + checksum.encode() + b'","data":' + data + b',"version":%d}' % VERSION
 
 
 def encode(entries: Iterable[Allocation]) -> bytes:
-    data = {"entries": [entry.to_json() for entry in entries]}
-    checksum = hashlib.sha256(_canonical(data)).hexdigest()
-    return _canonical({"version": VERSION, "data": data, "checksum": checksum})
+    return encode_rows(canonical_json(entry.to_json()) for entry in entries)
 
 
 def decode(blob: bytes) -> tuple[Allocation, ...]:
@@ -68,7 +74,9 @@ class CheckpointStore:
         self.path = directory / name
 
     def write(self, entries: Iterable[Allocation]) -> None:
-        blob = encode(entries)
+        self.write_blob(encode(entries))
+
+    def write_blob(self, blob: bytes) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

@@ -16,7 +16,7 @@ import structlog
 from koordlet.orm.allocation import BUILTIN, Allocation, AllocationTable, OrmAllocations
 from koordlet.orm.builtin_cpu import BuiltinCpuProvider
 from koordlet.orm.builtin_memory import BuiltinMemoryProvider
-from koordlet.orm.checkpoint import CheckpointStore
+from koordlet.orm.checkpoint import CheckpointStore, encode_rows
 from koordlet.orm.cpu_layout import CpuLayout
 from koordlet.orm.plugin_endpoint import PluginEndpoint
 from koordlet.orm.provider import AllocationError, ResourceProvider
@@ -102,7 +102,7 @@ class Orm:
             self.rejections.pop(pod.pod_uid, None)
             allocated = self.table.for_pod(pod.pod_uid)
             if allocated:
-                self._commit()
+                await self._commit()
                 log.info("orm_pod_admitted", pod=pod.pod_name, namespace=pod.pod_namespace, uid=pod.pod_uid,
                          allocations={"%s/%s" % (a.container_name, a.resource): a.result for a in allocated})
             return allocated
@@ -122,7 +122,7 @@ class Orm:
         async with self._lock:
             self.rejections.pop(pod_uid, None)
             if await self._release(pod_uid):
-                self._commit()
+                await self._commit()
                 log.info("orm_pod_released", uid=pod_uid)
 
     async def _release(self, pod_uid: str) -> tuple[Allocation, ...]:
@@ -159,10 +159,12 @@ class Orm:
             for pod_uid in stale:
                 await self._release(pod_uid)
             if stale:
-                self._commit()
+                await self._commit()
                 log.info("orm_reconciled", released=stale)
         return tuple(stale)
 
-    def _commit(self) -> None:
+    async def _commit(self) -> None:
+        """Write the checkpoint (under the admission lock, so in order) off the loop: the
+        caller is answered only once the state is durable."""
         if self.store is not None:
-            self.store.write(self.table.entries())
+            await asyncio.to_thread(self.store.write_blob, encode_rows(self.table.canonical_entries()))

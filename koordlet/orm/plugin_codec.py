@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from koordlet.orm.allocation import OCI_CPUSET_CPUS, OCI_CPUSET_MEMS, Allocation
+from koordlet.orm.allocation import OCI_CPUSET_MEMS, Allocation
 from koordlet.topology.hint import ProviderHints, TopologyHint, mask_of
 from koordlet.topology.request import ContainerRequest
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2 as pb
@@ -55,12 +55,11 @@ def hints_from_pb(response: pb.ResourceHintsResponse) -> ProviderHints:
 def allocations_from_pb(request: ContainerRequest, provider: str,
                         allocation: pb.ResourceAllocation,
                         hint: TopologyHint | None) -> tuple[Allocation, ...]:
-    """Our rows from a plugin's ResourceAllocation; InvalidValue on a malformed cpu/node list."""
+    """Our rows from a plugin's ResourceAllocation; InvalidValue on a malformed cpu/node list
+    (Allocation parses cpuset results when built, so garbage never reaches a cgroup)."""
     rows = []
     for name, info in sorted(allocation.resource_allocation.items()):
         nodes = tuple(sorted(int(n) for n in info.topology_assignments))
-        if info.oci_property_name in (OCI_CPUSET_CPUS, OCI_CPUSET_MEMS):
-            parse_cpuset(info.allocation_result)  # reject garbage before it reaches a cgroup
         if info.oci_property_name == OCI_CPUSET_MEMS and not nodes:
             nodes = tuple(sorted(parse_cpuset(info.allocation_result)))
         rows.append(Allocation(

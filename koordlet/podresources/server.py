@@ -17,7 +17,7 @@ import grpc
 from koordlet.grpc_unix import serve_unix
 from koordlet.orm.allocation import OrmAllocations
 from koordlet.podresources.kubelet_devices import KubeletDevicesClient
-from koordlet.podresources.view import allocatable, list_pods, pod_resources
+from koordlet.podresources.view import allocatable, fill_pod, list_pods
 from koordlet.statesinformer.api import StatesInformer
 from proto.k8s.podresources.v1 import api_pb2 as pb
 from proto.k8s.podresources.v1 import api_pb2_grpc as pb_grpc
@@ -62,8 +62,7 @@ class PodResourcesServicer(pb_grpc.PodResourcesListerServicer):
     async def List(self, request: pb.ListPodResourcesRequest, context) -> pb.ListPodResourcesResponse:
         await self._admit(context)
         pods = self._states.pods() if self._states is not None else ()
-        return pb.ListPodResourcesResponse(pod_resources=list_pods(
-            pods, self._allocations.entries(), await self._kubelet_devices()))
+        return list_pods(pods, self._allocations.entries(), await self._kubelet_devices())
 
     async def GetAllocatableResources(self, request: pb.AllocatableResourcesRequest,
                                       context) -> pb.AllocatableResourcesResponse:
@@ -80,8 +79,10 @@ class PodResourcesServicer(pb_grpc.PodResourcesListerServicer):
                                 % (request.pod_name, request.pod_namespace))
         uid, containers = found
         rows = [a for a in self._allocations.entries() if a.pod_uid == uid]
-        return pb.GetPodResourcesResponse(pod_resources=pod_resources(
-            request.pod_namespace, request.pod_name, containers, rows, await self._kubelet_devices()))
+        response = pb.GetPodResourcesResponse()
+        fill_pod(response.pod_resources, request.pod_namespace, request.pod_name, containers, rows,
+                 await self._kubelet_devices())
+        return response
 
     def _find(self, namespace: str, name: str) -> tuple[str, list[str]] | None:
         if self._states is not None:

@@ -38,9 +38,13 @@ def dedicated_pod(uid: str) -> PodInfo:
                    containers=(ContainerInfo("id-" + uid, "main", uid, ContainerState.CREATED, "", linux=linux),))
 
 
-async def settle() -> None:
-    for _ in range(20):
-        await asyncio.sleep(0)
+async def settle(module: OrmModule) -> None:
+    """Until the module's admission/release tasks (checkpoint writes run in a thread) are done."""
+    for _ in range(500):
+        await asyncio.sleep(0.005)
+        if not module._tasks:
+            return
+    raise AssertionError("orm tasks did not finish")
 
 
 async def test_pods_are_admitted_and_released_through_the_informer(tmp_path) -> None:
@@ -49,13 +53,13 @@ async def test_pods_are_admitted_and_released_through_the_informer(tmp_path) -> 
     await module.start()
     try:
         states.put(dedicated_pod("a"))
-        await settle()
+        await settle(module)
         assert module.allocations.cpuset_for("a", "main") == {1}
         states.put(dedicated_pod("b"))
-        await settle()
+        await settle(module)
         assert "b" in module.orm.rejections and module.allocations.cpuset_for("b", "main") is None
         states.remove("a")
-        await settle()
+        await settle(module)
         assert module.allocations.cpuset_for("a", "main") is None
         assert module.allocations.shared_pool() == {0, 1}
     finally:
@@ -66,7 +70,7 @@ async def test_restart_keeps_running_pods_cpus_and_drops_gone_ones(tmp_path) -> 
     states = StaticStates(NodeInfo("n"), [dedicated_pod("a")])
     first = OrmModule(config_for(tmp_path), host_for(tmp_path), states)
     await first.start()
-    await settle()
+    await settle(first)
     before = first.allocations.entries()
     await first.stop()
     assert before and before[0].result == "1"
