@@ -11,15 +11,20 @@ PYTEST_ARGS ?=
 
 .PHONY: run test install install-test proto bench clean
 
+# The perf C extension (cffi) compiles against Python.h: Debian ships it in pythonX.Y-dev.
+HAS_HEADERS := import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
+
 $(PY):
 	$(PYTHON) -m venv $(VENV) || { apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
+	@$(PYTHON) -c '$(HAS_HEADERS)' || { apt-get update -qq && apt-get install -y -qq \
+	  python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev; }
 	$(PY) -m pip install -q --upgrade pip
 
-$(VENV)/.installed-run: $(PY) setup.cfg setup.py pyproject.toml
+$(VENV)/.installed-run: $(PY) setup.cfg setup.py pyproject.toml system/_perf_build.py
 	$(PY) -m pip install -q -e '.[fast]'
 	touch $@
 
-$(VENV)/.installed-test: $(PY) setup.cfg setup.py pyproject.toml
+$(VENV)/.installed-test: $(PY) setup.cfg setup.py pyproject.toml system/_perf_build.py
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from system.cgroup_codecs import UNLIMITED, parse_key_values
+from system.cgroup_codecs import UNLIMITED, key_value_of, parse_key_values
 from system.cgroup_files import CgroupFiles, read_path_text
 from system.cgroup_resource import CgroupResource, get_resource
 from system.errors import InvalidValue, NotSupported
@@ -55,9 +55,13 @@ def throttling_from_cpu_stat(stat: Mapping[str, int], version: int) -> Throttlin
         raise InvalidValue("cpu.stat lacks %s (cpu controller not enabled?)" % exc) from None
 
 
-def inactive_file_of(stat: Mapping[str, int], version: int) -> int:
+def inactive_file_key(version: int) -> str:
     """v1 uses the hierarchical total_inactive_file; v2 keys are already hierarchical."""
-    key = "total_inactive_file" if version == 1 else "inactive_file"
+    return "total_inactive_file" if version == 1 else "inactive_file"
+
+
+def inactive_file_of(stat: Mapping[str, int], version: int) -> int:
+    key = inactive_file_key(version)
     if key not in stat:
         raise InvalidValue("memory.stat lacks %s" % key)
     return stat[key]
@@ -175,9 +179,12 @@ class CgroupReader:
         return int(self.value("memory.usage_in_bytes", cgroup_dir))
 
     def memory_working_set_bytes(self, cgroup_dir: str) -> int:
+        """usage - inactive_file; reads only the one memory.stat key it needs."""
         version = self.files.version_for("memory.stat")
         usage = self.memory_usage_bytes(cgroup_dir)
-        return working_set_bytes(usage, self.memory_stat(cgroup_dir), version)
+        key = inactive_file_key(version)
+        inactive = key_value_of(self.text("memory.stat", cgroup_dir), key)
+        return working_set_bytes(usage, {key: inactive}, version)
 
     def memory_used_bytes(self, cgroup_dir: str) -> int:
         return memory_used_bytes(

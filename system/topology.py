@@ -143,11 +143,16 @@ def _l3_id(cpu_dir: Path) -> int | None:
     return None
 
 
+def read_online_cpus(host: Host) -> frozenset[int]:
+    """The online CPUs (``/sys/devices/system/cpu/online``) without the rest of the topology."""
+    return parse_cpuset(_text(host.sys("devices", "system", "cpu", "online")))
+
+
 def read_cpu_topology(host: Host) -> CpuTopology:
     """Build the frozen topology value from sysfs (and /proc/meminfo without NUMA)."""
     cpu_root = host.sys("devices", "system", "cpu")
     node_root = host.sys("devices", "system", "node")
-    online = parse_cpuset(_text(cpu_root / "online"))
+    online = read_online_cpus(host)
     node_of: dict[int, int] = {}
     nodes: list[NumaNode] = []
     if (node_root / "online").is_file():
