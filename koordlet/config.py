@@ -269,7 +269,19 @@ def _build(values: Mapping[str, Any], config_path: Path | None) -> Config:
     if not kwargs["node_name"]:
         kwargs["node_name"] = socket.gethostname()
     parse_addr(kwargs.get("addr", defaults.ADDR))
-    return Config(**kwargs)
+    config = Config(**kwargs)
+    _check_orm(config)
+    return config
+
+
+def _check_orm(config: Config) -> None:
+    """The ORM runs when a topology policy is named; its gates cannot turn it on without one."""
+    if config.topology_policy_name:
+        return
+    for gate in ("OOBTopologyManager", "PodResourcesServer"):
+        if config.feature_gates.enabled(gate):
+            raise ConfigError(f"feature gate {gate} needs --topology-policy-name "
+                              "(none, best-effort, restricted, single-numa-node or numeric)")
 
 
 def _coerce(option: _Option, raw: Any) -> Any:

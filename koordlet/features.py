@@ -46,8 +46,10 @@ _SPECS: tuple[FeatureSpec, ...] = (
     FeatureSpec("PSICollector", True, Stage.BETA, "collect pressure stall information from cgroups"),
     FeatureSpec("NodeMetricReport", True, Stage.BETA, "report the NodeMetric status for load-aware scheduling"),
     FeatureSpec("OvercommitReport", False, Stage.ALPHA, "report Katalyst realtime overcommit ratios"),
-    FeatureSpec("OOBTopologyManager", False, Stage.ALPHA, "out-of-band NUMA topology manager and allocator"),
-    FeatureSpec("PodResourcesServer", False, Stage.ALPHA, "serve kubelet PodResources v1 with the real allocations"),
+    FeatureSpec("OOBTopologyManager", False, Stage.ALPHA, "out-of-band NUMA topology manager and allocator "
+                "(also on whenever --topology-policy-name is set)", implemented=True),
+    FeatureSpec("PodResourcesServer", False, Stage.ALPHA, "serve kubelet PodResources v1 with the real allocations "
+                "(served by the ORM whenever it runs)", implemented=True),
 )
 
 SPECS: Mapping[str, FeatureSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})

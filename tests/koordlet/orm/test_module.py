@@ -120,3 +120,10 @@ def test_the_orm_is_built_only_with_a_policy(tmp_path) -> None:
     on = Hubs(config_for(tmp_path), host_for(tmp_path), None, Http(), None)
     (module,) = build_orm(on)
     assert on.orm is module and "/api/v1/topology" in on.http.routes
+
+
+@pytest.mark.parametrize("gate", ["OOBTopologyManager", "PodResourcesServer"])
+def test_the_orm_gates_need_a_policy_name(gate) -> None:
+    with pytest.raises(ConfigError, match="needs --topology-policy-name"):
+        parse_args(["--feature-gates", gate + "=true"])
+    assert parse_args(["--feature-gates", gate + "=true", "--topology-policy-name", "none"]).topology_policy_name == "none"
