@@ -18,6 +18,7 @@ from koordlet.orm.builtin_cpu import BuiltinCpuProvider
 from koordlet.orm.builtin_memory import BuiltinMemoryProvider
 from koordlet.orm.checkpoint import CheckpointStore, encode_rows
 from koordlet.orm.cpu_layout import CpuLayout
+from koordlet.orm.plugin_codec import rows_from_listing
 from koordlet.orm.plugin_endpoint import PluginEndpoint
 from koordlet.orm.provider import AllocationError, ResourceProvider
 from koordlet.topology.hint import DEFAULT_RESOURCE_KEY, ProviderHints, TopologyHint
@@ -162,6 +163,29 @@ class Orm:
                 await self._commit()
                 log.info("orm_reconciled", released=stale)
         return tuple(stale)
+
+    async def reconcile_plugins(self) -> int:
+        """Re-read what plugins with need_reconcile say they allocated (GetResourcesAllocation)
+        and take their word for pods we admitted; returns how many rows changed."""
+        changed = 0
+        async with self._lock:
+            admitted = self.table.pod_uids()
+            for plugin in list(self.plugins.values()):
+                if plugin.stopped or not plugin.options.need_reconcile:
+                    continue
+                try:
+                    response = await plugin.resources_allocation()
+                except AllocationError as exc:
+                    log.warning("orm_plugin_reconcile_failed", plugin=plugin.name, error=str(exc))
+                    continue
+                for row in rows_from_listing(plugin.name, response, self.table, admitted):
+                    if self.table.get(*row.key) != row:
+                        self.table.put(row)
+                        changed += 1
+            if changed:
+                await self._commit()
+                log.info("orm_plugin_allocations_reconciled", rows=changed)
+        return changed
 
     async def _commit(self) -> None:
         """Write the checkpoint (under the admission lock, so in order) off the loop: the

@@ -159,15 +159,22 @@ class OrmModule:
     async def _reconcile_loop(self) -> None:
         while True:
             await asyncio.sleep(self._config.orm_reconcile_period)
-            if self.orm is None or self._states is None or not self._states.synced():
-                continue
             try:
-                pods = self._states.pods()
-                await self.orm.reconcile(p.uid for p in pods)
-                for pod in pods:
-                    await self._admit_quietly(pod)
+                await self.reconcile_once()
             except Exception:  # noqa: BLE001 - the loop must survive one bad round
                 log.exception("orm_reconcile_failed")
+
+    async def reconcile_once(self) -> None:
+        """Release gone pods and admit unseen ones (once the informer has synced), then
+        refresh the allocations of plugins that asked to be reconciled."""
+        if self.orm is None:
+            return
+        if self._states is not None and self._states.synced():
+            pods = self._states.pods()
+            await self.orm.reconcile(p.uid for p in pods)
+            for pod in pods:
+                await self._admit_quietly(pod)
+        await self.orm.reconcile_plugins()
 
     # ------------------------------------------------------------ HTTP
 

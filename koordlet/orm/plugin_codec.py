@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
-from koordlet.orm.allocation import OCI_CPUSET_MEMS, Allocation
+import structlog
+
+from koordlet.orm.allocation import OCI_CPUSET_MEMS, Allocation, AllocationTable
 from koordlet.topology.hint import ProviderHints, TopologyHint, mask_of
-from koordlet.topology.request import ContainerRequest
+from koordlet.topology.request import ContainerRequest, ContainerType
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2 as pb
 from system.cpuset import parse_cpuset
+from system.errors import InvalidValue
+
+log = structlog.get_logger(__name__)
 
 API_VERSION = "v1alpha1"
 SUPPORTED_VERSIONS = (API_VERSION,)
@@ -73,3 +79,29 @@ def allocations_from_pb(request: ContainerRequest, provider: str,
             envs=MappingProxyType(dict(info.envs)), annotations=MappingProxyType(dict(info.annotations)),
         ))
     return tuple(rows)
+
+
+def rows_from_listing(provider: str, listing: pb.GetResourcesAllocationResponse, table: AllocationTable,
+                      admitted: frozenset[str]) -> list[Allocation]:
+    """Rows for a plugin's GetResourcesAllocation answer, for pods the ORM admitted; pod names
+    come from the rows we hold. Malformed entries are logged and skipped."""
+    rows: list[Allocation] = []
+    for pod_uid, containers in listing.pod_resources.items():
+        if pod_uid not in admitted:
+            continue
+        known = table.for_pod(pod_uid)
+        for container, allocation in containers.container_resources.items():
+            request = ContainerRequest(pod_uid, known[0].pod_namespace, known[0].pod_name, container,
+                                       ContainerType.MAIN, 0, {})
+            previous = {a.resource: a for a in known if a.container_name == container}
+            try:
+                fresh = allocations_from_pb(request, provider, allocation, None)
+            except InvalidValue as exc:
+                log.warning("orm_plugin_listing_invalid", plugin=provider, pod=pod_uid, error=str(exc))
+                continue
+            for row in fresh:
+                old = previous.get(row.resource)
+                if old is not None:  # keep what admission knew (hint), take the plugin's result
+                    row = replace(row, hint_nodes=old.hint_nodes, hint_preferred=old.hint_preferred)
+                rows.append(row)
+    return rows

@@ -18,6 +18,7 @@ class FakeQrmPlugin(pb_grpc.ResourcePluginServicer):
         self.hint_nodes = hint_nodes
         self.free = list(cpus_to_give)
         self.calls: list[tuple[str, object]] = []
+        self.listing = pb.GetResourcesAllocationResponse()  # what GetResourcesAllocation answers
         self.server: grpc.aio.Server | None = None
 
     async def GetResourcePluginOptions(self, request, context):
@@ -35,7 +36,7 @@ class FakeQrmPlugin(pb_grpc.ResourcePluginServicer):
     async def Allocate(self, request, context):
         self.calls.append(("Allocate", request))
         count = int(request.resource_requests[self.resource])
-        given, self.free = self.free[:count], self.free[count:]
+        given, self.free = self.free[:count], self.free[count:]  # ids, or whatever text a test planted
         info = pb.ResourceAllocationInfo(
             oci_property_name="CpusetCpus", is_node_resource=True, is_scalar_resource=True,
             allocated_quantity=float(count), allocation_result=",".join(map(str, given)),
@@ -43,6 +44,10 @@ class FakeQrmPlugin(pb_grpc.ResourcePluginServicer):
         return pb.ResourceAllocationResponse(
             pod_uid=request.pod_uid, container_name=request.container_name, resource_name=self.resource,
             allocation_result=pb.ResourceAllocation(resource_allocation={self.resource: info}))
+
+    async def GetResourcesAllocation(self, request, context):
+        self.calls.append(("GetResourcesAllocation", request))
+        return self.listing
 
     async def RemovePod(self, request, context):
         self.calls.append(("RemovePod", request))

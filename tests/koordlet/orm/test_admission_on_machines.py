@@ -161,3 +161,32 @@ async def test_admission_is_idempotent(tmp_path) -> None:
 async def test_reserved_cpus_must_be_online(tmp_path) -> None:
     with pytest.raises(ValueError, match="not online"):
         new_orm(layout_of(tmp_path, "1socket-1numa"), PolicyName.NONE, reserved={7})
+
+
+async def test_pod_scope_places_every_container_on_the_pods_node(tmp_path) -> None:
+    from koordlet.orm.manager import Orm
+    from koordlet.topology.manager import Scope
+    from koordlet.topology.policy import new_policy
+
+    layout = layout_of(tmp_path, "2socket-4numa-smt")  # 4 CPUs per node
+    orm = Orm(layout, frozenset(), new_policy(PolicyName.SINGLE_NUMA_NODE, layout.numa_nodes), None, Scope.POD)
+    await orm.admit(dedicated("p", 2, containers=2))
+    both = orm.allocations.cpuset_for("p", "c0") | orm.allocations.cpuset_for("p", "c1")
+    assert len(both) == 4 and len({layout.node_of[c] for c in both}) == 1
+    with pytest.raises(AdmissionError, match="cannot place the pod"):
+        await orm.admit(dedicated("wide", 3, containers=2))  # 6 CPUs: no single node holds the pod
+
+
+async def test_this_machines_real_topology(tmp_path) -> None:
+    from koordlet.orm.cpu_layout import CpuLayout
+    from system.host import Host
+    from system.topology import read_cpu_topology
+
+    layout = CpuLayout.of(read_cpu_topology(Host()))
+    if len(layout.cpus) < 2:
+        pytest.skip("needs two online CPUs")
+    reserved = min(layout.cpus)
+    orm = new_orm(layout, PolicyName.SINGLE_NUMA_NODE, reserved={reserved})
+    await orm.admit(dedicated("a", 1))
+    (cpu,) = orm.allocations.cpuset_for("a", "c0")
+    assert cpu != reserved and cpu not in orm.allocations.shared_pool()

@@ -13,6 +13,7 @@ from koordlet.podresources.server import PodResourcesServicer, start_pod_resourc
 from koordlet.topology.policy import PolicyName
 from proto.k8s.podresources.v1 import api_pb2 as pr
 from proto.k8s.podresources.v1 import api_pb2_grpc as pr_grpc
+from proto.k8s.resourceplugin.v1alpha1 import api_pb2 as pb
 from tests.koordlet.orm.fake_qrm_plugin import FakeQrmPlugin
 from tests.koordlet.orm.helpers import dedicated, layout_of, new_orm
 
@@ -99,3 +100,29 @@ async def test_an_endpoint_outside_the_socket_dir_is_refused(rig) -> None:
 async def test_the_registration_socket_is_private(rig) -> None:
     _, _, socks, _ = rig
     assert (socks / REGISTRATION_SOCKET).stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_malformed_plugin_allocation_rejects_the_pod_and_changes_nothing(rig) -> None:
+    orm, plugin, socks, tmp_path = rig
+    plugin.free = ["3-1"]  # handed out as the result: a descending range is not a cpu list
+    await plugin.register(socks / REGISTRATION_SOCKET, "qrm_cpu_plugin.sock")
+    with pytest.raises(AdmissionError, match="bad allocation"):
+        await orm.admit(dedicated("q", 1))
+    assert orm.table.entries() == ()
+    assert not (tmp_path / "state" / "orm_checkpoint").exists()
+
+
+async def test_reconcile_takes_the_plugins_current_allocation(rig) -> None:
+    orm, plugin, socks, tmp_path = rig
+    await plugin.register(socks / REGISTRATION_SOCKET, "qrm_cpu_plugin.sock")
+    await orm.admit(dedicated("q", 1))
+    info = pb.ResourceAllocationInfo(oci_property_name="CpusetCpus", allocated_quantity=1.0,
+                                     allocation_result="7", topology_assignments={1: 1})
+    plugin.listing = pb.GetResourcesAllocationResponse(pod_resources={
+        "q": pb.ContainerResources(container_resources={
+            "c0": pb.ResourceAllocation(resource_allocation={"cpu": info})}),
+        "stranger": pb.ContainerResources()})
+    assert await orm.reconcile_plugins() == 1
+    assert orm.allocations.cpuset_for("q", "c0") == {7}
+    assert [r.result for r in CheckpointStore(tmp_path / "state").load()] == ["7"]
+    assert await orm.reconcile_plugins() == 0
