@@ -3,6 +3,8 @@ into our answers. A kubelet that does not answer costs the caller nothing but it
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import grpc
 import structlog
 
@@ -23,16 +25,20 @@ class KubeletDevicesClient:
             endpoint if "://" in endpoint else "unix://" + endpoint,
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]) for endpoint in endpoints]
 
-    async def devices(self) -> KubeletDevices:
-        found: dict[tuple[str, str, str], list[pb.ContainerDevices]] = {}
+    async def _answers(self, method: str, request: object) -> AsyncIterator[object]:
+        """Each kubelet's answer to `method`; one that does not answer is logged and skipped."""
         for channel in self._channels:
             try:
-                response = await pb_grpc.PodResourcesListerStub(channel).List(
-                    pb.ListPodResourcesRequest(), timeout=CALL_TIMEOUT_SECONDS)
+                yield await getattr(pb_grpc.PodResourcesListerStub(channel), method)(
+                    request, timeout=CALL_TIMEOUT_SECONDS)
             except grpc.aio.AioRpcError as exc:
-                log.warning("kubelet_pod_resources_unavailable", code=exc.code().name, details=exc.details())
-                continue
-            for pod in response.pod_resources:
+                log.warning("kubelet_pod_resources_unavailable", method=method, code=exc.code().name,
+                            details=exc.details())
+
+    async def devices(self) -> KubeletDevices:
+        found: dict[tuple[str, str, str], list[pb.ContainerDevices]] = {}
+        async for response in self._answers("List", pb.ListPodResourcesRequest()):
+            for pod in response.pod_resources:  # type: ignore[attr-defined]
                 for container in pod.containers:
                     if container.devices:
                         found.setdefault((pod.namespace, pod.name, container.name), []).extend(container.devices)
@@ -40,14 +46,8 @@ class KubeletDevicesClient:
 
     async def allocatable_devices(self) -> list[pb.ContainerDevices]:
         devices: list[pb.ContainerDevices] = []
-        for channel in self._channels:
-            try:
-                response = await pb_grpc.PodResourcesListerStub(channel).GetAllocatableResources(
-                    pb.AllocatableResourcesRequest(), timeout=CALL_TIMEOUT_SECONDS)
-            except grpc.aio.AioRpcError as exc:
-                log.warning("kubelet_pod_resources_unavailable", code=exc.code().name, details=exc.details())
-                continue
-            devices.extend(response.devices)
+        async for response in self._answers("GetAllocatableResources", pb.AllocatableResourcesRequest()):
+            devices.extend(response.devices)  # type: ignore[attr-defined]
         return devices
 
     async def close(self) -> None:
