@@ -17,7 +17,7 @@ import grpc
 from koordlet.grpc_unix import serve_unix
 from koordlet.orm.allocation import OrmAllocations
 from koordlet.podresources.kubelet_devices import KubeletDevicesClient
-from koordlet.podresources.view import allocatable, fill_pod, list_pods
+from koordlet.podresources.view import PodResourcesCache, allocatable, fill_pod, list_pods
 from koordlet.statesinformer.api import StatesInformer
 from proto.k8s.podresources.v1 import api_pb2 as pb
 from proto.k8s.podresources.v1 import api_pb2_grpc as pb_grpc
@@ -51,6 +51,7 @@ class PodResourcesServicer(pb_grpc.PodResourcesListerServicer):
         self._states = states
         self._kubelet = kubelet
         self._limiter = limiter
+        self._cache = PodResourcesCache()
 
     async def _admit(self, context: grpc.aio.ServicerContext) -> None:
         if self._limiter is not None and not self._limiter.take():
@@ -62,7 +63,7 @@ class PodResourcesServicer(pb_grpc.PodResourcesListerServicer):
     async def List(self, request: pb.ListPodResourcesRequest, context) -> pb.ListPodResourcesResponse:
         await self._admit(context)
         pods = self._states.pods() if self._states is not None else ()
-        return list_pods(pods, self._allocations.entries(), await self._kubelet_devices())
+        return list_pods(pods, self._allocations.entries(), await self._kubelet_devices(), self._cache)
 
     async def GetAllocatableResources(self, request: pb.AllocatableResourcesRequest,
                                       context) -> pb.AllocatableResourcesResponse:

@@ -55,24 +55,54 @@ def fill_pod(target: pb.PodResources, namespace: str, name: str, container_names
                        kubelet_devices.get((namespace, name, container), ()) if kubelet_devices else ())
 
 
+class PodResourcesCache:
+    """Built PodResources messages per pod, reused while the pod value (the informer replaces
+    it on every change), its allocation rows and its kubelet devices stay the same: List then
+    copies messages in C instead of building hundreds in Python."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, tuple[object, tuple[Allocation, ...], tuple, pb.PodResources]] = {}
+
+    def pod(self, uid: str, source: object, namespace: str, name: str, container_names: Sequence[str],
+            rows: tuple[Allocation, ...], kubelet_devices: KubeletDevices) -> pb.PodResources:
+        devices = tuple((c, tuple(kubelet_devices.get((namespace, name, c), ()))) for c in container_names) \
+            if kubelet_devices else ()
+        cached = self._built.get(uid)
+        if cached is not None and cached[0] is source and cached[1] == rows and cached[2] == devices:
+            return cached[3]
+        message = pb.PodResources()
+        fill_pod(message, namespace, name, container_names, rows, kubelet_devices)
+        self._built[uid] = (source, rows, devices, message)
+        return message
+
+    def forget_except(self, uids: set[str]) -> None:
+        for uid in set(self._built) - uids:
+            del self._built[uid]
+
+
 def list_pods(pods: Iterable[PodInfo], allocations: Iterable[Allocation],
-              kubelet_devices: KubeletDevices) -> pb.ListPodResourcesResponse:
+              kubelet_devices: KubeletDevices, cache: PodResourcesCache | None = None) -> pb.ListPodResourcesResponse:
     """Every active pod the informer knows, plus any pod only the allocations know."""
-    response = pb.ListPodResourcesResponse()
+    cache = cache if cache is not None else PodResourcesCache()
     by_pod: dict[str, list[Allocation]] = {}
     for allocation in allocations:
         by_pod.setdefault(allocation.pod_uid, []).append(allocation)
+    built: list[pb.PodResources] = []
     seen: set[str] = set()
     for pod in pods:
         if pod.state is not SandboxState.READY and pod.uid not in by_pod:
             continue
         seen.add(pod.uid)
-        fill_pod(response.pod_resources.add(), pod.namespace, pod.name, [c.name for c in pod.containers],
-                 by_pod.get(pod.uid, ()), kubelet_devices)
+        built.append(cache.pod(pod.uid, pod, pod.namespace, pod.name, [c.name for c in pod.containers],
+                               tuple(by_pod.get(pod.uid, ())), kubelet_devices))
     for uid, rows in sorted(by_pod.items()):
         if uid not in seen:
-            fill_pod(response.pod_resources.add(), rows[0].pod_namespace, rows[0].pod_name, (), rows,
-                     kubelet_devices)
+            seen.add(uid)
+            built.append(cache.pod(uid, None, rows[0].pod_namespace, rows[0].pod_name, (), tuple(rows),
+                                   kubelet_devices))
+    cache.forget_except(seen)
+    response = pb.ListPodResourcesResponse()
+    response.pod_resources.extend(built)
     return response
 
 

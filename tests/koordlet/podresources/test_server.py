@@ -34,13 +34,13 @@ async def served(tmp_path):
     socket = tmp_path / "pod-resources" / "kubelet.sock"
     server = await start_pod_resources_server(socket, PodResourcesServicer(orm.allocations, layout.node_memory, states))
     channel = grpc.aio.insecure_channel("unix://" + str(socket))
-    yield pb_grpc.PodResourcesListerStub(channel), orm, layout, socket
+    yield pb_grpc.PodResourcesListerStub(channel), orm, layout, socket, states
     await channel.close()
     await server.stop(None)
 
 
 async def test_list_reports_exclusive_cpus_and_numa_memory(served) -> None:
-    stub, orm, layout, _ = served
+    stub, orm, layout, *_ = served
     response = await stub.List(pb.ListPodResourcesRequest())
     by_name = {p.name: p for p in response.pod_resources}
     assert set(by_name) == {"pod-a", "shared-pod"}
@@ -55,7 +55,7 @@ async def test_list_reports_exclusive_cpus_and_numa_memory(served) -> None:
 
 
 async def test_allocatable_is_every_cpu_but_the_reserved_and_each_nodes_memory(served) -> None:
-    stub, _, layout, _ = served
+    stub, _, layout, *_ = served
     response = await stub.GetAllocatableResources(pb.AllocatableResourcesRequest())
     assert set(response.cpu_ids) == layout.cpus - {0}
     assert [(m.size, [n.ID for n in m.topology.nodes]) for m in response.memory] == [
@@ -63,7 +63,7 @@ async def test_allocatable_is_every_cpu_but_the_reserved_and_each_nodes_memory(s
 
 
 async def test_get_one_pod_and_not_found_for_an_unknown_one(served) -> None:
-    stub, orm, _, _ = served
+    stub, orm, *_ = served
     response = await stub.Get(pb.GetPodResourcesRequest(pod_name="pod-a", pod_namespace="default"))
     assert set(response.pod_resources.containers[0].cpu_ids) == orm.allocations.cpuset_for("a", "c0")
     with pytest.raises(grpc.aio.AioRpcError) as info:
@@ -73,12 +73,12 @@ async def test_get_one_pod_and_not_found_for_an_unknown_one(served) -> None:
 
 
 async def test_the_socket_is_mode_0600(served) -> None:
-    *_, socket = served
+    socket = served[3]
     assert socket.stat().st_mode & 0o777 == 0o600
 
 
 async def test_the_method_paths_are_kubelets(served) -> None:
-    *_, socket = served
+    socket = served[3]
     async with grpc.aio.insecure_channel("unix://" + str(socket)) as channel:
         call = channel.unary_unary("/v1.PodResourcesLister/List",
                                    request_serializer=pb.ListPodResourcesRequest.SerializeToString,
@@ -95,7 +95,7 @@ def test_token_bucket_allows_a_burst_of_ten_then_a_hundred_per_second() -> None:
 
 
 async def test_devices_from_kubelets_own_socket_are_merged(tmp_path, served) -> None:
-    stub, orm, layout, _ = served
+    stub, orm, layout, *_ = served
 
     class Kubelet(pb_grpc.PodResourcesListerServicer):
         async def List(self, request, context):
@@ -123,3 +123,17 @@ async def test_devices_from_kubelets_own_socket_are_merged(tmp_path, served) -> 
     (container,) = pod_a.containers
     assert [d.resource_name for d in container.devices] == ["nvidia.com/gpu"]
     assert set(container.cpu_ids) == orm.allocations.cpuset_for("a", "c0")
+
+
+async def test_list_follows_changes_to_allocations_and_pods(served) -> None:
+    stub, orm, _, _, states = served
+    await stub.List(pb.ListPodResourcesRequest())
+    await orm.remove_pod("a")
+    states.put(pod("s", "shared-pod", ("x", "y", "z")))
+    response = await stub.List(pb.ListPodResourcesRequest())
+    by_name = {p.name: p for p in response.pod_resources}
+    assert not by_name["pod-a"].containers[0].cpu_ids
+    assert [c.name for c in by_name["shared-pod"].containers] == ["x", "y", "z"]
+    states.remove("s")
+    response = await stub.List(pb.ListPodResourcesRequest())
+    assert [p.name for p in response.pod_resources] == ["pod-a"]
