@@ -171,6 +171,14 @@ class AllocationTable:
             self._changed()
         return gone
 
+    def remove_containers(self, pod_uid: str, containers: set[str]) -> tuple[Allocation, ...]:
+        gone = tuple(a for a in self._by_pod.get(pod_uid, {}).values() if a.container_name in containers)
+        for allocation in gone:
+            self._drop(allocation)
+        if gone:
+            self._changed()
+        return gone
+
     def replace_all(self, entries: Iterable[Allocation]) -> None:
         for allocation in list(self._entries.values()):
             self._drop(allocation)

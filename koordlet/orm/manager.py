@@ -49,6 +49,7 @@ class Orm:
         self.topology = TopologyManager(policy, [self], scope)
         self.rejections: dict[str, str] = {}  # pod uid -> last reason
         self._pending_removals: dict[str, set[str]] = {}  # plugin -> pod uids it has not heard about
+        self._admitted: set[tuple[str, str]] = set()  # (pod uid, container): admitted, with or without rows
         self._lock = asyncio.Lock()
 
     # ------------------------------------------------------------ providers
@@ -84,29 +85,37 @@ class Orm:
 
     # ------------------------------------------------------------ admission
 
-    def admitted(self, pod_uid: str) -> bool:
-        return pod_uid in self.table.pod_uids()
+    def admitted(self, pod_uid: str, container: str | None = None) -> bool:
+        """Whether the pod (any container of it), or that container, has been admitted."""
+        if container is not None:
+            return (pod_uid, container) in self._admitted
+        return any(uid == pod_uid for uid, _ in self._admitted)
 
     async def admit(self, pod: PodRequest) -> tuple[Allocation, ...]:
-        """Allocate the pod (idempotent for a pod already admitted); AdmissionError to reject."""
+        """Admit and allocate the pod's containers not admitted yet (in NRI mode they come one
+        CreateContainer at a time); the pod's allocations, or AdmissionError to reject them."""
         async with self._lock:
-            if self.admitted(pod.pod_uid):
+            todo = tuple(c for c in pod.containers if (pod.pod_uid, c.container_name) not in self._admitted)
+            if not todo:
                 return self.table.for_pod(pod.pod_uid)
+            names = {c.container_name for c in todo}
             try:
-                await self.topology.admit(pod, self._allocate_container)
+                await self.topology.admit(PodRequest(pod.pod_uid, pod.pod_namespace, pod.pod_name, todo),
+                                          self._allocate_container)
             except (TopologyAffinityError, AllocationError) as exc:
-                await self._release(pod.pod_uid)
+                await self._release_containers(pod.pod_uid, names)
                 self.rejections[pod.pod_uid] = str(exc)
                 log.warning("orm_pod_rejected", pod=pod.pod_name, namespace=pod.pod_namespace,
-                            uid=pod.pod_uid, reason=str(exc))
+                            uid=pod.pod_uid, containers=sorted(names), reason=str(exc))
                 raise AdmissionError(str(exc)) from None
             self.rejections.pop(pod.pod_uid, None)
-            allocated = self.table.for_pod(pod.pod_uid)
+            self._admitted.update((pod.pod_uid, name) for name in names)
+            allocated = [a for a in self.table.for_pod(pod.pod_uid) if a.container_name in names]
             if allocated:
                 await self._commit()
                 log.info("orm_pod_admitted", pod=pod.pod_name, namespace=pod.pod_namespace, uid=pod.pod_uid,
                          allocations={"%s/%s" % (a.container_name, a.resource): a.result for a in allocated})
-            return allocated
+            return self.table.for_pod(pod.pod_uid)
 
     async def _allocate_container(self, container: ContainerRequest, hints: dict[str, TopologyHint]) -> None:
         for resource in container.requests:
@@ -126,7 +135,17 @@ class Orm:
                 await self._commit()
                 log.info("orm_pod_released", uid=pod_uid)
 
+    async def _release_containers(self, pod_uid: str, containers: set[str]) -> None:
+        """Undo a rejected admission: the whole pod when nothing else of it is held (plugins
+        hear RemovePod), else only those containers' rows."""
+        others = [a for a in self.table.for_pod(pod_uid) if a.container_name not in containers]
+        if not others and not self.admitted(pod_uid):
+            await self._release(pod_uid)
+        else:
+            self.table.remove_containers(pod_uid, containers)
+
     async def _release(self, pod_uid: str) -> tuple[Allocation, ...]:
+        self._admitted = {key for key in self._admitted if key[0] != pod_uid}
         gone = self.table.remove_pod(pod_uid)
         for name in sorted({a.provider for a in gone} - {BUILTIN}):
             plugin = self.plugins.get(name)
@@ -148,6 +167,7 @@ class Orm:
     def restore(self, entries: Iterable[Allocation]) -> None:
         """Take the checkpointed allocations as they were (before reconciling with live pods)."""
         self.table.replace_all(entries)
+        self._admitted = {(a.pod_uid, a.container_name) for a in self.table.entries()}
         doubled = self.table.double_booked_cpus()
         if doubled:
             log.error("orm_checkpoint_double_booked", cpus=sorted(doubled))
@@ -156,11 +176,14 @@ class Orm:
         """Release every allocation whose pod is gone; returns the released pod uids."""
         live = set(live_pod_uids)
         async with self._lock:
-            stale = sorted(self.table.pod_uids() - live)
+            known = self.table.pod_uids() | {uid for uid, _ in self._admitted}
+            stale = sorted(known - live)
+            removed = False
             for pod_uid in stale:
-                await self._release(pod_uid)
-            if stale:
+                removed |= bool(await self._release(pod_uid))
+            if removed:
                 await self._commit()
+            if stale:
                 log.info("orm_reconciled", released=stale)
         return tuple(stale)
 

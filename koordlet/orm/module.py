@@ -139,7 +139,9 @@ class OrmModule:
 
     async def _admit_quietly(self, pod: PodInfo) -> None:
         orm = self.orm
-        if orm is None or orm.admitted(pod.uid) or pod.uid in orm.rejections or not pod.containers:
+        if orm is None or pod.uid in orm.rejections:
+            return  # a rejected pod is retried by the runtime (NRI) or once it changes nothing here
+        if all(orm.admitted(pod.uid, c.name) for c in pod.containers):
             return
         with contextlib.suppress(AdmissionError):  # logged and kept in orm.rejections
             await self.admit_pod(pod)

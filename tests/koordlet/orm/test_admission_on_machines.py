@@ -190,3 +190,39 @@ async def test_this_machines_real_topology(tmp_path) -> None:
     await orm.admit(dedicated("a", 1))
     (cpu,) = orm.allocations.cpuset_for("a", "c0")
     assert cpu != reserved and cpu not in orm.allocations.shared_pool()
+
+
+def _only(pod, *names):
+    from koordlet.topology.request import PodRequest
+
+    return PodRequest(pod.pod_uid, pod.pod_namespace, pod.pod_name,
+                      tuple(c for c in pod.containers if c.container_name in names))
+
+
+async def test_containers_arriving_one_by_one_are_admitted_one_by_one(tmp_path) -> None:
+    """NRI mode: CreateContainer brings one container at a time; earlier ones keep their CPUs."""
+    layout = layout_of(tmp_path, "2socket-4numa-smt")
+    orm = new_orm(layout, PolicyName.SINGLE_NUMA_NODE)
+    pod = dedicated("p", 2, containers=3)
+    await orm.admit(_only(pod, "c0"))
+    first = orm.allocations.cpuset_for("p", "c0")
+    await orm.admit(_only(pod, "c0", "c1"))
+    assert orm.allocations.cpuset_for("p", "c0") == first
+    assert len(orm.allocations.cpuset_for("p", "c1")) == 2
+    assert orm.allocations.cpuset_for("p", "c2") is None
+    await orm.admit(pod)
+    held = [orm.allocations.cpuset_for("p", c) for c in ("c0", "c1", "c2")]
+    assert len(frozenset().union(*held)) == 6
+
+
+async def test_a_rejected_later_container_leaves_the_earlier_ones_allocated(tmp_path) -> None:
+    layout = layout_of(tmp_path, "1socket-1numa")
+    orm = new_orm(layout, PolicyName.SINGLE_NUMA_NODE, reserved={0})
+    pod = dedicated("p", 1, containers=2)
+    await orm.admit(_only(pod, "c0"))
+    with pytest.raises(AdmissionError, match="container c1"):
+        await orm.admit(pod)
+    assert orm.allocations.cpuset_for("p", "c0") == {1}
+    assert orm.allocations.cpuset_for("p", "c1") is None
+    await orm.remove_pod("p")
+    assert orm.allocations.shared_pool() == {0, 1}
