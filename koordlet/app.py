@@ -67,7 +67,7 @@ def build_orm(hubs: Hubs) -> list[Module]:
     """The out-of-band resource manager, when a topology policy is named."""
     if not hubs.config.topology_policy_name:
         return []
-    hubs.orm = OrmModule(hubs.config, hubs.host, hubs.states)
+    hubs.orm = OrmModule(hubs.config, hubs.host, hubs.states, hubs.registry)
     hubs.http.add_route("/api/v1/topology", hubs.orm.zones_route)
     return [hubs.orm]
 

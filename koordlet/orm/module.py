@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 import grpc
 import structlog
+from prometheus_client import CollectorRegistry
 
 from koordlet.config import Config
 from koordlet.daemon import StartupError
@@ -22,6 +24,7 @@ from koordlet.orm.allocation import Allocation, OrmAllocations
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.cpu_layout import CpuLayout
 from koordlet.orm.manager import AdmissionError, Orm
+from koordlet.orm.metrics import OrmMetrics
 from koordlet.orm.registration import start_registration_server
 from koordlet.orm.requests import pod_request
 from koordlet.orm.zones import zones_summary
@@ -43,8 +46,11 @@ CHECKPOINT_DIR = "orm"
 class OrmModule:
     name = "orm"
 
-    def __init__(self, config: Config, host: Host, states: StatesInformer | None) -> None:
+    def __init__(self, config: Config, host: Host, states: StatesInformer | None,
+                 registry: CollectorRegistry | None = None) -> None:
         self._config = config
+        self._registry = registry
+        self._metrics: OrmMetrics | None = None
         self._host = host
         self._states = states
         self.orm: Orm | None = None
@@ -80,6 +86,10 @@ class OrmModule:
     async def start(self) -> None:
         config = self._config
         orm = self.orm = self.build_orm()
+        if self._registry is not None and self._metrics is None:
+            self._metrics = OrmMetrics(
+                self._registry, lambda: len(orm.allocations.online_cpus - orm.allocations.shared_pool()),
+                lambda: sum(1 for p in orm.plugins.values() if not p.stopped))
         assert orm.store is not None
         orm.restore(orm.store.load())
         if self._states is not None and self._states.synced():
@@ -135,7 +145,17 @@ class OrmModule:
         """Admit (idempotently) and return the pod's allocations; AdmissionError to reject."""
         if self.orm is None:
             raise RuntimeError("the ORM has not started")
-        return await self.orm.admit(pod_request(pod, self._config.orm_resource_names_map))
+        start = time.perf_counter()
+        try:
+            rows = await self.orm.admit(pod_request(pod, self._config.orm_resource_names_map))
+        except AdmissionError:
+            if self._metrics is not None:
+                self._metrics.rejected.inc()
+            raise
+        if self._metrics is not None:
+            self._metrics.admitted.inc()
+            self._metrics.seconds.observe(time.perf_counter() - start)
+        return rows
 
     async def _admit_quietly(self, pod: PodInfo) -> None:
         orm = self.orm

@@ -7,10 +7,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from koordlet.app import Hubs, build_orm
 from koordlet.config import ConfigError, parse_args
 from koordlet.daemon import StartupError
+from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import (ContainerInfo, ContainerState, K8sQoS, KatalystQoSLevel, KoordQoSClass,
@@ -86,14 +88,22 @@ async def test_restart_keeps_running_pods_cpus_and_drops_gone_ones(tmp_path) -> 
     await gone.stop()
 
 
-async def test_admit_pod_is_the_nri_entry_point(tmp_path) -> None:
-    module = OrmModule(config_for(tmp_path), host_for(tmp_path), None)
+async def test_admit_pod_is_the_nri_entry_point_and_counts_results(tmp_path) -> None:
+    registry = CollectorRegistry()
+    module = OrmModule(config_for(tmp_path), host_for(tmp_path), None, registry)
     await module.start()
     try:
         (row,) = await module.admit_pod(dedicated_pod("n"))
         assert row.result == "1"
+        with pytest.raises(AdmissionError, match="pod-m"):
+            await module.admit_pod(dedicated_pod("m"))
     finally:
         await module.stop()
+    value = registry.get_sample_value
+    assert value("koordlet_orm_admissions_total", {"result": "admitted"}) == 1
+    assert value("koordlet_orm_admissions_total", {"result": "rejected"}) == 1
+    assert value("koordlet_orm_exclusive_cpus") == 1
+    assert value("koordlet_orm_admission_duration_seconds_count") == 1
 
 
 async def test_a_reserved_cpu_that_is_not_online_fails_start_with_exit_code_2(tmp_path) -> None:
