@@ -54,6 +54,7 @@ class Config:
     orm_reconcile_period: float = defaults.ORM_RECONCILE_PERIOD_SECONDS
     qrm_socket_dirs: tuple[Path, ...] = (Path(defaults.QRM_SOCKET_DIRS),)
     reserved_cpus: frozenset[int] = frozenset()
+    cpu_manager_policy: str = defaults.CPU_MANAGER_POLICY
 
     @property
     def standalone(self) -> bool:
@@ -195,6 +196,8 @@ _OPTIONS: tuple[_Option, ...] = (
             defaults.QRM_SOCKET_DIRS, parse_paths),
     _Option("reserved-cpus", "CPUs never handed out exclusively (cpu list, e.g. 0-1)",
             defaults.RESERVED_CPUS, parse_cpu_list),
+    _Option("cpu-manager-policy", "ORM CPU policy as kubelet names it: static also pins Guaranteed pods "
+            "with whole CPUs, whatever their QoS class", defaults.CPU_MANAGER_POLICY, str, ("none", "static")),
 )
 _BY_KEY = {option.key: option for option in _OPTIONS}
 

@@ -48,3 +48,5 @@ ORM_RECONCILE_PERIOD_SECONDS = 5.0
 # QRM plugins register on <dir>/kubelet.sock (the katalyst-agent chart's directory).
 QRM_SOCKET_DIRS = "/var/lib/katalyst/plugin-socks"
 RESERVED_CPUS = ""
+# kubelet's default: only the classes that ask for it (dedicated_cores, LSE, LSR) get exclusive CPUs.
+CPU_MANAGER_POLICY = "none"

@@ -147,7 +147,8 @@ class OrmModule:
             raise RuntimeError("the ORM has not started")
         start = time.perf_counter()
         try:
-            rows = await self.orm.admit(pod_request(pod, self._config.orm_resource_names_map))
+            rows = await self.orm.admit(pod_request(pod, self._config.orm_resource_names_map,
+                                                    self._config.cpu_manager_policy == "static"))
         except AdmissionError:
             if self._metrics is not None:
                 self._metrics.rejected.inc()

@@ -4,7 +4,8 @@ With a pod spec (kubelet / API server) the requests come from it. In NRI and sta
 mode there is none: CPU request and limit come back from the container's CRI resources
 by inverting kubelet's conversions (shares = milli * 1024 / 1000, quota = milli *
 period / 1000), memory from its limit. Exclusive CPUs go to a Guaranteed pod of class
-Katalyst dedicated_cores or Koordinator LSE/LSR whose containers ask whole CPUs.
+Katalyst dedicated_cores or Koordinator LSE/LSR (any class with --cpu-manager-policy=static)
+whose containers ask whole CPUs.
 """
 
 from __future__ import annotations
@@ -83,8 +84,11 @@ def wants_exclusive_class(pod: PodInfo) -> bool:
             or pod.qos.koord in (KoordQoSClass.LSE, KoordQoSClass.LSR))
 
 
-def pod_request(pod: PodInfo, names_map: Mapping[str, str] = MappingProxyType({})) -> PodRequest:
-    exclusive_class = wants_exclusive_class(pod) and is_guaranteed(pod)
+def pod_request(pod: PodInfo, names_map: Mapping[str, str] = MappingProxyType({}),
+                static_cpu_policy: bool = False) -> PodRequest:
+    """With `static_cpu_policy` (kubelet's static CPU manager) every Guaranteed pod's whole-CPU
+    containers are exclusive, whatever its class."""
+    exclusive_class = (static_cpu_policy or wants_exclusive_class(pod)) and is_guaranteed(pod)
     dedicated = pod.qos.katalyst is KatalystQoSLevel.DEDICATED_CORES
     containers = []
     for index, container in enumerate(pod.containers):

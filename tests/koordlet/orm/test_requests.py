@@ -76,10 +76,12 @@ def test_koordinator_lse_and_lsr_are_exclusive_without_numa_binding(qos) -> None
     assert request.exclusive_cpus and not request.numa_binding
 
 
-def test_ls_pods_share() -> None:
-    (request,) = pod_request(pod(PodQoS(KoordQoSClass.LS, koord=KoordQoSClass.LS),
-                                 [container(linux=CRI_TWO_CPUS)])).containers
+def test_ls_pods_share_unless_the_static_cpu_policy_is_on() -> None:
+    ls = pod(PodQoS(KoordQoSClass.LS, koord=KoordQoSClass.LS), [container(linux=CRI_TWO_CPUS)])
+    (request,) = pod_request(ls).containers
     assert not request.exclusive_cpus
+    (request,) = pod_request(ls, static_cpu_policy=True).containers
+    assert request.exclusive_cpus and not request.numa_binding
 
 
 def test_the_spec_wins_over_cri_and_names_are_mapped() -> None:
