@@ -76,7 +76,10 @@ class BuiltinCpuProvider:
         free = self.free_cpus()
         try:
             if request.numa_exclusive:
-                nodes = nodes if nodes is not None else self._exclusive_nodes_for(count, free)
+                if nodes is None or not hint.preferred:  # no placement chosen: the fewest whole nodes
+                    nodes = self._exclusive_nodes_for(count, free)
+                elif not set(nodes) <= set(self._untouched_nodes()):
+                    raise NotEnoughCpus("NUMA nodes %s are not free for an exclusive pod" % list(nodes))
                 cpus = free & self.layout.cpus_in(nodes)
                 if len(cpus) < count:
                     raise NotEnoughCpus("NUMA nodes %s have %d free CPUs, asked %d" % (list(nodes), len(cpus), count))
@@ -96,10 +99,16 @@ class BuiltinCpuProvider:
         return (cpuset_allocation(base, cpus),)
 
     def _exclusive_nodes_for(self, count: int, free: frozenset[int]) -> tuple[int, ...]:
-        for node in self._untouched_nodes():
-            if len(free & self.layout.node_cpus[node]) >= count:
-                return (node,)
-        raise NotEnoughCpus("no NUMA node is free for an exclusive pod of %d CPUs" % count)
+        """Untouched nodes, the roomiest first, until they hold `count` free CPUs."""
+        untouched = sorted(self._untouched_nodes(), key=lambda n: (-len(free & self.layout.node_cpus[n]), n))
+        chosen: list[int] = []
+        held = 0
+        for node in untouched:
+            chosen.append(node)
+            held += len(free & self.layout.node_cpus[node])
+            if held >= count:
+                return tuple(sorted(chosen))
+        raise NotEnoughCpus("no free NUMA nodes hold an exclusive pod of %d CPUs" % count)
 
     async def remove_pod(self, pod_uid: str) -> None:
         return None  # the table is the state: dropping the pod's rows frees its CPUs

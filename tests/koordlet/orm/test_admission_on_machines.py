@@ -226,3 +226,15 @@ async def test_a_rejected_later_container_leaves_the_earlier_ones_allocated(tmp_
     assert orm.allocations.cpuset_for("p", "c1") is None
     await orm.remove_pod("p")
     assert orm.allocations.shared_pool() == {0, 1}
+
+
+async def test_best_effort_never_hands_a_numa_exclusive_pod_someone_elses_node(tmp_path) -> None:
+    layout = layout_of(tmp_path, "2socket-4numa-smt")  # 4 nodes of 4 CPUs
+    orm = new_orm(layout, PolicyName.BEST_EFFORT)
+    for i in range(3):
+        await orm.admit(dedicated("o%d" % i, 1))  # packs into nodes, leaving some untouched
+    taken_nodes = {layout.node_of[c] for i in range(3) for c in orm.allocations.cpuset_for("o%d" % i, "c0")}
+    await orm.admit(dedicated("x", 2, numa_binding=True, numa_exclusive=True))
+    x = orm.allocations.cpuset_for("x", "c0")
+    assert {layout.node_of[c] for c in x}.isdisjoint(taken_nodes)
+    assert x == layout.cpus_in({layout.node_of[c] for c in x})
