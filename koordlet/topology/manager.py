@@ -38,12 +38,28 @@ class Admission:
     container_hints: dict[str, dict[str, TopologyHint]]  # container name -> resource -> hint
 
 
-def describe(hints: dict[str, TopologyHint]) -> str:
+def _nodes(hint: TopologyHint) -> str:
+    return "any" if hint.affinity is None else "[%s]" % ",".join(map(str, nodes_of(hint.affinity)))
+
+
+def explain(provider_hints: Sequence[ProviderHints], merged: dict[str, TopologyHint]) -> str:
+    """Why a pod was not admitted, for the runtime's error and the logs: where each resource
+    has room (the narrowest few sets), then the merged result."""
     parts = []
-    for resource, hint in sorted(hints.items()):
-        nodes = "any" if hint.affinity is None else ",".join(map(str, nodes_of(hint.affinity)))
-        parts.append("%s=[%s]%s" % (resource, nodes, "" if hint.preferred else " not preferred"))
-    return "; ".join(parts) or "no hints"
+    for hints in provider_hints:
+        for resource, options in sorted((hints or {}).items()):
+            if options is None:
+                continue
+            if not options:
+                parts.append("%s: no NUMA placement has room" % resource)
+                continue
+            narrowest = sorted(options, key=lambda h: (h.count, h.affinity or 0))[:3]
+            parts.append("%s: room on %s%s" % (resource, " or ".join(_nodes(h) for h in narrowest),
+                                               " ..." if len(options) > 3 else ""))
+    merged_text = "; ".join("%s=%s%s" % (r, _nodes(h), "" if h.preferred else " not preferred")
+                            for r, h in sorted(merged.items()))
+    parts.append("merged " + (merged_text or "nothing"))
+    return "; ".join(parts)
 
 
 class TopologyManager:
@@ -52,11 +68,13 @@ class TopologyManager:
         self.providers = list(providers)
         self.scope = scope
 
-    async def merged_hints(self, request: ContainerRequest) -> tuple[dict[str, TopologyHint], bool]:
+    async def merged_hints(self, request: ContainerRequest) -> tuple[dict[str, TopologyHint], bool, str]:
+        """(hint per resource, admitted, why not in words)."""
         if self.policy.name is PolicyName.NONE:
-            return {}, True  # allocate without hints; no provider is asked
+            return {}, True, ""  # allocate without hints; no provider is asked
         provider_hints = [await provider.topology_hints(request) for provider in self.providers]
-        return self.policy.merge(provider_hints)
+        hints, admitted = self.policy.merge(provider_hints)
+        return hints, admitted, "" if admitted else explain(provider_hints, hints)
 
     async def admit(self, pod: PodRequest, allocate: Allocate) -> Admission:
         """Merge and allocate every container in order; TopologyAffinityError on rejection.
@@ -64,22 +82,22 @@ class TopologyManager:
         result: dict[str, dict[str, TopologyHint]] = {}
         if self.scope is Scope.POD and pod.containers:
             whole = pod.aggregate()
-            hints, admitted = await self.merged_hints(whole)
+            hints, admitted, why = await self.merged_hints(whole)
             if not admitted:
                 raise TopologyAffinityError(
                     "pod %s/%s: topology policy %s cannot place the pod (%s)"
-                    % (pod.pod_namespace, pod.pod_name, self.policy.name.value, describe(hints)))
+                    % (pod.pod_namespace, pod.pod_name, self.policy.name.value, why))
             for container in pod.containers:
                 await allocate(container, hints)
                 result[container.container_name] = hints
             return Admission(result)
         for container in pod.containers:
-            hints, admitted = await self.merged_hints(container)
+            hints, admitted, why = await self.merged_hints(container)
             if not admitted:
                 raise TopologyAffinityError(
                     "pod %s/%s container %s: topology policy %s cannot place %s (%s)"
                     % (pod.pod_namespace, pod.pod_name, container.container_name,
-                       self.policy.name.value, _asked(container), describe(hints)))
+                       self.policy.name.value, _asked(container), why))
             await allocate(container, hints)
             result[container.container_name] = hints
         return Admission(result)
