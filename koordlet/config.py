@@ -55,6 +55,7 @@ class Config:
     qrm_socket_dirs: tuple[Path, ...] = (Path(defaults.QRM_SOCKET_DIRS),)
     reserved_cpus: frozenset[int] = frozenset()
     cpu_manager_policy: str = defaults.CPU_MANAGER_POLICY
+    pod_resources_socket_group: int | None = None
 
     @property
     def standalone(self) -> bool:
@@ -142,6 +143,19 @@ def parse_cpu_list(text: str) -> frozenset[int]:
         raise ValueError(str(exc)) from None
 
 
+def parse_group(text: str) -> int:
+    """A group id from a number or a group name known to this host."""
+    import grp
+
+    stripped = text.strip()
+    if stripped.isdigit():
+        return int(stripped)
+    try:
+        return grp.getgrnam(stripped).gr_gid
+    except KeyError:
+        raise ValueError(f"no group named {stripped!r}") from None
+
+
 def parse_names_map(text: str) -> Mapping[str, str]:
     from koordlet.orm.requests import parse_resource_names_map
 
@@ -196,6 +210,8 @@ _OPTIONS: tuple[_Option, ...] = (
             defaults.QRM_SOCKET_DIRS, parse_paths),
     _Option("reserved-cpus", "CPUs never handed out exclusively (cpu list, e.g. 0-1)",
             defaults.RESERVED_CPUS, parse_cpu_list),
+    _Option("pod-resources-socket-group", "group (name or id) that may use the PodResources socket: "
+            "mode 0660 instead of 0600", None, parse_group),
     _Option("cpu-manager-policy", "ORM CPU policy as kubelet names it: static also pins Guaranteed pods "
             "with whole CPUs, whatever their QoS class", defaults.CPU_MANAGER_POLICY, str, ("none", "static")),
 )

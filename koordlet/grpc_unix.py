@@ -8,8 +8,13 @@ from pathlib import Path
 import grpc
 
 
-async def serve_unix(server: grpc.aio.Server, socket: Path, mode: int = 0o600) -> None:
-    """Bind `server` on a unix socket (replacing a stale one) with `mode`, and start it."""
+def socket_mode(group: int | None) -> int:
+    """0600, or 0660 when a group is to share the socket."""
+    return 0o600 if group is None else 0o660
+
+
+async def serve_unix(server: grpc.aio.Server, socket: Path, mode: int = 0o600, group: int | None = None) -> None:
+    """Bind `server` on a unix socket (replacing a stale one) with `mode` (and `group`), and start it."""
     socket.parent.mkdir(parents=True, exist_ok=True)
     try:
         socket.unlink()
@@ -21,4 +26,6 @@ async def serve_unix(server: grpc.aio.Server, socket: Path, mode: int = 0o600) -
         await server.start()
     finally:
         os.umask(old_umask)
+    if group is not None:
+        os.chown(socket, -1, group)
     os.chmod(socket, mode)

@@ -101,7 +101,8 @@ class OrmModule:
                 self._kubelet = KubeletDevicesClient(config.orm_kubelet_pod_resources_endpoints)
             servicer = PodResourcesServicer(orm.allocations, orm.layout.node_memory, self._states,
                                             self._kubelet, TokenBucket(RATE_QPS, RATE_BURST))
-            self._servers.append(await start_pod_resources_server(config.pod_resources_server_endpoint, servicer))
+            self._servers.append(await start_pod_resources_server(
+                config.pod_resources_server_endpoint, servicer, config.pod_resources_socket_group))
         except (OSError, RuntimeError) as exc:
             await self.stop()
             raise StartupError("orm: cannot serve its sockets: %s" % exc, exit_code=2) from None

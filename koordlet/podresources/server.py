@@ -14,7 +14,7 @@ from pathlib import Path
 
 import grpc
 
-from koordlet.grpc_unix import serve_unix
+from koordlet.grpc_unix import serve_unix, socket_mode
 from koordlet.orm.allocation import OrmAllocations
 from koordlet.podresources.kubelet_devices import KubeletDevicesClient
 from koordlet.podresources.view import PodResourcesCache, allocatable, fill_pod, list_pods
@@ -96,8 +96,10 @@ class PodResourcesServicer(pb_grpc.PodResourcesListerServicer):
         return None
 
 
-async def start_pod_resources_server(socket: Path, servicer: PodResourcesServicer, mode: int = 0o600) -> grpc.aio.Server:
+async def start_pod_resources_server(socket: Path, servicer: PodResourcesServicer,
+                                     group: int | None = None) -> grpc.aio.Server:
+    """Serve on `socket`: mode 0600, or 0660 owned by `group` when one is given."""
     server = grpc.aio.server()
     pb_grpc.add_PodResourcesListerServicer_to_server(servicer, server)
-    await serve_unix(server, socket, mode)
+    await serve_unix(server, socket, socket_mode(group), group)
     return server

@@ -137,3 +137,28 @@ async def test_list_follows_changes_to_allocations_and_pods(served) -> None:
     states.remove("s")
     response = await stub.List(pb.ListPodResourcesRequest())
     assert [p.name for p in response.pod_resources] == ["pod-a"]
+
+
+async def test_a_configured_group_gets_mode_0660(tmp_path) -> None:
+    import os
+
+    from koordlet.config import parse_args
+
+    gid = os.getgid()
+    assert parse_args(["--pod-resources-socket-group", str(gid)]).pod_resources_socket_group == gid
+    layout = layout_of(tmp_path, "1socket-1numa")
+    orm = new_orm(layout, PolicyName.NONE)
+    socket = tmp_path / "shared.sock"
+    server = await start_pod_resources_server(socket, PodResourcesServicer(orm.allocations, layout.node_memory), gid)
+    try:
+        info = socket.stat()
+        assert (info.st_mode & 0o777, info.st_gid) == (0o660, gid)
+    finally:
+        await server.stop(None)
+
+
+def test_an_unknown_group_name_is_a_configuration_error() -> None:
+    from koordlet.config import ConfigError, parse_args
+
+    with pytest.raises(ConfigError, match="no group named 'no-such-group-x'"):
+        parse_args(["--pod-resources-socket-group", "no-such-group-x"])
