@@ -47,6 +47,10 @@ COMMON_CASES = [
      [{"r1": None}, {"r2": [N1_T]}], N1_T),
     ("only non-preferred hints: the narrowest that holds the widest minimum",
      [{"r1": [N0_F, N01_F]}, {"r2": [N01_F]}], N01_F),
+    ("one hint each, one wider, both preferred: the narrower, not preferred",
+     [{"r1": [N0_T]}, {"r2": [N01_T]}], N0_F),
+    ("two preferred single-node hints against one non-preferred wide hint",
+     [{"r1": [N0_T, N1_T]}, {"r2": [N01_F]}], N0_F),
     ("two non-preferred single-node hints on different nodes",
      [{"r1": [N0_F, N1_F]}, {"r2": [N1_F]}], N1_F),
 ]
