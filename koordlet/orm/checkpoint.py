@@ -3,7 +3,7 @@
 Format (JSON): {"version": 1, "data": {"entries": [Allocation.to_json()...]},
 "checksum": sha256 of the canonical JSON of "data"}. Written as temp file + fsync +
 rename + fsync of the directory, so a crash leaves the old or the new file, never half.
-A file that does not verify is moved aside (<name>.corrupt-<unix time>) and reported;
+A file that does not verify is moved aside (<name>.corrupt-<unix time ns>) and reported;
 it is never trusted.
 """
 
@@ -103,7 +103,7 @@ class CheckpointStore:
         try:
             entries = decode(blob)
         except CorruptCheckpoint as exc:
-            aside = self.path.with_name("%s.corrupt-%d" % (self.path.name, int(time.time())))
+            aside = self.path.with_name("%s.corrupt-%d" % (self.path.name, time.time_ns()))
             os.replace(self.path, aside)
             log.error("orm_checkpoint_corrupt", path=str(self.path), moved_to=str(aside), reason=str(exc))
             return ()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
+from types import MappingProxyType
 
 import pytest
 
@@ -68,3 +70,16 @@ def test_rewrite_replaces_the_old_state_whole(tmp_path) -> None:
     store.write([ROW])
     store.write([])
     assert store.load() == ()
+
+
+def test_the_joined_encoding_is_the_canonical_json_of_the_document() -> None:
+    blob = encode([ROW, replace(ROW, pod_uid="uid-2", envs=MappingProxyType({"K": "é"}))])
+    assert json.dumps(json.loads(blob), sort_keys=True, separators=(",", ":")).encode() == blob
+
+
+def test_two_corrupt_files_are_both_kept(tmp_path) -> None:
+    store = CheckpointStore(tmp_path)
+    for _ in range(2):
+        store.path.write_bytes(b"not json")
+        assert store.load() == ()
+    assert len([p for p in tmp_path.iterdir() if ".corrupt-" in p.name]) == 2
