@@ -28,6 +28,7 @@ class ConfigError(ValueError):
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("auto", "json", "console")
+RUNTIME_HOOKS_MODES = ("auto", "nri", "bypass", "both")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,16 @@ class Config:
     log_level: str = defaults.LOG_LEVEL
     log_format: str = defaults.LOG_FORMAT
     config_file: Path | None = None
+    enable_nri_runtime_hook: bool = True
+    runtime_hooks_nri_socket_path: Path | None = None  # None: --nri-socket (its older name)
+    runtime_hooks_nri_plugin_index: str = defaults.NRI_PLUGIN_INDEX
+    runtime_hooks_mode: str = defaults.RUNTIME_HOOKS_MODE
+    runtime_hooks_reconcile_interval: float = defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS
+
+    @property
+    def nri_socket_path(self) -> Path:
+        """The NRI socket: --runtime-hooks-nri-socket-path, else --nri-socket."""
+        return self.runtime_hooks_nri_socket_path or self.nri_socket
     topology_policy_name: str = defaults.TOPOLOGY_POLICY_NAME
     topology_manager_scope: str = defaults.TOPOLOGY_MANAGER_SCOPE
     numeric_align_resources: tuple[str, ...] = tuple(defaults.NUMERIC_ALIGN_RESOURCES.split(","))
@@ -90,6 +101,13 @@ def _sum_of_parts(text: str, rest: str) -> float:
         total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
         rest = rest[match.end():]
     return total
+
+
+def parse_plugin_index(text: str) -> str:
+    """An NRI plugin index: exactly two digits ("00"-"99")."""
+    if len(text) != 2 or not text.isdigit() or not text.isascii():
+        raise ValueError(f"{text!r} is not a two-digit plugin index (00-99)")
+    return text
 
 
 def parse_flag_bool(text: str) -> bool:
@@ -191,6 +209,17 @@ _OPTIONS: tuple[_Option, ...] = (
     _Option("log-level", "log level", defaults.LOG_LEVEL, str, LOG_LEVELS),
     _Option("log-format", "auto: JSON in a pod or when not on a terminal, console otherwise",
             defaults.LOG_FORMAT, str, LOG_FORMATS),
+    _Option("enable-nri-runtime-hook", "register as containerd's NRI plugin (with the NRIRuntimeHooks gate)",
+            True, parse_flag_bool),
+    _Option("runtime-hooks-nri-socket-path", "NRI socket of the runtime (--nri-socket is its older name)", None,
+            Path, shown_default=str(defaults.NRI_SOCKET)),
+    _Option("runtime-hooks-nri-plugin-index", "NRI plugin index (two digits; lower runs first)",
+            defaults.NRI_PLUGIN_INDEX, parse_plugin_index),
+    _Option("runtime-hooks-mode", "nri: NRI shapes containers, the loop does pod cgroups and drift; bypass: the "
+            "loop does everything; both: NRI and the loop on every change; auto: both, /readyz waiting for NRI "
+            "only if its socket exists at start", defaults.RUNTIME_HOOKS_MODE, str, RUNTIME_HOOKS_MODES),
+    _Option("runtime-hooks-reconcile-interval", "period of the reconcile loop's full read-compare pass",
+            defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS, parse_duration, shown_default="10s"),
     _Option("topology-policy-name", "ORM topology policy: none, best-effort, restricted, single-numa-node, "
             "numeric; empty = ORM off", defaults.TOPOLOGY_POLICY_NAME, parse_topology_policy),
     _Option("topology-manager-scope", "ORM topology scope", defaults.TOPOLOGY_MANAGER_SCOPE, str,

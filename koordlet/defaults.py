@@ -34,6 +34,12 @@ HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).
 HTTP_GZIP_LEVEL = 1
 
+# Runtime hooks (koordlet's NRI plugin identity and flags).
+NRI_PLUGIN_NAME = "koordlet_nri"
+NRI_PLUGIN_INDEX = "00"
+# auto: NRI plus the reconcile loop; readiness waits for NRI only if its socket exists at start.
+RUNTIME_HOOKS_MODE = "auto"
+RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS = 10.0
 # ORM (out-of-band resource manager). Katalyst's names and values unless said otherwise.
 # Off unless --topology-policy-name is given (Katalyst's "" default refuses to start).
 TOPOLOGY_POLICY_NAME = ""

@@ -9,7 +9,7 @@ Admissions are serialised: each sees the allocations of the ones before it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import structlog
 
@@ -33,6 +33,11 @@ class AdmissionError(Exception):
     """The pod is rejected; str() is the reason a runtime or a report can show."""
 
 
+class AdmissionDeferred(Exception):
+    """admit_now cannot decide without waiting (a QRM plugin serves a requested resource, or
+    another admission is in flight): use admit()."""
+
+
 class Orm:
     def __init__(self, layout: CpuLayout, reserved: frozenset[int], policy: Policy,
                  store: CheckpointStore | None, scope: Scope = Scope.CONTAINER) -> None:
@@ -50,6 +55,7 @@ class Orm:
         self.rejections: dict[str, str] = {}  # pod uid -> last reason
         self._pending_removals: dict[str, set[str]] = {}  # plugin -> pod uids it has not heard about
         self._admitted: set[tuple[str, str]] = set()  # (pod uid, container): admitted, with or without rows
+        self._listeners: list[Callable[[], None]] = []
         self._lock = asyncio.Lock()
 
     # ------------------------------------------------------------ providers
@@ -95,27 +101,49 @@ class Orm:
         """Admit and allocate the pod's containers not admitted yet (in NRI mode they come one
         CreateContainer at a time); the pod's allocations, or AdmissionError to reject them."""
         async with self._lock:
-            todo = tuple(c for c in pod.containers if (pod.pod_uid, c.container_name) not in self._admitted)
-            if not todo:
-                return self.table.for_pod(pod.pod_uid)
-            names = {c.container_name for c in todo}
-            try:
-                await self.topology.admit(PodRequest(pod.pod_uid, pod.pod_namespace, pod.pod_name, todo),
-                                          self._allocate_container)
-            except (TopologyAffinityError, AllocationError) as exc:
-                await self._release_containers(pod.pod_uid, names)
-                self.rejections[pod.pod_uid] = str(exc)
-                log.warning("orm_pod_rejected", pod=pod.pod_name, namespace=pod.pod_namespace,
-                            uid=pod.pod_uid, containers=sorted(names), reason=str(exc))
-                raise AdmissionError(str(exc)) from None
-            self.rejections.pop(pod.pod_uid, None)
-            self._admitted.update((pod.pod_uid, name) for name in names)
-            allocated = [a for a in self.table.for_pod(pod.pod_uid) if a.container_name in names]
-            if allocated:
-                await self._commit()
-                log.info("orm_pod_admitted", pod=pod.pod_name, namespace=pod.pod_namespace, uid=pod.pod_uid,
-                         allocations={"%s/%s" % (a.container_name, a.resource): a.result for a in allocated})
+            return await self._admit_locked(pod, sync=False)
+
+    def admit_now(self, pod: PodRequest) -> tuple[Allocation, ...]:
+        """admit() for callers that cannot await (a synchronous NRI CreateContainer handler):
+        built-in providers never wait, so the admission runs to its end right here, the
+        checkpoint written on the loop (about a millisecond). AdmissionDeferred when a QRM
+        plugin serves a requested resource or another admission holds the lock."""
+        if self._lock.locked():
+            raise AdmissionDeferred("another admission is in flight")
+        for container in pod.containers:
+            for resource in container.requests:
+                if isinstance(self.provider_for(resource), PluginEndpoint):
+                    raise AdmissionDeferred("resource plugin %s serves %s" % (resource, resource))
+        coroutine = self._admit_locked(pod, sync=True)
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+        coroutine.close()
+        raise RuntimeError("a built-in admission waited; it must not")
+
+    async def _admit_locked(self, pod: PodRequest, sync: bool) -> tuple[Allocation, ...]:
+        todo = tuple(c for c in pod.containers if (pod.pod_uid, c.container_name) not in self._admitted)
+        if not todo:
             return self.table.for_pod(pod.pod_uid)
+        names = {c.container_name for c in todo}
+        try:
+            await self.topology.admit(PodRequest(pod.pod_uid, pod.pod_namespace, pod.pod_name, todo),
+                                      self._allocate_container)
+        except (TopologyAffinityError, AllocationError) as exc:
+            await self._release_containers(pod.pod_uid, names)
+            self.rejections[pod.pod_uid] = str(exc)
+            log.warning("orm_pod_rejected", pod=pod.pod_name, namespace=pod.pod_namespace,
+                        uid=pod.pod_uid, containers=sorted(names), reason=str(exc))
+            raise AdmissionError(str(exc)) from None
+        self.rejections.pop(pod.pod_uid, None)
+        self._admitted.update((pod.pod_uid, name) for name in names)
+        allocated = [a for a in self.table.for_pod(pod.pod_uid) if a.container_name in names]
+        if allocated:
+            await self._commit(sync)
+            log.info("orm_pod_admitted", pod=pod.pod_name, namespace=pod.pod_namespace, uid=pod.pod_uid,
+                     allocations={"%s/%s" % (a.container_name, a.resource): a.result for a in allocated})
+        return self.table.for_pod(pod.pod_uid)
 
     async def _allocate_container(self, container: ContainerRequest, hints: dict[str, TopologyHint]) -> None:
         for resource in container.requests:
@@ -171,6 +199,7 @@ class Orm:
         doubled = self.table.double_booked_cpus()
         if doubled:
             log.error("orm_checkpoint_double_booked", cpus=sorted(doubled))
+        self._notify()
 
     async def reconcile(self, live_pod_uids: Iterable[str]) -> tuple[str, ...]:
         """Release every allocation whose pod is gone; returns the released pod uids."""
@@ -210,8 +239,24 @@ class Orm:
                 log.info("orm_plugin_allocations_reconciled", rows=changed)
         return changed
 
-    async def _commit(self) -> None:
-        """Write the checkpoint (under the admission lock, so in order) off the loop: the
-        caller is answered only once the state is durable."""
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """`listener()` after every committed change (admission, release, restore, reconcile)."""
+        self._listeners.append(listener)
+
+    async def _commit(self, sync: bool = False) -> None:
+        """Write the checkpoint (under the admission lock, so in order), off the loop unless
+        `sync`: the caller is answered only once the state is durable. Then tell listeners."""
         if self.store is not None:
-            await asyncio.to_thread(self.store.write_blob, encode_rows(self.table.canonical_entries()))
+            blob = encode_rows(self.table.canonical_entries())
+            if sync:
+                self.store.write_blob(blob)
+            else:
+                await asyncio.to_thread(self.store.write_blob, blob)
+        self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:  # noqa: BLE001 - a listener must not undo a committed change
+                log.exception("orm_listener_failed")

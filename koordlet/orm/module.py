@@ -2,9 +2,11 @@
 registration and PodResources, admits pods the states informer reports and releases
 the ones it deletes, and reconciles every --orm-reconcile-period.
 
-Other agents reach it through `Hubs.orm`: `.allocations` (OrmAllocations: cpuset_for,
-mems_for, shared_pool, subscribe) and `admit_pod(pod)` for NRI CreateContainer, which
-raises AdmissionError with the reason to hand back to the runtime.
+Other agents reach it through `Hubs.orm`: `cpuset_for` (the runtime hooks' CpusetProvider),
+`on_allocations_changed`, `.allocations` (OrmAllocations: cpuset_for, mems_for, shared_pool,
+subscribe), `admit_now(pod, container)` for a synchronous NRI CreateContainer and
+`admit_pod(pod)` for async callers; both raise AdmissionError with the reason to hand back
+to the runtime.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
+from dataclasses import replace
 
 import grpc
 import structlog
@@ -23,7 +27,7 @@ from koordlet.http_endpoint import Reply, json_reply
 from koordlet.orm.allocation import Allocation, OrmAllocations
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.cpu_layout import CpuLayout
-from koordlet.orm.manager import AdmissionError, Orm
+from koordlet.orm.manager import AdmissionDeferred, AdmissionError, Orm
 from koordlet.orm.metrics import OrmMetrics
 from koordlet.orm.registration import start_registration_server
 from koordlet.orm.requests import pod_request
@@ -31,7 +35,7 @@ from koordlet.orm.zones import zones_summary
 from koordlet.podresources.kubelet_devices import KubeletDevicesClient
 from koordlet.podresources.server import RATE_BURST, RATE_QPS, PodResourcesServicer, TokenBucket, start_pod_resources_server
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.model import PodEvent, PodEventKind, PodInfo
+from koordlet.statesinformer.model import ContainerInfo, PodEvent, PodEventKind, PodInfo
 from koordlet.topology.manager import Scope
 from koordlet.topology.policy import PolicyError, new_policy, parse_policy_name
 from system.errors import SystemFileError
@@ -46,13 +50,17 @@ CHECKPOINT_DIR = "orm"
 class OrmModule:
     name = "orm"
 
-    def __init__(self, config: Config, host: Host, states: StatesInformer | None,
+    def __init__(self, config: Config, host: Host,
+                 states: StatesInformer | Callable[[], StatesInformer | None] | None,
                  registry: CollectorRegistry | None = None) -> None:
+        """`states` may be a callable read at start(): the informer may be built after us."""
         self._config = config
+        self._states_of = states if callable(states) else (lambda: states)
+        self._change_listeners: list[Callable[[], None]] = []
         self._registry = registry
         self._metrics: OrmMetrics | None = None
         self._host = host
-        self._states = states
+        self._states: StatesInformer | None = None
         self.orm: Orm | None = None
         self._servers: list[grpc.aio.Server] = []
         self._kubelet: KubeletDevicesClient | None = None
@@ -85,7 +93,10 @@ class OrmModule:
 
     async def start(self) -> None:
         config = self._config
+        self._states = self._states_of()
         orm = self.orm = self.build_orm()
+        for listener in self._change_listeners:
+            orm.on_change(listener)
         if self._registry is not None and self._metrics is None:
             self._metrics = OrmMetrics(
                 self._registry, lambda: len(orm.allocations.online_cpus - orm.allocations.shared_pool()),
@@ -140,6 +151,48 @@ class OrmModule:
     def ready(self) -> bool:
         return self._ready
 
+    # ------------------------------------------------------------ what other agents call
+
+    def cpuset_for(self, pod_uid: str, container_name: str) -> frozenset[int] | None:
+        """The runtime hooks' CpusetProvider: a container's exclusive CPUs, None when not pinned."""
+        return None if self.orm is None else self.orm.allocations.cpuset_for(pod_uid, container_name)
+
+    def on_allocations_changed(self, listener: Callable[[], None]) -> None:
+        """`listener()` after every committed change of the allocations (on the loop)."""
+        self._change_listeners.append(listener)
+        if self.orm is not None:
+            self.orm.on_change(listener)
+
+    def admit_now(self, pod: PodInfo, container: ContainerInfo | None = None) -> None:
+        """Admit `container` (added to `pod` when the informer does not list it yet) before the
+        runtime creates it, from a synchronous NRI handler: AdmissionError (with the reason
+        for containerd) to refuse it. When the decision would have to wait (a QRM plugin), the
+        admission runs in the background instead and the runtime hooks hear of the result."""
+        if self.orm is None:
+            return
+        if container is not None and pod.container_by_id(container.id) is None:
+            pod = replace(pod, containers=pod.containers + (container,))
+        request = pod_request(pod, self._config.orm_resource_names_map, self._config.cpu_manager_policy == "static")
+        start = time.perf_counter()
+        try:
+            self.orm.admit_now(request)
+        except AdmissionDeferred:
+            self._spawn(self._admit_quietly(pod))
+            return
+        except AdmissionError:
+            self._count(False, start)
+            raise
+        self._count(True, start)
+
+    def _count(self, admitted: bool, start: float) -> None:
+        if self._metrics is None:
+            return
+        if admitted:
+            self._metrics.admitted.inc()
+            self._metrics.seconds.observe(time.perf_counter() - start)
+        else:
+            self._metrics.rejected.inc()
+
     # ------------------------------------------------------------ pods
 
     async def admit_pod(self, pod: PodInfo) -> tuple[Allocation, ...]:
@@ -151,12 +204,9 @@ class OrmModule:
             rows = await self.orm.admit(pod_request(pod, self._config.orm_resource_names_map,
                                                     self._config.cpu_manager_policy == "static"))
         except AdmissionError:
-            if self._metrics is not None:
-                self._metrics.rejected.inc()
+            self._count(False, start)
             raise
-        if self._metrics is not None:
-            self._metrics.admitted.inc()
-            self._metrics.seconds.observe(time.perf_counter() - start)
+        self._count(True, start)
         return rows
 
     async def _admit_quietly(self, pod: PodInfo) -> None:
