@@ -238,3 +238,17 @@ async def test_best_effort_never_hands_a_numa_exclusive_pod_someone_elses_node(t
     x = orm.allocations.cpuset_for("x", "c0")
     assert {layout.node_of[c] for c in x}.isdisjoint(taken_nodes)
     assert x == layout.cpus_in({layout.node_of[c] for c in x})
+
+
+async def test_admit_now_decides_without_waiting(tmp_path) -> None:
+    from koordlet.orm.checkpoint import CheckpointStore
+
+    layout = layout_of(tmp_path, "1socket-1numa")
+    orm = new_orm(layout, PolicyName.SINGLE_NUMA_NODE, reserved={0}, state=tmp_path / "state")
+    changes = []
+    orm.on_change(lambda: changes.append(orm.allocations.shared_pool()))
+    (row,) = orm.admit_now(dedicated("a", 1))
+    assert row.result == "1" and changes == [{0}]
+    assert [r.result for r in CheckpointStore(tmp_path / "state").load()] == ["1"]  # durable before returning
+    with pytest.raises(AdmissionError, match="pod-b"):
+        orm.admit_now(dedicated("b", 1))

@@ -126,3 +126,13 @@ async def test_reconcile_takes_the_plugins_current_allocation(rig) -> None:
     assert orm.allocations.cpuset_for("q", "c0") == {7}
     assert [r.result for r in CheckpointStore(tmp_path / "state").load()] == ["7"]
     assert await orm.reconcile_plugins() == 0
+
+
+async def test_admit_now_defers_when_a_plugin_must_be_asked(rig) -> None:
+    from koordlet.orm.manager import AdmissionDeferred
+
+    orm, plugin, socks, _ = rig
+    await plugin.register(socks / REGISTRATION_SOCKET, "qrm_cpu_plugin.sock")
+    with pytest.raises(AdmissionDeferred, match="resource plugin cpu"):
+        orm.admit_now(dedicated("q", 1))
+    assert plugin.called("Allocate") == [] and orm.table.entries() == ()
