@@ -2,8 +2,8 @@
 
 Prints, p50/p99 in microseconds:
 - admit+allocate of one dedicated pod (1 whole CPU, NUMA-bound memory) with 500 pods placed,
-  policy single-numa-node: the decision alone, and with the checkpoint written (fsync) as the
-  ORM does on every change;
+  policy single-numa-node: the decision alone (wall time and the thread's CPU time), and with
+  the checkpoint written (fsync, off the loop) as the ORM does on every change;
 - PodResources List over gRPC on a unix socket with those 500 pods;
 - PodResources List over gRPC on a unix socket with those 500 pods (informer pods + allocations);
 - the floor: one gRPC unary round trip on a unix socket (an empty List), in the same run,
@@ -71,15 +71,18 @@ async def placed_orm(layout: CpuLayout, store: CheckpointStore | None) -> Orm:
     return orm
 
 
-async def admission_samples(orm: Orm) -> list[float]:
-    samples = []
+async def admission_samples(orm: Orm) -> tuple[list[float], list[float]]:
+    """(wall time, this thread's CPU time) per admission: on a shared 2-vCPU machine the
+    wall p99 mostly measures other processes; the CPU time is the admission's own work."""
+    wall, cpu = [], []
     for i in range(ROUNDS):
         pod = request("probe%d" % i, 1000, True, GiB // 4)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         await orm.admit(pod)
-        samples.append(time.perf_counter() - start)
+        cpu.append(time.thread_time() - start_cpu)
+        wall.append(time.perf_counter() - start)
         await orm.remove_pod(pod.pod_uid)
-    return samples
+    return wall, cpu
 
 
 async def grpc_samples(stub_call, message, rounds: int) -> list[float]:
@@ -127,11 +130,13 @@ async def main() -> None:
         print("%-52s p50 %8.1f us" % ("floor: gRPC unary round trip, unix socket", floor))
 
         orm = await placed_orm(layout, None)
-        line("admit+allocate, decision only", await admission_samples(orm), floor)
+        wall, cpu = await admission_samples(orm)
+        line("admit+allocate, decision only (wall)", wall, floor)
+        line("admit+allocate, decision only (thread CPU time)", cpu)
         store = CheckpointStore(root / "state")
         durable = await placed_orm(layout, store)
-        line("admit+allocate, checkpoint written (%s)" % (root / "state"),
-             await admission_samples(durable), floor)
+        wall, _ = await admission_samples(durable)
+        line("admit+allocate, checkpoint written (%s)" % (root / "state"), wall, floor)
         blob = store.path.read_bytes()
         raw = CheckpointStore(root / "raw")
         disk = []
