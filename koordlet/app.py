@@ -24,6 +24,7 @@ from koordlet.runtimehooks.allocations import CpusetProvider
 from koordlet.runtimehooks.module import build_runtime_hooks
 from koordlet.sdnotify import notify
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.module import build_states_informer
 from system.host import Host
 
 log = structlog.get_logger(__name__)
@@ -94,7 +95,11 @@ def build_runtime_hooks_with_orm(hubs: Hubs) -> list[Module]:
 # Each builder looks at the config and returns the modules to run (none when its
 # feature is off). Order is start order: providers of a hub before its readers.
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
-MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (build_orm, build_runtime_hooks_with_orm)
+MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
+    build_states_informer,
+    build_orm,
+    build_runtime_hooks_with_orm,
+)
 
 
 def build_daemon(config: Config, builders: Iterable[ModuleBuilder] | None = None) -> Daemon:

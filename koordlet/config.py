@@ -50,11 +50,10 @@ class Config:
     runtime_hooks_nri_plugin_index: str = defaults.NRI_PLUGIN_INDEX
     runtime_hooks_mode: str = defaults.RUNTIME_HOOKS_MODE
     runtime_hooks_reconcile_interval: float = defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS
-
-    @property
-    def nri_socket_path(self) -> Path:
-        """The NRI socket: --runtime-hooks-nri-socket-path, else --nri-socket."""
-        return self.runtime_hooks_nri_socket_path or self.nri_socket
+    cri_endpoint: str = defaults.CRI_ENDPOINT
+    states_cri_sync_interval: float = defaults.STATES_CRI_SYNC_INTERVAL_SECONDS
+    kubelet_pods_url: str = ""
+    states_kubelet_sync_interval: float = defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS
     topology_policy_name: str = defaults.TOPOLOGY_POLICY_NAME
     topology_manager_scope: str = defaults.TOPOLOGY_MANAGER_SCOPE
     numeric_align_resources: tuple[str, ...] = tuple(defaults.NUMERIC_ALIGN_RESOURCES.split(","))
@@ -67,6 +66,11 @@ class Config:
     reserved_cpus: frozenset[int] = frozenset()
     cpu_manager_policy: str = defaults.CPU_MANAGER_POLICY
     pod_resources_socket_group: int | None = None
+
+    @property
+    def nri_socket_path(self) -> Path:
+        """The NRI socket: --runtime-hooks-nri-socket-path, else --nri-socket."""
+        return self.runtime_hooks_nri_socket_path or self.nri_socket
 
     @property
     def standalone(self) -> bool:
@@ -108,6 +112,12 @@ def parse_plugin_index(text: str) -> str:
     if len(text) != 2 or not text.isdigit() or not text.isascii():
         raise ValueError(f"{text!r} is not a two-digit plugin index (00-99)")
     return text
+def parse_positive_duration(text: str) -> float:
+    """parse_duration, and more than zero (an interval to sleep between polls)."""
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise ValueError(f"duration {text!r} must be more than zero")
+    return seconds
 
 
 def parse_flag_bool(text: str) -> bool:
@@ -219,7 +229,15 @@ _OPTIONS: tuple[_Option, ...] = (
             "loop does everything; both: NRI and the loop on every change; auto: both, /readyz waiting for NRI "
             "only if its socket exists at start", defaults.RUNTIME_HOOKS_MODE, str, RUNTIME_HOOKS_MODES),
     _Option("runtime-hooks-reconcile-interval", "period of the reconcile loop's full read-compare pass",
-            defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS, parse_duration, shown_default="10s"),
+            defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
+    _Option("cri-endpoint", "CRI runtime endpoint the states informer lists pods from; empty: off",
+            defaults.CRI_ENDPOINT),
+    _Option("states-cri-sync-interval", "how often the states informer lists pods over CRI",
+            defaults.STATES_CRI_SYNC_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
+    _Option("kubelet-pods-url", "kubelet's read-only /pods URL for priority and pod specs "
+            "(e.g. http://127.0.0.1:10255/pods); empty: off", ""),
+    _Option("states-kubelet-sync-interval", "how often the states informer reads kubelet's /pods",
+            defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
     _Option("topology-policy-name", "ORM topology policy: none, best-effort, restricted, single-numa-node, "
             "numeric; empty = ORM off", defaults.TOPOLOGY_POLICY_NAME, parse_topology_policy),
     _Option("topology-manager-scope", "ORM topology scope", defaults.TOPOLOGY_MANAGER_SCOPE, str,
@@ -234,7 +252,7 @@ _OPTIONS: tuple[_Option, ...] = (
             defaults.ORM_KUBELET_POD_RESOURCES_ENDPOINTS, parse_list),
     _Option("orm-resource-names-map", "NAME=NAME pairs mapping pod resource names to ORM resources",
             defaults.ORM_RESOURCE_NAMES_MAP, parse_names_map),
-    _Option("orm-reconcile-period", "ORM reconcile period", "5s", parse_duration),
+    _Option("orm-reconcile-period", "ORM reconcile period", "5s", parse_positive_duration),
     _Option("qrm-socket-dirs", "directories where QRM resource plugins register (kubelet.sock)",
             defaults.QRM_SOCKET_DIRS, parse_paths),
     _Option("reserved-cpus", "CPUs never handed out exclusively (cpu list, e.g. 0-1)",

@@ -40,6 +40,12 @@ NRI_PLUGIN_INDEX = "00"
 # auto: NRI plus the reconcile loop; readiness waits for NRI only if its socket exists at start.
 RUNTIME_HOOKS_MODE = "auto"
 RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS = 10.0
+
+# The states informer: the CRI endpoint it lists pods from ("" turns it off; kubelet's
+# --container-runtime-endpoint spelling), and how often it lists (koordlet syncs pods every 10 s).
+CRI_ENDPOINT = "unix:///run/containerd/containerd.sock"
+STATES_CRI_SYNC_INTERVAL_SECONDS = 10.0
+STATES_KUBELET_SYNC_INTERVAL_SECONDS = 10.0
 # ORM (out-of-band resource manager). Katalyst's names and values unless said otherwise.
 # Off unless --topology-policy-name is given (Katalyst's "" default refuses to start).
 TOPOLOGY_POLICY_NAME = ""

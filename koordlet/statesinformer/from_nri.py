@@ -10,16 +10,12 @@ from dataclasses import fields, replace
 from types import MappingProxyType
 from typing import Mapping
 
-from koordlet.statesinformer.extended_spec import parse_extended_resource_spec
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, LinuxResources, PodInfo, Resources, SandboxState, Source,
+    ContainerInfo, ContainerState, LinuxResources, Resources, SandboxState, Source,
 )
 from koordlet.statesinformer.problems import InputProblem
-from koordlet.statesinformer.qos import resolve_qos_checked
-from koordlet.statesinformer.runtime_view import SandboxView
+from koordlet.statesinformer.runtime_view import SandboxFacts, SandboxView, build_view, checked_cgroup_dir
 from proto.nri.pkg.api.v1alpha1 import api_pb2
-from system.errors import InvalidValue
-from system.runtime_cgroup_path import cgroup_dir
 
 _STATE = {
     api_pb2.CONTAINER_UNKNOWN: ContainerState.UNKNOWN,
@@ -30,6 +26,7 @@ _STATE = {
 }
 
 
+_NO_UNIFIED: Mapping[str, str] = MappingProxyType({})
 _LINUX_FIELDS = tuple(f.name for f in fields(LinuxResources) if f.name != "unified")
 
 
@@ -47,7 +44,7 @@ def linux_resources(resources: api_pb2.LinuxResources) -> LinuxResources:
         cpuset_cpus=cpu.cpus or None,
         cpuset_mems=cpu.mems or None,
         memory_limit=memory.limit.value if memory.HasField("limit") else None,
-        unified=MappingProxyType(dict(resources.unified)),
+        unified=MappingProxyType(dict(resources.unified)) if resources.unified else _NO_UNIFIED,
     )
 
 
@@ -61,35 +58,22 @@ def updated_linux_resources(previous: LinuxResources, update: api_pb2.LinuxResou
     return replace(previous, **changes)
 
 
-def _dir(value: str, key: str, problems: list[InputProblem]) -> str:
-    try:
-        return cgroup_dir(value)
-    except InvalidValue as exc:
-        problems.append(InputProblem(key, value, str(exc)))
-        return ""
-
-
 def sandbox_view(sandbox: api_pb2.PodSandbox) -> SandboxView:
     """An NRI PodSandbox as a pod without containers (state READY: NRI reports live sandboxes)."""
     problems: list[InputProblem] = []
-    labels: Mapping[str, str] = MappingProxyType(dict(sandbox.labels))
-    annotations: Mapping[str, str] = MappingProxyType(dict(sandbox.annotations))
-    parent = _dir(sandbox.linux.cgroup_parent, "linux.cgroup_parent", problems)
-    qos, qos_problems = resolve_qos_checked(labels, annotations, None, parent)
-    specs, spec_problems = parse_extended_resource_spec(annotations)
-    pod = PodInfo(
+    parent = checked_cgroup_dir(sandbox.linux.cgroup_parent, "linux.cgroup_parent", problems)
+    facts = SandboxFacts(
         uid=sandbox.uid,
         name=sandbox.name,
         namespace=sandbox.namespace,
         sandbox_id=sandbox.id,
         state=SandboxState.READY,
         cgroup_parent=parent,
-        qos=qos,
-        labels=labels,
-        annotations=annotations,
-        sources=frozenset({Source.NRI}),
+        labels=MappingProxyType(dict(sandbox.labels)),
+        annotations=MappingProxyType(dict(sandbox.annotations)),
+        source=Source.NRI,
     )
-    return SandboxView(pod, specs, (*problems, *qos_problems, *spec_problems))
+    return build_view(facts, tuple(problems))
 
 
 def container_info(
@@ -97,7 +81,7 @@ def container_info(
 ) -> tuple[ContainerInfo, tuple[InputProblem, ...]]:
     """An NRI Container; `spec` is its entry in the pod's extended-resource-spec, if any."""
     problems: list[InputProblem] = []
-    directory = _dir(container.linux.cgroups_path, "linux.cgroups_path", problems)
+    directory = checked_cgroup_dir(container.linux.cgroups_path, "linux.cgroups_path", problems)
     info = ContainerInfo(
         id=container.id,
         name=container.name,

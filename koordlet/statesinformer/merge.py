@@ -61,26 +61,40 @@ def merge_pod(
     """
     if not sandboxes:
         return None, ()
-    chosen = max(sandboxes, key=_preference)
+    chosen = sandboxes[0] if len(sandboxes) == 1 else max(sandboxes, key=_preference)
     pod = chosen.pod
-    sources = frozenset().union(*(view.pod.sources for view in sandboxes))
-    problems = chosen.problems
-    if kubelet is not None:
-        labels = MappingProxyType({**pod.labels, **kubelet.labels})
-        annotations = MappingProxyType({**pod.annotations, **kubelet.annotations})
-        tier = kubelet.k8s_qos if kubelet.k8s_qos is not None else pod.cgroup_parent
-        qos, qos_problems = resolve_qos_checked(labels, annotations, kubelet.priority, tier)
-        problems = (*problems, *qos_problems)
-        pod = dataclasses.replace(
-            pod,
-            name=pod.name or kubelet.name,
-            namespace=pod.namespace or kubelet.namespace,
-            labels=labels,
-            annotations=annotations,
-            qos=qos,
-            priority=kubelet.priority,
-            priority_class_name=kubelet.priority_class_name,
-        )
-        sources |= {Source.KUBELET}
+    sources = pod.sources
+    for view in sandboxes:
+        if not view.pod.sources <= sources:
+            sources = sources | view.pod.sources
     merged = _containers(containers, chosen.container_specs, kubelet)
-    return dataclasses.replace(pod, containers=merged, sources=sources), problems
+    if kubelet is None:
+        return _rebuilt(pod, merged, sources), chosen.problems
+    labels = MappingProxyType({**pod.labels, **kubelet.labels})
+    annotations = MappingProxyType({**pod.annotations, **kubelet.annotations})
+    tier = kubelet.k8s_qos if kubelet.k8s_qos is not None else pod.cgroup_parent
+    qos, qos_problems = resolve_qos_checked(labels, annotations, kubelet.priority, tier)
+    return PodInfo(
+        uid=pod.uid,
+        name=pod.name or kubelet.name,
+        namespace=pod.namespace or kubelet.namespace,
+        sandbox_id=pod.sandbox_id,
+        state=pod.state,
+        cgroup_parent=pod.cgroup_parent,
+        qos=qos,
+        labels=labels,
+        annotations=annotations,
+        priority=kubelet.priority,
+        priority_class_name=kubelet.priority_class_name,
+        containers=merged,
+        sources=sources | {Source.KUBELET},
+        created_at_ns=pod.created_at_ns,
+    ), (*chosen.problems, *qos_problems)
+
+
+def _rebuilt(pod: PodInfo, containers: tuple[ContainerInfo, ...], sources: frozenset[Source]) -> PodInfo:
+    """dataclasses.replace(pod, containers=..., sources=...), at a fraction of its cost: this
+    runs on every event."""
+    return PodInfo(pod.uid, pod.name, pod.namespace, pod.sandbox_id, pod.state, pod.cgroup_parent, pod.qos,
+                   pod.labels, pod.annotations, pod.priority, pod.priority_class_name, containers, sources,
+                   pod.created_at_ns)

@@ -16,11 +16,12 @@ Pure. The informer calls `resolve_qos_checked` and logs the problems it returns
 3. the priority band of ``spec.priority``: koord-prod / koord-mid -> LS,
    koord-batch / koord-free -> BE (Koordinator's priority classes);
 4. the Kubernetes QoS tier (pod spec, or read off the pod's cgroup parent):
-   BestEffort -> BE, Burstable -> LS, Guaranteed -> LS (Koordinator v1.1's
-   mapping; its later versions default Guaranteed to LSR);
+   BestEffort -> BE, Burstable -> LS, Guaranteed -> LS: the class that keeps
+   what kubelet asked for (Koordinator's GetPodQoSClassWithKubeQoS maps
+   Guaranteed to its QoSClassForGuaranteed, LSR today, which would pin cores);
 5. nothing known: LS, the class that leaves kubelet's settings alone.
 
-A label, annotation or JSON that is present but invalid is reported as a
+A label, annotation or JSON that is present but invalid is reported as an
 `InputProblem` and treated as absent; it never fails the pod.
 """
 

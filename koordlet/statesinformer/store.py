@@ -102,11 +102,21 @@ class PodStore(PodTable):
     def synced(self) -> bool:
         """Every expected source has delivered its first listing; of NRI and CRI, one is enough
         (both see the same runtime)."""
-        synced = {s for s, ok in ((Source.NRI, self._nri.synced), (Source.CRI, self._cri.synced),
-                                  (Source.KUBELET, self._kubelet_synced)) if ok}
+        synced = {source for source in Source if self.source_synced(source)}
         runtime_ok = not (self._expected & RUNTIME_SOURCES) or bool(synced & RUNTIME_SOURCES)
         kubelet_ok = Source.KUBELET not in self._expected or Source.KUBELET in synced
         return runtime_ok and kubelet_ok
+
+    def source_synced(self, source: Source) -> bool:
+        """Whether `source` has delivered a complete listing."""
+        return {Source.NRI: self._nri.synced, Source.CRI: self._cri.synced,
+                Source.KUBELET: self._kubelet_synced}[source]
+
+    @property
+    def problems(self) -> ProblemLog:
+        """The log of invalid input, for feeders that convert before they feed (the CRI
+        poll): one log, so each problem is logged once and forgotten with its pod."""
+        return self._problems
 
     def expect(self, source: Source) -> None:
         """Count `source` in synced() (a feeder says it exists)."""
@@ -117,9 +127,13 @@ class PodStore(PodTable):
     def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
         now = self._clock()
         known = dict(self._nri.containers)
+        converted = {sid: (self._nri.origins.get(sid), view) for sid, view in self._nri.sandboxes.items()}
         touched = self._nri.clear()
         for sandbox in pods:
-            touched.add(self._nri.put_sandbox(sandbox_view(sandbox), now))
+            origin, view = converted.get(sandbox.id, (None, None))
+            if view is None or origin != sandbox:
+                view = sandbox_view(sandbox)
+            touched.add(self._nri.put_sandbox(view, now, sandbox))
         for container in containers:
             view = self._nri.sandboxes.get(container.pod_sandbox_id)
             if view is None:
@@ -136,18 +150,20 @@ class PodStore(PodTable):
 
     def nri_pod_event(self, kind: SandboxChange | PodEventKind, sandbox: api_pb2.PodSandbox) -> None:
         change = _POD_EVENT_CHANGE[kind] if isinstance(kind, PodEventKind) else kind
+        if not self._usable(change.value, sandbox):
+            return
         now = self._clock()
         if change is SandboxChange.REMOVE:
             uid = self._forget_sandbox(sandbox.id, sandbox.uid, now)
         else:
-            view = sandbox_view(sandbox)
+            view = self._nri.converted(sandbox.id, sandbox) or sandbox_view(sandbox)
             if change is SandboxChange.STOP:
                 view = _not_ready(view)
                 for index in (self._nri, self._cri):
                     for container in list(index.pod_containers(sandbox.uid)):
                         self._tombstone(container.id, now)
                         index.drop_container(container.id)
-            uid = self._nri.put_sandbox(view, now)
+            uid = self._nri.put_sandbox(view, now, sandbox)
         self._refresh({uid})
 
     def nri_container_event(
@@ -161,8 +177,10 @@ class PodStore(PodTable):
         kubelet's new ask. ContainerInfo.linux keeps what kubelet asked for: taken at
         CreateContainer (before any plugin adjusted it), changed only by an update's ask;
         later events carry the adjusted values and do not overwrite it."""
+        if not self._usable(kind.value, sandbox):
+            return
         now = self._clock()
-        touched = {self._nri.put_sandbox(self._container_event_sandbox(sandbox), now)}
+        touched = {self._nri.put_sandbox(self._container_event_sandbox(sandbox), now, sandbox)}
         if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
             self._tombstone(container.id, now)
             for index in (self._nri, self._cri):
@@ -189,14 +207,23 @@ class PodStore(PodTable):
     ) -> None:
         """CRI's complete listing, requested at `listed_at` (clock reading taken before the
         first call): sandbox views and (sandbox id, container) pairs. Ids removed by an
-        NRI event after `listed_at` stay removed."""
-        touched = self._cri.clear()
+        NRI event after `listed_at` stay removed. Only pods whose entries changed (by
+        identity: the poll hands back the same objects for what it did not re-read) are
+        merged again."""
+        before: dict[str, SandboxView | ContainerInfo] = {**self._cri.sandboxes, **self._cri.containers}
+        self._cri.clear()
+        touched: set[str] = set()
         for view in sandboxes:
             if not self._buried(view.pod.sandbox_id, listed_at):
-                touched.add(self._cri.put_sandbox(view, listed_at))
+                self._cri.put_sandbox(view, listed_at)
+                if before.pop(view.pod.sandbox_id, None) is not view:
+                    touched.add(view.pod.uid)
         for sandbox_id, container in containers:
             if container.state is not ContainerState.EXITED and not self._buried(container.id, listed_at):
-                touched.add(self._cri.put_container(container, sandbox_id, listed_at))
+                self._cri.put_container(container, sandbox_id, listed_at)
+                if before.pop(container.id, None) is not container:
+                    touched.add(container.pod_uid)
+        touched |= {entry.pod.uid if isinstance(entry, SandboxView) else entry.pod_uid for entry in before.values()}
         touched |= self._drop_unconfirmed(self._nri, self._cri, listed_at)
         self._cri.synced = True
         self._refresh(touched)
@@ -225,8 +252,22 @@ class PodStore(PodTable):
 
     # ---- internals
 
+    def _usable(self, event: str, sandbox: api_pb2.PodSandbox) -> bool:
+        """An event names a pod we can keep, and not one already removed (a late event
+        must not bring a removed sandbox back)."""
+        if not sandbox.id or not sandbox.uid:
+            log.warning("nri_event_without_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+            return False
+        if sandbox.id in self._tombstones:
+            log.debug("nri_event_for_removed_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+            return False
+        return True
+
     def _container_event_sandbox(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
         """The sandbox a container event carries; a sandbox already stopped stays stopped."""
+        view = self._nri.converted(sandbox.id, sandbox)
+        if view is not None:
+            return view
         view = sandbox_view(sandbox)
         known = self._nri.sandboxes.get(sandbox.id)
         if known is not None and known.pod.state is SandboxState.NOT_READY:
@@ -244,10 +285,12 @@ class PodStore(PodTable):
 
     def _drop_unconfirmed(self, other: RuntimeIndex, listing: RuntimeIndex, listed_at: float) -> set[str]:
         """A complete listing from one runtime source drops what the other source holds
-        that the listing lacks and the other has not reported since the listing began."""
+        that the listing lacks and the other has not reported since the listing began
+        (and buries it, so that a CRI poll begun earlier cannot bring it back)."""
         keep = set(listing.sandboxes) | set(listing.containers)
         touched: set[str] = set()
         for key in other.stale(keep, listed_at):
+            self._tombstone(key, listed_at)
             uid = other.drop(key)
             if uid is not None:
                 touched.add(uid)

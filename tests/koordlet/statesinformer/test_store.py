@@ -174,6 +174,27 @@ def test_stop_sandbox_marks_it_not_ready_and_remove_deletes_the_pod() -> None:
     assert rec.gone == [container_dir(sb, "c1"), sb.linux.cgroup_parent.lstrip("/")]
 
 
+def test_a_late_event_does_not_bring_a_removed_pod_back() -> None:
+    store, rec, _ = new_store()
+    sb = sandbox(1)
+    store.nri_synchronized([sb], [container(sb, "c1")])
+    store.nri_pod_event(SandboxChange.REMOVE, sb)
+    for change in ContainerChange:
+        store.nri_container_event(change, sb, container(sb, "c1"))
+    store.nri_pod_event(SandboxChange.UPDATE, sb)
+    assert store.pods() == ()
+    assert rec.kinds() == [(PodEventKind.ADDED, uid_of(1)), (PodEventKind.DELETED, uid_of(1))]
+
+
+def test_an_event_without_a_pod_changes_nothing() -> None:
+    store, rec, _ = new_store()
+    nameless = api_pb2.PodSandbox(id="sb-x")  # no uid
+    store.nri_pod_event(SandboxChange.RUN, nameless)
+    store.nri_container_event(ContainerChange.CREATED, api_pb2.PodSandbox(), container(sandbox(1), "c1"))
+    assert store.pods() == () and rec.events == []
+    assert {k: v for k, v in store.counts().items() if v} == {}
+
+
 def test_a_listener_that_raises_stays_subscribed() -> None:
     store, rec, _ = new_store()
     calls: list[PodEvent] = []
@@ -230,6 +251,20 @@ def test_a_cri_listing_drops_what_nri_reported_earlier_and_the_runtime_no_longer
     store.cri_listed(*cri_listing((new, [])), clock())
     assert [p.uid for p in store.pods()] == [uid_of(2)]
     assert store.counts()[("pods", "nri")] == 0
+
+
+def test_a_cri_poll_begun_before_a_synchronize_does_not_bring_back_what_it_dropped() -> None:
+    store, _, clock = new_store()
+    gone, kept = sandbox(1), sandbox(2)
+    listing = cri_listing((gone, [container(gone, "c1")]), (kept, []))
+    store.cri_listed(*listing, clock())
+    listed_at = clock()  # a poll starts, and will still see pod 1 ...
+    store.nri_synchronized([kept], [])  # ... which the runtime no longer has when NRI resyncs
+    assert [p.uid for p in store.pods()] == [uid_of(2)]
+    store.cri_listed(*listing, listed_at)
+    assert [p.uid for p in store.pods()] == [uid_of(2)]
+    store.cri_listed(*listing, clock())  # a poll begun later that still lists it: it is there
+    assert {p.uid for p in store.pods()} == {uid_of(1), uid_of(2)}
 
 
 def test_a_pod_nri_reported_after_the_listing_began_survives_it() -> None:
@@ -294,8 +329,13 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
                     else mirror.__setitem__(e.pod.uid, e.pod))
     live: set[int] = set()
     running: dict[int, set[int]] = {}
+    generation: dict[int, int] = {}  # a removed sandbox's id never comes back: kubelet makes a new one
+
+    def sb_of(m: int) -> api_pb2.PodSandbox:
+        return sandbox(m, sandbox_id="sb%d-%d" % (m, generation.get(m, 0)))
+
     for what, n, c in events:
-        sb = sandbox(n)
+        sb = sb_of(n)
         ctr = container(sb, "c%d-%d" % (n, c), name="n%d" % c)
         if what == "run":
             store.nri_pod_event(SandboxChange.RUN, sb)
@@ -308,6 +348,7 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
             store.nri_pod_event(SandboxChange.REMOVE, sb)
             live.discard(n)
             running.pop(n, None)
+            generation[n] = generation.get(n, 0) + 1
         elif what in ("create", "start", "update"):
             kind = {"create": ContainerChange.CREATED, "start": ContainerChange.STARTED,
                     "update": ContainerChange.UPDATED}[what]
@@ -320,19 +361,19 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
             live.add(n)
             running.get(n, set()).discard(c)
         elif what == "cri":  # a poll that lists exactly what the model says is there, taken now
-            pairs = [(sandbox(m), [container(sandbox(m), "c%d-%d" % (m, k), name="n%d" % k)
+            pairs = [(sb_of(m), [container(sb_of(m), "c%d-%d" % (m, k), name="n%d" % k)
                                    for k in sorted(running.get(m, ()))]) for m in sorted(live)]
             store.cri_listed(*cri_listing(*pairs), clock())
         else:
             store.nri_synchronized(
-                [sandbox(m) for m in live],
-                [container(sandbox(m), "c%d-%d" % (m, k), name="n%d" % k) for m in live for k in running.get(m, ())])
+                [sb_of(m) for m in live],
+                [container(sb_of(m), "c%d-%d" % (m, k), name="n%d" % k) for m in live for k in running.get(m, ())])
         assert {p.uid for p in store.pods()} == {uid_of(m) for m in live}
         assert mirror == {p.uid: p for p in store.pods()}
         for m in live:
             assert {x.id for x in store.pod(uid_of(m)).containers} == {"c%d-%d" % (m, k) for k in running.get(m, ())}
     for m in list(live):
-        store.nri_pod_event(SandboxChange.REMOVE, sandbox(m))
+        store.nri_pod_event(SandboxChange.REMOVE, sb_of(m))
     assert store.pods() == () and mirror == {}
     counts = store.counts()
     assert all(v == 0 for k, v in counts.items() if k[0] != "tombstones")
@@ -340,3 +381,19 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
     known = {e.pod.cgroup_parent for e in rec.events} | {
         c.cgroup_dir for e in rec.events for c in e.pod.containers}
     assert set(rec.gone) <= known
+
+
+def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
+    import dataclasses
+
+    from koordlet.statesinformer.merge import _rebuilt
+    from koordlet.statesinformer.model import PodQoS
+
+    # every field set to a value unlike its default, so a field out of order shows
+    values = {f.name: f"v-{f.name}" for f in dataclasses.fields(PodInfo)}
+    values.update(state=SandboxState.NOT_READY, qos=PodQoS(KoordQoSClass.BE), priority=7, created_at_ns=9,
+                  labels={"a": "b"}, annotations={"c": "d"}, containers=(), sources=frozenset({Source.CRI}))
+    pod = PodInfo(**values)
+    containers = (container_info(container(sandbox(1), "c9"), pod.uid)[0],)
+    sources = frozenset({Source.NRI, Source.CRI})
+    assert _rebuilt(pod, containers, sources) == dataclasses.replace(pod, containers=containers, sources=sources)
