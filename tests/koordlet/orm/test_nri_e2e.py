@@ -35,10 +35,15 @@ class Routes:
         self.routes[path] = handler
 
 
+@pytest.fixture(params=[()], ids=["default"])
+def extra_flags(request) -> tuple[str, ...]:
+    return request.param
+
+
 @pytest.fixture
-async def wired(tmp_path: Path, socket_path):  # noqa: F811
+async def wired(tmp_path: Path, socket_path, extra_flags):  # noqa: F811
     host = build_topology_tree(tmp_path / "m", sockets=1, nodes_per_socket=1, cores_per_node=2, threads_per_core=1)
-    config = parse_args([
+    config = parse_args([*extra_flags,
         "--runtime-hooks-nri-socket-path", str(socket_path), "--runtime-hooks-mode", "nri",
         "--sys-root-dir", str(host.sys_root), "--cgroup-root-dir", str(tmp_path / "none"),
         "--state-dir", str(tmp_path / "state"), "--topology-policy-name", "single-numa-node",
@@ -82,3 +87,18 @@ async def test_dedicated_pod_gets_its_cpu_alone_and_the_second_fails(wired) -> N
     assert cpus["pod-d1"] == [[1]]
     assert cpus.get("pod-s1", [[]]) == [[]]
     assert hubs.orm.allocations.shared_pool() == {0}
+
+
+@pytest.mark.parametrize("extra_flags", [("--cpu-manager-policy", "static")], ids=["static"])
+async def test_static_cpu_policy_pins_a_guaranteed_ls_pod(wired) -> None:
+    peer, hubs, _ = wired
+    guaranteed = nri_pod("g1", "LSR")  # cgroup parent kubepods/pod<uid>: Guaranteed
+    guaranteed.labels["koordinator.sh/qosClass"] = "LS"
+    await peer.run_pod_sandbox(guaranteed)
+    created = await peer.create_container(guaranteed, nri_container(guaranteed, "main", shares=1024, quota=100000))
+    assert created.linux.resources.cpu.cpus == "1"
+    await asyncio.sleep(0.05)
+    other = nri_pod("s2", "LS")
+    await peer.run_pod_sandbox(other)
+    ls = await peer.create_container(other, nri_container(other, "app", shares=512))
+    assert ls.linux.resources.cpu.cpus == "0"
