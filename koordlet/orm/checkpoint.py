@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -72,11 +73,25 @@ class CheckpointStore:
     def __init__(self, directory: Path, name: str = CHECKPOINT_NAME) -> None:
         self.directory = directory
         self.path = directory / name
+        # Writes come from the loop (synchronous admissions) and from a worker thread; each
+        # carries the table generation it snapshotted, and an older one never replaces a newer.
+        self._write_lock = threading.Lock()
+        self._written_generation = -1
 
     def write(self, entries: Iterable[Allocation]) -> None:
         self.write_blob(encode(entries))
 
-    def write_blob(self, blob: bytes) -> None:
+    def write_blob(self, blob: bytes, generation: int | None = None) -> bool:
+        """Write `blob` durably; False (nothing written) when a newer generation is already on disk."""
+        with self._write_lock:
+            if generation is not None:
+                if generation <= self._written_generation:
+                    return False
+                self._written_generation = generation
+            self._write(blob)
+            return True
+
+    def _write(self, blob: bytes) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

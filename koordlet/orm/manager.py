@@ -34,8 +34,8 @@ class AdmissionError(Exception):
 
 
 class AdmissionDeferred(Exception):
-    """admit_now cannot decide without waiting (a QRM plugin serves a requested resource, or
-    another admission is in flight): use admit()."""
+    """admit_now cannot decide without waiting (a QRM plugin serves a requested resource):
+    use admit()."""
 
 
 class Orm:
@@ -105,11 +105,10 @@ class Orm:
 
     def admit_now(self, pod: PodRequest) -> tuple[Allocation, ...]:
         """admit() for callers that cannot await (a synchronous NRI CreateContainer handler):
-        built-in providers never wait, so the admission runs to its end right here, the
-        checkpoint written on the loop (about a millisecond). AdmissionDeferred when a QRM
-        plugin serves a requested resource or another admission holds the lock."""
-        if self._lock.locked():
-            raise AdmissionDeferred("another admission is in flight")
+        built-in providers never wait, so the admission runs to its end right here, between
+        two steps of any admission in flight, the checkpoint written on the loop (about a
+        millisecond; generations keep a slower background write from undoing it).
+        AdmissionDeferred when a QRM plugin serves a requested resource."""
         for container in pod.containers:
             for resource in container.requests:
                 if isinstance(self.provider_for(resource), PluginEndpoint):
@@ -247,11 +246,12 @@ class Orm:
         """Write the checkpoint (under the admission lock, so in order), off the loop unless
         `sync`: the caller is answered only once the state is durable. Then tell listeners."""
         if self.store is not None:
+            generation = self.table.generation
             blob = encode_rows(self.table.canonical_entries())
             if sync:
-                self.store.write_blob(blob)
+                self.store.write_blob(blob, generation)
             else:
-                await asyncio.to_thread(self.store.write_blob, blob)
+                await asyncio.to_thread(self.store.write_blob, blob, generation)
         self._notify()
 
     def _notify(self) -> None:

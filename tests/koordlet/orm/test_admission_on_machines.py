@@ -252,3 +252,22 @@ async def test_admit_now_decides_without_waiting(tmp_path) -> None:
     assert [r.result for r in CheckpointStore(tmp_path / "state").load()] == ["1"]  # durable before returning
     with pytest.raises(AdmissionError, match="pod-b"):
         orm.admit_now(dedicated("b", 1))
+
+
+async def test_admit_now_runs_between_the_steps_of_an_admission_in_flight(tmp_path) -> None:
+    """A synchronous NRI admission while an async one waits on its checkpoint write: both
+    land, neither double-books, and the checkpoint ends with both."""
+    import asyncio
+
+    from koordlet.orm.checkpoint import CheckpointStore
+
+    layout = layout_of(tmp_path, "2socket-2numa")
+    orm = new_orm(layout, PolicyName.SINGLE_NUMA_NODE, state=tmp_path / "state")
+    slow = asyncio.create_task(orm.admit(dedicated("a", 2)))
+    while not orm.allocations.cpuset_for("a", "c0"):
+        await asyncio.sleep(0)  # until "a" is allocated and its checkpoint is being written
+    orm.admit_now(dedicated("b", 2))
+    await slow
+    a, b = orm.allocations.cpuset_for("a", "c0"), orm.allocations.cpuset_for("b", "c0")
+    assert len(a) == len(b) == 2 and not a & b
+    assert {r.pod_uid for r in CheckpointStore(tmp_path / "state").load()} == {"a", "b"}

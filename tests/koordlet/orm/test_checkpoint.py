@@ -83,3 +83,12 @@ def test_two_corrupt_files_are_both_kept(tmp_path) -> None:
         store.path.write_bytes(b"not json")
         assert store.load() == ()
     assert len([p for p in tmp_path.iterdir() if ".corrupt-" in p.name]) == 2
+
+
+def test_an_older_generation_never_replaces_a_newer_one(tmp_path) -> None:
+    store = CheckpointStore(tmp_path)
+    newer = encode([ROW])
+    assert store.write_blob(newer, generation=5)
+    assert not store.write_blob(encode([]), generation=4)  # a slow writer of an older snapshot
+    assert store.path.read_bytes() == newer
+    assert store.write_blob(encode([]), generation=6)
