@@ -54,6 +54,18 @@ class Config:
     states_cri_sync_interval: float = defaults.STATES_CRI_SYNC_INTERVAL_SECONDS
     kubelet_pods_url: str = ""
     states_kubelet_sync_interval: float = defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS
+    topology_policy_name: str = defaults.TOPOLOGY_POLICY_NAME
+    topology_manager_scope: str = defaults.TOPOLOGY_MANAGER_SCOPE
+    numeric_align_resources: tuple[str, ...] = tuple(defaults.NUMERIC_ALIGN_RESOURCES.split(","))
+    pod_resources_server_endpoint: Path = Path(defaults.POD_RESOURCES_SERVER_ENDPOINT.removeprefix("unix:"))
+    orm_devices_provider: str = defaults.ORM_DEVICES_PROVIDER
+    orm_kubelet_pod_resources_endpoints: tuple[str, ...] = (defaults.ORM_KUBELET_POD_RESOURCES_ENDPOINTS,)
+    orm_resource_names_map: Mapping[str, str] = field(default_factory=dict)
+    orm_reconcile_period: float = defaults.ORM_RECONCILE_PERIOD_SECONDS
+    qrm_socket_dirs: tuple[Path, ...] = (Path(defaults.QRM_SOCKET_DIRS),)
+    reserved_cpus: frozenset[int] = frozenset()
+    cpu_manager_policy: str = defaults.CPU_MANAGER_POLICY
+    pod_resources_socket_group: int | None = None
 
     @property
     def nri_socket_path(self) -> Path:
@@ -117,6 +129,67 @@ def parse_flag_bool(text: str) -> bool:
     raise ValueError(f"{text!r} is not a boolean (use true or false)")
 
 
+def parse_topology_policy(text: str) -> str:
+    """A topology policy name; empty turns the ORM off, an unknown name is an error."""
+    from koordlet.topology.policy import PolicyError, parse_policy_name
+
+    if not text.strip():
+        return ""
+    try:
+        return parse_policy_name(text).value
+    except PolicyError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def parse_unix_endpoint(text: str) -> Path:
+    """"unix:/path", "unix:///path" or "/path" -> Path; other schemes are an error."""
+    body = text.strip()
+    for prefix in ("unix://", "unix:"):
+        if body.startswith(prefix):
+            body = body[len(prefix):]
+            break
+    if not body.startswith("/"):
+        raise ValueError(f"{text!r} is not a unix socket endpoint (use unix:/absolute/path)")
+    return Path(body)
+
+
+def parse_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def parse_paths(text: str) -> tuple[Path, ...]:
+    return tuple(Path(part) for part in parse_list(text))
+
+
+def parse_cpu_list(text: str) -> frozenset[int]:
+    from system.cpuset import parse_cpuset
+    from system.errors import InvalidValue
+
+    try:
+        return parse_cpuset(text)
+    except InvalidValue as exc:
+        raise ValueError(str(exc)) from None
+
+
+def parse_group(text: str) -> int:
+    """A group id from a number or a group name known to this host."""
+    import grp
+
+    stripped = text.strip()
+    if stripped.isdigit():
+        return int(stripped)
+    try:
+        return grp.getgrnam(stripped).gr_gid
+    except KeyError:
+        raise ValueError(f"no group named {stripped!r}") from None
+
+
+def parse_names_map(text: str) -> Mapping[str, str]:
+    from koordlet.orm.requests import parse_resource_names_map
+
+    return parse_resource_names_map(text)
+
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -165,6 +238,29 @@ _OPTIONS: tuple[_Option, ...] = (
             "(e.g. http://127.0.0.1:10255/pods); empty: off", ""),
     _Option("states-kubelet-sync-interval", "how often the states informer reads kubelet's /pods",
             defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS, parse_positive_duration, shown_default="10s"),
+    _Option("topology-policy-name", "ORM topology policy: none, best-effort, restricted, single-numa-node, "
+            "numeric; empty = ORM off", defaults.TOPOLOGY_POLICY_NAME, parse_topology_policy),
+    _Option("topology-manager-scope", "ORM topology scope", defaults.TOPOLOGY_MANAGER_SCOPE, str,
+            ("container", "pod")),
+    _Option("numeric-align-resources", "resources the numeric policy keeps on the same NUMA nodes",
+            defaults.NUMERIC_ALIGN_RESOURCES, parse_list),
+    _Option("pod-resources-server-endpoint", "unix socket of the ORM's PodResources v1 server",
+            defaults.POD_RESOURCES_SERVER_ENDPOINT, parse_unix_endpoint),
+    _Option("orm-devices-provider", "merge devices from kubelet's PodResources (kubelet) or not (\"\")",
+            defaults.ORM_DEVICES_PROVIDER, str, ("", "kubelet")),
+    _Option("orm-kubelet-pod-resources-endpoints", "kubelet PodResources sockets for --orm-devices-provider=kubelet",
+            defaults.ORM_KUBELET_POD_RESOURCES_ENDPOINTS, parse_list),
+    _Option("orm-resource-names-map", "NAME=NAME pairs mapping pod resource names to ORM resources",
+            defaults.ORM_RESOURCE_NAMES_MAP, parse_names_map),
+    _Option("orm-reconcile-period", "ORM reconcile period", "5s", parse_positive_duration),
+    _Option("qrm-socket-dirs", "directories where QRM resource plugins register (kubelet.sock)",
+            defaults.QRM_SOCKET_DIRS, parse_paths),
+    _Option("reserved-cpus", "CPUs never handed out exclusively (cpu list, e.g. 0-1)",
+            defaults.RESERVED_CPUS, parse_cpu_list),
+    _Option("pod-resources-socket-group", "group (name or id) that may use the PodResources socket: "
+            "mode 0660 instead of 0600", None, parse_group),
+    _Option("cpu-manager-policy", "ORM CPU policy as kubelet names it: static also pins Guaranteed pods "
+            "with whole CPUs, whatever their QoS class", defaults.CPU_MANAGER_POLICY, str, ("none", "static")),
 )
 _BY_KEY = {option.key: option for option in _OPTIONS}
 
@@ -239,7 +335,19 @@ def _build(values: Mapping[str, Any], config_path: Path | None) -> Config:
     if not kwargs["node_name"]:
         kwargs["node_name"] = socket.gethostname()
     parse_addr(kwargs.get("addr", defaults.ADDR))
-    return Config(**kwargs)
+    config = Config(**kwargs)
+    _check_orm(config)
+    return config
+
+
+def _check_orm(config: Config) -> None:
+    """The ORM runs when a topology policy is named; its gates cannot turn it on without one."""
+    if config.topology_policy_name:
+        return
+    for gate in ("OOBTopologyManager", "PodResourcesServer"):
+        if config.feature_gates.enabled(gate):
+            raise ConfigError(f"feature gate {gate} needs --topology-policy-name "
+                              "(none, best-effort, restricted, single-numa-node or numeric)")
 
 
 def _coerce(option: _Option, raw: Any) -> Any:

@@ -46,3 +46,19 @@ RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS = 10.0
 CRI_ENDPOINT = "unix:///run/containerd/containerd.sock"
 STATES_CRI_SYNC_INTERVAL_SECONDS = 10.0
 STATES_KUBELET_SYNC_INTERVAL_SECONDS = 10.0
+# ORM (out-of-band resource manager). Katalyst's names and values unless said otherwise.
+# Off unless --topology-policy-name is given (Katalyst's "" default refuses to start).
+TOPOLOGY_POLICY_NAME = ""
+TOPOLOGY_MANAGER_SCOPE = "container"
+NUMERIC_ALIGN_RESOURCES = "cpu,memory"
+# Ours, not Katalyst's /var/lib/katalyst/pod-resources/kubelet.sock: not kubelet's own socket either.
+POD_RESOURCES_SERVER_ENDPOINT = "unix:/var/lib/koordlet/pod-resources/kubelet.sock"
+ORM_DEVICES_PROVIDER = ""
+ORM_KUBELET_POD_RESOURCES_ENDPOINTS = "/var/lib/kubelet/pod-resources/kubelet.sock"
+ORM_RESOURCE_NAMES_MAP = ""
+ORM_RECONCILE_PERIOD_SECONDS = 5.0
+# QRM plugins register on <dir>/kubelet.sock (the katalyst-agent chart's directory).
+QRM_SOCKET_DIRS = "/var/lib/katalyst/plugin-socks"
+RESERVED_CPUS = ""
+# kubelet's default: only the classes that ask for it (dedicated_cores, LSE, LSR) get exclusive CPUs.
+CPU_MANAGER_POLICY = "none"
