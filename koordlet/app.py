@@ -19,6 +19,7 @@ from koordlet.executor_module import ExecutorModule
 from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
+from koordlet.metricsadvisor.builder import build_metrics_advisor
 from koordlet.sdnotify import notify
 from koordlet.statesinformer.api import StatesInformer
 from system.host import Host
@@ -62,7 +63,9 @@ class Hubs:
 # Each builder looks at the config and returns the modules to run (none when its
 # feature is off). Order is start order: providers of a hub before its readers.
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
-MODULE_BUILDERS: tuple[ModuleBuilder, ...] = ()
+MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
+    build_metrics_advisor,  # after the states informer's builder: provides hubs.metric_cache
+)
 
 
 def build_daemon(config: Config, builders: Iterable[ModuleBuilder] | None = None) -> Daemon:

@@ -44,6 +44,13 @@ class Config:
     log_level: str = defaults.LOG_LEVEL
     log_format: str = defaults.LOG_FORMAT
     config_file: Path | None = None
+    collect_res_used_interval_seconds: float = defaults.COLLECT_RES_USED_INTERVAL_SECONDS
+    psi_collector_interval_seconds: float = defaults.PSI_COLLECTOR_INTERVAL_SECONDS
+    cpi_collector_interval_seconds: float = defaults.CPI_COLLECTOR_INTERVAL_SECONDS
+    collect_cpi_timewindow_seconds: float = defaults.COLLECT_CPI_TIMEWINDOW_SECONDS
+    metric_expire_seconds: float = defaults.METRIC_EXPIRE_SECONDS
+    pod_metric_expire_seconds: float = defaults.POD_METRIC_EXPIRE_SECONDS
+    metric_gc_interval_seconds: float = defaults.METRIC_GC_INTERVAL_SECONDS
 
     @property
     def standalone(self) -> bool:
@@ -89,6 +96,17 @@ def parse_flag_bool(text: str) -> bool:
     raise ValueError(f"{text!r} is not a boolean (use true or false)")
 
 
+def parse_positive_seconds(text: str) -> float:
+    """A number of seconds > 0 (koordlet's *-seconds flags are plain numbers)."""
+    try:
+        seconds = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{text!r} must be a positive number of seconds")
+    return seconds
+
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -118,6 +136,20 @@ _OPTIONS: tuple[_Option, ...] = (
     _Option("log-level", "log level", defaults.LOG_LEVEL, str, LOG_LEVELS),
     _Option("log-format", "auto: JSON in a pod or when not on a terminal, console otherwise",
             defaults.LOG_FORMAT, str, LOG_FORMATS),
+    _Option("collect-res-used-interval-seconds", "node, pod and container usage collection interval",
+            defaults.COLLECT_RES_USED_INTERVAL_SECONDS, parse_positive_seconds),
+    _Option("psi-collector-interval-seconds", "PSI collection interval (gate PSICollector)",
+            defaults.PSI_COLLECTOR_INTERVAL_SECONDS, parse_positive_seconds),
+    _Option("cpi-collector-interval-seconds", "CPI collection interval (gate CPICollector)",
+            defaults.CPI_COLLECTOR_INTERVAL_SECONDS, parse_positive_seconds),
+    _Option("collect-cpi-timewindow-seconds", "how long perf counters count in each CPI round",
+            defaults.COLLECT_CPI_TIMEWINDOW_SECONDS, parse_positive_seconds),
+    _Option("metric-expire-seconds", "retention of node series in the metric cache",
+            defaults.METRIC_EXPIRE_SECONDS, parse_positive_seconds),
+    _Option("pod-metric-expire-seconds", "retention of pod and container series in the metric cache",
+            defaults.POD_METRIC_EXPIRE_SECONDS, parse_positive_seconds),
+    _Option("metric-gc-interval-seconds", "how often expired samples are dropped (memory and disk)",
+            defaults.METRIC_GC_INTERVAL_SECONDS, parse_positive_seconds),
 )
 _BY_KEY = {option.key: option for option in _OPTIONS}
 

@@ -33,3 +33,14 @@ HTTP_IDLE_TIMEOUT_SECONDS = 30.0
 HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).
 HTTP_GZIP_LEVEL = 1
+
+# Metrics advisor (koordlet v1.1 metricsadvisor/config.go and metriccache/config.go).
+COLLECT_RES_USED_INTERVAL_SECONDS = 1.0
+PSI_COLLECTOR_INTERVAL_SECONDS = 10.0
+CPI_COLLECTOR_INTERVAL_SECONDS = 60.0
+COLLECT_CPI_TIMEWINDOW_SECONDS = 10.0
+# Node series: 30 min (NodeMetric p99 over 30 min). Pod/container series: koordlet keeps
+# them 30 min too; we keep 6 min (podsMetric averages 300 s) to bound memory per pod.
+METRIC_EXPIRE_SECONDS = 1800.0
+POD_METRIC_EXPIRE_SECONDS = 360.0
+METRIC_GC_INTERVAL_SECONDS = 300.0
