@@ -48,12 +48,7 @@ class StateFileError(ValueError):
 
 def parse_cpu_manager_state(text: str, pod_uids: Collection[str] | None) -> tuple[str, int]:
     """(policyName, number of distinct CPUs assigned to the pods' containers)."""
-    try:
-        state = json.loads(text)
-    except ValueError as exc:
-        raise StateFileError("cpu_manager_state is not JSON: %s" % exc) from None
-    if not isinstance(state, dict) or not isinstance(state.get("policyName"), str):
-        raise StateFileError("cpu_manager_state has no policyName")
+    state = _load_state(text, CPU_STATE_FILE)
     entries = state.get("entries") or {}
     if not isinstance(entries, dict):
         raise StateFileError("cpu_manager_state entries is not an object")
@@ -72,13 +67,18 @@ def parse_cpu_manager_state(text: str, pod_uids: Collection[str] | None) -> tupl
 
 
 def parse_memory_manager_state(text: str) -> str:
+    return _load_state(text, MEMORY_STATE_FILE)["policyName"]
+
+
+def _load_state(text: str, name: str) -> dict:
+    """A kubelet checkpoint: a JSON object with a string policyName."""
     try:
         state = json.loads(text)
     except ValueError as exc:
-        raise StateFileError("memory_manager_state is not JSON: %s" % exc) from None
+        raise StateFileError("%s is not JSON: %s" % (name, exc)) from None
     if not isinstance(state, dict) or not isinstance(state.get("policyName"), str):
-        raise StateFileError("memory_manager_state has no policyName")
-    return state["policyName"]
+        raise StateFileError("%s has no policyName" % name)
+    return state
 
 
 class KubeletStateFiles:
