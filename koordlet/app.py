@@ -20,6 +20,7 @@ from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
 from koordlet.metricsadvisor.builder import build_metrics_advisor
+from koordlet.reporter.builder import build_reports
 from koordlet.sdnotify import notify
 from koordlet.statesinformer.api import StatesInformer
 from system.host import Host
@@ -65,6 +66,7 @@ class Hubs:
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
 MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
     build_metrics_advisor,  # after the states informer's builder: provides hubs.metric_cache
+    build_reports,  # reads both hubs
 )
 
 

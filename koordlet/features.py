@@ -46,8 +46,10 @@ _SPECS: tuple[FeatureSpec, ...] = (
                 implemented=True),
     FeatureSpec("PSICollector", True, Stage.BETA, "collect pressure stall information from cgroups",
                 implemented=True),
-    FeatureSpec("NodeMetricReport", True, Stage.BETA, "report the NodeMetric status for load-aware scheduling"),
-    FeatureSpec("OvercommitReport", False, Stage.ALPHA, "report Katalyst realtime overcommit ratios"),
+    FeatureSpec("NodeMetricReport", True, Stage.BETA, "report the NodeMetric status for load-aware scheduling",
+                implemented=True),
+    FeatureSpec("OvercommitReport", True, Stage.BETA, "report Katalyst realtime overcommit ratios",
+                implemented=True),
     FeatureSpec("OOBTopologyManager", False, Stage.ALPHA, "out-of-band NUMA topology manager and allocator"),
     FeatureSpec("PodResourcesServer", False, Stage.ALPHA, "serve kubelet PodResources v1 with the real allocations"),
 )

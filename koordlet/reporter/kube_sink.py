@@ -60,6 +60,7 @@ class KubeSink:
         self._node = node_name
         self._limiter = limiter or TokenBucket(STATUS_UPDATE_QPS, STATUS_UPDATE_BURST)
         self._node_metric, self._kcnr = _resources()
+        self.last_spec: Mapping[str, Any] | None = None  # the NodeMetric spec seen by the last write
 
     async def node_metric_spec(self) -> Mapping[str, Any] | None:
         """The cluster's NodeMetric spec, or None when the object does not exist yet."""
@@ -98,7 +99,9 @@ class KubeSink:
         from lightkube import ApiError
 
         try:
-            return dict(await self._client.get(self._node_metric, self._node))
+            current = dict(await self._client.get(self._node_metric, self._node))
+            self.last_spec = current.get("spec") or {}
+            return current
         except ApiError as exc:
             if status_code(exc) != 404:
                 raise SinkError("get nodemetric %s: %s" % (self._node, exc)) from exc

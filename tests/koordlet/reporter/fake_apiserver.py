@@ -36,6 +36,7 @@ class FakeApiServer:
     fail_with: int | None = None  # answer every request with this code
     _resource_version: int = 100
     _server: asyncio.base_events.Server | None = None
+    _writers: set = field(default_factory=set)
 
     async def start(self) -> str:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -44,6 +45,8 @@ class FakeApiServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
+            for writer in list(self._writers):
+                writer.close()
             await self._server.wait_closed()
 
     def put_object(self, plural: str, obj: dict[str, Any]) -> None:
@@ -59,6 +62,7 @@ class FakeApiServer:
         return [r for r in self.requests if r.method == method]
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
         conn = h11.Connection(h11.SERVER)
         request: h11.Request | None = None
         body = b""
@@ -88,9 +92,10 @@ class FakeApiServer:
                     conn.start_next_cycle()
                 elif isinstance(event, h11.ConnectionClosed):
                     return
-        except (ConnectionError, h11.RemoteProtocolError):
+        except (ConnectionError, h11.RemoteProtocolError, asyncio.CancelledError):
             return
         finally:
+            self._writers.discard(writer)
             writer.close()
 
     def _answer(self, method: str, target: str, raw: bytes) -> tuple[int, dict[str, Any]]:

@@ -9,7 +9,8 @@ from hypothesis import given, strategies as st
 
 from koordlet.reporter.overcommit import (ANNOTATION_KEYS, KATALYST_CODE_MEMORY, SEED_CPU, SEED_MEMORY,
                                           LoadTargets, NodeLoad, advise, overcommit_ratio)
-from koordlet.reporter.overcommit_load import MetricNamesError, node_load, parse_metric_names
+from koordlet.reporter.katalyst_metrics import MetricNamesError, parse_metric_names
+from koordlet.reporter.overcommit_load import node_load
 from tests.koordlet.reporter.fixtures import GI, NOW, pod, pod_samples, store
 
 ALLOC_CPU = 16_000  # milli
