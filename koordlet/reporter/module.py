@@ -28,13 +28,15 @@ from koordlet.metriccache.api import MetricCache
 from koordlet.reporter.batch import ReclaimThresholds, batch_resources
 from koordlet.reporter.katalyst_metrics import uncollected
 from koordlet.reporter.kube_sink import KubeSink, Outcome
-from koordlet.reporter.nodemetric import NodeMetricSnapshot, node_metric_object, status_document, take_snapshot
+from koordlet.reporter.nodemetric import (NodeMetricSnapshot, node_metric_object, snapshot_steps, status_document,
+                                          take_snapshot)
 from koordlet.reporter.overcommit import LoadTargets, OvercommitResult, advise
-from koordlet.reporter.overcommit_load import node_load
+from koordlet.reporter.overcommit_load import node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
 from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
 from koordlet.reporter.standalone import LatestReports, write_atomically
+from koordlet.reporter.steps import run_steps_on_loop
 from koordlet.statesinformer.api import StatesInformer
 
 log = structlog.get_logger(__name__)
@@ -138,11 +140,13 @@ class ReportsModule:
                 retry = min(retry * 2, interval)
 
     def build(self) -> NodeMetricSnapshot | None:
+        """Build at once (the standalone route: at most once a second)."""
         return take_snapshot(self._cache, self._states.pods(), self._policy, self._clock())
 
     async def report_once(self) -> bool:
         """One round; True when every configured sink took it (or there was nothing yet)."""
-        snapshot = self.build()
+        snapshot = await run_steps_on_loop(
+            snapshot_steps(self._cache, self._states.pods(), self._policy, self._clock()))
         if snapshot is None:
             self._metrics.count("nodemetric", "any", "not_ready")
             log.info("nodemetric_not_ready", reason="no node usage in the aggregate window yet")
@@ -222,9 +226,9 @@ class ReportsModule:
         now = self._clock()
         pods = self._states.pods()
         allocatable = self._allocatable()
-        load = node_load(self._cache, pods, allocatable.milli_cpu, allocatable.memory_bytes,
-                         self._settings.cpu_metrics, self._settings.memory_metrics,
-                         now - self._settings.sync_period_seconds, now)
+        load = await run_steps_on_loop(node_load_steps(
+            self._cache, pods, allocatable.milli_cpu, allocatable.memory_bytes, self._settings.cpu_metrics,
+            self._settings.memory_metrics, now - self._settings.sync_period_seconds, now))
         try:
             facts = await asyncio.to_thread(self._managers.facts, {pod.uid for pod in pods})
         except (OSError, StateFileError) as exc:

@@ -25,8 +25,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from koordlet.metriccache.aggregation import COLD_START_RATIO, covers_window
 from koordlet.metriccache.api import Aggregate, Metric, MetricCache, NotEnoughData, SeriesKey
 from koordlet.reporter.policy import MetricCollectPolicy
+from koordlet.reporter.steps import PODS_PER_STEP, Steps, run_steps
 from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
 from koordlet.statesinformer.model import KoordQoSClass, PodInfo, PriorityBand
 
@@ -107,7 +109,12 @@ def pod_requests(pod: PodInfo) -> tuple[int, int]:
 def take_snapshot(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCollectPolicy,
                   now: float | None = None) -> NodeMetricSnapshot | None:
     """Read every window the report needs; None when the node has no usage yet."""
-    now = time.time() if now is None else now
+    return run_steps(snapshot_steps(cache, pods, policy, time.time() if now is None else now))
+
+
+def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCollectPolicy,
+                   now: float) -> Steps[NodeMetricSnapshot | None]:
+    """take_snapshot, yielding every PODS_PER_STEP pods (see steps.py)."""
     policy = policy.effective()
     start = now - policy.aggregate_duration_seconds
     node = _average(cache, NODE_CPU, NODE_MEMORY, start, now)
@@ -115,16 +122,19 @@ def take_snapshot(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCol
         return None
     pod_usages: list[PodUsage] = []
     reclaim_cpu = reclaim_memory = 0
-    for pod in pods:
-        cpu_key = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod.uid)
-        memory_key = SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod.uid)
-        usage = _average(cache, cpu_key, memory_key, start, now)
-        if usage is None:
+    for index, pod in enumerate(pods):
+        if index % PODS_PER_STEP == PODS_PER_STEP - 1:
+            yield
+        window = _window(cache, SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod.uid),
+                         SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod.uid), start, now)
+        if window is None:
             continue
+        cpu_window, memory_window = window
         priority = priority_of(pod)
-        pod_usages.append(PodUsage(pod.namespace, pod.name, pod.uid, priority, pod.qos.effective, usage))
+        pod_usages.append(PodUsage(pod.namespace, pod.name, pod.uid, priority, pod.qos.effective,
+                                   Usage(cpu_window.avg, memory_window.avg)))
         if priority is PriorityBand.PROD:
-            cpu, memory = _prod_reclaimable(cache, pod, cpu_key, memory_key, start, now)
+            cpu, memory = _prod_reclaimable(pod, cpu_window, memory_window, start, now)
             reclaim_cpu += cpu
             reclaim_memory += memory
     system = _average(cache, SYS_CPU, SYS_MEMORY, start, now)
@@ -135,14 +145,20 @@ def take_snapshot(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCol
     return NodeMetricSnapshot(now, node, system, aggregated, tuple(pod_usages), reclaim_cpu, reclaim_memory)
 
 
-def _average(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
-             start: float, end: float) -> Usage | None:
+def _window(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
+            start: float, end: float) -> tuple[Aggregate, Aggregate] | None:
+    """Both series over [start, end] with at least one sample each (no cold-start rule)."""
     try:
-        cpu = cache.aggregate(cpu_key, start, end, min_coverage=0.0)
-        memory = cache.aggregate(memory_key, start, end, min_coverage=0.0)
+        return (cache.aggregate(cpu_key, start, end, min_coverage=0.0),
+                cache.aggregate(memory_key, start, end, min_coverage=0.0))
     except NotEnoughData:
         return None
-    return Usage(cpu.avg, memory.avg)
+
+
+def _average(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
+             start: float, end: float) -> Usage | None:
+    window = _window(cache, cpu_key, memory_key, start, end)
+    return None if window is None else Usage(window[0].avg, window[1].avg)
 
 
 def _percentiles(cache: MetricCache, duration: float, now: float) -> Percentiles | None:
@@ -155,13 +171,12 @@ def _percentiles(cache: MetricCache, duration: float, now: float) -> Percentiles
                                        for kind in PERCENTILES))
 
 
-def _prod_reclaimable(cache: MetricCache, pod: PodInfo, cpu_key: SeriesKey, memory_key: SeriesKey,
-                      start: float, end: float) -> tuple[int, int]:
-    try:
-        cpu: Aggregate = cache.aggregate(cpu_key, start, end)
-        memory: Aggregate = cache.aggregate(memory_key, start, end)
-    except NotEnoughData:
-        return 0, 0
+def _prod_reclaimable(pod: PodInfo, cpu: Aggregate, memory: Aggregate, start: float, end: float) -> tuple[int, int]:
+    """request - peak x (1 + margin), per resource, not below zero; nothing while the pod's
+    samples do not cover half the window (the predictor's cold start)."""
+    for window in (cpu, memory):
+        if not covers_window(window.first_timestamp, window.last_timestamp, start, end, COLD_START_RATIO):
+            return 0, 0
     request_cpu, request_memory = pod_requests(pod)
     margin = (100 + PROD_RECLAIM_SAFETY_MARGIN_PERCENT) / 100
     return (max(request_cpu - int(cpu.p95 * margin * 1000), 0),

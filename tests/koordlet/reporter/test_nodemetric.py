@@ -173,3 +173,25 @@ def test_policy_from_the_cluster_spec_drives_windows():
 def test_a_malformed_spec_is_refused(spec):
     with pytest.raises(PolicyError):
         policy_from_spec(spec, POLICY)
+
+
+def test_the_stepped_build_gives_the_same_snapshot_and_yields_between_pod_chunks():
+    from koordlet.reporter.nodemetric import snapshot_steps
+    from koordlet.reporter.steps import PODS_PER_STEP
+
+    pods = [pod("p%03d" % i) for i in range(3 * PODS_PER_STEP)]
+    cache = store()
+    cache.append(thirty_minutes_busy_at_the_end())
+    for p in pods:
+        cache.append(pod_samples(p, 0.1, GI, seconds=10))
+    steps = snapshot_steps(cache, pods, POLICY, NOW)
+    yields = 0
+    while True:
+        try:
+            next(steps)
+            yields += 1
+        except StopIteration as done:
+            stepped = done.value
+            break
+    assert yields == 3
+    assert stepped == take_snapshot(cache, pods, POLICY, NOW)
