@@ -15,29 +15,35 @@ _COMPACT_MIN = 32  # do not bother compacting tiny dead prefixes
 
 
 class SeriesRing:
-    __slots__ = ("ts", "values", "head", "capacity")
+    __slots__ = ("ts", "values", "head", "capacity", "retention", "persist")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, retention: float = float("inf"), persist: bool = False) -> None:
         self.ts = array("d")
         self.values = array("d")
         self.head = 0
         self.capacity = max(1, capacity)
+        self.retention = retention  # seconds, decided once by the store's policy
+        self.persist = persist  # written to disk
 
     def __len__(self) -> int:
         return len(self.ts) - self.head
 
     def append(self, timestamp: float, value: float) -> None:
         ts = self.ts
-        if len(ts) > self.head and timestamp < ts[-1]:
-            self._insert_late(timestamp, value)
-        elif len(ts) > self.head and timestamp == ts[-1]:
-            self.values[-1] = value  # one value per instant: the newer wins
-        else:
+        size = len(ts)
+        if size == self.head or timestamp > ts[-1]:  # the common case: a newer sample
             ts.append(timestamp)
             self.values.append(value)
-        if len(ts) - self.head > self.capacity:
-            self.head = len(ts) - self.capacity
-            self._maybe_compact()
+            if size + 1 - self.head > self.capacity:
+                self.head = size + 1 - self.capacity
+                self._maybe_compact()
+        elif timestamp == ts[-1]:
+            self.values[-1] = value  # one value per instant: the newer wins
+        else:
+            self._insert_late(timestamp, value)
+            if len(ts) - self.head > self.capacity:
+                self.head = len(ts) - self.capacity
+                self._maybe_compact()
 
     def _insert_late(self, timestamp: float, value: float) -> None:
         at = bisect_left(self.ts, timestamp, self.head)

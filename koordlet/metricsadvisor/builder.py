@@ -50,7 +50,11 @@ def build_metrics_advisor(hubs: Hubs) -> list[Module]:
     config = hubs.config
     store = MetricStore(retention_for(config))
     hubs.metric_cache = store
-    advisor = MetricsAdvisorModule(hubs.host, store, hubs.states, config.node_name, collectors_for(config))
-    hubs.registry.register(AdvisorExporter(store, hubs.states, config.node_name, advisor.scheduler.stats))
+    collectors = collectors_for(config)
+    advisor = MetricsAdvisorModule(hubs.host, store, hubs.states, config.node_name, collectors)
+    psi = next((c for c in collectors if isinstance(c, PSICollector)), None)
+    exporter = AdvisorExporter(store, hubs.states, config.node_name, advisor.scheduler.stats,
+                               psi=(lambda: psi.snapshot) if psi is not None else dict)
+    hubs.http.add_metrics_text(exporter.render)
     cache_module = MetricCacheModule(store, config.state_dir, gc_interval=config.metric_gc_interval_seconds)
     return [cache_module, advisor]

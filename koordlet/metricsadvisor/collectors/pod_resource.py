@@ -8,14 +8,12 @@ kept only while the object is listed, so nothing here grows with pod churn.
 
 from __future__ import annotations
 
-from typing import Sequence
-
-from koordlet.metriccache.api import Metric, MetricCache, Sample, SeriesKey
+from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
 from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMORY
 from koordlet.metricsadvisor.framework import CollectContext, PeriodicCollector, pods_and_reader
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
-from system.cgroup_readers import CgroupReader
+from system.usage_reader import UsageReader
 from system.errors import SystemFileError
 
 SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
@@ -39,7 +37,7 @@ class PodResourceCollector(PeriodicCollector):
 
     def __init__(self, interval: float) -> None:
         super().__init__(interval)
-        self._reader: CgroupReader | None = None
+        self._reader: UsageReader | None = None
         self._states: StatesInformer | None = None
         self._cache: MetricCache | None = None
         self._tracked: dict[tuple[str, str], _Tracked] = {}
@@ -49,9 +47,9 @@ class PodResourceCollector(PeriodicCollector):
         self._reader, self._states = pods_and_reader(ctx)
         self._cache = ctx.cache
 
-    def collect(self, now: float) -> Sequence[Sample]:
+    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
         assert self._states is not None
-        samples: list[Sample] = []
+        samples: list[tuple[SeriesKey, float]] = []
         previous, tracked = self._tracked, {}
         self.unreadable = 0
         pods_cpu: float | None = 0.0
@@ -74,7 +72,7 @@ class PodResourceCollector(PeriodicCollector):
         return samples
 
     def _read(self, previous: dict, tracked: dict, ident: tuple[str, str], cgroup_dir: str, now: float,
-              samples: list[Sample], cpu_metric: Metric, memory_metric: Metric,
+              samples: list[tuple[SeriesKey, float]], cpu_metric: Metric, memory_metric: Metric,
               pod_uid: str, container_id: str) -> tuple[float | None, float | None]:
         """Append this object's samples; returns (cores, bytes), None for what was not measured."""
         assert self._reader is not None
@@ -84,21 +82,22 @@ class PodResourceCollector(PeriodicCollector):
                              SeriesKey.of(memory_metric, pod_uid, container_id))
         tracked[ident] = entry
         try:
-            usage_ns = self._reader.cpu_usage_ns(cgroup_dir)
-            memory = float(self._reader.memory_working_set_bytes(cgroup_dir))
+            usage_ns, working_set = self._reader.cpu_ns_and_working_set(cgroup_dir)
+            memory = float(working_set)
         except SystemFileError:
             self.unreadable += 1
             return None, None
-        samples.append(Sample(entry.memory_key, now, memory))
+        samples.append((entry.memory_key, memory))
         cores = None
         if entry.last_ns >= 0:
             cores = cores_from_ns(entry.last_t, entry.last_ns, now, usage_ns)
         entry.last_t, entry.last_ns = now, usage_ns
         if cores is not None:
-            samples.append(Sample(entry.cpu_key, now, cores))
+            samples.append((entry.cpu_key, cores))
         return cores, memory
 
-    def _system(self, now: float, pods_cpu: float | None, pods_memory: float | None) -> list[Sample]:
+    def _system(self, now: float, pods_cpu: float | None,
+                pods_memory: float | None) -> list[tuple[SeriesKey, float]]:
         """Node minus pods, when the node figure is from this tick (node runs first)."""
         assert self._cache is not None
         out = []
@@ -107,5 +106,5 @@ class PodResourceCollector(PeriodicCollector):
                 continue
             node = self._cache.latest(node_key)
             if node is not None and abs(node.timestamp - now) <= self.interval / 2:
-                out.append(Sample(sys_key, now, max(0.0, node.value - pods)))
+                out.append((sys_key, max(0.0, node.value - pods)))
         return out
