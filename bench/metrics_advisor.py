@@ -6,8 +6,9 @@ Run from the project root (root for --real):
 
 Prints, each with its floor measured in the same run:
   cycle-fake   CPU ms of one 1 s cycle (node, pod/container usage, throttling, BE) over N pods
-               with one container each on a fake hybrid tree; floor = the raw preads of the same
-               files on kept fds (no parsing, no samples)
+               with one container each (2N cgroups) on a fake hybrid tree; floor = the raw preads
+               of the same files on kept fds (no parsing, no samples): per cgroup CPU time,
+               memory usage and cpu.stat, plus memory.stat for the tenth refreshed each cycle
   psi-fake     the same for one PSI cycle (3 files per pod and container + /proc/pressure)
   cycle-real   the 1 s cycle on real cgroup v1 dirs (created koordlet-bench-<hex8>, removed)
   rss          RSS of this process while the collectors run over simulated minutes (fake
@@ -37,7 +38,7 @@ from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
-from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
+from koordlet.metricsadvisor.collectors.pod_resource import STAT_EVERY, PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.exporter import AdvisorExporter
@@ -112,10 +113,12 @@ def usage_paths(ctx: CollectContext, pods: list[PodInfo]) -> list[str]:
     files = ctx.files
     assert files is not None
     paths = [str(ctx.host.proc("stat")), str(ctx.host.proc("meminfo"))]
-    for pod in pods:
+    for i, pod in enumerate(pods):
         for cgroup in (pod.cgroup_parent, pod.containers[0].cgroup_dir):
-            for resource in ("cpuacct.usage", "memory.usage_in_bytes", "memory.stat", "cpu.stat"):
+            for resource in ("cpuacct.usage", "memory.usage_in_bytes", "cpu.stat"):
                 paths.append(str(files.path(resource, cgroup)))
+            if i % STAT_EVERY == 0:  # the cycle refreshes memory.stat for 1/STAT_EVERY of the objects
+                paths.append(str(files.path("memory.stat", cgroup)))
     return paths
 
 

@@ -18,7 +18,7 @@ from system.kept_files import DEFAULT_MAX_OPEN, KeptFiles
 
 
 class _Paths:
-    __slots__ = ("cpu", "cpu_v2", "memory", "memory_stat", "inactive_key", "cpu_stat", "cpu_stat_v2")
+    __slots__ = ("cpu", "cpu_v2", "memory", "memory_stat", "inactive_key", "cpu_stat", "cpu_stat_v2", "inactive")
 
     def __init__(self, files: CgroupFiles, cgroup_dir: str) -> None:
         rel = clean_cgroup_dir(cgroup_dir)
@@ -27,6 +27,7 @@ class _Paths:
         self.memory_stat, memory_stat_v2 = _path(files, "memory.stat", rel)
         self.inactive_key = inactive_file_key(2 if memory_stat_v2 else 1)
         self.cpu_stat, self.cpu_stat_v2 = _path(files, "cpu.stat", rel)
+        self.inactive = -1  # the last inactive_file read, -1 before the first
 
 
 def _path(files: CgroupFiles, resource: str, rel: str) -> tuple[str, bool]:
@@ -53,8 +54,12 @@ class UsageReader:
             paths = self._paths[cgroup_dir] = _Paths(self.files, cgroup_dir)
         return paths
 
-    def cpu_ns_and_working_set(self, cgroup_dir: str) -> tuple[int, int]:
-        """Cumulative CPU time in ns and the memory working set in bytes."""
+    def cpu_ns_and_working_set(self, cgroup_dir: str, refresh_inactive: bool = True) -> tuple[int, int]:
+        """Cumulative CPU time in ns and the memory working set in bytes.
+
+        ``refresh_inactive=False`` reuses this cgroup's last inactive_file figure instead of
+        reading memory.stat (the largest of the files): page-cache aging moves it slowly,
+        and kubelet's own working set comes from a cAdvisor scrape every 10-15 s."""
         paths = self._resolved(cgroup_dir)
         read = self._read
         try:
@@ -65,8 +70,9 @@ class UsageReader:
             usage = int(read(paths.memory))
         except ValueError:
             raise InvalidValue("unreadable CPU or memory usage", paths.cpu) from None
-        inactive = key_value_of(read(paths.memory_stat), paths.inactive_key)
-        return cpu_ns, max(0, usage - inactive)  # kubelet's working set
+        if refresh_inactive or paths.inactive < 0:
+            paths.inactive = key_value_of(read(paths.memory_stat), paths.inactive_key)
+        return cpu_ns, max(0, usage - paths.inactive)  # kubelet's working set
 
     def throttling(self, cgroup_dir: str) -> Throttling:
         paths = self._resolved(cgroup_dir)

@@ -1,9 +1,10 @@
 """One series in memory: timestamps and values in two float64 arrays used as a ring.
 
 16 bytes per sample plus ~300 bytes per series (object, two array headers, spare room).
-The oldest samples are dropped by moving a head index; the arrays are compacted when
-more than half of them is dead, so appends and trims are amortised O(1) and a series
-never holds more than ``capacity`` live samples.
+The oldest samples are dropped by moving a head index; the dead prefix is cut once it
+reaches an eighth of the capacity, so appends and trims are amortised O(1) (a memmove of
+the live part every capacity/8 appends) and the arrays never hold more than 9/8 of
+``capacity`` samples.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 
-_COMPACT_MIN = 32  # do not bother compacting tiny dead prefixes
+_COMPACT_MIN = 16  # do not bother compacting tiny dead prefixes
 
 
 class SeriesRing:
@@ -71,7 +72,7 @@ class SeriesRing:
 
     def _maybe_compact(self) -> None:
         head = self.head
-        if head >= _COMPACT_MIN and head * 2 >= len(self.ts):
+        if head >= _COMPACT_MIN and (head * 8 >= self.capacity or head * 2 >= len(self.ts)):
             del self.ts[:head]
             del self.values[:head]
             self.head = 0

@@ -9,6 +9,7 @@ from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector
 from koordlet.metricsadvisor.collectors.cpi import CPICollector
+from koordlet.metricsadvisor.collectors.network import NetworkCollector
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
@@ -31,6 +32,7 @@ def collectors_for(config: Config) -> list[Collector]:
         PodResourceCollector(res),
         PodThrottledCollector(res),
         BEResourceCollector(res),
+        NetworkCollector(res),
         PSICollector(config.psi_collector_interval_seconds),
         CPICollector(config.cpi_collector_interval_seconds, config.collect_cpi_timewindow_seconds),
     ]
@@ -40,7 +42,7 @@ def collectors_for(config: Config) -> list[Collector]:
 def retention_for(config: Config) -> RetentionPolicy:
     return RetentionPolicy(node_seconds=config.metric_expire_seconds,
                            pod_seconds=config.pod_metric_expire_seconds,
-                           container_seconds=config.pod_metric_expire_seconds,
+                           container_seconds=config.container_metric_expire_seconds,
                            min_sample_interval=min(config.collect_res_used_interval_seconds, 1.0))
 
 

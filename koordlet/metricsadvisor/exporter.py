@@ -48,6 +48,14 @@ _CONTAINER_FAMILIES = (
     ("koordlet_container_cpu_throttled_ratio", "Throttled CFS periods over periods of container",
      Metric.CONTAINER_CPU_THROTTLED_RATIO),
 )
+_NETWORK_FAMILIES = (
+    ("koordlet_node_network_bytes_per_second", "Bytes per second through a device-backed interface",
+     Metric.NODE_NETWORK_BYTES_PER_SECOND),
+    ("koordlet_node_network_packets_per_second", "Packets per second through a device-backed interface",
+     Metric.NODE_NETWORK_PACKETS_PER_SECOND),
+    ("koordlet_node_network_errors_per_second", "Errors per second on a device-backed interface",
+     Metric.NODE_NETWORK_ERRORS_PER_SECOND),
+)
 _CPI_FIELDS = (("cycles", Metric.CONTAINER_CPU_CYCLES), ("instructions", Metric.CONTAINER_INSTRUCTIONS))
 
 
@@ -116,6 +124,16 @@ class AdvisorExporter:
             value = self._value(SeriesKey(metric.value), oldest)
             if value is not None:
                 family.add(self._node_label, value)
+            out.append(family)
+        for name, help_text, metric in _NETWORK_FAMILIES:
+            family = _Family(name, help_text)
+            for key in sorted(self._cache.keys(metric), key=lambda k: k.labels):
+                value = self._value(key, oldest)
+                if value is not None:
+                    labels = dict(key.labels)
+                    family.add('%s,interface="%s",direction="%s"' % (
+                        self._node_label, escape(labels.get("interface", "")), escape(labels.get("direction", ""))),
+                        value)
             out.append(family)
         psi = _Family("koordlet_node_psi", "Node psi collected by koordlet")
         _add_psi(psi, self._node_label, self._psi().get(("", "")))

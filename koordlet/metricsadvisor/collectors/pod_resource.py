@@ -20,16 +20,22 @@ SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
 SYS_MEMORY = SeriesKey.of(Metric.SYS_MEMORY_USAGE_BYTES)
 
 
+# memory.stat (for inactive_file) is re-read every this many cycles per object, staggered
+# so that each cycle refreshes 1/STAT_EVERY of the objects; usage is read every cycle.
+STAT_EVERY = 10
+
+
 class _Tracked:
     """Keys and the last CPU reading of one pod or container."""
 
-    __slots__ = ("cpu_key", "memory_key", "last_t", "last_ns")
+    __slots__ = ("cpu_key", "memory_key", "last_t", "last_ns", "phase")
 
-    def __init__(self, cpu_key: SeriesKey, memory_key: SeriesKey) -> None:
+    def __init__(self, cpu_key: SeriesKey, memory_key: SeriesKey, phase: int) -> None:
         self.cpu_key = cpu_key
         self.memory_key = memory_key
         self.last_t = 0.0
         self.last_ns = -1
+        self.phase = phase
 
 
 class PodResourceCollector(PeriodicCollector):
@@ -41,6 +47,7 @@ class PodResourceCollector(PeriodicCollector):
         self._states: StatesInformer | None = None
         self._cache: MetricCache | None = None
         self._tracked: dict[tuple[str, str], _Tracked] = {}
+        self._cycle = 0
         self.unreadable = 0  # reads skipped (cgroup gone or file missing) in the last run
 
     def setup(self, ctx: CollectContext) -> None:
@@ -52,6 +59,7 @@ class PodResourceCollector(PeriodicCollector):
         samples: list[tuple[SeriesKey, float]] = []
         previous, tracked = self._tracked, {}
         self.unreadable = 0
+        self._cycle += 1
         pods_cpu: float | None = 0.0
         pods_memory: float | None = 0.0
         for pod in self._states.pods():
@@ -79,10 +87,11 @@ class PodResourceCollector(PeriodicCollector):
         entry = previous.get(ident)
         if entry is None:
             entry = _Tracked(SeriesKey.of(cpu_metric, pod_uid, container_id),
-                             SeriesKey.of(memory_metric, pod_uid, container_id))
+                             SeriesKey.of(memory_metric, pod_uid, container_id), len(previous) + len(tracked))
         tracked[ident] = entry
         try:
-            usage_ns, working_set = self._reader.cpu_ns_and_working_set(cgroup_dir)
+            usage_ns, working_set = self._reader.cpu_ns_and_working_set(
+                cgroup_dir, (self._cycle + entry.phase) % STAT_EVERY == 0)
             memory = float(working_set)
         except SystemFileError:
             self.unreadable += 1

@@ -163,3 +163,29 @@ def test_pod_collectors_need_a_states_informer(tmp_path: Path):
     for collector in (PodResourceCollector(1.0), PodThrottledCollector(1.0)):
         with pytest.raises(CollectorUnsupported, match="states informer"):
             collector.setup(context(host, None))
+
+
+NET_DEV = ("Inter-|   Receive                                                |  Transmit\n"
+           " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n"
+           "    lo: {lo} 10 0 0 0 0 0 0 {lo} 10 0 0 0 0 0 0\n"
+           "  eth0: {rx} 100 2 0 0 0 0 0 {tx} 50 0 0 0 0 0 0\n"
+           "vethab12: 999 9 0 0 0 0 0 0 999 9 0 0 0 0 0 0\n")
+
+
+def test_network_rates_of_device_backed_interfaces_only(tmp_path: Path):
+    from koordlet.metricsadvisor.collectors.network import NetworkCollector
+
+    host, states = fake_node(tmp_path, [])
+    (host.sys("class", "net", "eth0", "device")).mkdir(parents=True)
+    (host.sys("class", "net", "vethab12")).mkdir(parents=True)
+    write_file(host.proc("net", "dev"), NET_DEV.format(lo=5, rx=1000, tx=500))
+    collector = NetworkCollector(1.0)
+    collector.setup(context(host, states))
+    assert collector.collect(10.0) == []
+    write_file(host.proc("net", "dev"), NET_DEV.format(lo=9, rx=5000, tx=700))
+    values = {(k.metric, dict(k.labels)["interface"], dict(k.labels)["direction"]): v
+              for k, v in collector.collect(12.0)}
+    assert values[("node_network_bytes_per_second", "eth0", "rx")] == 2000.0  # 4000 bytes in 2 s
+    assert values[("node_network_bytes_per_second", "eth0", "tx")] == 100.0
+    assert values[("node_network_errors_per_second", "eth0", "rx")] == 0.0
+    assert {interface for _, interface, _ in values} == {"eth0"}  # no lo, no pod veth

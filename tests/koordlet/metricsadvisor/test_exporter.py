@@ -36,6 +36,7 @@ def setup_node():
         Sample(SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, "u1", cid), NOW, 4096.0),
         Sample(SeriesKey.of(Metric.CONTAINER_CPU_CYCLES, "u1", cid), NOW, 3000.0),
         Sample(SeriesKey.of(Metric.CONTAINER_INSTRUCTIONS, "u1", cid), NOW, 1000.0),
+        Sample(SeriesKey.of(Metric.NODE_NETWORK_BYTES_PER_SECOND, interface="eth0", direction="rx"), NOW, 2000.0),
     ])
     psi = {("u1", ""): {"cpu": ((1.0, 0.5, 0.25), None),
                         "memory": ((2.5, 2.0, 1.5), (0.5, 0.25, 0.125))}}
@@ -61,6 +62,8 @@ def test_names_and_labels_follow_koordlet():
     assert psi[("mem", "avg300", "full")].value == 0.125
     assert psi[("cpu", "avg60", "some")].labels["cpu_full_supported"] == "false"
     assert ("cpu", "avg10", "full") not in psi and len(psi) == 9  # cpu some x3, mem some+full x3
+    [net] = families["koordlet_node_network_bytes_per_second"]
+    assert net.labels == {"node": "node-a", "interface": "eth0", "direction": "rx"} and net.value == 2000.0
     runs = {s.name: s.value for s in families["koordlet_collector_runs"]}
     assert runs == {"koordlet_collector_runs_total": 3.0}
 
