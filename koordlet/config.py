@@ -51,6 +51,7 @@ class Config:
     collect_cpi_timewindow_seconds: float = defaults.COLLECT_CPI_TIMEWINDOW_SECONDS
     metric_expire_seconds: float = defaults.METRIC_EXPIRE_SECONDS
     pod_metric_expire_seconds: float = defaults.POD_METRIC_EXPIRE_SECONDS
+    container_metric_expire_seconds: float = defaults.CONTAINER_METRIC_EXPIRE_SECONDS
     metric_gc_interval_seconds: float = defaults.METRIC_GC_INTERVAL_SECONDS
     # reports (issue 11); Katalyst's flags keep their spelling, capitals included
     sysadvisor_plugins: tuple[str, ...] = defaults.SYSADVISOR_PLUGINS
@@ -213,8 +214,10 @@ _OPTIONS: tuple[_Option, ...] = (
             defaults.COLLECT_CPI_TIMEWINDOW_SECONDS, parse_positive_seconds),
     _Option("metric-expire-seconds", "retention of node series in the metric cache",
             defaults.METRIC_EXPIRE_SECONDS, parse_positive_seconds),
-    _Option("pod-metric-expire-seconds", "retention of pod and container series in the metric cache",
+    _Option("pod-metric-expire-seconds", "retention of pod series in the metric cache",
             defaults.POD_METRIC_EXPIRE_SECONDS, parse_positive_seconds),
+    _Option("container-metric-expire-seconds", "retention of container series in the metric cache",
+            defaults.CONTAINER_METRIC_EXPIRE_SECONDS, parse_positive_seconds),
     _Option("metric-gc-interval-seconds", "how often expired samples are dropped (memory and disk)",
             defaults.METRIC_GC_INTERVAL_SECONDS, parse_positive_seconds),
     _Option("sysadvisor-plugins", "Katalyst sysadvisor plugins: * for the defaults, -overcommit_aware turns "

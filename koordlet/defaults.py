@@ -40,9 +40,11 @@ PSI_COLLECTOR_INTERVAL_SECONDS = 10.0
 CPI_COLLECTOR_INTERVAL_SECONDS = 60.0
 COLLECT_CPI_TIMEWINDOW_SECONDS = 10.0
 # Node series: 30 min (NodeMetric p99 over 30 min). Pod/container series: koordlet keeps
-# them 30 min too; we keep 6 min (podsMetric averages 300 s) to bound memory per pod.
+# them 30 min too; we keep what their readers use (podsMetric averages 300 s; the QoS loops
+# look at the last minute of a container) so memory per pod stays small.
 METRIC_EXPIRE_SECONDS = 1800.0
-POD_METRIC_EXPIRE_SECONDS = 360.0
+POD_METRIC_EXPIRE_SECONDS = 300.0
+CONTAINER_METRIC_EXPIRE_SECONDS = 120.0
 METRIC_GC_INTERVAL_SECONDS = 300.0
 
 # Reports (issue 11). Katalyst names and values for the overcommit advisor; the targets and
