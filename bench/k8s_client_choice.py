@@ -87,6 +87,15 @@ def measure(python: str, imports: str, runs: int) -> dict[str, float] | str:
     return {key: statistics.median(row[key] for row in rows) for key in ("import_s", "rss_kib", "wall_s")}
 
 
+# What the chosen client adds to the daemon itself (run with the project's interpreter).
+DAEMON_ROWS: dict[str, str] = {
+    "daemon: import koordlet.app": "import koordlet.app",
+    "daemon + lightkube sink": "import koordlet.app\nimport koordlet.reporter.kube_sink, lightkube\n"
+                               "from lightkube import AsyncClient, KubeConfig\n"
+                               "from lightkube.generic_resource import create_global_resource",
+}
+
+
 def default_python() -> str:
     scratch = Path(__file__).resolve().parent.parent / ".scratch-venv" / "bin" / "python"
     return str(scratch) if scratch.exists() else sys.executable
@@ -112,6 +121,15 @@ def main() -> None:
         extra = (result["rss_kib"] - floor["rss_kib"]) / 1024
         print(f"{name:30} {result['import_s'] * 1e3:10.1f} {result['wall_s'] * 1e3:11.1f} {ratio:8.1f}"
               f" {result['rss_kib'] / 1024:8.1f} {extra:6.1f}")
+    daemon = {name: measure(sys.executable, imports, args.runs) for name, imports in DAEMON_ROWS.items()}
+    if all(isinstance(r, dict) for r in daemon.values()):
+        base, full = daemon.values()
+        assert isinstance(base, dict) and isinstance(full, dict)
+        print()
+        print(f"in the daemon ({sys.executable}): koordlet.app {base['import_s'] * 1e3:.0f} ms "
+              f"{base['rss_kib'] / 1024:.1f} MiB; + lightkube sink {full['import_s'] * 1e3:.0f} ms "
+              f"{full['rss_kib'] / 1024:.1f} MiB (adds {(full['import_s'] - base['import_s']) * 1e3:.0f} ms, "
+              f"{(full['rss_kib'] - base['rss_kib']) / 1024:.1f} MiB)")
     print()
     print(f"{'candidate':30} asyncio fit / status subresource")
     for name, (_, fit, status) in CANDIDATES.items():

@@ -24,6 +24,10 @@ Katalyst's GetOvercommitRatio does. Katalyst reports 1.0 when the node has no su
 annotation; we report the computed ratio then (the controller takes min(configured,
 realtime) anyway, and a standalone node has no controller).
 
+allocatable is the Node's status.allocatable when the informer knows it, else its capacity,
+else the host's online CPUs x 1000 and MemTotal (Katalyst: cores x 1000 - kubelet's reserved
+CPU, memory capacity - reserved memory, refreshed hourly).
+
 guaranteed_cpus is not subtracted here: Katalyst's controller does that
 (`(allocatable - guaranteed) x ratio + guaranteed`); the agent reports it beside the
 ratios, "0" when the CPU manager policy is none.
