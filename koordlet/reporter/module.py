@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,6 +45,12 @@ log = structlog.get_logger(__name__)
 FIRST_RETRY_SECONDS = 5.0
 KUBE_CALL_BUDGET_SECONDS = 30.0  # one report round, all its API calls included
 STANDALONE_REFRESH_SECONDS = 1.0
+
+
+class Round(Enum):
+    SENT = "sent"
+    NOT_READY = "not_ready"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +138,12 @@ class ReportsModule:
         retry = FIRST_RETRY_SECONDS
         while True:
             interval = self._policy.effective().report_interval_seconds
-            ok = await self.report_once()
-            if ok:
+            result = await self.report_once()
+            if result is Round.SENT:
                 retry = FIRST_RETRY_SECONDS
                 await asyncio.sleep(interval)
+            elif result is Round.NOT_READY:  # right after start: the first samples are seconds away
+                await asyncio.sleep(FIRST_RETRY_SECONDS)
             else:
                 await asyncio.sleep(min(retry, interval))
                 retry = min(retry * 2, interval)
@@ -143,14 +152,15 @@ class ReportsModule:
         """Build at once (the standalone route: at most once a second)."""
         return take_snapshot(self._cache, self._states.pods(), self._policy, self._clock())
 
-    async def report_once(self) -> bool:
-        """One round; True when every configured sink took it (or there was nothing yet)."""
+    async def report_once(self) -> "Round":
+        """One round: SENT when every configured sink took it (or none is configured),
+        NOT_READY before any node usage exists, FAILED when a sink failed (retried sooner)."""
         snapshot = await run_steps_on_loop(
             snapshot_steps(self._cache, self._states.pods(), self._policy, self._clock()))
         if snapshot is None:
             self._metrics.count("nodemetric", "any", "not_ready")
             log.info("nodemetric_not_ready", reason="no node usage in the aggregate window yet")
-            return True
+            return Round.NOT_READY
         status = status_document(snapshot)
         self._remember(snapshot, status)
         ok = True
@@ -158,7 +168,7 @@ class ReportsModule:
             ok &= await self._write_file()
         if self._kube is not None:
             ok &= await self._send_status(status)
-        return ok
+        return Round.SENT if ok else Round.FAILED
 
     def _remember(self, snapshot: NodeMetricSnapshot, status: dict[str, Any]) -> None:
         self._latest.node_metric = node_metric_object(self._latest.node_name, self._policy, status)

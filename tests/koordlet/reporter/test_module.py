@@ -18,7 +18,7 @@ from koordlet.daemon import Readiness
 from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metriccache.store import MetricStore
 from koordlet.reporter.builder import build_reports, settings_of
-from koordlet.reporter.module import ReportsModule
+from koordlet.reporter.module import ReportsModule, Round
 from koordlet.reporter.rate_limit import TokenBucket
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo, PriorityBand
@@ -95,6 +95,7 @@ async def test_routes_say_not_ready_before_any_usage(tmp_path):
     module = module_of(h)
     await module.prepare()
     try:
+        assert await module.report_once() is Round.NOT_READY
         status, body = get(h.http, "/apis/v1/nodemetric")
         assert status == 503 and body["ready"] is False
         assert get(h.http, "/apis/v1/overcommit")[0] == 503
@@ -126,10 +127,10 @@ async def test_the_output_file_is_replaced_whole(tmp_path):
     module = module_of(h)
     await module.prepare()
     try:
-        assert await module.report_once()
+        assert await module.report_once() is Round.SENT
         first = json.loads(out.read_text())
         assert first["nodeMetric"]["status"]["nodeMetric"]["nodeUsage"]["resources"] == {"cpu": "3", "memory": "10Gi"}
-        assert await module.report_once()
+        assert await module.report_once() is Round.SENT
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".reports.json")] == []  # no temp left
     finally:
         await module.stop()
@@ -141,7 +142,7 @@ async def test_an_unwritable_output_file_is_counted_and_retried(tmp_path):
     module = module_of(h)
     await module.prepare()
     try:
-        assert await module.report_once() is False
+        assert await module.report_once() is Round.FAILED
         assert h.registry.get_sample_value("koordlet_reports_total", {
             "node": "node-1", "report": "nodemetric", "sink": "file", "result": "failed"}) == 1
         # the failed sink did not stop the standalone document from being built
@@ -190,7 +191,7 @@ async def test_cluster_mode_sends_status_and_annotations_and_follows_the_spec(tm
     await module.prepare()
     module._kube._limiter = TokenBucket(1000, 1000)  # koordlet's 0.1 QPS would skip the later rounds
     try:
-        assert await module.report_once()
+        assert await module.report_once() is Round.SENT
         stored = server.objects[("nodemetrics", "node-1")]
         jsonschema.validate(stored, crd_schema("slo.koordinator.sh_nodemetrics.yaml"))
         assert stored["status"]["podsMetric"][0]["name"] == "web"
@@ -201,13 +202,13 @@ async def test_cluster_mode_sends_status_and_annotations_and_follows_the_spec(tm
         assert "katalyst.kubewharf.io/guaranteed_cpus" in annotations
         # the slo-controller narrows the windows: the next report follows
         stored["spec"] = {"metricCollectPolicy": {"nodeAggregatePolicy": {"durations": ["1m0s"]}}}
-        assert await module.report_once()  # sees the spec
-        assert await module.report_once()
+        assert await module.report_once() is Round.SENT  # sees the spec
+        assert await module.report_once() is Round.SENT
         durations = [a["duration"] for a in
                      server.objects[("nodemetrics", "node-1")]["status"]["nodeMetric"]["aggregatedNodeUsages"]]
         assert durations == ["1m0s"]
         server.fail_with = 500
-        assert await module.report_once() is False
+        assert await module.report_once() is Round.FAILED
         assert h.registry.get_sample_value("koordlet_reports_total", {
             "node": "node-1", "report": "nodemetric", "sink": "kubernetes", "result": "failed"}) == 1
     finally:

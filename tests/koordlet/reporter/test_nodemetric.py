@@ -195,3 +195,16 @@ def test_the_stepped_build_gives_the_same_snapshot_and_yields_between_pod_chunks
             break
     assert yields == 3
     assert stepped == take_snapshot(cache, pods, POLICY, NOW)
+
+
+def test_requests_of_containers_known_only_from_nri_come_from_cpu_shares():
+    from dataclasses import replace
+
+    from koordlet.reporter.nodemetric import pod_requests
+    from koordlet.statesinformer.model import LinuxResources
+
+    base = pod("nri-only")
+    # kubelet writes shares = request x 1024 / 1000: 512 shares for 500m; 2 shares for no request
+    half_core = replace(base.containers[0], spec=None, linux=LinuxResources(cpu_shares=512))
+    no_request = replace(base.containers[0], id="ctr-2", spec=None, linux=LinuxResources(cpu_shares=2))
+    assert pod_requests(replace(base, containers=(half_core, no_request))) == (500, 0)
