@@ -39,6 +39,7 @@ from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
 from koordlet.reporter.standalone import LatestReports, write_atomically
 from koordlet.reporter.steps import run_steps_on_loop
 from koordlet.statesinformer.api import StatesInformer
+from system.errors import SystemFileError
 
 log = structlog.get_logger(__name__)
 
@@ -97,7 +98,8 @@ class ReportsModule:
         self._tasks: list[asyncio.Task] = []
         self._sent_annotations: dict[str, str] | None = None
         self._built_at = float("-inf")
-        latest.refresh_node_metric = self._standalone_node_metric
+        if settings.node_metric:
+            latest.refresh_node_metric = self._standalone_node_metric
 
     # ------------------------------------------------------------------ module
     async def start(self) -> None:
@@ -111,7 +113,11 @@ class ReportsModule:
 
     async def prepare(self) -> None:
         """Everything start() does but the loops (tests drive the rounds themselves)."""
-        self._host = await asyncio.to_thread(self._host_allocatable)
+        try:
+            self._host = await asyncio.to_thread(self._host_allocatable)
+        except SystemFileError as exc:  # the Node's allocatable may still come from the informer
+            log.error("host_allocatable_unreadable", error=str(exc))
+            self._host = Allocatable(0, 0)
         if self._kube_sink_factory is not None:
             try:
                 self._kube, self._close_kube = self._kube_sink_factory()

@@ -236,3 +236,16 @@ async def test_the_loops_run_report_and_stop_cleanly(tmp_path):
     finally:
         await module.stop()
     assert not module.ready()
+
+
+async def test_a_host_without_proc_and_sys_still_reports_with_the_node_allocatable(tmp_path):
+    h = hubs(tmp_path, cache=filled_cache(), states=StaticStates(NODE, [WEB]))
+    h.host = Host.under(tmp_path / "empty-root")
+    module = module_of(h)
+    await module.prepare()
+    try:
+        result = await module.overcommit_once()
+        assert result.cpu_ratio > 1  # allocatable from the Node object (none at all would give exactly 1)
+        assert await module.report_once() is Round.SENT
+    finally:
+        await module.stop()
