@@ -10,7 +10,7 @@ with allocatable, request and usage in one unit (milli-cores, bytes). The ratio 
 far requests may grow if new pods load the node like the present ones do, until the node
 sits at its target load. Defined cases: allocatable or request zero (or below) -> 1.0, as
 Katalyst; any NaN or infinite input -> 1.0 (Katalyst would publish NaN: `NaN < 1` is
-false); usage below zero counts as zero.
+false), and so does a ratio that overflows; usage below zero counts as zero.
 
 Defaults: the seed deployment's values, CPU target 0.6 / estimated 0.4 and memory target
 0.6 / estimated 0.6 (Katalyst's helm chart documents the same). Katalyst's code
@@ -77,6 +77,8 @@ def overcommit_ratio(allocatable: float, request: float, usage: float, targets: 
     usage = max(usage, 0.0)
     load = max(min(usage / request, 1.0), targets.estimated_pod_load)
     ratio = ((allocatable * targets.target_load - usage) / load + request) / allocatable
+    if not math.isfinite(ratio):  # overflow from absurd magnitudes (requests 1e300 times allocatable)
+        return 1.0
     return max(ratio, 1.0)
 
 

@@ -57,6 +57,7 @@ def test_ratio_falls_to_one_when_a_busy_pod_lands():
     (float("nan"), 4000, 1000),
     (ALLOC_CPU, float("nan"), 1000),
     (ALLOC_CPU, 4000, float("inf")),
+    (1e-300, 1e300, 0),               # finite inputs whose ratio overflows
 ])
 def test_undefined_inputs_give_one(allocatable, requested, usage):
     assert overcommit_ratio(allocatable, requested, usage, SEED_CPU) == 1.0
