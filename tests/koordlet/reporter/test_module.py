@@ -249,3 +249,12 @@ async def test_a_host_without_proc_and_sys_still_reports_with_the_node_allocatab
         assert await module.report_once() is Round.SENT
     finally:
         await module.stop()
+
+
+def test_the_daemon_starts_the_reporter_after_the_metric_cache_and_before_http(tmp_path):
+    from koordlet.app import MODULE_BUILDERS, build_daemon
+
+    assert build_reports in MODULE_BUILDERS
+    daemon = build_daemon(Config(state_dir=tmp_path, addr="127.0.0.1:0", node_name="node-1"))
+    names = [m.name for m in daemon._modules]
+    assert names.index("metriccache") < names.index("reports") < names.index("http")
