@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any, Iterable
 
+import jsonschema
 import pytest
 import yaml
 
@@ -58,6 +61,24 @@ def crd_schema(file_name: str) -> dict[str, Any]:
     path = shared_file("crds", file_name)
     if not path.is_file():
         pytest.skip("published CRDs not found (%s): ../shared/crds is absent" % path)
-    document = yaml.safe_load(path.read_text())
+    return _load_schema(str(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_schema(path: str) -> dict[str, Any]:
+    with open(path) as handle:
+        document = yaml.safe_load(handle.read())
     versions = [v for v in document["spec"]["versions"] if v.get("served", True)]
     return versions[0]["schema"]["openAPIV3Schema"]
+
+
+def status_validator() -> jsonschema.protocols.Validator:
+    """A reusable validator for a NodeMetric status (schema checked once, not per document)."""
+    schema = crd_schema("slo.koordinator.sh_nodemetrics.yaml")["properties"]["status"]
+    return _validator(json.dumps(schema, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(schema_text: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_text)
+    return jsonschema.validators.validator_for(schema)(schema)

@@ -4,11 +4,13 @@ cold-start rule (samples must span half the window), both of koordlet's metric c
 
 import jsonschema
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from koordlet.reporter.nodemetric import node_metric_object, status_document, take_snapshot
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
 from koordlet.statesinformer.model import KoordQoSClass, PriorityBand
-from tests.koordlet.reporter.fixtures import GI, NOW, crd_schema, node_samples, pod, pod_samples, store
+from tests.koordlet.reporter.fixtures import (GI, NOW, crd_schema, node_samples, pod, pod_samples,
+                                             status_validator, store)
 
 POLICY = MetricCollectPolicy()
 
@@ -208,3 +210,15 @@ def test_requests_of_containers_known_only_from_nri_come_from_cpu_shares():
     half_core = replace(base.containers[0], spec=None, linux=LinuxResources(cpu_shares=512))
     no_request = replace(base.containers[0], id="ctr-2", spec=None, linux=LinuxResources(cpu_shares=2))
     assert pod_requests(replace(base, containers=(half_core, no_request))) == (500, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(min_value=0, max_value=512), st.floats(min_value=0, max_value=2 ** 42)),
+                min_size=1, max_size=40))
+def test_any_usage_level_gives_a_status_the_crd_accepts(levels):
+    validator = status_validator()
+    cache = store()
+    cache.append(node_samples([cpu for cpu, _ in levels], [memory for _, memory in levels]))
+    web = pod("web", KoordQoSClass.LS, PriorityBand.PROD, 2000, GI)
+    cache.append(pod_samples(web, levels[0][0], levels[0][1], seconds=len(levels)))
+    validator.validate(status_document(take_snapshot(cache, [web], POLICY, NOW)))
