@@ -144,7 +144,12 @@ class ReportsModule:
         retry = FIRST_RETRY_SECONDS
         while True:
             interval = self._policy.effective().report_interval_seconds
-            result = await self.report_once()
+            try:
+                result = await self.report_once()
+            except Exception as exc:  # a bug in one round must not end the reports
+                self._metrics.count("nodemetric", "any", "failed")
+                log.error("nodemetric_round_failed", error=str(exc) or repr(exc), exc_info=True)
+                result = Round.FAILED
             if result is Round.SENT:
                 retry = FIRST_RETRY_SECONDS
                 await asyncio.sleep(interval)

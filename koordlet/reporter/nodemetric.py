@@ -21,6 +21,7 @@ JSON the CRD expects. koordlet's rules (statesinformer/impl/states_nodemetric.go
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -149,10 +150,17 @@ def _window(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
             start: float, end: float) -> tuple[Aggregate, Aggregate] | None:
     """Both series over [start, end] with at least one sample each (no cold-start rule)."""
     try:
-        return (cache.aggregate(cpu_key, start, end, min_coverage=0.0),
-                cache.aggregate(memory_key, start, end, min_coverage=0.0))
+        cpu = cache.aggregate(cpu_key, start, end, min_coverage=0.0)
+        memory = cache.aggregate(memory_key, start, end, min_coverage=0.0)
     except NotEnoughData:
         return None
+    if not _finite(cpu) or not _finite(memory):  # a broken sample must not break the report
+        return None
+    return cpu, memory
+
+
+def _finite(aggregate: Aggregate) -> bool:
+    return all(math.isfinite(v) for v in (aggregate.avg, aggregate.p50, aggregate.p90, aggregate.p95, aggregate.p99))
 
 
 def _average(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
@@ -166,6 +174,8 @@ def _percentiles(cache: MetricCache, duration: float, now: float) -> Percentiles
         cpu = cache.aggregate(NODE_CPU, now - duration, now)
         memory = cache.aggregate(NODE_MEMORY, now - duration, now)
     except NotEnoughData:  # cold start: this window is not covered yet
+        return None
+    if not _finite(cpu) or not _finite(memory):
         return None
     return Percentiles(duration, tuple((kind, Usage(getattr(cpu, kind), getattr(memory, kind)))
                                        for kind in PERCENTILES))

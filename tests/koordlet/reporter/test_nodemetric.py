@@ -222,3 +222,14 @@ def test_any_usage_level_gives_a_status_the_crd_accepts(levels):
     web = pod("web", KoordQoSClass.LS, PriorityBand.PROD, 2000, GI)
     cache.append(pod_samples(web, levels[0][0], levels[0][1], seconds=len(levels)))
     validator.validate(status_document(take_snapshot(cache, [web], POLICY, NOW)))
+
+
+def test_a_pod_with_a_broken_sample_is_left_out_and_the_report_still_built():
+    from koordlet.metriccache.api import Metric, Sample, SeriesKey
+
+    pods = mixed_pods()
+    cache = cache_with_pods(pods, USAGE)
+    cache.append([Sample(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pods["web"].uid), NOW, float("nan"))])
+    status = status_document(take_snapshot(cache, pods.values(), POLICY, NOW))
+    assert "web" not in {e["name"] for e in status["podsMetric"]}
+    assert len(status["podsMetric"]) == len(pods) - 1
