@@ -19,6 +19,8 @@ from koordlet.executor_module import ExecutorModule
 from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
+from koordlet.metricsadvisor.builder import build_metrics_advisor
+from koordlet.reporter.builder import build_reports
 from koordlet.orm.module import OrmModule
 from koordlet.runtimehooks.allocations import CpusetProvider
 from koordlet.runtimehooks.module import build_runtime_hooks
@@ -97,8 +99,10 @@ def build_runtime_hooks_with_orm(hubs: Hubs) -> list[Module]:
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
 MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
     build_states_informer,
+    build_metrics_advisor,  # provides hubs.metric_cache
     build_orm,
     build_runtime_hooks_with_orm,
+    build_reports,  # reads both hubs
 )
 
 

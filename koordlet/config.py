@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import yaml
 
 from koordlet import __version__, defaults
+from koordlet.reporter.katalyst_metrics import parse_cpu_metrics, parse_memory_metrics
 from koordlet.features import FeatureGateError, FeatureGates, describe, parse_bool, parse_feature_gates, resolve
 
 
@@ -71,6 +72,36 @@ class Config:
     def nri_socket_path(self) -> Path:
         """The NRI socket: --runtime-hooks-nri-socket-path, else --nri-socket."""
         return self.runtime_hooks_nri_socket_path or self.nri_socket
+    collect_res_used_interval_seconds: float = defaults.COLLECT_RES_USED_INTERVAL_SECONDS
+    psi_collector_interval_seconds: float = defaults.PSI_COLLECTOR_INTERVAL_SECONDS
+    cpi_collector_interval_seconds: float = defaults.CPI_COLLECTOR_INTERVAL_SECONDS
+    collect_cpi_timewindow_seconds: float = defaults.COLLECT_CPI_TIMEWINDOW_SECONDS
+    metric_expire_seconds: float = defaults.METRIC_EXPIRE_SECONDS
+    pod_metric_expire_seconds: float = defaults.POD_METRIC_EXPIRE_SECONDS
+    container_metric_expire_seconds: float = defaults.CONTAINER_METRIC_EXPIRE_SECONDS
+    metric_gc_interval_seconds: float = defaults.METRIC_GC_INTERVAL_SECONDS
+    # reports (issue 11); Katalyst's flags keep their spelling, capitals included
+    sysadvisor_plugins: tuple[str, ...] = defaults.SYSADVISOR_PLUGINS
+    realtime_overcommit_sync_period: float = defaults.REALTIME_OVERCOMMIT_SYNC_PERIOD_SECONDS
+    realtime_overcommit_CPU_targetload: float = defaults.REALTIME_OVERCOMMIT_CPU_TARGETLOAD
+    realtime_overcommit_mem_targetload: float = defaults.REALTIME_OVERCOMMIT_MEM_TARGETLOAD
+    realtime_overcommit_estimated_cpuload: float = defaults.REALTIME_OVERCOMMIT_ESTIMATED_CPULOAD
+    realtime_overcommit_estimated_memload: float = defaults.REALTIME_OVERCOMMIT_ESTIMATED_MEMLOAD
+    CPU_metrics_to_gather: tuple[str, ...] = defaults.CPU_METRICS_TO_GATHER
+    memory_metrics_to_gather: tuple[str, ...] = defaults.MEMORY_METRICS_TO_GATHER
+    report_interval_seconds: int = defaults.REPORT_INTERVAL_SECONDS
+    aggregate_duration_seconds: int = defaults.AGGREGATE_DURATION_SECONDS
+    aggregate_durations: tuple[float, ...] = defaults.AGGREGATE_DURATIONS_SECONDS
+    cpu_reclaim_threshold_percent: int = defaults.CPU_RECLAIM_THRESHOLD_PERCENT
+    memory_reclaim_threshold_percent: int = defaults.MEMORY_RECLAIM_THRESHOLD_PERCENT
+    kubelet_root_dir: Path = defaults.KUBELET_ROOT_DIR
+    report_output_file: Path | None = None
+
+    def sysadvisor_plugin_enabled(self, name: str) -> bool:
+        """Katalyst's plugin list: "*" turns on the default plugins, "name" one, "-name" turns one off."""
+        if "-" + name in self.sysadvisor_plugins:
+            return False
+        return name in self.sysadvisor_plugins or "*" in self.sysadvisor_plugins
 
     @property
     def standalone(self) -> bool:
@@ -190,6 +221,61 @@ def parse_names_map(text: str) -> Mapping[str, str]:
     return parse_resource_names_map(text)
 
 
+def parse_positive_seconds(text: str) -> float:
+    """A number of seconds > 0 (koordlet's *-seconds flags are plain numbers)."""
+    try:
+        seconds = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{text!r} must be a positive number of seconds")
+    return seconds
+
+
+def parse_plugin_list(text: str) -> tuple[str, ...]:
+    """Katalyst's --sysadvisor-plugins: comma-separated names, "-name" to turn one off, "*"."""
+    items = tuple(item.strip() for item in text.split(",") if item.strip())
+    for item in items:
+        if not _PLUGIN_ITEM.match(item):
+            raise ValueError(f"{item!r} is not a plugin name (use e.g. *,-overcommit_aware)")
+    return items
+
+
+def parse_load(text: str) -> float:
+    """A load fraction in (0, 1]."""
+    return _checked(_convert(text, float, "a number"), lambda v: 0 < v <= 1, "above 0 and at most 1")
+
+
+def parse_percent(text: str) -> int:
+    return _checked(_convert(text, int, "a whole number"), lambda v: 0 <= v <= 100, "within 0..100")
+
+
+def parse_positive_int(text: str) -> int:
+    return _checked(_convert(text, int, "a whole number"), lambda v: v > 0, "positive")
+
+
+def _convert(text: str, kind: Callable[[str], Any], what: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not {what}") from None
+
+
+def _checked(value: Any, ok: Callable[[Any], bool], rule: str) -> Any:
+    if not ok(value):
+        raise ValueError(f"{value!r} must be {rule}")
+    return value
+
+
+def parse_duration_list(text: str) -> tuple[float, ...]:
+    """Comma-separated durations ("5m,10m,30m"), each positive."""
+    values = tuple(parse_duration(item) for item in text.split(",") if item.strip())
+    if not values or any(v <= 0 for v in values):
+        raise ValueError(f"{text!r} must list positive durations (e.g. 5m,10m,30m)")
+    return values
+
+
+_PLUGIN_ITEM = re.compile(r"^(\*|-?[A-Za-z0-9_.-]+)$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -261,6 +347,53 @@ _OPTIONS: tuple[_Option, ...] = (
             "mode 0660 instead of 0600", None, parse_group),
     _Option("cpu-manager-policy", "ORM CPU policy as kubelet names it: static also pins Guaranteed pods "
             "with whole CPUs, whatever their QoS class", defaults.CPU_MANAGER_POLICY, str, ("none", "static")),
+    _Option("collect-res-used-interval-seconds", "node, pod and container usage collection interval",
+            defaults.COLLECT_RES_USED_INTERVAL_SECONDS, parse_positive_seconds),
+    _Option("psi-collector-interval-seconds", "PSI collection interval (gate PSICollector)",
+            defaults.PSI_COLLECTOR_INTERVAL_SECONDS, parse_positive_seconds),
+    _Option("cpi-collector-interval-seconds", "CPI collection interval (gate CPICollector)",
+            defaults.CPI_COLLECTOR_INTERVAL_SECONDS, parse_positive_seconds),
+    _Option("collect-cpi-timewindow-seconds", "how long perf counters count in each CPI round",
+            defaults.COLLECT_CPI_TIMEWINDOW_SECONDS, parse_positive_seconds),
+    _Option("metric-expire-seconds", "retention of node series in the metric cache",
+            defaults.METRIC_EXPIRE_SECONDS, parse_positive_seconds),
+    _Option("pod-metric-expire-seconds", "retention of pod series in the metric cache",
+            defaults.POD_METRIC_EXPIRE_SECONDS, parse_positive_seconds),
+    _Option("container-metric-expire-seconds", "retention of container series in the metric cache",
+            defaults.CONTAINER_METRIC_EXPIRE_SECONDS, parse_positive_seconds),
+    _Option("metric-gc-interval-seconds", "how often expired samples are dropped (memory and disk)",
+            defaults.METRIC_GC_INTERVAL_SECONDS, parse_positive_seconds),
+    _Option("sysadvisor-plugins", "Katalyst sysadvisor plugins: * for the defaults, -overcommit_aware turns "
+            "the overcommit advisor off", ",".join(defaults.SYSADVISOR_PLUGINS), parse_plugin_list),
+    _Option("realtime-overcommit-sync-period", "how often the overcommit ratios are recomputed",
+            "10s", parse_duration),
+    _Option("realtime-overcommit-CPU-targetload", "node CPU load the overcommit ratio aims at (Katalyst code: 0.6)",
+            defaults.REALTIME_OVERCOMMIT_CPU_TARGETLOAD, parse_load),
+    _Option("realtime-overcommit-mem-targetload", "node memory load the ratio aims at (Katalyst code: 0.8)",
+            defaults.REALTIME_OVERCOMMIT_MEM_TARGETLOAD, parse_load),
+    _Option("realtime-overcommit-estimated-cpuload", "least CPU load a pod is assumed to bring (Katalyst code: 0.4)",
+            defaults.REALTIME_OVERCOMMIT_ESTIMATED_CPULOAD, parse_load),
+    _Option("realtime-overcommit-estimated-memload", "least memory load a pod is assumed to bring "
+            "(Katalyst code: 0.8)", defaults.REALTIME_OVERCOMMIT_ESTIMATED_MEMLOAD, parse_load),
+    _Option("CPU-metrics-to-gather", "pod CPU usage for the overcommit ratio: largest of these "
+            "(cpu.usage.container; load.1min/5min.container are not collected)",
+            ",".join(defaults.CPU_METRICS_TO_GATHER), parse_cpu_metrics),
+    _Option("memory-metrics-to-gather", "pod memory usage for the overcommit ratio "
+            "(mem.usage.container; mem.rss.container is not collected)",
+            ",".join(defaults.MEMORY_METRICS_TO_GATHER), parse_memory_metrics),
+    _Option("report-interval-seconds", "NodeMetric report interval when the cluster object does not set one "
+            "(at least 30)", defaults.REPORT_INTERVAL_SECONDS, parse_positive_int),
+    _Option("aggregate-duration-seconds", "window of the NodeMetric usage averages (at least 60)",
+            defaults.AGGREGATE_DURATION_SECONDS, parse_positive_int),
+    _Option("aggregate-durations", "windows of the NodeMetric p50/p90/p95/p99 usages",
+            "5m,10m,30m", parse_duration_list),
+    _Option("cpu-reclaim-threshold-percent", "batch CPU: allocatable share not reserved (reserve = 100 - this)",
+            defaults.CPU_RECLAIM_THRESHOLD_PERCENT, parse_percent),
+    _Option("memory-reclaim-threshold-percent", "batch memory: allocatable share not reserved",
+            defaults.MEMORY_RECLAIM_THRESHOLD_PERCENT, parse_percent),
+    _Option("kubelet-root-dir", "kubelet's root dir (cpu_manager_state, memory_manager_state)",
+            defaults.KUBELET_ROOT_DIR, Path),
+    _Option("report-output-file", "also write the reports to this JSON file (atomically)", None, Path),
 )
 _BY_KEY = {option.key: option for option in _OPTIONS}
 

@@ -62,3 +62,37 @@ QRM_SOCKET_DIRS = "/var/lib/katalyst/plugin-socks"
 RESERVED_CPUS = ""
 # kubelet's default: only the classes that ask for it (dedicated_cores, LSE, LSR) get exclusive CPUs.
 CPU_MANAGER_POLICY = "none"
+# Metrics advisor (koordlet v1.1 metricsadvisor/config.go and metriccache/config.go).
+COLLECT_RES_USED_INTERVAL_SECONDS = 1.0
+PSI_COLLECTOR_INTERVAL_SECONDS = 10.0
+CPI_COLLECTOR_INTERVAL_SECONDS = 60.0
+COLLECT_CPI_TIMEWINDOW_SECONDS = 10.0
+# Node series: 30 min (NodeMetric p99 over 30 min). Pod/container series: koordlet keeps
+# them 30 min too; we keep what their readers use (podsMetric averages 300 s; the QoS loops
+# look at the last minute of a container) so memory per pod stays small.
+METRIC_EXPIRE_SECONDS = 1800.0
+POD_METRIC_EXPIRE_SECONDS = 300.0
+CONTAINER_METRIC_EXPIRE_SECONDS = 120.0
+METRIC_GC_INTERVAL_SECONDS = 300.0
+
+# Reports (issue 11). Katalyst names and values for the overcommit advisor; the targets and
+# estimated loads are the seed deployment's (Katalyst's code defaults memory to 0.8 / 0.8).
+SYSADVISOR_PLUGINS = ("*",)
+REALTIME_OVERCOMMIT_SYNC_PERIOD_SECONDS = 10.0
+REALTIME_OVERCOMMIT_CPU_TARGETLOAD = 0.6
+REALTIME_OVERCOMMIT_MEM_TARGETLOAD = 0.6
+REALTIME_OVERCOMMIT_ESTIMATED_CPULOAD = 0.4
+REALTIME_OVERCOMMIT_ESTIMATED_MEMLOAD = 0.6
+CPU_METRICS_TO_GATHER = ("cpu.usage.container",)
+# Katalyst gathers mem.rss.container; the collectors here gather the working set.
+MEMORY_METRICS_TO_GATHER = ("mem.usage.container",)
+# NodeMetric metricCollectPolicy in standalone mode (a cluster object's spec wins):
+# koordlet's defaults, floors 30 s and 60 s.
+REPORT_INTERVAL_SECONDS = 60
+AGGREGATE_DURATION_SECONDS = 300
+AGGREGATE_DURATIONS_SECONDS = (300.0, 600.0, 1800.0)
+# Koordinator slo-controller: batch = allocatable - (100 - threshold)% reserve - system - non-BE usage.
+CPU_RECLAIM_THRESHOLD_PERCENT = 60
+MEMORY_RECLAIM_THRESHOLD_PERCENT = 65
+# kubelet's --root-dir: cpu_manager_state / memory_manager_state live there.
+KUBELET_ROOT_DIR = Path("/var/lib/kubelet")

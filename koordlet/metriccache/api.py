@@ -31,6 +31,16 @@ class Metric(str, Enum):
     NODE_PSI = "node_psi"  # extra labels: resource=cpu|memory|io, kind=some|full, window=avg10|avg60|avg300
     POD_PSI = "pod_psi"
     CONTAINER_PSI = "container_psi"
+    # added with the collectors (issue 10); the names above are unchanged
+    POD_CPU_THROTTLED_RATIO = "pod_cpu_throttled_ratio"
+    CONTAINER_CPU_CYCLES = "container_cpu_cycles"  # counted over one CPI window, as koordlet
+    CONTAINER_INSTRUCTIONS = "container_instructions"  # counted over one CPI window
+    BE_CPU_LIMIT_CORES = "be_cpu_limit_cores"  # the BE cgroup's real limit (quota or cpuset)
+    BE_CPU_REQUEST_CORES = "be_cpu_request_cores"  # sum of BE pods' batch-cpu requests
+    # extra labels: interface=<name>, direction=rx|tx
+    NODE_NETWORK_BYTES_PER_SECOND = "node_network_bytes_per_second"
+    NODE_NETWORK_PACKETS_PER_SECOND = "node_network_packets_per_second"
+    NODE_NETWORK_ERRORS_PER_SECOND = "node_network_errors_per_second"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +99,10 @@ class NotEnoughData(LookupError):
 class MetricCache(Protocol):
     def append(self, samples: Iterable[Sample]) -> None: ...
 
-    def aggregate(self, key: SeriesKey, start: float, end: float) -> Aggregate:
-        """Samples with start <= timestamp <= end. Raises NotEnoughData under the cold-start rule."""
+    def aggregate(self, key: SeriesKey, start: float, end: float, min_coverage: float = 0.5) -> Aggregate:
+        """Samples with start <= timestamp <= end. Raises NotEnoughData under the cold-start rule:
+        no sample, or samples spanning less than ``min_coverage`` of the window (koordlet's
+        0.5; koordlet's plain averages skip the rule: pass 0)."""
         ...
 
     def latest(self, key: SeriesKey) -> Sample | None: ...

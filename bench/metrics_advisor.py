@@ -1,0 +1,311 @@
+"""Metrics advisor cost: collection cycles, memory over 30 minutes, aggregation, /metrics.
+
+Run from the project root (root for --real):
+
+    .venv/bin/python -m bench.metrics_advisor [--pods 1000] [--real] [--minutes 30]
+
+Prints, each with its floor measured in the same run:
+  cycle-fake   CPU ms of one 1 s cycle (node, pod/container usage, throttling, BE) over N pods
+               with one container each (2N cgroups) on a fake hybrid tree; floor = the raw preads
+               of the same files on kept fds (no parsing, no samples): per cgroup CPU time,
+               memory usage and cpu.stat, plus memory.stat for the tenth refreshed each cycle
+  psi-fake     the same for one PSI cycle (3 files per pod and container + /proc/pressure)
+  cycle-real   the 1 s cycle on real cgroup v1 dirs (created koordlet-bench-<hex8>, removed)
+  rss          RSS of this process while the collectors run over simulated minutes (fake
+               clock, 1 s ticks, PSI every 10 s), with the store's series and sample counts
+  aggregate    MetricStore.aggregate over 30 min of 1 s samples; floor = sorted() of the list
+  scrape       the exporter's text for 10,000 series; compared with generate_latest() of
+               prometheus_client Gauges holding as many series
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.retention import RetentionPolicy
+from koordlet.metriccache.store import MetricStore
+from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector
+from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
+from koordlet.metricsadvisor.collectors.pod_resource import STAT_EVERY, PodResourceCollector
+from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
+from koordlet.metricsadvisor.collectors.psi import PSICollector
+from koordlet.metricsadvisor.exporter import AdvisorExporter
+from koordlet.metricsadvisor.framework import CollectContext
+from koordlet.statesinformer.api import StaticStates
+from koordlet.statesinformer.model import (
+    ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS, SandboxState,
+)
+from system.cgroup_files import CgroupFiles
+from system.cgroup_readers import CgroupReader
+from system.host import Host
+from system.usage_reader import UsageReader
+
+T0 = 1_700_000_000.0
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def pods_under(parent: str, n: int) -> list[PodInfo]:
+    pods = []
+    for i in range(n):
+        uid = "%08x-0000-4000-8000-%012x" % (i, i)
+        pod_dir = "%s/pod%s" % (parent, uid)
+        container = ContainerInfo("c%063x" % i, "app", uid, ContainerState.RUNNING, pod_dir + "/ctr")
+        qos = KoordQoSClass.BE if i % 4 == 0 else KoordQoSClass.LS
+        pods.append(PodInfo(uid, "pod-%d" % i, "bench", "sb-%d" % i, SandboxState.READY, pod_dir,
+                            PodQoS(qos), containers=(container,)))
+    return pods
+
+
+def usage_collectors() -> list:
+    return [NodeResourceCollector(1.0), PodResourceCollector(1.0), PodThrottledCollector(1.0),
+            BEResourceCollector(1.0)]
+
+
+def setup(host: Host, pods: list[PodInfo], store: MetricStore, collectors: list,
+          keep_open: bool = True) -> CollectContext:
+    files = CgroupFiles(host)
+    ctx = CollectContext(host, store, "bench", files, CgroupReader(files, keep_open, max_open=16384),
+                         StaticStates(NodeInfo("bench"), pods), UsageReader(files, max_open=16384))
+    for collector in collectors:
+        collector.setup(ctx)
+    return ctx
+
+
+def cycle_cpu_ms(run: Callable[[int], object], cycles: int) -> list[float]:
+    out = []
+    for i in range(cycles):
+        cpu = time.thread_time()
+        run(i)
+        out.append((time.thread_time() - cpu) * 1e3)
+    return out
+
+
+def raw_floor(paths: list[str], cycles: int) -> list[float]:
+    """One pread of every file per cycle on kept fds: the IO the cycle cannot avoid."""
+    fds = [os.open(p, os.O_RDONLY | os.O_CLOEXEC) for p in paths]
+    try:
+        return cycle_cpu_ms(lambda _: [os.pread(fd, 65536, 0) for fd in fds], cycles)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def usage_paths(ctx: CollectContext, pods: list[PodInfo]) -> list[str]:
+    files = ctx.files
+    assert files is not None
+    paths = [str(ctx.host.proc("stat")), str(ctx.host.proc("meminfo"))]
+    for i, pod in enumerate(pods):
+        for cgroup in (pod.cgroup_parent, pod.containers[0].cgroup_dir):
+            for resource in ("cpuacct.usage", "memory.usage_in_bytes", "cpu.stat"):
+                paths.append(str(files.path(resource, cgroup)))
+            if i % STAT_EVERY == 0:  # the cycle refreshes memory.stat for 1/STAT_EVERY of the objects
+                paths.append(str(files.path("memory.stat", cgroup)))
+    return paths
+
+
+def psi_paths(ctx: CollectContext, pods: list[PodInfo]) -> list[str]:
+    files = ctx.files
+    assert files is not None
+    paths = [str(ctx.host.proc("pressure", kind)) for kind in ("cpu", "memory", "io")]
+    for pod in pods:
+        for cgroup in (pod.cgroup_parent, pod.containers[0].cgroup_dir):
+            paths.extend(str(files.path("%s.pressure" % kind, cgroup)) for kind in ("cpu", "memory", "io"))
+    return paths
+
+
+def report(label: str, costs: list[float], floor: list[float], mode: str) -> None:
+    value, base = statistics.median(costs), statistics.median(floor)
+    print("%-11s %-9s cpu p50 %7.2f ms/cycle (max %7.2f) | floor (raw preads) %6.2f ms | ratio %5.1fx"
+          % (label, mode, value, max(costs), base, value / base if base else float("nan")))
+
+
+def bench_cycles(label: str, host: Host, pods: list[PodInfo], cycles: int) -> None:
+    results = {}
+    for keep_open in (True, False):
+        store = MetricStore()
+        collectors = usage_collectors()
+        ctx = setup(host, pods, store, collectors, keep_open)
+
+        def one(i: int) -> None:
+            now = T0 + i
+            for collector in collectors:
+                store.append_at(now, collector.collect(now))
+
+        one(-1)  # warm: kept fds opened, keys made
+        usage = cycle_cpu_ms(one, cycles)
+        psi = PSICollector(10.0)
+        try:
+            psi.setup(ctx)
+            psi.collect(T0)
+            psi_costs = cycle_cpu_ms(lambda i: store.append_at(T0 + 10 * i, psi.collect(T0 + 10 * i)), max(3, cycles // 3))
+        except Exception as exc:  # noqa: BLE001 - report and go on
+            print("psi-%s      unavailable: %s" % (label, exc))
+            psi_costs = []
+        results[keep_open] = (usage, psi_costs, len(store))
+        assert ctx.reader is not None and ctx.usage is not None
+        ctx.reader.close()
+        ctx.usage.close()
+    floor_usage = raw_floor(usage_paths(ctx, pods), cycles)
+    floor_psi = raw_floor(psi_paths(ctx, pods), max(3, cycles // 3))
+    for keep_open, (usage, psi_costs, series) in results.items():
+        mode = "kept fds" if keep_open else "open/read"
+        report("cycle-%s" % label, usage, floor_usage, mode)
+        if psi_costs:
+            report("psi-%s" % label, psi_costs, floor_psi, mode)
+    print("%-11s series in store after the cycles: %d" % ("", results[True][2]))
+
+
+def bench_rss(host: Host, pods: list[PodInfo], minutes: int) -> None:
+    store = MetricStore(RetentionPolicy())
+    collectors = usage_collectors()
+    ctx = setup(host, pods, store, collectors)
+    psi = PSICollector(10.0)
+    psi.setup(ctx)
+    start = rss_mib()
+    print("rss         start %.1f MiB (%d pods, 1 container each, retention node %.0f s / pod %.0f s)"
+          % (start, len(pods), store.policy.node_seconds, store.policy.pod_seconds))
+    wall = time.perf_counter()
+    for second in range(minutes * 60 + 1):
+        now = T0 + second
+        for collector in collectors:
+            store.append_at(now, collector.collect(now))
+        if second % 10 == 0:
+            store.append_at(now, psi.collect(now))
+        if second % 300 == 0:
+            store.expire(now)
+            print("rss         t=%4.1f min  %6.1f MiB (+%5.1f)  series %6d  samples %8d"
+                  % (second / 60, rss_mib(), rss_mib() - start, len(store), store.sample_count()))
+    print("rss         simulated %d min in %.0f s of wall time" % (minutes, time.perf_counter() - wall))
+    assert ctx.reader is not None and ctx.usage is not None
+    ctx.reader.close()
+    ctx.usage.close()
+
+
+def bench_aggregate() -> None:
+    store = MetricStore()
+    key = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
+    values = [((i * 7919) % 1000) / 100.0 for i in range(1800)]
+    store.append([Sample(key, T0 + i, v) for i, v in enumerate(values)])
+    n = 2000
+    start = time.perf_counter()
+    for _ in range(n):
+        store.aggregate(key, T0, T0 + 1799)
+    agg_us = (time.perf_counter() - start) / n * 1e6
+    start = time.perf_counter()
+    for _ in range(n):
+        sorted(values)
+    floor_us = (time.perf_counter() - start) / n * 1e6
+    print("aggregate   %.1f us per 30 min window of 1,800 samples | floor sorted() %.1f us | ratio %.1fx"
+          % (agg_us, floor_us, agg_us / floor_us))
+
+
+def bench_scrape(series: int = 10_000) -> None:
+    pods = pods_under("kubepods/burstable", series // 10)  # 10 series per pod below
+    store = MetricStore()
+    samples = []
+    for pod in pods:  # 3 pod + 5 container series + 2 pod PSI lines (cpu some, no full)
+        cid = pod.containers[0].id
+        for metric in (Metric.POD_CPU_USAGE_CORES, Metric.POD_MEMORY_USAGE_BYTES, Metric.POD_CPU_THROTTLED_RATIO):
+            samples.append(Sample(SeriesKey.of(metric, pod.uid), T0, 1.5))
+        for metric in (Metric.CONTAINER_CPU_USAGE_CORES, Metric.CONTAINER_MEMORY_USAGE_BYTES,
+                       Metric.CONTAINER_CPU_THROTTLED_RATIO, Metric.CONTAINER_CPU_CYCLES,
+                       Metric.CONTAINER_INSTRUCTIONS):
+            samples.append(Sample(SeriesKey.of(metric, pod.uid, cid), T0, 2.5))
+    store.append(samples)
+    psi = {(pod.uid, ""): {"cpu": ((0.5, 0.25, 0.125), None)} for pod in pods}
+    exporter = AdvisorExporter(store, StaticStates(NodeInfo("bench"), pods), "bench", clock=lambda: T0,
+                               psi=lambda: psi)
+    gauges = CollectorRegistry()
+    labels = ["node", "pod_uid", "pod_name", "pod_namespace"]
+    plain = Gauge("koordlet_pod_used_cpu_cores", "plain gauges for comparison", labels, registry=gauges)
+    for i in range(len(pods) * 10):
+        plain.labels("bench", "uid-%d" % i, "pod-%d" % i, "bench").set(1.5)
+    for label, render in (("exporter", exporter.render), ("plain Gauge", lambda: generate_latest(gauges))):
+        render()
+        times = []
+        for _ in range(10):
+            start = time.perf_counter()
+            body = render()
+            times.append((time.perf_counter() - start) * 1e3)
+        lines = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+        print("scrape      %-11s %6d series  p50 %6.1f ms  (%d bytes)"
+              % (label, lines, statistics.median(times), len(body)))
+
+
+def make_real_tree(pods: list[PodInfo], root: Path) -> list[Path]:
+    created = []
+    for controller in ("cpu", "cpuacct", "memory", "unified"):
+        base = root / controller
+        if not (base / "cgroup.procs").exists():
+            continue
+        created.append(base)
+        for pod in pods:
+            (base / pod.containers[0].cgroup_dir).mkdir(parents=True)
+    return created
+
+
+def remove_real_tree(bases: list[Path], top: str) -> None:
+    for base in bases:
+        for directory in sorted((base / top).rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if directory.is_dir():
+                directory.rmdir()
+        (base / top).rmdir()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--cycles", type=int, default=30)
+    parser.add_argument("--minutes", type=int, default=30)
+    parser.add_argument("--real", action="store_true", help="also run on real cgroups (root)")
+    parser.add_argument("--skip-rss", action="store_true")
+    args = parser.parse_args()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    from tests.system.fake_trees import add_cgroup, build_hybrid_tree, build_proc_tree
+
+    with tempfile.TemporaryDirectory(prefix="koordlet-bench-") as tmp:
+        host = build_hybrid_tree(Path(tmp))
+        build_proc_tree(Path(tmp))
+        pods = pods_under("kubepods/burstable", args.pods)
+        for tier in ("kubepods", "kubepods/burstable", "kubepods/besteffort"):
+            add_cgroup(host, tier)
+        for pod in pods:
+            add_cgroup(host, pod.cgroup_parent)
+            add_cgroup(host, pod.containers[0].cgroup_dir)
+        print("metrics_advisor: %d pods x 1 container, fake hybrid tree in %s" % (args.pods, tmp))
+        bench_cycles("fake", host, pods, args.cycles)
+        if args.real:
+            top = "koordlet-bench-%s" % uuid.uuid4().hex[:8]
+            real_pods = pods_under(top, args.pods)
+            bases = make_real_tree(real_pods, Path("/sys/fs/cgroup"))
+            try:
+                bench_cycles("real", Host(), real_pods, args.cycles)
+            finally:
+                remove_real_tree(bases, top)
+        if not args.skip_rss:
+            bench_rss(host, pods, args.minutes)
+    bench_aggregate()
+    bench_scrape()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""How long each series is kept, how many samples and series the cache may hold, and
+which series survive a restart. Pure values; the store applies them.
+
+Memory bound (documented in docs/ARCHITECTURE.md): every series holds at most
+``retention / min_sample_interval + 2`` samples of 16 bytes (9/8 of that in its arrays
+between compactions), plus ~500 bytes of bookkeeping (key, ring, index entries), and there
+are at most ``max_series`` series (the least recently written one is dropped first). With
+the defaults and 1 s samples: a node series 1,802 samples = 29 KB; a pod series 302 = 4.8
+KB; a container series 122 = 2 KB. bench/metrics_advisor.py prints the RSS this gives.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Mapping
+
+from koordlet.metriccache.api import SeriesKey
+
+
+class Level(Enum):
+    NODE = "node"
+    POD = "pod"
+    CONTAINER = "container"
+
+
+def level_of(key: SeriesKey) -> Level:
+    if key.container_id:
+        return Level.CONTAINER
+    if key.pod_uid:
+        return Level.POD
+    return Level.NODE
+
+
+def _no_overrides() -> Mapping[str, float]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    # koordlet v1.1 keeps every series 1800 s (metric-expire-seconds). Node series need
+    # the whole 30 min (NodeMetric p99 over 30 min); pod series feed podsMetric's 300 s
+    # averages; container series feed the QoS loops, which look at the last minute.
+    node_seconds: float = 1800.0
+    pod_seconds: float = 300.0
+    container_seconds: float = 120.0
+    # per metric name, overriding the level's retention (e.g. PSI kept shorter)
+    per_metric_seconds: Mapping[str, float] = field(default_factory=_no_overrides)
+    # the fastest collector interval: sets each series' sample capacity
+    min_sample_interval: float = 1.0
+    max_series: int = 100_000
+    # levels whose series are written to disk and restored after a restart
+    persisted: frozenset[Level] = frozenset({Level.NODE, Level.POD})
+
+    def __post_init__(self) -> None:
+        for name in ("node_seconds", "pod_seconds", "container_seconds", "min_sample_interval"):
+            value = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError("%s must be a positive number of seconds, got %r" % (name, value))
+        if self.max_series < 1:
+            raise ValueError("max_series must be at least 1")
+
+    def seconds(self, key: SeriesKey) -> float:
+        override = self.per_metric_seconds.get(key.metric)
+        if override is not None:
+            return override
+        level = level_of(key)
+        if level is Level.NODE:
+            return self.node_seconds
+        return self.pod_seconds if level is Level.POD else self.container_seconds
+
+    def capacity(self, key: SeriesKey) -> int:
+        return int(math.ceil(self.seconds(key) / self.min_sample_interval)) + 2
+
+    def persists(self, key: SeriesKey) -> bool:
+        return level_of(key) in self.persisted
+
+    @property
+    def longest_seconds(self) -> float:
+        return max((self.node_seconds, self.pod_seconds, self.container_seconds,
+                    *self.per_metric_seconds.values()))

@@ -1,0 +1,252 @@
+"""The metric cache: a ring per series in memory, and the series that must outlive a
+restart (node and pod level by default) written to sqlite in the state dir.
+
+Threading: every method except ``flush`` and ``expire_on_disk`` runs on the event loop.
+Those two do disk IO and are meant for a worker thread (``MetricCacheModule`` calls them
+through ``asyncio.to_thread``); they only touch the pending-rows list (swapped under a
+lock) and the sqlite connection (serialised by another lock).
+
+Bounds: see retention.py for per-series capacity and ``max_series``; rows waiting for a
+flush are capped at ``max_pending`` (the oldest are dropped and counted if the disk falls
+behind), so a stuck disk cannot grow memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable, Iterable
+
+import structlog
+
+from koordlet.metriccache.aggregation import COLD_START_RATIO, summarize
+from koordlet.metriccache.api import Aggregate, Metric, NotEnoughData, Sample, SeriesKey
+from koordlet.metriccache.retention import RetentionPolicy
+from koordlet.metriccache.series_ring import SeriesRing
+from koordlet.metriccache.sqlite_persistence import SqlitePersistence
+
+log = structlog.get_logger(__name__)
+
+DB_FILE_NAME = "metric-cache.sqlite"
+DEFAULT_MAX_PENDING = 1_000_000
+
+
+class MetricStore:
+    """Implements the MetricCache protocol (koordlet/metriccache/api.py)."""
+
+    def __init__(
+        self,
+        policy: RetentionPolicy | None = None,
+        persistence: SqlitePersistence | None = None,
+        clock: Callable[[], float] = time.time,
+        max_pending: int = DEFAULT_MAX_PENDING,
+    ) -> None:
+        self.policy = policy or RetentionPolicy()
+        self._clock = clock
+        self._series: dict[SeriesKey, SeriesRing] = {}
+        self._by_metric: dict[str, set[SeriesKey]] = defaultdict(set)
+        self._by_pod: dict[str, set[SeriesKey]] = defaultdict(set)
+        self._persistence = persistence
+        self._disk_lock = threading.Lock()
+        self._pending_lock = threading.Lock()
+        self._pending: list[tuple[SeriesKey, float, float, float]] = []
+        self._forgotten: list[SeriesKey] = []
+        self._max_pending = max_pending
+        self.dropped_pending = 0  # rows never written because the disk fell behind
+        self.evicted_series = 0  # series dropped to stay under max_series
+        if persistence is not None:
+            self._restore(persistence)
+
+    @classmethod
+    def open(cls, state_dir: Path, policy: RetentionPolicy | None = None,
+             clock: Callable[[], float] = time.time) -> "MetricStore":
+        return cls(policy, SqlitePersistence(state_dir / DB_FILE_NAME), clock)
+
+    @property
+    def persistent(self) -> bool:
+        return self._persistence is not None
+
+    def attach(self, persistence: SqlitePersistence) -> None:
+        """Start persisting (daemon start): restore what the file holds, then write to it.
+        Samples appended before stay in memory only."""
+        if self._persistence is not None:
+            raise RuntimeError("the metric store already has a file")
+        self._restore(persistence)
+        self._persistence = persistence
+
+    # ------------------------------------------------------------------ protocol
+    def append(self, samples: Iterable[Sample]) -> None:
+        self._put((sample.key, sample.timestamp, sample.value) for sample in samples)
+
+    def append_at(self, timestamp: float, values: Iterable[tuple[SeriesKey, float]]) -> None:
+        """Samples that share one timestamp, without a Sample object each (collectors' path)."""
+        self._put((key, timestamp, value) for key, value in values)
+
+    def _put(self, items: Iterable[tuple[SeriesKey, float, float]]) -> None:
+        persist_rows = []
+        series = self._series
+        for key, timestamp, value in items:
+            ring = series.get(key)
+            if ring is None:
+                ring = self._new_series(key)
+            ring.append(timestamp, value)
+            if ring.persist:
+                persist_rows.append((key, ring.retention, timestamp, value))
+        if persist_rows and self._persistence is not None:
+            self._queue(persist_rows)
+
+    def aggregate(self, key: SeriesKey, start: float, end: float,
+                  min_coverage: float = COLD_START_RATIO) -> Aggregate:
+        """Samples with start <= timestamp <= end. NotEnoughData when the window is empty
+        or its samples span less than ``min_coverage`` of it (koordlet's cold-start rule;
+        pass 0 for koordlet's plain averages, which skip the rule)."""
+        ring = self._series.get(key)
+        if ring is None:
+            raise NotEnoughData("no series %s" % (key,))
+        timestamps, values = ring.window(start, end)
+        return summarize(timestamps, values, start, end, min_coverage)
+
+    def latest(self, key: SeriesKey) -> Sample | None:
+        ring = self._series.get(key)
+        last = None if ring is None else ring.last()
+        return None if last is None else Sample(key, last[0], last[1])
+
+    def latest_value(self, key: SeriesKey) -> tuple[float, float] | None:
+        """(timestamp, value) of the newest sample, without building a Sample (scrapes)."""
+        ring = self._series.get(key)
+        return None if ring is None else ring.last()
+
+    def keys(self, metric: str | Metric) -> tuple[SeriesKey, ...]:
+        name = metric.value if isinstance(metric, Metric) else metric
+        return tuple(self._by_metric.get(name, ()))
+
+    # ------------------------------------------------------------------ lifecycle of series
+    def __len__(self) -> int:
+        return len(self._series)
+
+    def sample_count(self) -> int:
+        return sum(len(ring) for ring in self._series.values())
+
+    def forget_pod(self, pod_uid: str) -> int:
+        """Drop every series of a pod and its containers (the pod is gone)."""
+        keys = tuple(self._by_pod.get(pod_uid, ()))
+        for key in keys:
+            self._drop(key)
+        return len(keys)
+
+    def forget_container(self, pod_uid: str, container_id: str) -> int:
+        keys = [key for key in self._by_pod.get(pod_uid, ()) if key.container_id == container_id]
+        for key in keys:
+            self._drop(key)
+        return len(keys)
+
+    def expire(self, now: float | None = None) -> int:
+        """Trim every series to its retention; drop series left empty. Returns series dropped."""
+        now = self._clock() if now is None else now
+        emptied = []
+        for key, ring in self._series.items():
+            ring.drop_before(now - ring.retention)
+            if len(ring) == 0:
+                emptied.append(key)
+        for key in emptied:
+            self._drop(key, on_disk=False)  # the disk expires on its own clock
+        return len(emptied)
+
+    def _new_series(self, key: SeriesKey) -> SeriesRing:
+        if len(self._series) >= self.policy.max_series:
+            self._evict_stalest()
+        ring = SeriesRing(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key))
+        self._series[key] = ring
+        self._by_metric[key.metric].add(key)
+        if key.pod_uid:
+            self._by_pod[key.pod_uid].add(key)
+        return ring
+
+    def _evict_stalest(self) -> None:
+        def last_ts(item: tuple[SeriesKey, SeriesRing]) -> float:
+            last = item[1].last()
+            return float("-inf") if last is None else last[0]
+
+        key, _ = min(self._series.items(), key=last_ts)
+        if self.evicted_series == 0:
+            log.warning("metric_cache_series_limit", max_series=self.policy.max_series, evicted=str(key))
+        self.evicted_series += 1
+        self._drop(key)
+
+    def _drop(self, key: SeriesKey, on_disk: bool = True) -> None:
+        if self._series.pop(key, None) is None:
+            return
+        by_metric = self._by_metric.get(key.metric)
+        if by_metric is not None:
+            by_metric.discard(key)
+            if not by_metric:
+                del self._by_metric[key.metric]
+        if key.pod_uid:
+            by_pod = self._by_pod.get(key.pod_uid)
+            if by_pod is not None:
+                by_pod.discard(key)
+                if not by_pod:
+                    del self._by_pod[key.pod_uid]
+        if on_disk and self._persistence is not None and self.policy.persists(key):
+            with self._pending_lock:
+                self._forgotten.append(key)
+
+    # ------------------------------------------------------------------ disk
+    def _queue(self, rows: list[tuple[SeriesKey, float, float, float]]) -> None:
+        with self._pending_lock:
+            self._pending.extend(rows)
+            excess = len(self._pending) - self._max_pending
+            if excess > 0:
+                del self._pending[:excess]
+                self.dropped_pending += excess
+
+    def _restore(self, persistence: SqlitePersistence) -> None:
+        now = self._clock()
+        restored = 0
+        with self._disk_lock:
+            for key, timestamp, value in persistence.load(now):
+                ring = self._series.get(key)
+                if ring is None:
+                    ring = self._new_series(key)
+                ring.append(timestamp, value)
+                restored += 1
+        log.info("metric_cache_restored", path=str(persistence.path), series=len(self._series), samples=restored)
+
+    def flush(self) -> int:
+        """Write the rows queued since the last flush (worker thread). Returns rows written."""
+        if self._persistence is None:
+            return 0
+        with self._pending_lock:
+            rows, self._pending = self._pending, []
+            forgotten, self._forgotten = self._forgotten, []
+        if forgotten:  # rows queued before a series was forgotten must not revive it
+            gone = set(forgotten)
+            rows = [row for row in rows if row[0] not in gone]
+        with self._disk_lock:
+            if forgotten:
+                self._persistence.forget(forgotten)
+            try:
+                return self._persistence.write(rows)
+            except Exception:
+                with self._pending_lock:  # keep them for the next try, within the bound
+                    self._pending[:0] = rows
+                raise
+
+    def expire_on_disk(self, now: float | None = None) -> int:
+        if self._persistence is None:
+            return 0
+        with self._disk_lock:
+            return self._persistence.expire(self._clock() if now is None else now)
+
+    def close(self) -> None:
+        """Flush what is pending and close the file (call once, after the last append)."""
+        if self._persistence is None:
+            return
+        try:
+            self.flush()
+        finally:
+            with self._disk_lock:
+                self._persistence.close()
+            self._persistence = None

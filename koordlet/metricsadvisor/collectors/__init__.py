@@ -1,0 +1,1 @@
+"""One module per collector; each is registered in metricsadvisor/registry.py."""

@@ -1,0 +1,98 @@
+"""Best-effort CPU: usage and real limit of the besteffort QoS cgroup, and the sum of the
+BE pods' batch-cpu requests (koordlet's beresource collector), every 1 s.
+
+Real limit (koordlet getBECPURealMilliLimit): the CPUs of the tier's cpuset, lowered to
+quota/period when a CFS quota is set.
+"""
+
+from __future__ import annotations
+
+from koordlet.metriccache.api import Metric, SeriesKey
+from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, PeriodicCollector
+from koordlet.metricsadvisor.rates import cores_from_ns
+from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import KoordQoSClass, PodInfo
+from system.cgroup_driver import detect_host_driver
+from system.cgroup_files import CgroupFiles
+from system.cgroup_layout import QoSTier, qos_dir
+from system.cgroup_readers import CgroupReader
+from system.errors import SystemFileError
+
+BATCH_CPU = "kubernetes.io/batch-cpu"  # milli-cores, koordinator's extended resource
+
+BE_CPU = SeriesKey.of(Metric.BE_CPU_USAGE_CORES)
+BE_MEMORY = SeriesKey.of(Metric.BE_MEMORY_USAGE_BYTES)
+BE_LIMIT = SeriesKey.of(Metric.BE_CPU_LIMIT_CORES)
+BE_REQUEST = SeriesKey.of(Metric.BE_CPU_REQUEST_CORES)
+
+
+def be_request_cores(pods: tuple[PodInfo, ...]) -> float:
+    """Sum of the batch-cpu requests of every container of every BE pod, in cores."""
+    milli = 0
+    for pod in pods:
+        if pod.qos.effective is not KoordQoSClass.BE:
+            continue
+        for container in pod.containers:
+            if container.spec is not None:
+                milli += container.spec.requests.get(BATCH_CPU, 0)
+    return milli / 1000.0
+
+
+def real_limit_cores(cpuset_cpus: int, quota_cores: float | None) -> float:
+    """The tighter of the cpuset size and the CFS quota (None = no quota)."""
+    if quota_cores is None or quota_cores <= 0:
+        return float(cpuset_cpus)
+    return min(float(cpuset_cpus), quota_cores) if cpuset_cpus > 0 else quota_cores
+
+
+class BEResourceCollector(PeriodicCollector):
+    name = "beresource"
+
+    def __init__(self, interval: float) -> None:
+        super().__init__(interval)
+        self._files: CgroupFiles | None = None
+        self._reader: CgroupReader | None = None
+        self._states: StatesInformer | None = None
+        self._dir: str | None = None
+        self._last: tuple[float, int] | None = None
+
+    def setup(self, ctx: CollectContext) -> None:
+        if ctx.reader is None or ctx.files is None:
+            raise CollectorUnsupported("no cgroup hierarchy on this host")
+        self._files, self._reader, self._states = ctx.files, ctx.reader, ctx.states
+
+    def _be_dir(self) -> str | None:
+        if self._dir is None:  # kubepods may appear after the daemon started
+            assert self._files is not None
+            driver = detect_host_driver(self._files)
+            if driver is not None:
+                self._dir = qos_dir(driver, QoSTier.BESTEFFORT)
+        return self._dir
+
+    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
+        assert self._reader is not None
+        samples: list[tuple[SeriesKey, float]] = []
+        if self._states is not None:
+            samples.append((BE_REQUEST, be_request_cores(self._states.pods())))
+        directory = self._be_dir()
+        if directory is None:
+            return samples
+        try:
+            usage_ns = self._reader.cpu_usage_ns(directory)
+            memory = self._reader.memory_working_set_bytes(directory)
+            quota = self._reader.cpu_max(directory).cpus
+        except SystemFileError:
+            self._last = None
+            return samples
+        try:
+            cpus = len(self._reader.cpuset_cpus(directory, effective=True))
+        except SystemFileError:  # no cpuset controller here: the quota alone limits
+            cpus = 0
+        samples.append((BE_MEMORY, float(memory)))
+        samples.append((BE_LIMIT, real_limit_cores(cpus, quota)))
+        last, self._last = self._last, (now, usage_ns)
+        if last is not None:
+            cores = cores_from_ns(last[0], last[1], now, usage_ns)
+            if cores is not None:
+                samples.append((BE_CPU, cores))
+        return samples

@@ -1,0 +1,98 @@
+"""The metrics advisor as a daemon module: builds the collectors' context at start, runs the
+scheduler, forgets the series of deleted pods and containers, and exposes /metrics figures.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from koordlet.metriccache.store import MetricStore
+from koordlet.metricsadvisor.framework import CollectContext, Collector, CollectorUnsupported, Scheduler
+from koordlet.statesinformer.api import StatesInformer, Unsubscribe
+from koordlet.statesinformer.model import PodEvent, PodEventKind
+from system.cgroup_files import CgroupFiles
+from system.cgroup_readers import CgroupReader
+from system.cgroup_version import detect_hierarchy
+from system.errors import SystemFileError
+from system.host import Host
+from system.perf_access import raise_fd_limit
+from system.usage_reader import UsageReader
+
+log = structlog.get_logger(__name__)
+
+
+class MetricsAdvisorModule:
+    name = "metricsadvisor"
+
+    def __init__(self, host: Host, store: MetricStore, states: StatesInformer | None, node_name: str,
+                 collectors: list[Collector]) -> None:
+        self._host = host
+        self._store = store
+        self._states = states
+        self._node_name = node_name
+        self._collectors = collectors
+        self.scheduler = Scheduler(store)
+        self._reader: CgroupReader | None = None
+        self._usage: UsageReader | None = None
+        self._unsubscribe: Unsubscribe | None = None
+        self.unsupported: dict[str, str] = {}
+
+    async def start(self) -> None:
+        ctx = CollectContext(self._host, self._store, self._node_name, states=self._states)
+        try:
+            ctx.files = CgroupFiles(self._host, detect_hierarchy(self._host))
+            # PSI and the rest read every 10 s or less often: open per read, no fds held
+            ctx.reader = self._reader = CgroupReader(ctx.files, keep_open=False)
+            ctx.usage = self._usage = UsageReader(ctx.files, kept_fd_budget(raise_fd_limit()))
+        except SystemFileError as exc:
+            log.warning("cgroup_metrics_disabled", reason=str(exc))
+        for collector in self._collectors:
+            try:
+                collector.setup(ctx)
+            except CollectorUnsupported as exc:
+                self.unsupported[collector.name] = str(exc)
+                log.warning("collector_unsupported", collector=collector.name, reason=str(exc))
+                continue
+            self.scheduler.add(collector)
+        if self._states is not None:
+            self._unsubscribe = self._states.subscribe(self._on_pod_event)
+        self.scheduler.start()
+        log.info("metrics_advisor_started", collectors=[c.name for c in self.scheduler.collectors],
+                 unsupported=sorted(self.unsupported))
+
+    async def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        await self.scheduler.stop()
+        for reader in (self._reader, self._usage):
+            if reader is not None:
+                reader.close()
+        self._reader = self._usage = None
+
+    def ready(self) -> bool:
+        return self.scheduler.running() and self.scheduler.all_started()
+
+    def _on_pod_event(self, event: PodEvent) -> None:
+        """Series and kept fds of deleted pods and stopped containers go now, not at expiry."""
+        if event.kind is PodEventKind.DELETED:
+            self._store.forget_pod(event.pod.uid)
+            self._forget_fds(event.pod.cgroup_parent)
+            return
+        if event.kind is PodEventKind.UPDATED and event.previous is not None:
+            running = {c.id for c in event.pod.running_containers}
+            for container in event.previous.containers:
+                if container.id not in running:
+                    self._store.forget_container(event.pod.uid, container.id)
+                    self._forget_fds(container.cgroup_dir)
+
+    def _forget_fds(self, cgroup_dir: str) -> None:
+        if self._usage is not None and cgroup_dir:
+            self._usage.forget(cgroup_dir)
+
+
+def kept_fd_budget(soft_limit: int) -> int:
+    """Kept fds for the usage reads (4 per cgroup): half of RLIMIT_NOFILE, the rest left to
+    sockets, sqlite and the CPI window's perf groups. Past it the oldest fds are closed and
+    reopened on use (correct, slower)."""
+    return max(256, min(soft_limit // 2, 65536))

@@ -1,0 +1,47 @@
+"""The metric cache module: restore at start, flush in the background, close at stop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.module import MetricCacheModule
+from koordlet.metriccache.store import DB_FILE_NAME, MetricStore
+
+KEY = SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
+
+
+async def test_samples_survive_a_stop_and_start(tmp_path: Path):
+    now = time.time()
+    module = MetricCacheModule(MetricStore(), tmp_path, flush_interval=0.01)
+    await module.start()
+    assert module.ready() and module.store.persistent
+    module.store.append([Sample(KEY, now - 600 + i, float(i)) for i in range(600)])
+    await asyncio.sleep(0.1)  # at least one background flush
+    await module.stop()
+    assert not module.ready()
+
+    again = MetricCacheModule(MetricStore(), tmp_path)
+    await again.start()
+    agg = again.store.aggregate(KEY, now - 600, now)
+    assert agg.count == 600 and agg.p99 == 593.0  # floor(600*0.99) = 594th of 0..599
+    await again.stop()
+
+
+async def test_a_corrupt_file_is_set_aside_and_a_new_one_started(tmp_path: Path):
+    (tmp_path / DB_FILE_NAME).write_bytes(b"garbage" * 1000)
+    module = MetricCacheModule(MetricStore(), tmp_path)
+    await module.start()
+    assert module.store.persistent
+    assert (tmp_path / (DB_FILE_NAME + ".corrupt")).read_bytes().startswith(b"garbage")
+    await module.stop()
+
+
+async def test_without_a_state_dir_the_cache_is_memory_only():
+    module = MetricCacheModule(MetricStore(), None)
+    await module.start()
+    module.store.append([Sample(KEY, time.time(), 1.0)])
+    assert not module.store.persistent and module.store.latest(KEY) is not None
+    await module.stop()

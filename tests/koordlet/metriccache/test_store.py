@@ -1,0 +1,224 @@
+"""The in-memory store and its sqlite persistence: windows, retention, bounds, restart."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from koordlet.metriccache.api import Metric, NotEnoughData, Sample, SeriesKey
+from koordlet.metriccache.retention import Level, RetentionPolicy
+from koordlet.metriccache.sqlite_persistence import PersistenceError, SqlitePersistence
+from koordlet.metriccache.store import DB_FILE_NAME, MetricStore
+
+NODE_CPU = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
+T0 = 1_700_000_000.0
+
+
+class Clock:
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def samples(key: SeriesKey, start: float, values: list[float], step: float = 1.0) -> list[Sample]:
+    return [Sample(key, start + i * step, v) for i, v in enumerate(values)]
+
+
+def test_window_bounds_are_inclusive_and_latest_is_newest():
+    store = MetricStore()
+    store.append(samples(NODE_CPU, T0, [1.0, 2.0, 3.0, 4.0, 5.0]))
+    agg = store.aggregate(NODE_CPU, T0 + 1, T0 + 3, min_coverage=0)
+    assert (agg.count, agg.avg, agg.first_timestamp, agg.last_timestamp) == (3, 3.0, T0 + 1, T0 + 3)
+    assert store.latest(NODE_CPU) == Sample(NODE_CPU, T0 + 4, 5.0)
+    assert store.latest(SeriesKey.of("nothing")) is None
+    assert store.keys(Metric.NODE_CPU_USAGE_CORES) == (NODE_CPU,)
+    assert store.keys("node_cpu_usage_cores") == (NODE_CPU,)
+
+
+def test_unknown_series_and_cold_start_are_not_enough_data():
+    store = MetricStore()
+    with pytest.raises(NotEnoughData):
+        store.aggregate(NODE_CPU, T0, T0 + 60)
+    store.append(samples(NODE_CPU, T0, [1.0] * 10))  # 9 s of a 60 s window
+    with pytest.raises(NotEnoughData):
+        store.aggregate(NODE_CPU, T0, T0 + 60)
+    assert store.aggregate(NODE_CPU, T0, T0 + 60, min_coverage=0).count == 10
+
+
+def test_late_and_repeated_samples_keep_time_order():
+    store = MetricStore()
+    store.append([Sample(NODE_CPU, T0 + 2, 2.0), Sample(NODE_CPU, T0, 0.0),
+                  Sample(NODE_CPU, T0 + 1, 1.0), Sample(NODE_CPU, T0 + 1, 1.5)])
+    agg = store.aggregate(NODE_CPU, T0, T0 + 2)
+    assert (agg.count, agg.last, agg.p50, agg.p90) == (3, 2.0, 0.0, 1.5)  # 1.5 replaced 1.0
+
+
+def test_retention_per_level_and_empty_series_are_dropped():
+    clock = Clock()
+    policy = RetentionPolicy(node_seconds=100, pod_seconds=20, container_seconds=10)
+    store = MetricStore(policy, clock=clock)
+    pod = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u1")
+    ctr = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid="u1", container_id="c1")
+    for key in (NODE_CPU, pod, ctr):
+        store.append(samples(key, T0, [float(i) for i in range(50)]))
+    clock.now = T0 + 49
+    assert store.expire() == 0
+    assert store.aggregate(NODE_CPU, T0, T0 + 49, min_coverage=0).count == 50
+    assert store.aggregate(pod, T0, T0 + 49, min_coverage=0).count == 21  # T0+29 .. T0+49
+    assert store.aggregate(ctr, T0, T0 + 49, min_coverage=0).count == 11
+    clock.now = T0 + 200
+    assert store.expire() == 3 and len(store) == 0 and store.keys(Metric.NODE_CPU_USAGE_CORES) == ()
+
+
+def test_capacity_bounds_samples_per_series():
+    policy = RetentionPolicy(node_seconds=10, min_sample_interval=1.0)
+    store = MetricStore(policy)
+    store.append(samples(NODE_CPU, T0, [float(i) for i in range(1000)], step=0.01))
+    assert store.sample_count() == policy.capacity(NODE_CPU) == 12  # 10 s / 1 s, +2
+    ring = store._series[NODE_CPU]
+    assert len(ring.ts) <= 12 + 12 // 8 + 16  # the dead prefix is cut before it grows large
+    assert store.latest(NODE_CPU).value == 999.0
+
+
+def test_max_series_evicts_the_stalest_series():
+    store = MetricStore(RetentionPolicy(max_series=1000))
+    for i in range(1500):
+        key = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid="p%d" % i, container_id="c%d" % i)
+        store.append([Sample(key, T0 + i, 1.0)])
+    assert len(store) == 1000 and store.evicted_series == 500
+    assert store.latest(SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid="p0", container_id="c0")) is None
+    assert store.latest(SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid="p1499", container_id="c1499"))
+
+
+def test_1000_containers_for_30_minutes_stay_within_the_documented_bound():
+    policy = RetentionPolicy()
+    store = MetricStore(policy)
+    keys = [SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid="p%d" % i, container_id="c%d" % i)
+            for i in range(1000)]
+    for second in range(0, 1800, 3):  # every 3 s for 30 minutes (keeps the test quick)
+        store.append([Sample(k, T0 + second, 0.5) for k in keys])
+    store.expire(T0 + 1800)
+    per_series = policy.capacity(keys[0])
+    assert len(store) == 1000
+    assert store.sample_count() <= 1000 * per_series
+    # container retention 120 s: samples at 1680, 1683 ... 1797 s remain
+    assert store.sample_count() == 1000 * 40
+
+
+def test_forget_pod_and_container_remove_their_series():
+    store = MetricStore()
+    pod = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u1")
+    c1 = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid="u1", container_id="c1")
+    c2 = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid="u1", container_id="c2")
+    store.append([Sample(k, T0, 1.0) for k in (pod, c1, c2, NODE_CPU)])
+    assert store.forget_container("u1", "c1") == 1
+    assert set(store.keys(Metric.CONTAINER_CPU_USAGE_CORES)) == {c2}
+    assert store.forget_pod("u1") == 2
+    assert store.keys(Metric.POD_CPU_USAGE_CORES) == () and store.latest(NODE_CPU) is not None
+
+
+def test_restart_restores_persisted_levels_and_p99(tmp_path: Path):
+    clock = Clock(T0 + 1799)
+    store = MetricStore.open(tmp_path, clock=clock)
+    node_values = [float((i * 37) % 101) for i in range(1800)]
+    pod = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u1")
+    ctr = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid="u1", container_id="c1")
+    store.append(samples(NODE_CPU, T0, node_values))
+    store.append(samples(pod, T0 + 1500, [2.0] * 300))
+    store.append(samples(ctr, T0 + 1500, [3.0] * 300))
+    before = store.aggregate(NODE_CPU, T0, T0 + 1799)
+    assert store.flush() == 2100  # node + pod rows; containers stay in memory only
+    store.close()
+
+    reopened = MetricStore.open(tmp_path, clock=clock)
+    after = reopened.aggregate(NODE_CPU, T0, T0 + 1799)
+    assert after == before and after.count == 1800
+    assert after.p99 == sorted(node_values)[1782 - 1]
+    assert reopened.aggregate(pod, T0 + 1500, T0 + 1799).count == 300
+    assert reopened.latest(ctr) is None
+    reopened.close()
+
+
+def test_restart_drops_samples_older_than_retention(tmp_path: Path):
+    clock = Clock(T0 + 10)
+    store = MetricStore.open(tmp_path, RetentionPolicy(node_seconds=60), clock=clock)
+    store.append(samples(NODE_CPU, T0, [1.0] * 10))
+    store.close()
+    clock.now = T0 + 65
+    reopened = MetricStore.open(tmp_path, RetentionPolicy(node_seconds=60), clock=clock)
+    assert reopened.aggregate(NODE_CPU, T0, T0 + 65, min_coverage=0).count == 5  # T0+5 .. T0+9
+    assert reopened.expire_on_disk() == 5
+    reopened.close()
+
+
+def test_forgotten_series_do_not_come_back_after_restart(tmp_path: Path):
+    clock = Clock(T0 + 5)
+    store = MetricStore.open(tmp_path, clock=clock)
+    pod = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="gone")
+    store.append(samples(pod, T0, [1.0] * 3))
+    store.flush()
+    store.append(samples(pod, T0 + 3, [1.0] * 2))  # queued, then the pod goes
+    store.forget_pod("gone")
+    store.close()
+    reopened = MetricStore.open(tmp_path, clock=clock)
+    assert reopened.latest(pod) is None and len(reopened) == 0
+    reopened.close()
+
+
+def test_pending_rows_are_bounded_when_the_disk_falls_behind(tmp_path: Path):
+    store = MetricStore(persistence=SqlitePersistence(tmp_path / DB_FILE_NAME), max_pending=100,
+                        clock=Clock(T0 + 500))
+    store.append(samples(NODE_CPU, T0, [1.0] * 250))
+    assert store.dropped_pending == 150
+    assert store.flush() == 100
+    store.close()
+
+
+def test_a_corrupt_file_is_a_clear_error(tmp_path: Path):
+    (tmp_path / DB_FILE_NAME).write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(PersistenceError, match="metric cache file"):
+        MetricStore.open(tmp_path)
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path):
+    MetricStore.open(tmp_path).close()
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
+    with pytest.raises(PersistenceError, match="schema version 99"):
+        MetricStore.open(tmp_path)
+
+
+def test_policy_rejects_nonsense():
+    with pytest.raises(ValueError):
+        RetentionPolicy(node_seconds=0)
+    with pytest.raises(ValueError):
+        RetentionPolicy(max_series=0)
+    assert RetentionPolicy(persisted=frozenset({Level.NODE})).persists(NODE_CPU)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 500), st.floats(-1e6, 1e6, allow_nan=False)), min_size=1, max_size=200),
+       st.integers(0, 500), st.integers(0, 500))
+def test_window_equals_a_filter_of_the_samples(points, a, b):
+    start, end = T0 + min(a, b), T0 + max(a, b)
+    store = MetricStore(RetentionPolicy(node_seconds=10_000))
+    store.append([Sample(NODE_CPU, T0 + t, v) for t, v in points])
+    latest: dict[float, float] = {}
+    for t, v in points:  # one value per instant; the later append wins
+        latest[T0 + t] = v
+    expected = [latest[t] for t in sorted(latest) if start <= t <= end]
+    if not expected:
+        with pytest.raises(NotEnoughData):
+            store.aggregate(NODE_CPU, start, end, min_coverage=0)
+        return
+    agg = store.aggregate(NODE_CPU, start, end, min_coverage=0)
+    ordered = sorted(expected)
+    assert agg.count == len(expected) and agg.last == expected[-1]
+    assert agg.p50 == ordered[max(len(ordered) // 2, 1) - 1]
+    assert agg.p50 <= agg.p90 <= agg.p95 <= agg.p99 and ordered[0] <= agg.p50 and agg.p99 <= ordered[-1]
