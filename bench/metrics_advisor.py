@@ -6,15 +6,16 @@ Run from the project root (root for --real):
 
 Prints, each with its floor measured in the same run:
   cycle-fake   CPU ms of one 1 s cycle (node, pod/container usage, throttling, BE) over N pods
-               with one container each on a fake hybrid tree; floor = the raw preads of the same
-               files on kept fds (no parsing, no samples)
+               with one container each (2N cgroups) on a fake hybrid tree; floor = the raw preads
+               of the same files on kept fds (no parsing, no samples): per cgroup CPU time,
+               memory usage and cpu.stat, plus memory.stat for the tenth refreshed each cycle
   psi-fake     the same for one PSI cycle (3 files per pod and container + /proc/pressure)
   cycle-real   the 1 s cycle on real cgroup v1 dirs (created koordlet-bench-<hex8>, removed)
   rss          RSS of this process while the collectors run over simulated minutes (fake
                clock, 1 s ticks, PSI every 10 s), with the store's series and sample counts
   aggregate    MetricStore.aggregate over 30 min of 1 s samples; floor = sorted() of the list
-  scrape       generate_latest() of 10,000 series through the exporter; compared with
-               prometheus_client Gauges holding the same series
+  scrape       the exporter's text for 10,000 series; compared with generate_latest() of
+               prometheus_client Gauges holding as many series
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
-from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
+from koordlet.metricsadvisor.collectors.pod_resource import STAT_EVERY, PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.exporter import AdvisorExporter
@@ -49,6 +50,7 @@ from koordlet.statesinformer.model import (
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.host import Host
+from system.usage_reader import UsageReader
 
 T0 = 1_700_000_000.0
 
@@ -82,7 +84,7 @@ def setup(host: Host, pods: list[PodInfo], store: MetricStore, collectors: list,
           keep_open: bool = True) -> CollectContext:
     files = CgroupFiles(host)
     ctx = CollectContext(host, store, "bench", files, CgroupReader(files, keep_open, max_open=16384),
-                         StaticStates(NodeInfo("bench"), pods))
+                         StaticStates(NodeInfo("bench"), pods), UsageReader(files, max_open=16384))
     for collector in collectors:
         collector.setup(ctx)
     return ctx
@@ -111,10 +113,12 @@ def usage_paths(ctx: CollectContext, pods: list[PodInfo]) -> list[str]:
     files = ctx.files
     assert files is not None
     paths = [str(ctx.host.proc("stat")), str(ctx.host.proc("meminfo"))]
-    for pod in pods:
+    for i, pod in enumerate(pods):
         for cgroup in (pod.cgroup_parent, pod.containers[0].cgroup_dir):
-            for resource in ("cpuacct.usage", "memory.usage_in_bytes", "memory.stat", "cpu.stat"):
+            for resource in ("cpuacct.usage", "memory.usage_in_bytes", "cpu.stat"):
                 paths.append(str(files.path(resource, cgroup)))
+            if i % STAT_EVERY == 0:  # the cycle refreshes memory.stat for 1/STAT_EVERY of the objects
+                paths.append(str(files.path("memory.stat", cgroup)))
     return paths
 
 
@@ -144,7 +148,7 @@ def bench_cycles(label: str, host: Host, pods: list[PodInfo], cycles: int) -> No
         def one(i: int) -> None:
             now = T0 + i
             for collector in collectors:
-                store.append(collector.collect(now))
+                store.append_at(now, collector.collect(now))
 
         one(-1)  # warm: kept fds opened, keys made
         usage = cycle_cpu_ms(one, cycles)
@@ -152,13 +156,14 @@ def bench_cycles(label: str, host: Host, pods: list[PodInfo], cycles: int) -> No
         try:
             psi.setup(ctx)
             psi.collect(T0)
-            psi_costs = cycle_cpu_ms(lambda i: store.append(psi.collect(T0 + 10 * i)), max(3, cycles // 3))
+            psi_costs = cycle_cpu_ms(lambda i: store.append_at(T0 + 10 * i, psi.collect(T0 + 10 * i)), max(3, cycles // 3))
         except Exception as exc:  # noqa: BLE001 - report and go on
             print("psi-%s      unavailable: %s" % (label, exc))
             psi_costs = []
         results[keep_open] = (usage, psi_costs, len(store))
-        assert ctx.reader is not None
+        assert ctx.reader is not None and ctx.usage is not None
         ctx.reader.close()
+        ctx.usage.close()
     floor_usage = raw_floor(usage_paths(ctx, pods), cycles)
     floor_psi = raw_floor(psi_paths(ctx, pods), max(3, cycles // 3))
     for keep_open, (usage, psi_costs, series) in results.items():
@@ -182,16 +187,17 @@ def bench_rss(host: Host, pods: list[PodInfo], minutes: int) -> None:
     for second in range(minutes * 60 + 1):
         now = T0 + second
         for collector in collectors:
-            store.append(collector.collect(now))
+            store.append_at(now, collector.collect(now))
         if second % 10 == 0:
-            store.append(psi.collect(now))
+            store.append_at(now, psi.collect(now))
         if second % 300 == 0:
             store.expire(now)
             print("rss         t=%4.1f min  %6.1f MiB (+%5.1f)  series %6d  samples %8d"
                   % (second / 60, rss_mib(), rss_mib() - start, len(store), store.sample_count()))
     print("rss         simulated %d min in %.0f s of wall time" % (minutes, time.perf_counter() - wall))
-    assert ctx.reader is not None
+    assert ctx.reader is not None and ctx.usage is not None
     ctx.reader.close()
+    ctx.usage.close()
 
 
 def bench_aggregate() -> None:
@@ -216,7 +222,7 @@ def bench_scrape(series: int = 10_000) -> None:
     pods = pods_under("kubepods/burstable", series // 10)  # 10 series per pod below
     store = MetricStore()
     samples = []
-    for pod in pods:
+    for pod in pods:  # 3 pod + 5 container series + 2 pod PSI lines (cpu some, no full)
         cid = pod.containers[0].id
         for metric in (Metric.POD_CPU_USAGE_CORES, Metric.POD_MEMORY_USAGE_BYTES, Metric.POD_CPU_THROTTLED_RATIO):
             samples.append(Sample(SeriesKey.of(metric, pod.uid), T0, 1.5))
@@ -224,23 +230,21 @@ def bench_scrape(series: int = 10_000) -> None:
                        Metric.CONTAINER_CPU_THROTTLED_RATIO, Metric.CONTAINER_CPU_CYCLES,
                        Metric.CONTAINER_INSTRUCTIONS):
             samples.append(Sample(SeriesKey.of(metric, pod.uid, cid), T0, 2.5))
-        for resource in ("cpu", "memory"):
-            samples.append(Sample(SeriesKey.of(Metric.POD_PSI, pod.uid, kind="some", resource=resource,
-                                               window="avg10"), T0, 0.5))
     store.append(samples)
-    ours = CollectorRegistry()
-    ours.register(AdvisorExporter(store, StaticStates(NodeInfo("bench"), pods), "bench", clock=lambda: T0))
+    psi = {(pod.uid, ""): {"cpu": ((0.5, 0.25, 0.125), None)} for pod in pods}
+    exporter = AdvisorExporter(store, StaticStates(NodeInfo("bench"), pods), "bench", clock=lambda: T0,
+                               psi=lambda: psi)
     gauges = CollectorRegistry()
     labels = ["node", "pod_uid", "pod_name", "pod_namespace"]
     plain = Gauge("koordlet_pod_used_cpu_cores", "plain gauges for comparison", labels, registry=gauges)
     for i in range(len(pods) * 10):
         plain.labels("bench", "uid-%d" % i, "pod-%d" % i, "bench").set(1.5)
-    for label, registry in (("exporter", ours), ("plain Gauge", gauges)):
-        generate_latest(registry)
+    for label, render in (("exporter", exporter.render), ("plain Gauge", lambda: generate_latest(gauges))):
+        render()
         times = []
         for _ in range(10):
             start = time.perf_counter()
-            body = generate_latest(registry)
+            body = render()
             times.append((time.perf_counter() - start) * 1e3)
         lines = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
         print("scrape      %-11s %6d series  p50 %6.1f ms  (%d bytes)"

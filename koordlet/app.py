@@ -20,6 +20,9 @@ from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
 from koordlet.metricsadvisor.builder import build_metrics_advisor
+from koordlet.reporter.builder import build_reports
+from koordlet.orm.module import OrmModule
+from koordlet.runtimehooks.allocations import CpusetProvider
 from koordlet.runtimehooks.module import build_runtime_hooks
 from koordlet.sdnotify import notify
 from koordlet.qosmanager.builder import build_qos_manager
@@ -63,6 +66,35 @@ class Hubs:
     states: StatesInformer | None = None
     metric_cache: MetricCache | None = None
     node_slo: NodeSLOSource | None = None  # set by build_node_slo
+    # The ORM when --topology-policy-name is set: `.allocations` is the read API (cpuset_for,
+    # mems_for, shared_pool, subscribe), `admit_now` / `admit_pod` the admission entry points.
+    orm: OrmModule | None = None
+    # Who owns exclusive CPUs besides the resource-status annotation (the runtime hooks'
+    # CPUSetAllocator asks it `cpuset_for`): the ORM when it runs.
+    cpuset_provider: CpusetProvider | None = None
+
+
+def build_orm(hubs: Hubs) -> list[Module]:
+    """The out-of-band resource manager, when a topology policy is named. Before the runtime
+    hooks: their CPUSetAllocator takes its exclusive CPUs from here. The informer is read at
+    start (the runtime hooks' builder may provide it after this one ran)."""
+    if not hubs.config.topology_policy_name:
+        return []
+    hubs.orm = OrmModule(hubs.config, hubs.host, lambda: hubs.states, hubs.registry)
+    hubs.cpuset_provider = hubs.orm
+    hubs.http.add_route("/api/v1/topology", hubs.orm.zones_route)
+    return [hubs.orm]
+
+
+def build_runtime_hooks_with_orm(hubs: Hubs) -> list[Module]:
+    """The runtime hooks, told when the ORM's allocations change and asking it to admit each
+    container at NRI CreateContainer (a rejection fails the container with the reason)."""
+    modules = build_runtime_hooks(hubs)
+    if hubs.orm is not None:
+        for module in modules:
+            hubs.orm.on_allocations_changed(module.engine.allocations_changed)
+            module.admitter = hubs.orm
+    return modules
 
 
 # Each builder looks at the config and returns the modules to run (none when its
@@ -72,7 +104,9 @@ MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
     build_states_informer,  # provides hubs.states
     build_metrics_advisor,  # provides hubs.metric_cache
     build_node_slo,  # provides hubs.node_slo: before the runtime hooks (GroupIdentity reads NodeSLO.cpu_qos)
-    build_runtime_hooks,
+    build_orm,
+    build_runtime_hooks_with_orm,
+    build_reports,  # reads both hubs
     build_qos_manager,  # last: reads both hubs and the NodeSLO
 )
 

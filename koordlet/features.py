@@ -52,10 +52,10 @@ _SPECS: tuple[FeatureSpec, ...] = (
                 implemented=True),
     FeatureSpec("PSICollector", True, Stage.BETA, "collect pressure stall information from cgroups",
                 implemented=True),
-    FeatureSpec("NodeMetricReport", True, Stage.BETA, "report the NodeMetric status for load-aware scheduling"),
-    FeatureSpec("OvercommitReport", False, Stage.ALPHA, "report Katalyst realtime overcommit ratios"),
-    FeatureSpec("OOBTopologyManager", False, Stage.ALPHA, "out-of-band NUMA topology manager and allocator"),
-    FeatureSpec("PodResourcesServer", False, Stage.ALPHA, "serve kubelet PodResources v1 with the real allocations"),
+    FeatureSpec("NodeMetricReport", True, Stage.BETA, "report the NodeMetric status for load-aware scheduling",
+                implemented=True),
+    FeatureSpec("OvercommitReport", True, Stage.BETA, "report Katalyst realtime overcommit ratios",
+                implemented=True),
     FeatureSpec("BatchResource", True, Stage.BETA,
                 "runtime hook: BE pods' cpu shares, CFS quota and memory limit from batch (and Katalyst reclaimed) "
                 "resources", implemented=True),
@@ -65,6 +65,10 @@ _SPECS: tuple[FeatureSpec, ...] = (
     FeatureSpec("GroupIdentity", True, Stage.BETA,
                 "runtime hook: cpu.bvt_warp_ns per QoS class where the kernel has it, cpu.idle for BE on cgroup v2",
                 implemented=True),
+    FeatureSpec("OOBTopologyManager", False, Stage.ALPHA, "out-of-band NUMA topology manager and allocator "
+                "(also on whenever --topology-policy-name is set)", implemented=True),
+    FeatureSpec("PodResourcesServer", False, Stage.ALPHA, "serve kubelet PodResources v1 with the real allocations "
+                "(served by the ORM whenever it runs)", implemented=True),
 )
 
 SPECS: Mapping[str, FeatureSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})

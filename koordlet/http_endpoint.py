@@ -58,6 +58,14 @@ class HttpEndpoint:
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
         self._routes: dict[str, RouteHandler] = {}
+        self._metrics_text: list[Callable[[], bytes]] = []
+
+    def add_metrics_text(self, render: Callable[[], bytes]) -> None:
+        """Append families in the Prometheus text format to /metrics, after the registry's.
+        For exporters whose series are many: prometheus_client formats each sample slowly.
+        `render` runs in a worker thread at each scrape (reading shared state only) and must
+        not repeat a registry family."""
+        self._metrics_text.append(render)
 
     def add_route(self, path: str, handler: RouteHandler) -> None:
         """Serve GET/HEAD `path` with `handler`. Paths are exact; adding one twice is a bug."""
@@ -99,7 +107,10 @@ class HttpEndpoint:
         if method not in ("GET", "HEAD"):
             return Reply(405, b"method not allowed\n"), False
         if path == "/metrics":
-            return _maybe_gzip(Reply(200, generate_latest(self._registry), CONTENT_TYPE_LATEST), accept_gzip)
+            body = generate_latest(self._registry)
+            if self._metrics_text:
+                body += b"".join(render() for render in self._metrics_text)
+            return _maybe_gzip(Reply(200, body, CONTENT_TYPE_LATEST), accept_gzip)
         if path == "/healthz":
             return Reply(200, b"ok\n"), False
         if path == "/readyz":
@@ -156,8 +167,13 @@ class HttpEndpoint:
 
     async def _respond(self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request) -> None:
         accept = _header(request, b"accept-encoding")
-        reply, gzipped = self.route(request.method.decode("ascii", "replace"),
-                                    request.target.decode("ascii", "replace"), b"gzip" in accept)
+        method, target = request.method.decode("ascii", "replace"), request.target.decode("ascii", "replace")
+        if self._metrics_text and target.partition("?")[0] == "/metrics":
+            # a large exposition (rendering and gzip take tens of ms) runs in a worker
+            # thread so the loop keeps serving NRI calls and collectors meanwhile
+            reply, gzipped = await asyncio.to_thread(self.route, method, target, b"gzip" in accept)
+        else:
+            reply, gzipped = self.route(method, target, b"gzip" in accept)
         headers = [("content-type", reply.content_type), ("content-length", str(len(reply.body)))]
         if gzipped:
             headers.append(("content-encoding", "gzip"))

@@ -45,6 +45,9 @@ def clean_cgroup_dir(cgroup_dir: str) -> str:
 
 def read_fd_text(fd: int) -> str:
     """Read a whole small kernel file from offset 0 of an open fd."""
+    first = os.pread(fd, READ_CHUNK, 0)
+    if len(first) < READ_CHUNK:  # the common case: the whole file in one read
+        return first.decode("ascii", "replace")
     chunks = []
     offset = 0
     while True:

@@ -110,3 +110,12 @@ def read_link_speed(host: Host, interface: str) -> int | None:
             return None  # EINVAL from the driver, or no speed file for this device type
         raise NotSupported("no such interface", directory) from None
     return parse_link_speed(text)
+
+
+def has_device(host: Host, interface: str) -> bool:
+    """True for interfaces backed by a device (a NIC, virtio included); False for software
+    interfaces: loopback, veth pairs of pods, bridges, tunnels, ifb. Per-pod veths would
+    otherwise add six series per pod to the node's network figures."""
+    if not interface or "/" in interface or interface in (".", ".."):
+        return False
+    return host.sys("class", "net", interface, "device").exists()

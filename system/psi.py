@@ -81,3 +81,27 @@ def format_psi(psi: Psi) -> str:
             % (kind, line.avg10, line.avg60, line.avg300, line.total_us)
         )
     return "\n".join(lines) + "\n"
+
+
+# avg10, avg60, avg300 of one line
+PsiAverages = tuple[float, float, float]
+
+
+def psi_averages(text: str) -> tuple[PsiAverages, PsiAverages | None]:
+    """The some and full averages only, from one split of the text (the metrics collectors
+    read ~6,000 of these files per round); InvalidValue as parse_psi when malformed."""
+    words = text.split()
+    try:
+        if words[0] == "some" and words[1][:6] == "avg10=" and words[2][:6] == "avg60=" \
+                and words[3][:7] == "avg300=":
+            some = (float(words[1][6:]), float(words[2][6:]), float(words[3][7:]))
+            if len(words) == 5:
+                return some, None
+            if len(words) == 10 and words[5] == "full" and words[6][:6] == "avg10=" \
+                    and words[7][:6] == "avg60=" and words[8][:7] == "avg300=":
+                return some, (float(words[6][6:]), float(words[7][6:]), float(words[8][7:]))
+    except (IndexError, ValueError):
+        pass
+    psi = parse_psi(text)  # unusual layout: the full parser decides or says what is wrong
+    full = None if psi.full is None else (psi.full.avg10, psi.full.avg60, psi.full.avg300)
+    return (psi.some.avg10, psi.some.avg60, psi.some.avg300), full

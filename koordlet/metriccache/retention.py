@@ -2,10 +2,11 @@
 which series survive a restart. Pure values; the store applies them.
 
 Memory bound (documented in docs/ARCHITECTURE.md): every series holds at most
-``retention / min_sample_interval`` samples (+25 % slack) of 16 bytes, plus ~300 bytes of
-bookkeeping, and there are at most ``max_series`` series (the least recently written one
-is dropped first). With the defaults: a node series 2,250 samples = 36 KB; a pod or
-container series at 1 s 375 samples = 6 KB.
+``retention / min_sample_interval + 2`` samples of 16 bytes (9/8 of that in its arrays
+between compactions), plus ~500 bytes of bookkeeping (key, ring, index entries), and there
+are at most ``max_series`` series (the least recently written one is dropped first). With
+the defaults and 1 s samples: a node series 1,802 samples = 29 KB; a pod series 302 = 4.8
+KB; a container series 122 = 2 KB. bench/metrics_advisor.py prints the RSS this gives.
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ def _no_overrides() -> Mapping[str, float]:
 @dataclass(frozen=True, slots=True)
 class RetentionPolicy:
     # koordlet v1.1 keeps every series 1800 s (metric-expire-seconds). Node series need
-    # the whole 30 min (NodeMetric p99 over 30 min); pod and container series feed the
-    # 300 s averages of podsMetric and the QoS loops, so they keep a 300 s window + slack.
+    # the whole 30 min (NodeMetric p99 over 30 min); pod series feed podsMetric's 300 s
+    # averages; container series feed the QoS loops, which look at the last minute.
     node_seconds: float = 1800.0
-    pod_seconds: float = 360.0
-    container_seconds: float = 360.0
+    pod_seconds: float = 300.0
+    container_seconds: float = 120.0
     # per metric name, overriding the level's retention (e.g. PSI kept shorter)
     per_metric_seconds: Mapping[str, float] = field(default_factory=_no_overrides)
     # the fastest collector interval: sets each series' sample capacity
@@ -71,7 +72,7 @@ class RetentionPolicy:
         return self.pod_seconds if level is Level.POD else self.container_seconds
 
     def capacity(self, key: SeriesKey) -> int:
-        return int(math.ceil(self.seconds(key) / self.min_sample_interval * 1.25)) + 1
+        return int(math.ceil(self.seconds(key) / self.min_sample_interval)) + 2
 
     def persists(self, key: SeriesKey) -> bool:
         return level_of(key) in self.persisted

@@ -1,9 +1,10 @@
 """One series in memory: timestamps and values in two float64 arrays used as a ring.
 
 16 bytes per sample plus ~300 bytes per series (object, two array headers, spare room).
-The oldest samples are dropped by moving a head index; the arrays are compacted when
-more than half of them is dead, so appends and trims are amortised O(1) and a series
-never holds more than ``capacity`` live samples.
+The oldest samples are dropped by moving a head index; the dead prefix is cut once it
+reaches an eighth of the capacity, so appends and trims are amortised O(1) (a memmove of
+the live part every capacity/8 appends) and the arrays never hold more than 9/8 of
+``capacity`` samples.
 """
 
 from __future__ import annotations
@@ -11,33 +12,39 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 
-_COMPACT_MIN = 32  # do not bother compacting tiny dead prefixes
+_COMPACT_MIN = 16  # do not bother compacting tiny dead prefixes
 
 
 class SeriesRing:
-    __slots__ = ("ts", "values", "head", "capacity")
+    __slots__ = ("ts", "values", "head", "capacity", "retention", "persist")
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, retention: float = float("inf"), persist: bool = False) -> None:
         self.ts = array("d")
         self.values = array("d")
         self.head = 0
         self.capacity = max(1, capacity)
+        self.retention = retention  # seconds, decided once by the store's policy
+        self.persist = persist  # written to disk
 
     def __len__(self) -> int:
         return len(self.ts) - self.head
 
     def append(self, timestamp: float, value: float) -> None:
         ts = self.ts
-        if len(ts) > self.head and timestamp < ts[-1]:
-            self._insert_late(timestamp, value)
-        elif len(ts) > self.head and timestamp == ts[-1]:
-            self.values[-1] = value  # one value per instant: the newer wins
-        else:
+        size = len(ts)
+        if size == self.head or timestamp > ts[-1]:  # the common case: a newer sample
             ts.append(timestamp)
             self.values.append(value)
-        if len(ts) - self.head > self.capacity:
-            self.head = len(ts) - self.capacity
-            self._maybe_compact()
+            if size + 1 - self.head > self.capacity:
+                self.head = size + 1 - self.capacity
+                self._maybe_compact()
+        elif timestamp == ts[-1]:
+            self.values[-1] = value  # one value per instant: the newer wins
+        else:
+            self._insert_late(timestamp, value)
+            if len(ts) - self.head > self.capacity:
+                self.head = len(ts) - self.capacity
+                self._maybe_compact()
 
     def _insert_late(self, timestamp: float, value: float) -> None:
         at = bisect_left(self.ts, timestamp, self.head)
@@ -65,7 +72,7 @@ class SeriesRing:
 
     def _maybe_compact(self) -> None:
         head = self.head
-        if head >= _COMPACT_MIN and head * 2 >= len(self.ts):
+        if head >= _COMPACT_MIN and (head * 8 >= self.capacity or head * 2 >= len(self.ts)):
             del self.ts[:head]
             del self.values[:head]
             self.head = 0

@@ -78,16 +78,23 @@ class MetricStore:
 
     # ------------------------------------------------------------------ protocol
     def append(self, samples: Iterable[Sample]) -> None:
+        self._put((sample.key, sample.timestamp, sample.value) for sample in samples)
+
+    def append_at(self, timestamp: float, values: Iterable[tuple[SeriesKey, float]]) -> None:
+        """Samples that share one timestamp, without a Sample object each (collectors' path)."""
+        self._put((key, timestamp, value) for key, value in values)
+
+    def _put(self, items: Iterable[tuple[SeriesKey, float, float]]) -> None:
         persist_rows = []
-        for sample in samples:
-            key = sample.key
-            ring = self._series.get(key)
+        series = self._series
+        for key, timestamp, value in items:
+            ring = series.get(key)
             if ring is None:
                 ring = self._new_series(key)
-            ring.append(sample.timestamp, sample.value)
-            if self._persistence is not None and self.policy.persists(key):
-                persist_rows.append((key, self.policy.seconds(key), sample.timestamp, sample.value))
-        if persist_rows:
+            ring.append(timestamp, value)
+            if ring.persist:
+                persist_rows.append((key, ring.retention, timestamp, value))
+        if persist_rows and self._persistence is not None:
             self._queue(persist_rows)
 
     def aggregate(self, key: SeriesKey, start: float, end: float,
@@ -105,6 +112,11 @@ class MetricStore:
         ring = self._series.get(key)
         last = None if ring is None else ring.last()
         return None if last is None else Sample(key, last[0], last[1])
+
+    def latest_value(self, key: SeriesKey) -> tuple[float, float] | None:
+        """(timestamp, value) of the newest sample, without building a Sample (scrapes)."""
+        ring = self._series.get(key)
+        return None if ring is None else ring.last()
 
     def keys(self, metric: str | Metric) -> tuple[SeriesKey, ...]:
         name = metric.value if isinstance(metric, Metric) else metric
@@ -135,7 +147,7 @@ class MetricStore:
         now = self._clock() if now is None else now
         emptied = []
         for key, ring in self._series.items():
-            ring.drop_before(now - self.policy.seconds(key))
+            ring.drop_before(now - ring.retention)
             if len(ring) == 0:
                 emptied.append(key)
         for key in emptied:
@@ -145,7 +157,7 @@ class MetricStore:
     def _new_series(self, key: SeriesKey) -> SeriesRing:
         if len(self._series) >= self.policy.max_series:
             self._evict_stalest()
-        ring = SeriesRing(self.policy.capacity(key))
+        ring = SeriesRing(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key))
         self._series[key] = ring
         self._by_metric[key.metric].add(key)
         if key.pod_uid:

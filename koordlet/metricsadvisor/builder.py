@@ -9,6 +9,7 @@ from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector
 from koordlet.metricsadvisor.collectors.cpi import CPICollector
+from koordlet.metricsadvisor.collectors.network import NetworkCollector
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
@@ -31,6 +32,7 @@ def collectors_for(config: Config) -> list[Collector]:
         PodResourceCollector(res),
         PodThrottledCollector(res),
         BEResourceCollector(res),
+        NetworkCollector(res),
         PSICollector(config.psi_collector_interval_seconds),
         CPICollector(config.cpi_collector_interval_seconds, config.collect_cpi_timewindow_seconds),
     ]
@@ -40,7 +42,7 @@ def collectors_for(config: Config) -> list[Collector]:
 def retention_for(config: Config) -> RetentionPolicy:
     return RetentionPolicy(node_seconds=config.metric_expire_seconds,
                            pod_seconds=config.pod_metric_expire_seconds,
-                           container_seconds=config.pod_metric_expire_seconds,
+                           container_seconds=config.container_metric_expire_seconds,
                            min_sample_interval=min(config.collect_res_used_interval_seconds, 1.0))
 
 
@@ -50,7 +52,11 @@ def build_metrics_advisor(hubs: Hubs) -> list[Module]:
     config = hubs.config
     store = MetricStore(retention_for(config))
     hubs.metric_cache = store
-    advisor = MetricsAdvisorModule(hubs.host, store, hubs.states, config.node_name, collectors_for(config))
-    hubs.registry.register(AdvisorExporter(store, hubs.states, config.node_name, advisor.scheduler.stats))
+    collectors = collectors_for(config)
+    advisor = MetricsAdvisorModule(hubs.host, store, hubs.states, config.node_name, collectors)
+    psi = next((c for c in collectors if isinstance(c, PSICollector)), None)
+    exporter = AdvisorExporter(store, hubs.states, config.node_name, advisor.scheduler.stats,
+                               psi=(lambda: psi.snapshot) if psi is not None else dict)
+    hubs.http.add_metrics_text(exporter.render)
     cache_module = MetricCacheModule(store, config.state_dir, gc_interval=config.metric_gc_interval_seconds)
     return [cache_module, advisor]

@@ -1,9 +1,14 @@
 """Prometheus exposition of the collected figures with koordlet's names and labels.
 
-A custom collector: at each scrape it walks the pods the states informer lists now and
-reads each series' latest sample from the metric cache. Labels therefore come only from
-live objects (a deleted pod or stopped container disappears at the next scrape; no label
-set outlives its object), and a sample older than ``stale_after`` is left out.
+At each scrape the exporter walks the pods the states informer lists now and reads each
+series' latest sample from the metric cache, so labels come only from live objects: a
+deleted pod or stopped container disappears at the next scrape and no label set outlives
+its object; a sample older than ``stale_after`` is left out.
+
+It renders the text format itself (``render()``, appended to /metrics by the HTTP
+endpoint) instead of handing prometheus_client one Metric object per family: with 10,000
+series prometheus_client's per-sample formatting dominates a scrape (bench/metrics_advisor.py
+prints both). Each object's label string is built once per scrape and shared by its lines.
 
 Names (anchors.md section 2.4): koordlet_container_cpi{cpi_field}, koordlet_container_psi
 and koordlet_pod_psi {psi_resource_type (cpu/mem/io), psi_precision, psi_degree,
@@ -13,151 +18,187 @@ has no per-pod usage gauges; ours follow its style: koordlet_{pod,container}_use
 
 from __future__ import annotations
 
+import math
 import time
-from typing import Callable, Iterable, Iterator
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric as PromMetric
-from prometheus_client.registry import Collector
+from typing import Callable, Mapping
 
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
-from koordlet.metricsadvisor.collectors.psi import KINDS, LABELS, WINDOWS
+from koordlet.metricsadvisor.collectors.psi import PsiReading, PsiSnapshot
 from koordlet.metricsadvisor.framework import CollectorStats
 from koordlet.statesinformer.api import StatesInformer
-from system.psi import PSI_RESOURCES
 
 DEFAULT_STALE_AFTER = 150.0  # > the CPI interval plus its window
-
-POD_LABELS = ["node", "pod_uid", "pod_name", "pod_namespace"]
-CONTAINER_LABELS = ["node", "container_id", "container_name", "pod_uid", "pod_name", "pod_namespace"]
-PSI_LABELS = ["psi_resource_type", "psi_precision", "psi_degree", "cpu_full_supported"]
 _PSI_RESOURCE_LABEL = {"cpu": "cpu", "memory": "mem", "io": "io"}  # koordlet's spelling
 
+# (name, help) of every family, in output order
+_NODE_FAMILIES = (
+    ("koordlet_node_used_cpu_cores", "Number of cpu cores used by node in realtime", Metric.NODE_CPU_USAGE_CORES),
+    ("koordlet_node_used_memory_bytes", "Memory used by node in realtime", Metric.NODE_MEMORY_USAGE_BYTES),
+    ("koordlet_be_used_cpu_cores", "Number of cpu cores used by the best-effort tier", Metric.BE_CPU_USAGE_CORES),
+    ("koordlet_be_cpu_limit_cores", "Real CPU limit of the best-effort tier in cores", Metric.BE_CPU_LIMIT_CORES),
+)
+_POD_FAMILIES = (
+    ("koordlet_pod_used_cpu_cores", "Number of cpu cores used by pod", Metric.POD_CPU_USAGE_CORES),
+    ("koordlet_pod_used_memory_bytes", "Memory working set of pod", Metric.POD_MEMORY_USAGE_BYTES),
+    ("koordlet_pod_cpu_throttled_ratio", "Throttled CFS periods over periods of pod", Metric.POD_CPU_THROTTLED_RATIO),
+)
+_CONTAINER_FAMILIES = (
+    ("koordlet_container_used_cpu_cores", "Number of cpu cores used by container", Metric.CONTAINER_CPU_USAGE_CORES),
+    ("koordlet_container_used_memory_bytes", "Memory working set of container", Metric.CONTAINER_MEMORY_USAGE_BYTES),
+    ("koordlet_container_cpu_throttled_ratio", "Throttled CFS periods over periods of container",
+     Metric.CONTAINER_CPU_THROTTLED_RATIO),
+)
+_NETWORK_FAMILIES = (
+    ("koordlet_node_network_bytes_per_second", "Bytes per second through a device-backed interface",
+     Metric.NODE_NETWORK_BYTES_PER_SECOND),
+    ("koordlet_node_network_packets_per_second", "Packets per second through a device-backed interface",
+     Metric.NODE_NETWORK_PACKETS_PER_SECOND),
+    ("koordlet_node_network_errors_per_second", "Errors per second on a device-backed interface",
+     Metric.NODE_NETWORK_ERRORS_PER_SECOND),
+)
+_CPI_FIELDS = (("cycles", Metric.CONTAINER_CPU_CYCLES), ("instructions", Metric.CONTAINER_INSTRUCTIONS))
 
-class AdvisorExporter(Collector):
+
+def escape(value: str) -> str:
+    """A label value in the text format: backslash, double quote and newline escaped."""
+    if "\\" in value or '"' in value or "\n" in value:
+        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value
+
+
+def number(value: float) -> str:
+    """A sample value as the text format spells it (Go's ParseFloat reads Python's repr)."""
+    text = repr(float(value))
+    if text[-1] not in "nf":  # not "nan", "inf" or "-inf"
+        return text
+    return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+
+
+class _Family:
+    __slots__ = ("name", "header", "lines")
+
+    def __init__(self, name: str, help_text: str, kind: str = "gauge") -> None:
+        self.name = name
+        self.header = "# HELP %s %s\n# TYPE %s %s\n" % (name, help_text, name, kind)
+        self.lines: list[str] = []
+
+    def add(self, labels: str, value: float, suffix: str = "") -> None:
+        self.lines.append("%s{%s%s} %s\n" % (self.name, labels, suffix, number(value)))
+
+
+class AdvisorExporter:
     def __init__(self, cache: MetricCache, states: StatesInformer | None, node_name: str,
                  stats: Callable[[], dict[str, CollectorStats]] = dict,
-                 clock: Callable[[], float] = time.time, stale_after: float = DEFAULT_STALE_AFTER) -> None:
+                 clock: Callable[[], float] = time.time, stale_after: float = DEFAULT_STALE_AFTER,
+                 psi: Callable[[], PsiSnapshot] = dict) -> None:
         self._cache = cache
         self._states = states
-        self._node = node_name
+        self._node_label = 'node="%s"' % escape(node_name)
         self._stats = stats
         self._clock = clock
         self._stale_after = stale_after
-
-    def describe(self) -> Iterable[PromMetric]:
-        return []  # families depend on what was collected; no registration-time check
+        self._psi = psi
+        self._latest_value = getattr(cache, "latest_value", None)  # MetricStore: no Sample objects
 
     def _value(self, key: SeriesKey, oldest: float) -> float | None:
+        if self._latest_value is not None:
+            last = self._latest_value(key)
+            return None if last is None or last[0] < oldest else last[1]
         sample = self._cache.latest(key)
         if sample is None or sample.timestamp < oldest:
             return None
         return sample.value
 
-    def collect(self) -> Iterator[PromMetric]:
+    def render(self) -> bytes:
         oldest = self._clock() - self._stale_after
-        yield from self._node_families(oldest)
+        families = self._node_families(oldest)
         if self._states is not None:
-            yield from self._pod_families(oldest)
-        yield from self._self_families()
+            families.extend(self._object_families(oldest))
+        families.extend(self._self_families())
+        return "".join(f.header + "".join(f.lines) for f in families if f.lines).encode()
 
-    def _node_families(self, oldest: float) -> Iterator[PromMetric]:
-        for name, help_text, metric in (
-            ("koordlet_node_used_cpu_cores", "Number of cpu cores used by node in realtime",
-             Metric.NODE_CPU_USAGE_CORES),
-            ("koordlet_node_used_memory_bytes", "Memory used by node in realtime",
-             Metric.NODE_MEMORY_USAGE_BYTES),
-            ("koordlet_be_used_cpu_cores", "Number of cpu cores used by the best-effort tier",
-             Metric.BE_CPU_USAGE_CORES),
-            ("koordlet_be_cpu_limit_cores", "Real CPU limit of the best-effort tier in cores",
-             Metric.BE_CPU_LIMIT_CORES),
-        ):
-            value = self._value(SeriesKey.of(metric), oldest)
+    def _node_families(self, oldest: float) -> list[_Family]:
+        out = []
+        for name, help_text, metric in _NODE_FAMILIES:
+            family = _Family(name, help_text)
+            value = self._value(SeriesKey(metric.value), oldest)
             if value is not None:
-                family = GaugeMetricFamily(name, help_text, labels=["node"])
-                family.add_metric([self._node], value)
-                yield family
-        psi = GaugeMetricFamily("koordlet_node_psi", "Node psi collected by koordlet",
-                                labels=["node", *PSI_LABELS])
-        self._add_psi(psi, [self._node], Metric.NODE_PSI.value, "", "", oldest)
-        if psi.samples:
-            yield psi
+                family.add(self._node_label, value)
+            out.append(family)
+        for name, help_text, metric in _NETWORK_FAMILIES:
+            family = _Family(name, help_text)
+            for key in sorted(self._cache.keys(metric), key=lambda k: k.labels):
+                value = self._value(key, oldest)
+                if value is not None:
+                    labels = dict(key.labels)
+                    family.add('%s,interface="%s",direction="%s"' % (
+                        self._node_label, escape(labels.get("interface", "")), escape(labels.get("direction", ""))),
+                        value)
+            out.append(family)
+        psi = _Family("koordlet_node_psi", "Node psi collected by koordlet")
+        _add_psi(psi, self._node_label, self._psi().get(("", "")))
+        out.append(psi)
+        return out
 
-    def _pod_families(self, oldest: float) -> Iterator[PromMetric]:
+    def _object_families(self, oldest: float) -> list[_Family]:
         assert self._states is not None
-        node = self._node
-        pod_cpu = GaugeMetricFamily("koordlet_pod_used_cpu_cores", "Number of cpu cores used by pod",
-                                    labels=POD_LABELS)
-        pod_mem = GaugeMetricFamily("koordlet_pod_used_memory_bytes", "Memory working set of pod",
-                                    labels=POD_LABELS)
-        pod_thr = GaugeMetricFamily("koordlet_pod_cpu_throttled_ratio",
-                                    "Throttled CFS periods over periods of pod", labels=POD_LABELS)
-        pod_psi = GaugeMetricFamily("koordlet_pod_psi", "Pod psi collected by koordlet",
-                                    labels=POD_LABELS + PSI_LABELS)
-        ctr_cpu = GaugeMetricFamily("koordlet_container_used_cpu_cores",
-                                    "Number of cpu cores used by container", labels=CONTAINER_LABELS)
-        ctr_mem = GaugeMetricFamily("koordlet_container_used_memory_bytes",
-                                    "Memory working set of container", labels=CONTAINER_LABELS)
-        ctr_thr = GaugeMetricFamily("koordlet_container_cpu_throttled_ratio",
-                                    "Throttled CFS periods over periods of container", labels=CONTAINER_LABELS)
-        ctr_psi = GaugeMetricFamily("koordlet_container_psi", "Container psi collected by koordlet",
-                                    labels=CONTAINER_LABELS + PSI_LABELS)
-        ctr_cpi = GaugeMetricFamily("koordlet_container_cpi", "Container cpi collected by koordlet",
-                                    labels=CONTAINER_LABELS + ["cpi_field"])
-        value = self._value
+        pod_families = [(_Family(name, help_text), metric.value) for name, help_text, metric in _POD_FAMILIES]
+        ctr_families = [(_Family(name, help_text), metric.value) for name, help_text, metric in _CONTAINER_FAMILIES]
+        pod_psi = _Family("koordlet_pod_psi", "Pod psi collected by koordlet")
+        ctr_psi = _Family("koordlet_container_psi", "Container psi collected by koordlet")
+        cpi = _Family("koordlet_container_cpi", "Container cpi collected by koordlet")
+        value, node, psi_snapshot = self._value, self._node_label, self._psi()
         for pod in self._states.pods():
             uid = pod.uid
-            pod_labels = [node, uid, pod.name, pod.namespace]
-            for family, metric in ((pod_cpu, Metric.POD_CPU_USAGE_CORES), (pod_mem, Metric.POD_MEMORY_USAGE_BYTES),
-                                   (pod_thr, Metric.POD_CPU_THROTTLED_RATIO)):
-                v = value(SeriesKey(metric.value, uid), oldest)
+            pod_part = 'pod_uid="%s",pod_name="%s",pod_namespace="%s"' % (
+                escape(uid), escape(pod.name), escape(pod.namespace))
+            labels = "%s,%s" % (node, pod_part)
+            for family, metric in pod_families:
+                v = value(SeriesKey(metric, uid), oldest)
                 if v is not None:
-                    family.add_metric(pod_labels, v)
-            self._add_psi(pod_psi, pod_labels, Metric.POD_PSI.value, uid, "", oldest)
+                    family.add(labels, v)
+            _add_psi(pod_psi, labels, psi_snapshot.get((uid, "")))
             for container in pod.running_containers:
                 cid = container.id
-                labels = [node, cid, container.name, uid, pod.name, pod.namespace]
-                for family, metric in ((ctr_cpu, Metric.CONTAINER_CPU_USAGE_CORES),
-                                       (ctr_mem, Metric.CONTAINER_MEMORY_USAGE_BYTES),
-                                       (ctr_thr, Metric.CONTAINER_CPU_THROTTLED_RATIO)):
+                labels = '%s,container_id="%s",container_name="%s",%s' % (
+                    node, escape(cid), escape(container.name), pod_part)
+                for family, metric in ctr_families:
+                    v = value(SeriesKey(metric, uid, cid), oldest)
+                    if v is not None:
+                        family.add(labels, v)
+                _add_psi(ctr_psi, labels, psi_snapshot.get((uid, cid)))
+                for field, metric in _CPI_FIELDS:
                     v = value(SeriesKey(metric.value, uid, cid), oldest)
                     if v is not None:
-                        family.add_metric(labels, v)
-                self._add_psi(ctr_psi, labels, Metric.CONTAINER_PSI.value, uid, cid, oldest)
-                for field, metric in (("cycles", Metric.CONTAINER_CPU_CYCLES),
-                                      ("instructions", Metric.CONTAINER_INSTRUCTIONS)):
-                    v = value(SeriesKey(metric.value, uid, cid), oldest)
-                    if v is not None:
-                        ctr_cpi.add_metric(labels + [field], v)
-        for family in (pod_cpu, pod_mem, pod_thr, pod_psi, ctr_cpu, ctr_mem, ctr_thr, ctr_psi, ctr_cpi):
-            if family.samples:
-                yield family
+                        cpi.add(labels, v, ',cpi_field="%s"' % field)
+        return [f for f, _ in pod_families] + [f for f, _ in ctr_families] + [pod_psi, ctr_psi, cpi]
 
-    def _add_psi(self, family: GaugeMetricFamily, base: list[str], metric: str, pod_uid: str,
-                 container_id: str, oldest: float) -> None:
-        cpu_full = self._value(SeriesKey(metric, pod_uid, container_id, LABELS[("cpu", "full", "avg10")]), oldest)
-        if cpu_full is None and self._value(
-                SeriesKey(metric, pod_uid, container_id, LABELS[("cpu", "some", "avg10")]), oldest) is None:
-            return  # no PSI for this object
-        supported = "false" if cpu_full is None else "true"
-        for resource in PSI_RESOURCES:
-            for kind in KINDS:
-                for window in WINDOWS:
-                    v = self._value(SeriesKey(metric, pod_uid, container_id, LABELS[(resource, kind, window)]), oldest)
-                    if v is not None:
-                        family.add_metric(base + [_PSI_RESOURCE_LABEL[resource], window, kind, supported], v)
-
-    def _self_families(self) -> Iterator[PromMetric]:
-        runs = CounterMetricFamily("koordlet_collector_runs", "Runs of each metrics collector",
-                                   labels=["collector"])
-        errors = CounterMetricFamily("koordlet_collector_errors", "Failed runs of each metrics collector",
-                                     labels=["collector"])
-        cpu = CounterMetricFamily("koordlet_collector_cpu_seconds", "CPU time spent in each collector",
-                                  labels=["collector"])
-        last = GaugeMetricFamily("koordlet_collector_last_run_duration_seconds",
-                                 "Wall time of the last run of each collector", labels=["collector"])
+    def _self_families(self) -> list[_Family]:
+        runs = _Family("koordlet_collector_runs_total", "Runs of each metrics collector", "counter")
+        errors = _Family("koordlet_collector_errors_total", "Failed runs of each metrics collector", "counter")
+        cpu = _Family("koordlet_collector_cpu_seconds_total", "CPU time spent in each collector", "counter")
+        last = _Family("koordlet_collector_last_run_duration_seconds",
+                       "Wall time of the last run of each collector")
         for name, stats in self._stats().items():
-            runs.add_metric([name], stats.runs)
-            errors.add_metric([name], stats.errors)
-            cpu.add_metric([name], stats.total_cpu_seconds)
-            last.add_metric([name], stats.last_wall_seconds)
-        yield from (runs, errors, cpu, last)
+            labels = 'collector="%s"' % escape(name)
+            runs.add(labels, stats.runs)
+            errors.add(labels, stats.errors)
+            cpu.add(labels, stats.total_cpu_seconds)
+            last.add(labels, stats.last_wall_seconds)
+        return [runs, errors, cpu, last]
+
+
+def _add_psi(family: _Family, labels: str, readings: Mapping[str, PsiReading] | None) -> None:
+    """koordlet's PSI records: some (and full where the kernel has it) x avg10/60/300."""
+    if not readings:
+        return
+    cpu = readings.get("cpu")
+    supported = "true" if cpu is not None and cpu[1] is not None else "false"
+    for resource, (some, full) in readings.items():
+        name = _PSI_RESOURCE_LABEL[resource]
+        for degree, averages in (("some", some), ("full", full)):
+            if averages is None:
+                continue
+            for precision, v in zip(("avg10", "avg60", "avg300"), averages):
+                family.add(labels, v, ',psi_resource_type="%s",psi_precision="%s",psi_degree="%s",'
+                           'cpu_full_supported="%s"' % (name, precision, degree, supported))

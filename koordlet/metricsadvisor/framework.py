@@ -2,7 +2,7 @@
 
 A collector has a name, a feature gate (None = always on), an interval, ``setup`` (raise
 ``CollectorUnsupported`` to be disabled with one log line) and ``collect(now)`` returning
-samples for the metric cache. A collector with ``window > 0`` is run in two phases:
+(series key, value) pairs, all stamped ``now`` in the metric cache. A collector with ``window > 0`` is run in two phases:
 ``begin(now)`` at its tick and ``collect(now)`` ``window`` seconds later (CPI counts a
 10 s window every 60 s), without holding the loop in between.
 
@@ -22,11 +22,12 @@ from typing import Callable, Protocol, Sequence
 
 import structlog
 
-from koordlet.metriccache.api import MetricCache, Sample
+from koordlet.metriccache.api import MetricCache, Sample, SeriesKey
 from koordlet.statesinformer.api import StatesInformer
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.host import Host
+from system.usage_reader import UsageReader
 
 log = structlog.get_logger(__name__)
 
@@ -47,8 +48,9 @@ class CollectContext:
     cache: MetricCache
     node_name: str
     files: CgroupFiles | None = None
-    reader: CgroupReader | None = None
+    reader: CgroupReader | None = None  # general reads (PSI, cpu.max, cpusets)
     states: StatesInformer | None = None
+    usage: UsageReader | None = None  # the per-second usage and throttling reads
 
 
 class Collector(Protocol):
@@ -61,7 +63,7 @@ class Collector(Protocol):
 
     def begin(self, now: float) -> None: ...
 
-    def collect(self, now: float) -> Sequence[Sample]: ...
+    def collect(self, now: float) -> Sequence[tuple[SeriesKey, float]]: ...
 
 
 class PeriodicCollector:
@@ -77,13 +79,13 @@ class PeriodicCollector:
         pass
 
 
-def pods_and_reader(ctx: CollectContext) -> tuple[CgroupReader, StatesInformer]:
+def pods_and_reader(ctx: CollectContext) -> tuple[UsageReader, StatesInformer]:
     """What per-pod collectors need, or CollectorUnsupported saying which is missing."""
-    if ctx.reader is None:
+    if ctx.usage is None:
         raise CollectorUnsupported("no cgroup hierarchy on this host")
     if ctx.states is None:
         raise CollectorUnsupported("no states informer: pods are unknown")
-    return ctx.reader, ctx.states
+    return ctx.usage, ctx.states
 
 
 @dataclass(slots=True)
@@ -195,8 +197,9 @@ class Scheduler:
         stats = entry.stats
         wall, cpu = time.perf_counter(), time.thread_time()
         try:
-            samples = entry.collector.collect(self._clock())
-            self._cache.append(samples)
+            now = self._clock()
+            samples = entry.collector.collect(now)
+            self._append(now, samples)
         except Exception as exc:
             self._failed(entry, exc)
             return
@@ -212,6 +215,13 @@ class Scheduler:
             log.warning("collector_slow", collector=entry.collector.name,
                         wall_ms=round(stats.last_wall_seconds * 1e3, 1),
                         cpu_ms=round(stats.last_cpu_seconds * 1e3, 1))
+
+    def _append(self, now: float, pairs: Sequence[tuple[SeriesKey, float]]) -> None:
+        append_at = getattr(self._cache, "append_at", None)
+        if append_at is not None:  # MetricStore: no Sample object per value
+            append_at(now, pairs)
+        else:
+            self._cache.append([Sample(key, now, value) for key, value in pairs])
 
     def _failed(self, entry: _Entry, exc: Exception) -> None:
         stats = entry.stats

@@ -15,6 +15,8 @@ from system.cgroup_readers import CgroupReader
 from system.cgroup_version import detect_hierarchy
 from system.errors import SystemFileError
 from system.host import Host
+from system.perf_access import raise_fd_limit
+from system.usage_reader import UsageReader
 
 log = structlog.get_logger(__name__)
 
@@ -31,6 +33,7 @@ class MetricsAdvisorModule:
         self._collectors = collectors
         self.scheduler = Scheduler(store)
         self._reader: CgroupReader | None = None
+        self._usage: UsageReader | None = None
         self._unsubscribe: Unsubscribe | None = None
         self.unsupported: dict[str, str] = {}
 
@@ -38,7 +41,9 @@ class MetricsAdvisorModule:
         ctx = CollectContext(self._host, self._store, self._node_name, states=self._states)
         try:
             ctx.files = CgroupFiles(self._host, detect_hierarchy(self._host))
-            ctx.reader = self._reader = CgroupReader(ctx.files)
+            # PSI and the rest read every 10 s or less often: open per read, no fds held
+            ctx.reader = self._reader = CgroupReader(ctx.files, keep_open=False)
+            ctx.usage = self._usage = UsageReader(ctx.files, kept_fd_budget(raise_fd_limit()))
         except SystemFileError as exc:
             log.warning("cgroup_metrics_disabled", reason=str(exc))
         for collector in self._collectors:
@@ -60,9 +65,10 @@ class MetricsAdvisorModule:
             self._unsubscribe()
             self._unsubscribe = None
         await self.scheduler.stop()
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+        for reader in (self._reader, self._usage):
+            if reader is not None:
+                reader.close()
+        self._reader = self._usage = None
 
     def ready(self) -> bool:
         return self.scheduler.running() and self.scheduler.all_started()
@@ -81,5 +87,12 @@ class MetricsAdvisorModule:
                     self._forget_fds(container.cgroup_dir)
 
     def _forget_fds(self, cgroup_dir: str) -> None:
-        if self._reader is not None and cgroup_dir:
-            self._reader.forget(cgroup_dir)
+        if self._usage is not None and cgroup_dir:
+            self._usage.forget(cgroup_dir)
+
+
+def kept_fd_budget(soft_limit: int) -> int:
+    """Kept fds for the usage reads (4 per cgroup): half of RLIMIT_NOFILE, the rest left to
+    sockets, sqlite and the CPI window's perf groups. Past it the oldest fds are closed and
+    reopened on use (correct, slower)."""
+    return max(256, min(soft_limit // 2, 65536))

@@ -40,14 +40,15 @@ def binding_of(pod: PodInfo) -> Binding | None:
 
 def bound_cpus(pod: PodInfo, provider: CpusetProvider | None, container_name: str | None = None) -> frozenset[int]:
     """The CPUs bound to `pod` (one container's, or the whole pod's); empty when none.
-    The provider wins over the annotation; an invalid annotation counts as absent."""
-    if binding_of(pod) is None:
-        return frozenset()
+    The provider wins over the annotation and may pin pods of any class (the ORM with
+    --cpu-manager-policy=static pins Guaranteed pods); an invalid annotation counts as absent."""
     if provider is not None:
         names = [container_name] if container_name is not None else [c.name for c in pod.containers]
         found = frozenset().union(*(provider.cpuset_for(pod.uid, name) or frozenset() for name in names))
         if found:
             return found
+    if binding_of(pod) is None:
+        return frozenset()
     try:
         return resource_status_cpuset(pod.annotations) or frozenset()
     except AnnotationError:
@@ -77,8 +78,9 @@ class AllocationIndex:
 
     def put(self, pod: PodInfo) -> bool:
         """Record the pod's bound CPUs; True when the node's unions changed."""
-        binding = binding_of(pod)
-        cpus = bound_cpus(pod, self.provider) if binding is not None else frozenset()
+        cpus = bound_cpus(pod, self.provider)
+        # a pod the provider pinned without a binding class (kubelet-style static CPUs) is exclusive
+        binding = binding_of(pod) or (Binding.EXCLUSIVE if cpus else None)
         entry = (binding, cpus) if binding is not None and cpus else None
         if self._by_pod.get(pod.uid) == entry:
             return False

@@ -100,6 +100,9 @@ class RuntimeHooksModule:
         self.plugin: KoordletNriPlugin | None = None
         self.stub: Stub | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        # An out-of-band allocator admitting containers at NRI CreateContainer (the ORM), set
+        # by the daemon's wiring before start: `admit_now(pod, container)` raises to refuse.
+        self.admitter: Any = None
         self.nri_on = False  # the plugin runs
         self.nri_required = False  # and readiness waits for it
 
@@ -125,7 +128,8 @@ class RuntimeHooksModule:
             reconciler = self.reconciler
             self.plugin = KoordletNriPlugin(
                 self.engine, self._feed, self.executor,
-                on_synchronized=(lambda: reconciler.trigger(full=True)) if reconciler is not None else (lambda: None))
+                on_synchronized=(lambda: reconciler.trigger(full=True)) if reconciler is not None else (lambda: None),
+                admit=self.admitter.admit_now if self.admitter is not None else None)
             self.stub = Stub(self.plugin, name=defaults.NRI_PLUGIN_NAME, index=config.runtime_hooks_nri_plugin_index,
                              config=StubConfig(socket_path=str(config.nri_socket_path)))
             self.plugin.stub = self.stub

@@ -27,7 +27,7 @@ from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.reconciler import updaters_for
 from koordlet.runtimehooks.spec import ResourceSpec
 from koordlet.statesinformer.from_nri import container_info
-from koordlet.statesinformer.model import PodInfo
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
 from koordlet.statesinformer.store import ContainerChange, SandboxChange
 from nri.stub import NotConnected, Stub
 from nri.ttrpc.status import TtrpcError
@@ -51,8 +51,12 @@ class NriFeed(Protocol):
 
 class KoordletNriPlugin:
     def __init__(self, engine: HookEngine, feed: NriFeed, executor: Callable[[], ResourceExecutor | None],
-                 on_synchronized: Callable[[], None] = lambda: None) -> None:
+                 on_synchronized: Callable[[], None] = lambda: None,
+                 admit: Callable[[PodInfo, ContainerInfo | None], None] | None = None) -> None:
         self.engine = engine
+        # An out-of-band allocator's admission (the ORM's admit_now): raises to fail the
+        # container with its reason, before the cpuset is decided.
+        self._admit = admit
         self.feed = feed
         self._executor = executor
         self._on_synchronized = on_synchronized
@@ -119,12 +123,17 @@ class KoordletNriPlugin:
         info = self.engine.states.pod(pod.uid)
         if info is None:  # the sandbox was never seen: the informer must hear of it first
             self._feed_container(ContainerChange.CREATED, pod, container)
-            spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "create_container")
+            fed = self.engine.states.pod(pod.uid)
+            if self._admit is not None and fed is not None:
+                self._admit(fed, fed.container_by_id(container.id))
+            spec = self._container_spec(fed, container.id, "create_container")
         else:
             # Decide from the converted container and feed the informer right after the
             # answer is on its way: the feed is most of the handler's cost and the CRI call
             # waits for us. call_soon runs before any later event of this connection is read.
             created, _ = container_info(container, pod.uid)
+            if self._admit is not None:
+                self._admit(info, created)
             spec = self.engine.decide(info, created, "create_container")
             asyncio.get_running_loop().call_soon(self._feed_container, ContainerChange.CREATED, pod, container)
         if spec is None:

@@ -7,9 +7,7 @@ quota/period when a CFS quota is set.
 
 from __future__ import annotations
 
-from typing import Sequence
-
-from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, PeriodicCollector
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
@@ -71,11 +69,11 @@ class BEResourceCollector(PeriodicCollector):
                 self._dir = qos_dir(driver, QoSTier.BESTEFFORT)
         return self._dir
 
-    def collect(self, now: float) -> Sequence[Sample]:
+    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
         assert self._reader is not None
-        samples: list[Sample] = []
+        samples: list[tuple[SeriesKey, float]] = []
         if self._states is not None:
-            samples.append(Sample(BE_REQUEST, now, be_request_cores(self._states.pods())))
+            samples.append((BE_REQUEST, be_request_cores(self._states.pods())))
         directory = self._be_dir()
         if directory is None:
             return samples
@@ -90,11 +88,11 @@ class BEResourceCollector(PeriodicCollector):
             cpus = len(self._reader.cpuset_cpus(directory, effective=True))
         except SystemFileError:  # no cpuset controller here: the quota alone limits
             cpus = 0
-        samples.append(Sample(BE_MEMORY, now, float(memory)))
-        samples.append(Sample(BE_LIMIT, now, real_limit_cores(cpus, quota)))
+        samples.append((BE_MEMORY, float(memory)))
+        samples.append((BE_LIMIT, real_limit_cores(cpus, quota)))
         last, self._last = self._last, (now, usage_ns)
         if last is not None:
             cores = cores_from_ns(last[0], last[1], now, usage_ns)
             if cores is not None:
-                samples.append(Sample(BE_CPU, now, cores))
+                samples.append((BE_CPU, cores))
         return samples

@@ -14,11 +14,9 @@ them). Tests drive the same code with two software events on the real kernel.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import structlog
 
-from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported
 from koordlet.statesinformer.api import StatesInformer
 from system.cgroup_version import CgroupHierarchy
@@ -84,21 +82,21 @@ class CPICollector:
         if self.skipped:
             log.warning("cpi_containers_skipped", skipped=self.skipped, counted=len(self._open))
 
-    def collect(self, now: float) -> Sequence[Sample]:
-        samples: list[Sample] = []
+    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
+        samples: list[tuple[SeriesKey, float]] = []
         try:
             for pod_uid, container_id, counters in self._open:
                 try:
                     reading = counters.read()
                 except SystemFileError:
                     continue
-                samples.append(Sample(SeriesKey.of(Metric.CONTAINER_CPU_CYCLES, pod_uid, container_id),
-                                      now, float(reading.cycles)))
-                samples.append(Sample(SeriesKey.of(Metric.CONTAINER_INSTRUCTIONS, pod_uid, container_id),
-                                      now, float(reading.instructions)))
+                samples.append((SeriesKey.of(Metric.CONTAINER_CPU_CYCLES, pod_uid, container_id),
+                                float(reading.cycles)))
+                samples.append((SeriesKey.of(Metric.CONTAINER_INSTRUCTIONS, pod_uid, container_id),
+                                float(reading.instructions)))
                 cpi = reading.cpi
                 if cpi is not None:
-                    samples.append(Sample(SeriesKey.of(Metric.CONTAINER_CPI, pod_uid, container_id), now, cpi))
+                    samples.append((SeriesKey.of(Metric.CONTAINER_CPI, pod_uid, container_id), cpi))
         finally:
             self.close()
         return samples

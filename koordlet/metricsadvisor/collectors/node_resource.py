@@ -7,9 +7,7 @@ cores. Memory: MemTotal - MemAvailable. The first CPU figure needs two readings.
 from __future__ import annotations
 
 import os
-from typing import Sequence
-
-from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, PeriodicCollector
 from koordlet.metricsadvisor.rates import node_cores
 from system.errors import SystemFileError
@@ -37,14 +35,14 @@ class NodeResourceCollector(PeriodicCollector):
         except SystemFileError as exc:
             raise CollectorUnsupported("procfs unreadable: %s" % exc) from exc
 
-    def collect(self, now: float) -> Sequence[Sample]:
+    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
         assert self._host is not None
         ticks = read_cpu_ticks(self._host)
         memory = read_meminfo(self._host)
-        samples = [Sample(NODE_MEMORY, now, float(memory.used_bytes))]
+        samples = [(NODE_MEMORY, float(memory.used_bytes))]
         prev, self._prev = self._prev, (now, ticks)
         if prev is not None:
             cores = node_cores(prev[0], prev[1], now, ticks, self._hz)
             if cores is not None:
-                samples.append(Sample(NODE_CPU, now, cores))
+                samples.append((NODE_CPU, cores))
         return samples

@@ -3,14 +3,13 @@ of cpu.stat (koordlet's podthrottled collector), every 1 s."""
 
 from __future__ import annotations
 
-from typing import Sequence
-
-from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, PeriodicCollector, pods_and_reader
 from koordlet.metricsadvisor.rates import throttled_ratio
 from koordlet.statesinformer.api import StatesInformer
-from system.cgroup_readers import CgroupReader, Throttling
+from system.cgroup_readers import Throttling
 from system.errors import SystemFileError
+from system.usage_reader import UsageReader
 
 
 class PodThrottledCollector(PeriodicCollector):
@@ -18,16 +17,16 @@ class PodThrottledCollector(PeriodicCollector):
 
     def __init__(self, interval: float) -> None:
         super().__init__(interval)
-        self._reader: CgroupReader | None = None
+        self._reader: UsageReader | None = None
         self._states: StatesInformer | None = None
         self._last: dict[tuple[str, str], tuple[SeriesKey, Throttling]] = {}
 
     def setup(self, ctx: CollectContext) -> None:
         self._reader, self._states = pods_and_reader(ctx)
 
-    def collect(self, now: float) -> Sequence[Sample]:
+    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
         assert self._states is not None and self._reader is not None
-        samples: list[Sample] = []
+        samples: list[tuple[SeriesKey, float]] = []
         previous, current = self._last, {}
         for pod in self._states.pods():
             targets = [((pod.uid, ""), pod.cgroup_parent, Metric.POD_CPU_THROTTLED_RATIO)]
@@ -46,6 +45,6 @@ class PodThrottledCollector(PeriodicCollector):
                 if last is not None:
                     ratio = throttled_ratio(last[1], reading)
                     if ratio is not None:
-                        samples.append(Sample(key, now, ratio))
+                        samples.append((key, ratio))
         self._last = current
         return samples

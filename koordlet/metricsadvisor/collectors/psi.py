@@ -1,7 +1,7 @@
 """Pressure stall information of the node, pods and containers (gate PSICollector, every
 10 s): cpu/memory/io, some/full, avg10/avg60/avg300, as the kernel prints them (percent).
 
-cgroup files come from cgroup2 (on hybrid hosts the ``unified/`` hierarchy, or Anolis v1
+Only avg10 goes to the metric cache (see PSICollector); cgroup files come from cgroup2 (on hybrid hosts the ``unified/`` hierarchy, or Anolis v1
 cpuacct); the node's from /proc/pressure. A kernel without PSI (booted psi=0, or older than
 4.20) disables the collector with one log line at setup: never a crash (koordlet v1.1
 called klog.Fatalf there). cpu "full" exists from Linux 5.13; without it only "some" is
@@ -10,16 +10,16 @@ stored, and /metrics says cpu_full_supported="false" as koordlet does.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping
 
-from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, PeriodicCollector
 from koordlet.statesinformer.api import StatesInformer
 from system.cgroup_readers import CgroupReader
 from system.errors import SystemFileError
 from system.host import Host
 from system.procfs import read_node_psi
-from system.psi import PSI_RESOURCES, Psi
+from system.psi import PSI_RESOURCES, PsiAverages, psi_averages
 
 KINDS = ("some", "full")
 WINDOWS = ("avg10", "avg60", "avg300")
@@ -29,20 +29,28 @@ LABELS: dict[tuple[str, str, str], tuple[tuple[str, str], ...]] = {
     for resource in PSI_RESOURCES for kind in KINDS for window in WINDOWS
 }
 
+# (some, full) averages of one resource; full is None where the kernel prints no such line
+PsiReading = tuple[PsiAverages, "PsiAverages | None"]
+# The latest PSI of each object: (pod uid, container id) -> {resource: reading}; node = ("", "").
+PsiSnapshot = Mapping[tuple[str, str], Mapping[str, PsiReading]]
+_PRESSURE_FILE = {resource: "%s.pressure" % resource for resource in PSI_RESOURCES}
 
-def psi_values(resource: str, psi: Psi) -> list[tuple[tuple[tuple[str, str], ...], float]]:
-    """(labels, value) for every line the kernel printed."""
-    out = []
-    for kind, line in (("some", psi.some), ("full", psi.full)):
-        if line is None:
-            continue
-        out.append((LABELS[(resource, kind, "avg10")], line.avg10))
-        out.append((LABELS[(resource, kind, "avg60")], line.avg60))
-        out.append((LABELS[(resource, kind, "avg300")], line.avg300))
-    return out
+
+class _Keys:
+    """The six avg10 series keys of one object, made once."""
+
+    __slots__ = ("by_line",)
+
+    def __init__(self, metric: str, pod_uid: str, container_id: str) -> None:
+        self.by_line = {(resource, kind): SeriesKey(metric, pod_uid, container_id, LABELS[(resource, kind, "avg10")])
+                        for resource in PSI_RESOURCES for kind in KINDS}
 
 
 class PSICollector(PeriodicCollector):
+    """Stores avg10 (some and full) of each resource in the metric cache, the figure QoS
+    decisions use; avg60/avg300 are kept only as the latest snapshot for /metrics. Storing
+    all 18 figures per object as series would cost ~36,000 series for 1,000 containers."""
+
     name = "psi"
     gate = "PSICollector"
 
@@ -52,6 +60,8 @@ class PSICollector(PeriodicCollector):
         self._reader: CgroupReader | None = None
         self._states: StatesInformer | None = None
         self._node = False
+        self._keys: dict[tuple[str, str], _Keys] = {}
+        self.snapshot: PsiSnapshot = {}
 
     def setup(self, ctx: CollectContext) -> None:
         self._host, self._reader, self._states = ctx.host, ctx.reader, ctx.states
@@ -72,35 +82,53 @@ class PSICollector(PeriodicCollector):
         if not self._node and not cgroups:
             raise CollectorUnsupported("this kernel has no PSI (/proc/pressure and cgroup *.pressure absent)")
 
-    def collect(self, now: float) -> Sequence[Sample]:
-        samples: list[Sample] = []
+    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
+        out: list[tuple[SeriesKey, float]] = []
+        previous, keys = self._keys, {}
+        snapshot: dict[tuple[str, str], Mapping[str, PsiReading]] = {}
         if self._node:
             assert self._host is not None
+            node: dict[str, PsiReading] = {}
             for resource in PSI_RESOURCES:
                 try:
                     psi = read_node_psi(self._host, resource)
                 except SystemFileError:
                     continue
-                for labels, value in psi_values(resource, psi):
-                    samples.append(Sample(SeriesKey(Metric.NODE_PSI.value, "", "", labels), now, value))
-        if self._reader is None or self._states is None:
-            return samples
-        for pod in self._states.pods():
-            self._cgroup(samples, now, Metric.POD_PSI.value, pod.uid, "", pod.cgroup_parent)
-            for container in pod.running_containers:
-                self._cgroup(samples, now, Metric.CONTAINER_PSI.value, pod.uid, container.id,
-                             container.cgroup_dir)
-        return samples
+                full = psi.full
+                node[resource] = ((psi.some.avg10, psi.some.avg60, psi.some.avg300),
+                                  None if full is None else (full.avg10, full.avg60, full.avg300))
+            self._store(out, previous, keys, snapshot, Metric.NODE_PSI.value, "", "", node)
+        if self._reader is not None and self._states is not None:
+            for pod in self._states.pods():
+                self._cgroup(out, previous, keys, snapshot, Metric.POD_PSI.value, pod.uid, "", pod.cgroup_parent)
+                for container in pod.running_containers:
+                    self._cgroup(out, previous, keys, snapshot, Metric.CONTAINER_PSI.value, pod.uid,
+                                 container.id, container.cgroup_dir)
+        self._keys, self.snapshot = keys, snapshot
+        return out
 
-    def _cgroup(self, samples: list[Sample], now: float, metric: str, pod_uid: str, container_id: str,
-                cgroup_dir: str) -> None:
+    def _cgroup(self, out: list, previous: dict, keys: dict, snapshot: dict, metric: str, pod_uid: str,
+                container_id: str, cgroup_dir: str) -> None:
         assert self._reader is not None
         if not cgroup_dir:
             return
-        for resource in PSI_RESOURCES:
+        readings: dict[str, PsiReading] = {}
+        for resource, file_name in _PRESSURE_FILE.items():
             try:
-                psi = self._reader.psi(cgroup_dir, resource)
+                readings[resource] = psi_averages(self._reader.text(file_name, cgroup_dir))
             except SystemFileError:
                 return  # the cgroup is gone: no point reading its other files
-            for labels, value in psi_values(resource, psi):
-                samples.append(Sample(SeriesKey(metric, pod_uid, container_id, labels), now, value))
+        self._store(out, previous, keys, snapshot, metric, pod_uid, container_id, readings)
+
+    @staticmethod
+    def _store(out: list, previous: dict, keys: dict, snapshot: dict, metric: str, pod_uid: str,
+               container_id: str, readings: dict[str, PsiReading]) -> None:
+        ident = (pod_uid, container_id)
+        entry = previous.get(ident) or _Keys(metric, pod_uid, container_id)
+        keys[ident] = entry
+        snapshot[ident] = readings
+        by_line = entry.by_line
+        for resource, (some, full) in readings.items():
+            out.append((by_line[(resource, "some")], some[0]))
+            if full is not None:
+                out.append((by_line[(resource, "full")], full[0]))

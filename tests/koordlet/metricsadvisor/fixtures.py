@@ -12,6 +12,7 @@ from koordlet.statesinformer.model import (
 )
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
+from system.usage_reader import UsageReader
 from system.host import Host
 from tests.system.fake_trees import add_cgroup, build_hybrid_tree, build_proc_tree
 
@@ -41,4 +42,5 @@ def fake_node(root: Path, pods: list[PodInfo]) -> tuple[Host, StaticStates]:
 
 def context(host: Host, states: StaticStates | None, store: MetricStore | None = None) -> CollectContext:
     files = CgroupFiles(host)
-    return CollectContext(host, store or MetricStore(), "node-a", files, CgroupReader(files, keep_open=False), states)
+    return CollectContext(host, store or MetricStore(), "node-a", files, CgroupReader(files, keep_open=False), states,
+                          UsageReader(files, keep_open=False))

@@ -20,8 +20,8 @@ from tests.system.fake_trees import remove_cgroup, set_cgroup_file, write_file
 GIB = 1024 ** 3
 
 
-def by_key(samples):
-    return {s.key: s.value for s in samples}
+def by_key(pairs):
+    return dict(pairs)
 
 
 def test_node_usage_from_proc_stat_and_meminfo(tmp_path: Path):
@@ -67,7 +67,7 @@ def test_system_usage_is_node_minus_pods_of_the_same_tick(tmp_path: Path):
     for now in (100.0, 101.0):
         set_cgroup_file(host, pod.cgroup_parent, "cpuacct.usage", str(int((now - 100) * 0.25e9)))
         write_file(host.proc("stat"), "cpu  %d 0 500 8000 10 0 5 0 0 0\n" % (1000 + (now - 100) * 100))
-        ctx.cache.append(node.collect(now))
+        ctx.cache.append_at(now, node.collect(now))
         values = by_key(pods.collect(now))
     assert values[SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)] == pytest.approx(1.0 - 0.25)
     node_memory = ctx.cache.latest(SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)).value
@@ -82,7 +82,7 @@ def test_a_vanished_cgroup_is_skipped_and_forgotten(tmp_path: Path):
     collector.collect(1.0)
     remove_cgroup(host, gone.cgroup_parent)
     samples = collector.collect(2.0)
-    assert {s.key.pod_uid for s in samples} == {"keep"} and collector.unreadable == 2
+    assert {key.pod_uid for key, _ in samples} == {"keep"} and collector.unreadable == 2
     states.remove("gone")
     collector.collect(3.0)
     assert {ident[0] for ident in collector._tracked} == {"keep"}
@@ -140,11 +140,13 @@ def test_psi_of_node_pods_and_containers_from_the_unified_hierarchy(tmp_path: Pa
     values = by_key(collector.collect(50.0))
     labels = lambda resource, kind, window: (("kind", kind), ("resource", resource), ("window", window))
     assert values[SeriesKey("pod_psi", "u1", "", labels("memory", "some", "avg10"))] == 1.5
-    assert values[SeriesKey("pod_psi", "u1", "", labels("memory", "full", "avg300"))] == 0.05
-    assert values[SeriesKey("node_psi", "", "", labels("cpu", "some", "avg300"))] == 7.0
+    assert values[SeriesKey("pod_psi", "u1", "", labels("memory", "full", "avg10"))] == 0.5
+    assert values[SeriesKey("node_psi", "", "", labels("cpu", "some", "avg10"))] == 9.0
     assert SeriesKey("node_psi", "", "", labels("cpu", "full", "avg10")) not in values  # kernel printed none
     container_keys = [k for k in values if k.container_id == pod.containers[0].id]
-    assert len(container_keys) == 18  # 3 resources x some/full x 3 windows
+    assert len(container_keys) == 6  # avg10 of 3 resources x some/full; avg60/300 in the snapshot
+    assert collector.snapshot[("u1", "")]["memory"] == ((1.5, 0.75, 0.25), (0.5, 0.1, 0.05))
+    assert collector.snapshot[("", "")]["cpu"] == ((9.0, 8.0, 7.0), None)
 
 
 def test_a_kernel_without_psi_disables_the_collector(tmp_path: Path):
@@ -161,3 +163,29 @@ def test_pod_collectors_need_a_states_informer(tmp_path: Path):
     for collector in (PodResourceCollector(1.0), PodThrottledCollector(1.0)):
         with pytest.raises(CollectorUnsupported, match="states informer"):
             collector.setup(context(host, None))
+
+
+NET_DEV = ("Inter-|   Receive                                                |  Transmit\n"
+           " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n"
+           "    lo: {lo} 10 0 0 0 0 0 0 {lo} 10 0 0 0 0 0 0\n"
+           "  eth0: {rx} 100 2 0 0 0 0 0 {tx} 50 0 0 0 0 0 0\n"
+           "vethab12: 999 9 0 0 0 0 0 0 999 9 0 0 0 0 0 0\n")
+
+
+def test_network_rates_of_device_backed_interfaces_only(tmp_path: Path):
+    from koordlet.metricsadvisor.collectors.network import NetworkCollector
+
+    host, states = fake_node(tmp_path, [])
+    (host.sys("class", "net", "eth0", "device")).mkdir(parents=True)
+    (host.sys("class", "net", "vethab12")).mkdir(parents=True)
+    write_file(host.proc("net", "dev"), NET_DEV.format(lo=5, rx=1000, tx=500))
+    collector = NetworkCollector(1.0)
+    collector.setup(context(host, states))
+    assert collector.collect(10.0) == []
+    write_file(host.proc("net", "dev"), NET_DEV.format(lo=9, rx=5000, tx=700))
+    values = {(k.metric, dict(k.labels)["interface"], dict(k.labels)["direction"]): v
+              for k, v in collector.collect(12.0)}
+    assert values[("node_network_bytes_per_second", "eth0", "rx")] == 2000.0  # 4000 bytes in 2 s
+    assert values[("node_network_bytes_per_second", "eth0", "tx")] == 100.0
+    assert values[("node_network_errors_per_second", "eth0", "rx")] == 0.0
+    assert {interface for _, interface, _ in values} == {"eth0"}  # no lo, no pod veth

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.store import MetricStore
-from koordlet.metricsadvisor.collectors.psi import LABELS
-from koordlet.metricsadvisor.exporter import AdvisorExporter
+from koordlet.metricsadvisor.exporter import AdvisorExporter, escape, number
 from koordlet.metricsadvisor.framework import CollectorStats
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo
@@ -21,8 +20,8 @@ from tests.koordlet.metricsadvisor.fixtures import make_pod
 NOW = 1_700_000_000.0
 
 
-def scrape(registry: CollectorRegistry) -> dict[str, list]:
-    text = generate_latest(registry).decode()
+def scrape(exporter: AdvisorExporter) -> dict[str, list]:
+    text = exporter.render().decode()
     return {family.name: family.samples for family in text_string_to_metric_families(text)}
 
 
@@ -37,13 +36,13 @@ def setup_node():
         Sample(SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, "u1", cid), NOW, 4096.0),
         Sample(SeriesKey.of(Metric.CONTAINER_CPU_CYCLES, "u1", cid), NOW, 3000.0),
         Sample(SeriesKey.of(Metric.CONTAINER_INSTRUCTIONS, "u1", cid), NOW, 1000.0),
-        Sample(SeriesKey(Metric.POD_PSI.value, "u1", "", LABELS[("memory", "some", "avg10")]), NOW, 2.5),
-        Sample(SeriesKey(Metric.POD_PSI.value, "u1", "", LABELS[("cpu", "some", "avg10")]), NOW, 1.0),
+        Sample(SeriesKey.of(Metric.NODE_NETWORK_BYTES_PER_SECOND, interface="eth0", direction="rx"), NOW, 2000.0),
     ])
+    psi = {("u1", ""): {"cpu": ((1.0, 0.5, 0.25), None),
+                        "memory": ((2.5, 2.0, 1.5), (0.5, 0.25, 0.125))}}
     stats = {"podresource": CollectorStats(runs=3, errors=1, total_cpu_seconds=0.01)}
-    registry = CollectorRegistry()
-    registry.register(AdvisorExporter(store, states, "node-a", lambda: stats, clock=lambda: NOW + 1))
-    return store, states, registry, pod
+    exporter = AdvisorExporter(store, states, "node-a", lambda: stats, clock=lambda: NOW + 1, psi=lambda: psi)
+    return store, states, exporter, pod
 
 
 def test_names_and_labels_follow_koordlet():
@@ -60,7 +59,11 @@ def test_names_and_labels_follow_koordlet():
     psi = {(s.labels["psi_resource_type"], s.labels["psi_precision"], s.labels["psi_degree"]): s
            for s in families["koordlet_pod_psi"]}
     assert psi[("mem", "avg10", "some")].value == 2.5  # koordlet spells memory "mem"
-    assert psi[("cpu", "avg10", "some")].labels["cpu_full_supported"] == "false"
+    assert psi[("mem", "avg300", "full")].value == 0.125
+    assert psi[("cpu", "avg60", "some")].labels["cpu_full_supported"] == "false"
+    assert ("cpu", "avg10", "full") not in psi and len(psi) == 9  # cpu some x3, mem some+full x3
+    [net] = families["koordlet_node_network_bytes_per_second"]
+    assert net.labels == {"node": "node-a", "interface": "eth0", "direction": "rx"} and net.value == 2000.0
     runs = {s.name: s.value for s in families["koordlet_collector_runs"]}
     assert runs == {"koordlet_collector_runs_total": 3.0}
 
@@ -78,14 +81,42 @@ def test_a_deleted_pod_disappears_from_the_next_scrape():
 def test_stale_samples_are_left_out():
     store = MetricStore()
     store.append([Sample(SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), NOW - 600, 1.0)])
-    registry = CollectorRegistry()
-    registry.register(AdvisorExporter(store, None, "node-a", clock=lambda: NOW))
-    assert "koordlet_node_used_cpu_cores" not in scrape(registry)
+    assert "koordlet_node_used_cpu_cores" not in scrape(AdvisorExporter(store, None, "node-a", clock=lambda: NOW))
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian package prometheus)")
 def test_promtool_finds_no_lint_problems():
     _, _, registry, _ = setup_node()
-    result = subprocess.run(["promtool", "check", "metrics"], input=generate_latest(registry),
+    result = subprocess.run(["promtool", "check", "metrics"], input=registry.render(),
                             capture_output=True, timeout=30)
     assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+
+
+def test_label_values_are_escaped_and_values_spelled_as_go_reads_them():
+    assert escape('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    assert escape("plain-name") == "plain-name"
+    assert [number(v) for v in (1.5, 3000.0, float("inf"), float("-inf"))] == ["1.5", "3000.0", "+Inf", "-Inf"]
+    assert number(float("nan")) == "NaN"
+
+
+async def test_the_http_endpoint_appends_the_exporter_text_to_metrics():
+    from prometheus_client import CollectorRegistry
+
+    from koordlet.daemon import Readiness
+    from koordlet.http_endpoint import HttpEndpoint
+
+    _, _, exporter, _ = setup_node()
+    endpoint = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))
+    endpoint.add_metrics_text(exporter.render)
+    await endpoint.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", endpoint.bound_port)
+        writer.write(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        response = await reader.read()
+        writer.close()
+    finally:
+        await endpoint.stop()
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    families = {f.name for f in text_string_to_metric_families(body.decode())}
+    assert {"koordlet_pod_used_cpu_cores", "koordlet_container_cpi"} <= families

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from koordlet.metriccache.api import Sample, SeriesKey
+from koordlet.metriccache.api import SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.framework import Scheduler
 
@@ -26,7 +26,7 @@ class Recorder:
         self._log.append((self.name, "collect"))
         if self._fail:
             raise RuntimeError("boom")
-        return [Sample(SeriesKey.of(self.name), now, 1.0)]
+        return [(SeriesKey.of(self.name), 1.0)]
 
     def close(self) -> None:
         self.closed += 1

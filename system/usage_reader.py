@@ -1,0 +1,105 @@
+"""The per-second cgroup reads of the metrics collectors, on the shortest path: CPU time,
+memory working set and throttling of one cgroup.
+
+Same files and meaning as ``CgroupReader`` (cpuacct.usage or v2 cpu.stat usage_usec;
+memory.usage_in_bytes or memory.current minus the inactive_file key of memory.stat;
+cpu.stat nr_periods / nr_throttled), but each cgroup's file paths are resolved once and
+read on kept fds with a single-key parse: a 1,000-container cycle makes ~8,000 of these
+reads per second, and the generic reader's per-read lookups cost more than the read.
+"""
+
+from __future__ import annotations
+
+from system.cgroup_codecs import key_value_of
+from system.cgroup_files import CgroupFiles, clean_cgroup_dir, read_path_text
+from system.cgroup_readers import Throttling, inactive_file_key
+from system.errors import InvalidValue
+from system.kept_files import DEFAULT_MAX_OPEN, KeptFiles
+
+
+class _Paths:
+    __slots__ = ("cpu", "cpu_v2", "memory", "memory_stat", "inactive_key", "cpu_stat", "cpu_stat_v2", "inactive")
+
+    def __init__(self, files: CgroupFiles, cgroup_dir: str) -> None:
+        rel = clean_cgroup_dir(cgroup_dir)
+        self.cpu, self.cpu_v2 = _path(files, "cpuacct.usage", rel)
+        self.memory, _ = _path(files, "memory.usage_in_bytes", rel)
+        self.memory_stat, memory_stat_v2 = _path(files, "memory.stat", rel)
+        self.inactive_key = inactive_file_key(2 if memory_stat_v2 else 1)
+        self.cpu_stat, self.cpu_stat_v2 = _path(files, "cpu.stat", rel)
+        self.inactive = -1  # the last inactive_file read, -1 before the first
+
+
+def _path(files: CgroupFiles, resource: str, rel: str) -> tuple[str, bool]:
+    return str(files.path(resource, rel)), files.version_for(resource) == 2
+
+
+class UsageReader:
+    """Not thread-safe; ``close()`` when done. Raises the system errors (Gone when the
+    cgroup was removed, NotSupported when a controller is missing, InvalidValue)."""
+
+    def __init__(self, files: CgroupFiles, max_open: int = DEFAULT_MAX_OPEN, keep_open: bool = True) -> None:
+        self.files = files
+        self._kept = KeptFiles(max_open)
+        # open per read: for fake trees, whose removed files stay readable on a kept fd
+        self._read = self._kept.read_text if keep_open else read_path_text
+        self._paths: dict[str, _Paths] = {}
+        self._max_paths = max(64, max_open)
+
+    def _resolved(self, cgroup_dir: str) -> _Paths:
+        paths = self._paths.get(cgroup_dir)
+        if paths is None:
+            if len(self._paths) >= self._max_paths:  # cgroups that went without forget()
+                self._paths.clear()
+            paths = self._paths[cgroup_dir] = _Paths(self.files, cgroup_dir)
+        return paths
+
+    def cpu_ns_and_working_set(self, cgroup_dir: str, refresh_inactive: bool = True) -> tuple[int, int]:
+        """Cumulative CPU time in ns and the memory working set in bytes.
+
+        ``refresh_inactive=False`` reuses this cgroup's last inactive_file figure instead of
+        reading memory.stat (the largest of the files): page-cache aging moves it slowly,
+        and kubelet's own working set comes from a cAdvisor scrape every 10-15 s."""
+        paths = self._resolved(cgroup_dir)
+        read = self._read
+        try:
+            if paths.cpu_v2:
+                cpu_ns = key_value_of(read(paths.cpu), "usage_usec") * 1000
+            else:
+                cpu_ns = int(read(paths.cpu))
+            usage = int(read(paths.memory))
+        except ValueError:
+            raise InvalidValue("unreadable CPU or memory usage", paths.cpu) from None
+        if refresh_inactive or paths.inactive < 0:
+            paths.inactive = key_value_of(read(paths.memory_stat), paths.inactive_key)
+        return cpu_ns, max(0, usage - paths.inactive)  # kubelet's working set
+
+    def throttling(self, cgroup_dir: str) -> Throttling:
+        paths = self._resolved(cgroup_dir)
+        return parse_throttling(self._read(paths.cpu_stat), paths.cpu_stat_v2)
+
+    def forget(self, cgroup_dir: str) -> None:
+        """Close the kept fds of a cgroup that went away."""
+        paths = self._paths.pop(cgroup_dir, None)
+        if paths is not None:
+            for path in (paths.cpu, paths.memory, paths.memory_stat, paths.cpu_stat):
+                self._kept.drop(path)
+
+    def close(self) -> None:
+        self._kept.close()
+        self._paths.clear()
+
+
+def parse_throttling(text: str, v2: bool) -> Throttling:
+    """cpu.stat's nr_periods, nr_throttled and throttled time (v1 throttled_time in ns, v2
+    throttled_usec): one split of the few "key value" lines, keys looked up by name."""
+    words = text.split()
+    values = dict(zip(words[::2], words[1::2]))
+    try:
+        if v2:
+            throttled_ns = int(values["throttled_usec"]) * 1000
+        else:
+            throttled_ns = int(values["throttled_time"])
+        return Throttling(int(values["nr_periods"]), int(values["nr_throttled"]), throttled_ns)
+    except (KeyError, ValueError):
+        raise InvalidValue("cpu.stat lacks the throttling keys (cpu controller not enabled?)") from None

@@ -1,0 +1,103 @@
+"""The advisor module on a fake node, and its wiring into the daemon."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+from koordlet.app import Hubs, MODULE_BUILDERS, build_daemon
+from koordlet.config import Config
+from koordlet.features import resolve
+from koordlet.metriccache.api import Metric, SeriesKey
+from koordlet.metriccache.store import MetricStore
+from koordlet.metricsadvisor.builder import build_metrics_advisor, collectors_for
+from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
+from koordlet.metricsadvisor.module import MetricsAdvisorModule, kept_fd_budget
+from tests.koordlet.metricsadvisor.fixtures import fake_node, make_pod
+from tests.system.fake_trees import set_cgroup_file
+
+
+async def test_deleted_pods_lose_their_series_at_once(tmp_path: Path):
+    keep, gone = make_pod("keep"), make_pod("gone")
+    host, states = fake_node(tmp_path, [keep, gone])
+    store = MetricStore()
+    module = MetricsAdvisorModule(host, store, states, "node-a", [PodResourceCollector(0.02)])
+    await module.start()
+    try:
+        for step in range(1, 4):
+            for pod in (keep, gone):
+                set_cgroup_file(host, pod.cgroup_parent, "cpuacct.usage", str(step * 10_000_000))
+            await asyncio.sleep(0.05)
+        assert module.ready() and module.unsupported == {}
+        assert store.latest(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "gone")) is not None
+        states.remove("gone")
+        assert store.latest(SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, "gone")) is None
+        assert {k.pod_uid for k in store.keys(Metric.POD_MEMORY_USAGE_BYTES)} == {"keep"}
+    finally:
+        await module.stop()
+    assert not module.ready()
+
+
+async def test_a_stopped_container_loses_its_series(tmp_path: Path):
+    pod = make_pod("p1", containers=2)
+    host, states = fake_node(tmp_path, [pod])
+    store = MetricStore()
+    module = MetricsAdvisorModule(host, store, states, "node-a", [PodResourceCollector(0.02)])
+    await module.start()
+    try:
+        await asyncio.sleep(0.06)
+        stopped = pod.containers[1]
+        assert store.latest(SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, "p1", stopped.id)) is not None
+        from koordlet.statesinformer.model import ContainerState
+        states.put(replace(pod, containers=(pod.containers[0], replace(stopped, state=ContainerState.EXITED))))
+        assert store.latest(SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, "p1", stopped.id)) is None
+    finally:
+        await module.stop()
+
+
+async def test_without_a_states_informer_only_node_collectors_run(tmp_path: Path):
+    host, _ = fake_node(tmp_path, [])
+    config = Config(state_dir=tmp_path / "state", proc_root_dir=host.proc_root,
+                    cgroup_root_dir=host.cgroup_root, sys_root_dir=host.sys_root)
+    module = MetricsAdvisorModule(host, MetricStore(), None, "node-a", collectors_for(config))
+    await module.start()
+    try:
+        assert {"podresource", "podthrottled"} <= set(module.unsupported)
+        assert "noderesource" in {c.name for c in module.scheduler.collectors}
+    finally:
+        await module.stop()
+
+
+def test_gates_choose_the_collectors():
+    names = lambda gates: {c.name for c in collectors_for(Config(feature_gates=resolve(gates)))}
+    assert {"psi", "noderesource", "network"} <= names({}) and "cpi" not in names({})
+    assert "cpi" in names({"CPICollector": True}) and "psi" not in names({"PSICollector": False})
+
+
+def test_the_builder_provides_the_metric_cache_hub(tmp_path: Path):
+    assert build_metrics_advisor in MODULE_BUILDERS
+    daemon = build_daemon(Config(state_dir=tmp_path, addr="127.0.0.1:0"))
+    names = [m.name for m in daemon._modules]
+    assert names.index("metriccache") < names.index("metricsadvisor") < names.index("http")
+
+
+def test_kept_fds_take_half_the_limit_within_bounds():
+    assert kept_fd_budget(1024) == 512
+    assert kept_fd_budget(100) == 256
+    assert kept_fd_budget(1 << 20) == 65536
+
+
+def test_hubs_metric_cache_is_set_by_the_builder(tmp_path: Path):
+    from koordlet.app import host_of
+    from koordlet.executor_module import ExecutorModule
+    from koordlet.http_endpoint import HttpEndpoint
+    from koordlet.daemon import Readiness
+    from prometheus_client import CollectorRegistry
+
+    config = Config(state_dir=tmp_path)
+    registry = CollectorRegistry()
+    hubs = Hubs(config, host_of(config), registry, HttpEndpoint(None, 0, registry, lambda: Readiness(())),
+                ExecutorModule(host_of(config), registry))
+    modules = build_metrics_advisor(hubs)
+    assert isinstance(hubs.metric_cache, MetricStore) and [m.name for m in modules] == ["metriccache", "metricsadvisor"]
