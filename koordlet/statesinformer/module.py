@@ -89,12 +89,14 @@ class StatesInformerModule:
         self._config = config
         self._forget_cgroup_from = forget_cgroup_from
         self._tasks: list[asyncio.Task[None]] = []
-        self._cri = CriClient(config.cri_endpoint) if config.cri_endpoint else None
+        self._cri: CriClient | None = None  # a grpc.aio channel needs the running loop: made in start()
         self._kubelet = KubeletClient(config.kubelet_pods_url) if config.kubelet_pods_url else None
         if registry is not None:
             registry.register(StoreCollector(store))
 
     async def start(self) -> None:
+        if self._config.cri_endpoint:
+            self._cri = CriClient(self._config.cri_endpoint)
         if self._forget_cgroup_from is not None:
             self.store.on_cgroup_gone = self._forget_cgroup_from()
         if self._cri is not None:
@@ -116,6 +118,7 @@ class StatesInformerModule:
         self._tasks.clear()
         if self._cri is not None:
             await self._cri.close()
+            self._cri = None
 
     def ready(self) -> bool:
         return self.store.synced()
