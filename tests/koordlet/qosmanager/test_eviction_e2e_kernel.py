@@ -32,6 +32,7 @@ from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.host import Host
+from system.usage_reader import UsageReader
 from tests.koordlet.qosmanager.helpers import FedMetricStore, container, feed, pod
 from tests.system.fake_trees import build_proc_tree
 
@@ -57,11 +58,13 @@ def collect(host: Host, cache: FedMetricStore, states: StaticStates, now: float)
     root and the real cgroups."""
     files = CgroupFiles(host)
     reader = CgroupReader(files, keep_open=False)
-    ctx = CollectContext(host, cache, "node-e2e", files, reader, states)
+    usage = UsageReader(files, keep_open=False)
+    ctx = CollectContext(host, cache, "node-e2e", files, reader, states, usage)
     for collector in (NodeResourceCollector(1.0), PodResourceCollector(1.0)):
         collector.setup(ctx)
         feed(cache, collector.collect(now), now)
     reader.close()
+    usage.close()
 
 
 def test_be_workload_killed_ls_untouched(sandbox, tmp_path, monkeypatch):

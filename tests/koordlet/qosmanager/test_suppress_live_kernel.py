@@ -25,6 +25,7 @@ from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from koordlet.statesinformer.node_slo import parse_node_slo_spec
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
+from system.usage_reader import UsageReader
 from tests.koordlet.qosmanager.helpers import Rig, container, feed, pod
 
 pytestmark = pytest.mark.kernel
@@ -67,7 +68,8 @@ def test_be_quota_follows_busy_ls_and_throttles_the_be_spinner(sandbox):
     rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
         "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cfsQuota"}}))
     reader = CgroupReader(CgroupFiles(host), keep_open=False)
-    ctx = CollectContext(host, rig.cache, node.name, reader.files, reader, rig.states)
+    usage_reader = UsageReader(reader.files, keep_open=False)
+    ctx = CollectContext(host, rig.cache, node.name, reader.files, reader, rig.states, usage_reader)
     collectors = [NodeResourceCollector(1.0), PodResourceCollector(1.0)]
     for collector in collectors:
         collector.setup(ctx)
@@ -112,4 +114,5 @@ def test_be_quota_follows_busy_ls_and_throttles_the_be_spinner(sandbox):
                 proc.kill()
                 proc.wait()
         reader.close()
+        usage_reader.close()
         rig.close()
