@@ -4,20 +4,22 @@ POST /api/v1/namespaces/<ns>/pods/<name>/eviction with a policy/v1 Eviction: the
 applies PodDisruptionBudgets (429 when one forbids it now) and deletes the pod gracefully.
 On success a Warning Event `evictPodSuccess` is recorded on the Node (koordlet's reason).
 
-The HTTP client is not chosen here: `ApiEvictor` takes anything with
-`async post(path, body) -> (status, body)`, so the daemon binds it to the API client the
-reports module brings (lightkube), and tests to a fake.
+`ApiEvictor` decides; `EvictionApi` is the two calls it needs. `LightkubeEvictionApi` makes
+them with the daemon's lightkube client (koordlet/kube_client.py); tests use a fake.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 import structlog
 
 from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.statesinformer.model import PodInfo
+
+if TYPE_CHECKING:
+    from lightkube import AsyncClient
 
 log = structlog.get_logger(__name__)
 
@@ -25,11 +27,48 @@ EVENT_REASON = "evictPodSuccess"
 COMPONENT = "koordlet"
 
 
-class KubePoster(Protocol):
-    async def post(self, path: str, body: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]]:
-        """POST JSON to an API server path; (HTTP status, decoded body). Raises OSError when
-        the server cannot be reached."""
+class EvictionApi(Protocol):
+    async def create_eviction(self, namespace: str, name: str, body: Mapping[str, Any]) -> tuple[int, str]:
+        """POST the pod's eviction subresource: (HTTP status, the server's message).
+        Raises OSError when the server cannot be reached."""
         ...
+
+    async def create_event(self, namespace: str, body: Mapping[str, Any]) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class LightkubeEvictionApi:
+    """EvictionApi over a lightkube AsyncClient (imported only in Kubernetes mode)."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
+
+    async def create_eviction(self, namespace: str, name: str, body: Mapping[str, Any]) -> tuple[int, str]:
+        from lightkube import ApiError
+        from lightkube.resources.core_v1 import Pod
+
+        try:
+            await self.client.create(Pod.Eviction.from_dict(dict(body)), name=name, namespace=namespace)
+        except ApiError as exc:
+            return int(exc.status.code or 500), str(exc.status.message or "")
+        except Exception as exc:  # httpx transport errors: the server is not reachable
+            if exc.__class__.__module__.startswith(("httpx", "httpcore", "anyio")):
+                raise OSError(str(exc)) from exc
+            raise
+        return 201, ""
+
+    async def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        from lightkube import ApiError
+        from lightkube.resources.core_v1 import Event
+
+        try:
+            await self.client.create(Event.from_dict(dict(body)), namespace=namespace)
+        except ApiError as exc:
+            raise OSError("event refused: %s" % exc.status.message) from exc
+
+    async def close(self) -> None:
+        await self.client.close()
 
 
 def eviction_body(pod: PodInfo) -> dict[str, Any]:
@@ -53,16 +92,15 @@ def node_event(node: str, pod: PodInfo, reason: EvictionReason, message: str, no
 class ApiEvictor:
     name = "eviction-api"
 
-    def __init__(self, api: KubePoster, node: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, api: EvictionApi, node: str, clock: Callable[[], float] = time.time) -> None:
         self.api = api
         self.node = node
         self.clock = clock
 
     async def evict(self, pod: PodInfo, reason: EvictionReason, message: str) -> bool:
         who = f"{pod.namespace}/{pod.name}"
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction"
         try:
-            status, body = await self.api.post(path, eviction_body(pod))
+            status, server_message = await self.api.create_eviction(pod.namespace, pod.name, eviction_body(pod))
         except OSError as exc:
             log.warning("pod_eviction_failed", pod=who, reason=reason.value, error=str(exc))
             return False
@@ -70,15 +108,16 @@ class ApiEvictor:
             return True  # already gone
         if status == 429:
             log.info("pod_eviction_blocked", pod=who, reason=reason.value,
-                     why=body.get("message", "a PodDisruptionBudget forbids it now"))
+                     why=server_message or "a PodDisruptionBudget forbids it now")
             return False
         if not 200 <= status < 300:
-            log.warning("pod_eviction_failed", pod=who, reason=reason.value, status=status,
-                        error=body.get("message", ""))
+            log.warning("pod_eviction_failed", pod=who, reason=reason.value, status=status, error=server_message)
             return False
         try:
-            await self.api.post("/api/v1/namespaces/default/events",
-                                node_event(self.node, pod, reason, message, self.clock()))
+            await self.api.create_event("default", node_event(self.node, pod, reason, message, self.clock()))
         except OSError as exc:  # the eviction stands; only its Event is missing
             log.warning("eviction_event_not_recorded", pod=who, error=str(exc))
         return True
+
+    async def close(self) -> None:
+        await self.api.close()

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from koordlet.kube_client import KubeClientError, open_kube_client
+from koordlet.qosmanager.api_evictor import ApiEvictor, LightkubeEvictionApi
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_evict import CPUEvict
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
@@ -49,11 +51,16 @@ def strategies_for(config: Config) -> list[Strategy]:
 
 
 def _evictor(config: Config, executor: ResourceExecutor, reader: CgroupReader) -> Evictor:
-    if config.standalone and config.qos_standalone_eviction:
-        return CgroupKillEvictor(executor, reader)
-    if not config.standalone:
-        log.warning("pod_eviction_unavailable", reason="the Eviction API client is not wired yet")
-    return DisabledEvictor()
+    """Standalone: cgroup kills when opted in. Kubernetes mode: the Eviction API through the
+    daemon's lightkube client (opened here, in the manager's start; closed at its stop)."""
+    if config.standalone:
+        return CgroupKillEvictor(executor, reader) if config.qos_standalone_eviction else DisabledEvictor()
+    try:
+        client = open_kube_client(config)
+    except KubeClientError as exc:
+        log.warning("pod_eviction_unavailable", reason=str(exc))
+        return DisabledEvictor()
+    return ApiEvictor(LightkubeEvictionApi(client), config.node_name)
 
 
 def build_qos_manager(hubs: Hubs) -> list[Module]:

@@ -11,7 +11,7 @@ and counts it in `koordlet_pod_eviction{reason}`. How a pod is removed is the
   (or the runtime) sees the containers die; nothing else is touched.
 - `DisabledEvictor`: the default in standalone mode; logs what it would have done.
 - `ApiEvictor` (api_evictor.py), Kubernetes mode: policy/v1 Evictions (the API server
-  applies PodDisruptionBudgets) and a Node Event, over the API client the daemon binds.
+  applies PodDisruptionBudgets) and a Node Event, with the daemon's lightkube client.
 """
 
 from __future__ import annotations

@@ -137,6 +137,9 @@ class QoSManager:
         self._tasks.clear()
         if self.context is not None:
             self.context.reader.close()
+            close = getattr(self.context.evictions.evictor, "close", None)
+            if close is not None:  # the Eviction API client
+                await close()
 
     def ready(self) -> bool:
         return True

@@ -80,3 +80,37 @@ def test_builders_with_hubs_and_a_node_slo_file(tmp_path):
     hubs_default = Hubs(parse_args([]), None, None, None, None)
     assert build_node_slo(hubs_default) == [] and isinstance(hubs_default.node_slo, StaticNodeSLO)
     assert Path(config.node_slo_config) == slo_file
+
+
+def test_evictor_per_mode(tmp_path, monkeypatch):
+    import pytest as _pytest
+
+    from koordlet.qosmanager.api_evictor import ApiEvictor
+    from koordlet.qosmanager.builder import _evictor
+    from koordlet.qosmanager.eviction import DisabledEvictor
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    host = build_v1_tree(tmp_path / "tree")
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    standalone = parse_args([])
+    assert isinstance(_evictor(standalone, rig.executor, rig.reader), DisabledEvictor)
+    opted_in = parse_args(["--qos-standalone-eviction=true"])
+    assert isinstance(_evictor(opted_in, rig.executor, rig.reader), CgroupKillEvictor)
+    missing = parse_args(["--kubeconfig", str(tmp_path / "absent")])
+    assert isinstance(_evictor(missing, rig.executor, rig.reader), DisabledEvictor)
+    _pytest.importorskip("lightkube")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n")
+    cluster = parse_args(["--kubeconfig", str(kubeconfig)])
+
+    async def build_and_close():
+        evictor = _evictor(cluster, rig.executor, rig.reader)
+        assert isinstance(evictor, ApiEvictor)
+        await evictor.close()
+
+    asyncio.run(build_and_close())
+    rig.close()
