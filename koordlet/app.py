@@ -28,7 +28,8 @@ from koordlet.sdnotify import notify
 from koordlet.qosmanager.builder import build_qos_manager
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.module import build_states_informer
-from koordlet.statesinformer.node_slo_source import NodeSLOSource, build_node_slo
+from koordlet.statesinformer.node_slo_module import build_node_slo
+from koordlet.statesinformer.node_slo_source import NodeSLOSource
 from system.host import Host
 
 log = structlog.get_logger(__name__)

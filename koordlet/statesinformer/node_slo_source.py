@@ -7,8 +7,8 @@ accepted) and `subscribe()` tells about each accepted change.
 `ValidatedNodeSLO.apply(document)` takes a NodeSLO object or a bare spec: an invalid one
 is refused with an error naming the field and the last good NodeSLO stays in force.
 `NodeSLOFile` feeds it from `--node-slo-config FILE` (YAML or JSON), polling the file's
-identity (inode, size, mtime) on the loop. Kubernetes mode will feed the same `apply`
-from a watch of the node's NodeSLO object, on the API client the reports module brings.
+identity (inode, size, mtime) on the loop; `NodeSLOWatch` (node_slo_watch.py) feeds the
+same `apply` with the node's NodeSLO object in Kubernetes mode.
 """
 
 from __future__ import annotations
@@ -16,20 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import structlog
 import yaml
 
-from koordlet import defaults
-from koordlet.http_endpoint import json_reply
 from koordlet.statesinformer.node_slo import (
-    NodeSLO, NodeSLOError, node_slo_document, parse_node_slo_spec, spec_of_document,
+    NodeSLO, NodeSLOError, parse_node_slo_spec, spec_of_document,
 )
-
-if TYPE_CHECKING:
-    from koordlet.app import Hubs
-    from koordlet.daemon import Module
 
 log = structlog.get_logger(__name__)
 
@@ -78,9 +72,8 @@ def parse_node_slo_text(text: str, origin: str, json_only: bool = False) -> Any:
 class ValidatedNodeSLO(StaticNodeSLO):
     """A NodeSLO fed whole documents: a refused one leaves the last good NodeSLO in force.
 
-    The file source feeds it; so will the Kubernetes watch of the node's NodeSLO object
-    (`apply(obj, origin="NodeSLO/<node>")` for each event), with the API client the
-    reports module brings."""
+    The file source feeds it, and in Kubernetes mode the node's NodeSLO object
+    (`apply(obj, origin="NodeSLO/<node>")`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -163,23 +156,3 @@ class NodeSLOFile(ValidatedNodeSLO):
 
     def ready(self) -> bool:
         return True
-
-
-def build_node_slo(hubs: Hubs) -> list[Module]:
-    """The NodeSLO source: the --node-slo-config file, else koordlet's defaults.
-    GET /api/v1/nodeslo shows the NodeSLO in force and why the last document was refused."""
-    path = hubs.config.node_slo_config
-    source: StaticNodeSLO
-    if path is not None:
-        source = NodeSLOFile(path, poll_interval=defaults.NODE_SLO_POLL_SECONDS)
-    else:
-        source = StaticNodeSLO()
-        log.info("node_slo_defaults", reason="no --node-slo-config" if hubs.config.standalone
-                 else "NodeSLO from the API server is not wired yet")
-    hubs.node_slo = source
-    if hubs.http is not None:
-        hubs.http.add_route("/api/v1/nodeslo", lambda query: json_reply({
-            "source": str(path) if path is not None else "defaults",
-            "lastError": getattr(source, "last_error", None),
-            "spec": node_slo_document(source.current())}))
-    return [source] if isinstance(source, NodeSLOFile) else []

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from koordlet.app import Hubs
 from koordlet.config import parse_args
 from koordlet.qosmanager.builder import build_qos_manager, strategies_for
-from koordlet.statesinformer.node_slo_source import build_node_slo
+from koordlet.statesinformer.node_slo_module import build_node_slo
 from koordlet.qosmanager.eviction import CgroupKillEvictor, EvictionReason
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo

@@ -26,7 +26,7 @@ from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollect
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.qosmanager.builder import build_qos_manager
-from koordlet.statesinformer.node_slo_source import build_node_slo
+from koordlet.statesinformer.node_slo_module import build_node_slo
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from system.cgroup_files import CgroupFiles

@@ -83,7 +83,7 @@ def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
     from koordlet.config import parse_args
     from koordlet.daemon import Readiness
     from koordlet.http_endpoint import HttpEndpoint
-    from koordlet.statesinformer.node_slo_source import build_node_slo
+    from koordlet.statesinformer.node_slo_module import build_node_slo
 
     path = tmp_path / "slo.yaml"
     path.write_text("resourceUsedThresholdWithBE: {enable: true}\n")
