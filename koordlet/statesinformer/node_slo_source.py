@@ -146,13 +146,19 @@ class NodeSLOFile(ValidatedNodeSLO):
             self.poll()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await cancel_task(self._task)
+        self._task = None
 
     def ready(self) -> bool:
         return True
+
+
+async def cancel_task(task: asyncio.Task[None] | None) -> None:
+    """Cancel a source's polling task and wait for it to end."""
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass

@@ -17,7 +17,7 @@ import structlog
 
 from koordlet.config import Config
 from koordlet.kube_client import KubeClientError, open_kube_client
-from koordlet.statesinformer.node_slo_source import ValidatedNodeSLO
+from koordlet.statesinformer.node_slo_source import ValidatedNodeSLO, cancel_task
 
 log = structlog.get_logger(__name__)
 
@@ -88,13 +88,8 @@ class NodeSLOWatch(ValidatedNodeSLO):
             await asyncio.sleep(self.poll_interval)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await cancel_task(self._task)
+        self._task = None
         if self._client is not None:
             await self._client.close()
             self._client = None
