@@ -166,6 +166,15 @@ class NodeSLO:
         settings = self.resource_qos(qos)
         return None if settings is None else settings.cpu_qos
 
+    def group_identities(self) -> dict[KoordQoSClass, int]:
+        """cpu.bvt_warp_ns per class for the GroupIdentity hook: the class's groupIdentity
+        when its cpuQOS is enabled, else 0 (koordlet's "none" CPU QoS)."""
+        out = {}
+        for qos in (KoordQoSClass.LSR, KoordQoSClass.LS, KoordQoSClass.BE):
+            cfg = self.cpu_qos(qos)
+            out[qos] = cfg.group_identity if cfg is not None and cfg.enable else 0
+        return out
+
     def memory_qos(self, qos: KoordQoSClass) -> MemoryQOS | None:
         settings = self.resource_qos(qos)
         return None if settings is None else settings.memory_qos

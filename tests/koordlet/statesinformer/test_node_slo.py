@@ -158,3 +158,10 @@ def test_any_valid_spec_survives_its_own_document(threshold, resctrl, burst):
     slo = parse_node_slo_spec({"resourceUsedThresholdWithBE": threshold, "cpuBurstStrategy": burst,
                                "resourceQOSStrategy": {"lsClass": {"resctrlQOS": resctrl}}})
     assert parse_node_slo_spec(node_slo_document(slo)) == slo
+
+
+def test_group_identities_for_the_hook_follow_enable():
+    assert set(NodeSLO().group_identities().values()) == {0}  # cpuQOS off by default: "none"
+    slo = parse_node_slo_spec({"resourceQOSStrategy": {
+        "lsrClass": {"cpuQOS": {"enable": True}}, "beClass": {"cpuQOS": {"enable": True}}}})
+    assert slo.group_identities() == {KoordQoSClass.LSR: 2, KoordQoSClass.LS: 0, KoordQoSClass.BE: -1}
