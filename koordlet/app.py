@@ -20,8 +20,13 @@ from koordlet.http_endpoint import HttpEndpoint
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
 from koordlet.metricsadvisor.builder import build_metrics_advisor
+from koordlet.reporter.builder import build_reports
+from koordlet.orm.module import OrmModule
+from koordlet.runtimehooks.allocations import CpusetProvider
+from koordlet.runtimehooks.module import build_runtime_hooks
 from koordlet.sdnotify import notify
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.module import build_states_informer
 from system.host import Host
 
 log = structlog.get_logger(__name__)
@@ -58,13 +63,46 @@ class Hubs:
     executor: ExecutorModule
     states: StatesInformer | None = None
     metric_cache: MetricCache | None = None
+    # The ORM when --topology-policy-name is set: `.allocations` is the read API (cpuset_for,
+    # mems_for, shared_pool, subscribe), `admit_now` / `admit_pod` the admission entry points.
+    orm: OrmModule | None = None
+    # Who owns exclusive CPUs besides the resource-status annotation (the runtime hooks'
+    # CPUSetAllocator asks it `cpuset_for`): the ORM when it runs.
+    cpuset_provider: CpusetProvider | None = None
+
+
+def build_orm(hubs: Hubs) -> list[Module]:
+    """The out-of-band resource manager, when a topology policy is named. Before the runtime
+    hooks: their CPUSetAllocator takes its exclusive CPUs from here. The informer is read at
+    start (the runtime hooks' builder may provide it after this one ran)."""
+    if not hubs.config.topology_policy_name:
+        return []
+    hubs.orm = OrmModule(hubs.config, hubs.host, lambda: hubs.states, hubs.registry)
+    hubs.cpuset_provider = hubs.orm
+    hubs.http.add_route("/api/v1/topology", hubs.orm.zones_route)
+    return [hubs.orm]
+
+
+def build_runtime_hooks_with_orm(hubs: Hubs) -> list[Module]:
+    """The runtime hooks, told when the ORM's allocations change and asking it to admit each
+    container at NRI CreateContainer (a rejection fails the container with the reason)."""
+    modules = build_runtime_hooks(hubs)
+    if hubs.orm is not None:
+        for module in modules:
+            hubs.orm.on_allocations_changed(module.engine.allocations_changed)
+            module.admitter = hubs.orm
+    return modules
 
 
 # Each builder looks at the config and returns the modules to run (none when its
 # feature is off). Order is start order: providers of a hub before its readers.
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
 MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
-    build_metrics_advisor,  # after the states informer's builder: provides hubs.metric_cache
+    build_states_informer,
+    build_metrics_advisor,  # provides hubs.metric_cache
+    build_orm,
+    build_runtime_hooks_with_orm,
+    build_reports,  # reads both hubs
 )
 
 

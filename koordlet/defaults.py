@@ -34,6 +34,34 @@ HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).
 HTTP_GZIP_LEVEL = 1
 
+# Runtime hooks (koordlet's NRI plugin identity and flags).
+NRI_PLUGIN_NAME = "koordlet_nri"
+NRI_PLUGIN_INDEX = "00"
+# auto: NRI plus the reconcile loop; readiness waits for NRI only if its socket exists at start.
+RUNTIME_HOOKS_MODE = "auto"
+RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS = 10.0
+
+# The states informer: the CRI endpoint it lists pods from ("" turns it off; kubelet's
+# --container-runtime-endpoint spelling), and how often it lists (koordlet syncs pods every 10 s).
+CRI_ENDPOINT = "unix:///run/containerd/containerd.sock"
+STATES_CRI_SYNC_INTERVAL_SECONDS = 10.0
+STATES_KUBELET_SYNC_INTERVAL_SECONDS = 10.0
+# ORM (out-of-band resource manager). Katalyst's names and values unless said otherwise.
+# Off unless --topology-policy-name is given (Katalyst's "" default refuses to start).
+TOPOLOGY_POLICY_NAME = ""
+TOPOLOGY_MANAGER_SCOPE = "container"
+NUMERIC_ALIGN_RESOURCES = "cpu,memory"
+# Ours, not Katalyst's /var/lib/katalyst/pod-resources/kubelet.sock: not kubelet's own socket either.
+POD_RESOURCES_SERVER_ENDPOINT = "unix:/var/lib/koordlet/pod-resources/kubelet.sock"
+ORM_DEVICES_PROVIDER = ""
+ORM_KUBELET_POD_RESOURCES_ENDPOINTS = "/var/lib/kubelet/pod-resources/kubelet.sock"
+ORM_RESOURCE_NAMES_MAP = ""
+ORM_RECONCILE_PERIOD_SECONDS = 5.0
+# QRM plugins register on <dir>/kubelet.sock (the katalyst-agent chart's directory).
+QRM_SOCKET_DIRS = "/var/lib/katalyst/plugin-socks"
+RESERVED_CPUS = ""
+# kubelet's default: only the classes that ask for it (dedicated_cores, LSE, LSR) get exclusive CPUs.
+CPU_MANAGER_POLICY = "none"
 # Metrics advisor (koordlet v1.1 metricsadvisor/config.go and metriccache/config.go).
 COLLECT_RES_USED_INTERVAL_SECONDS = 1.0
 PSI_COLLECTOR_INTERVAL_SECONDS = 10.0
@@ -46,3 +74,25 @@ METRIC_EXPIRE_SECONDS = 1800.0
 POD_METRIC_EXPIRE_SECONDS = 300.0
 CONTAINER_METRIC_EXPIRE_SECONDS = 120.0
 METRIC_GC_INTERVAL_SECONDS = 300.0
+
+# Reports (issue 11). Katalyst names and values for the overcommit advisor; the targets and
+# estimated loads are the seed deployment's (Katalyst's code defaults memory to 0.8 / 0.8).
+SYSADVISOR_PLUGINS = ("*",)
+REALTIME_OVERCOMMIT_SYNC_PERIOD_SECONDS = 10.0
+REALTIME_OVERCOMMIT_CPU_TARGETLOAD = 0.6
+REALTIME_OVERCOMMIT_MEM_TARGETLOAD = 0.6
+REALTIME_OVERCOMMIT_ESTIMATED_CPULOAD = 0.4
+REALTIME_OVERCOMMIT_ESTIMATED_MEMLOAD = 0.6
+CPU_METRICS_TO_GATHER = ("cpu.usage.container",)
+# Katalyst gathers mem.rss.container; the collectors here gather the working set.
+MEMORY_METRICS_TO_GATHER = ("mem.usage.container",)
+# NodeMetric metricCollectPolicy in standalone mode (a cluster object's spec wins):
+# koordlet's defaults, floors 30 s and 60 s.
+REPORT_INTERVAL_SECONDS = 60
+AGGREGATE_DURATION_SECONDS = 300
+AGGREGATE_DURATIONS_SECONDS = (300.0, 600.0, 1800.0)
+# Koordinator slo-controller: batch = allocatable - (100 - threshold)% reserve - system - non-BE usage.
+CPU_RECLAIM_THRESHOLD_PERCENT = 60
+MEMORY_RECLAIM_THRESHOLD_PERCENT = 65
+# kubelet's --root-dir: cpu_manager_state / memory_manager_state live there.
+KUBELET_ROOT_DIR = Path("/var/lib/kubelet")

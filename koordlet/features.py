@@ -39,17 +39,31 @@ _SPECS: tuple[FeatureSpec, ...] = (
     FeatureSpec("BEMemoryEvict", False, Stage.ALPHA, "evict best-effort pods above the node memory threshold"),
     FeatureSpec("CPUBurst", True, Stage.BETA, "cpu.cfs_burst_us and dynamic CFS quota scaling"),
     FeatureSpec("RdtResctrl", False, Stage.ALPHA, "LLC and memory-bandwidth partitioning through resctrl"),
-    FeatureSpec("CgroupReconcile", True, Stage.BETA, "bypass reconcile loop that re-applies the policy and repairs drift"),
-    FeatureSpec("NRIRuntimeHooks", True, Stage.BETA, "register with containerd as an NRI plugin"),
+    FeatureSpec("CgroupReconcile", True, Stage.BETA, "bypass reconcile loop that re-applies the policy and repairs drift",
+                implemented=True),
+    FeatureSpec("NRIRuntimeHooks", True, Stage.BETA, "register with containerd as an NRI plugin", implemented=True),
     FeatureSpec("NodeTopologyReport", False, Stage.ALPHA, "report NodeResourceTopology zones"),
     FeatureSpec("CPICollector", False, Stage.ALPHA, "collect cycles-per-instruction with perf_event_open",
                 implemented=True),
     FeatureSpec("PSICollector", True, Stage.BETA, "collect pressure stall information from cgroups",
                 implemented=True),
-    FeatureSpec("NodeMetricReport", True, Stage.BETA, "report the NodeMetric status for load-aware scheduling"),
-    FeatureSpec("OvercommitReport", False, Stage.ALPHA, "report Katalyst realtime overcommit ratios"),
-    FeatureSpec("OOBTopologyManager", False, Stage.ALPHA, "out-of-band NUMA topology manager and allocator"),
-    FeatureSpec("PodResourcesServer", False, Stage.ALPHA, "serve kubelet PodResources v1 with the real allocations"),
+    FeatureSpec("NodeMetricReport", True, Stage.BETA, "report the NodeMetric status for load-aware scheduling",
+                implemented=True),
+    FeatureSpec("OvercommitReport", True, Stage.BETA, "report Katalyst realtime overcommit ratios",
+                implemented=True),
+    FeatureSpec("BatchResource", True, Stage.BETA,
+                "runtime hook: BE pods' cpu shares, CFS quota and memory limit from batch (and Katalyst reclaimed) "
+                "resources", implemented=True),
+    FeatureSpec("CPUSetAllocator", True, Stage.BETA,
+                "runtime hook: cpuset of LSE/LSR/dedicated pods from their binding, shared pools for LS and BE",
+                implemented=True),
+    FeatureSpec("GroupIdentity", True, Stage.BETA,
+                "runtime hook: cpu.bvt_warp_ns per QoS class where the kernel has it, cpu.idle for BE on cgroup v2",
+                implemented=True),
+    FeatureSpec("OOBTopologyManager", False, Stage.ALPHA, "out-of-band NUMA topology manager and allocator "
+                "(also on whenever --topology-policy-name is set)", implemented=True),
+    FeatureSpec("PodResourcesServer", False, Stage.ALPHA, "serve kubelet PodResources v1 with the real allocations "
+                "(served by the ORM whenever it runs)", implemented=True),
 )
 
 SPECS: Mapping[str, FeatureSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})

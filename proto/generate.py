@@ -37,6 +37,8 @@ SOURCES: tuple[ProtoSource, ...] = (
     ProtoSource("proto/ttrpc/request.proto"),
     ProtoSource("proto/nri/pkg/api/v1alpha1/api.proto"),
     ProtoSource("proto/k8s/podresources/v1/api.proto", grpc_stubs=True),
+    ProtoSource("proto/cri/api.proto", grpc_stubs=True),
+    ProtoSource("proto/k8s/resourceplugin/v1alpha1/api.proto", grpc_stubs=True),
 )
 
 

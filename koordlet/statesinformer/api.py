@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol
 
+import structlog
+
 from koordlet.statesinformer.model import NodeInfo, PodEvent, PodEventKind, PodInfo
 
 PodListener = Callable[[PodEvent], None]
 Unsubscribe = Callable[[], None]
+
+log = structlog.get_logger(__name__)
 
 
 class StatesInformer(Protocol):
@@ -33,12 +37,13 @@ class StatesInformer(Protocol):
         ...
 
 
-class StaticStates:
-    """An informer whose pods are set by hand: for tests and for agents run standalone."""
+class PodTable:
+    """The reading half every informer shares: the node, pods by uid, subscribers.
+    A listener that raises is logged and stays subscribed."""
 
     def __init__(self, node: NodeInfo, pods: Iterable[PodInfo] = ()) -> None:
         self._node = node
-        self._pods = {pod.uid: pod for pod in pods}
+        self._pods: dict[str, PodInfo] = {pod.uid: pod for pod in pods}
         self._listeners: list[PodListener] = []
 
     def node(self) -> NodeInfo:
@@ -52,7 +57,23 @@ class StaticStates:
 
     def subscribe(self, listener: PodListener) -> Unsubscribe:
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _emit(self, event: PodEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("pod_listener_failed", kind=event.kind.value, pod_uid=event.pod.uid)
+
+
+class StaticStates(PodTable):
+    """An informer whose pods are set by hand: for tests and for agents run standalone."""
 
     def synced(self) -> bool:
         return True
@@ -67,7 +88,3 @@ class StaticStates:
         pod = self._pods.pop(uid, None)
         if pod is not None:
             self._emit(PodEvent(PodEventKind.DELETED, pod))
-
-    def _emit(self, event: PodEvent) -> None:
-        for listener in list(self._listeners):
-            listener(event)

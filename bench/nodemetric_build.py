@@ -1,0 +1,164 @@
+"""Building one NodeMetric report: 500 pods (each with 300 s of 1 s cpu and memory samples
+in the metric cache), 30 min of 1 s node samples, three percentile windows.
+
+    .venv/bin/python -m bench.nodemetric_build [--pods 500] [--runs 20]
+
+Figures: wall time per build (p50 / p99 of --runs builds) of take_snapshot +
+status_document + json.dumps, and what tracemalloc counts for one build: the bytes still
+held after it (the result: the JSON text) and the peak held during it. Floor, same run: building a dict of the same shape and size
+from ready-made strings and dumping it to JSON (no cache reads, no aggregation): what any
+report of that size costs at least. The overcommit round (node_load + advise) over the
+same pods is measured too, and how long the daemon's stepped build holds the event loop
+between two yields.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import tracemalloc
+from typing import Any, Callable
+
+from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.retention import RetentionPolicy
+from koordlet.metriccache.store import MetricStore
+from koordlet.reporter.nodemetric import snapshot_steps, status_document, take_snapshot
+from koordlet.reporter.overcommit import SEED_CPU, SEED_MEMORY, advise
+from koordlet.reporter.overcommit_load import node_load
+from koordlet.reporter.policy import MetricCollectPolicy
+from koordlet.reporter.steps import PODS_PER_STEP
+from koordlet.statesinformer.model import (ContainerInfo, ContainerState, KoordQoSClass, PodInfo, PodQoS,
+                                           PriorityBand, Resources, SandboxState)
+
+NOW = 1_800_000_000.0
+GI = 1024 ** 3
+
+
+def make_pods(count: int) -> list[PodInfo]:
+    pods = []
+    for i in range(count):
+        uid = "pod-uid-%05d" % i
+        be = i % 4 == 0
+        container = ContainerInfo("ctr-%05d" % i, "main", uid, ContainerState.RUNNING, "",
+                                  spec=Resources(requests={"cpu": 0 if be else 500, "memory": 0 if be else GI}))
+        qos = PodQoS(KoordQoSClass.BE if be else KoordQoSClass.LS,
+                     band=PriorityBand.BATCH if be else PriorityBand.PROD)
+        pods.append(PodInfo(uid, "pod-%05d" % i, "ns-%d" % (i % 20), "sb-%05d" % i, SandboxState.READY, "",
+                            qos, containers=(container,)))
+    return pods
+
+
+def fill(store: MetricStore, pods: list[PodInfo]) -> None:
+    node_cpu, node_mem = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
+    store.append(Sample(node_cpu, NOW - 1799 + t, 8 + (t * 7919 % 400) / 100) for t in range(1800))
+    store.append(Sample(node_mem, NOW - 1799 + t, 40 * GI + (t * 104729 % 1000) * 4096) for t in range(1800))
+    for n, pod in enumerate(pods):
+        cid = pod.containers[0].id
+        for metric, container_metric, scale in ((Metric.POD_CPU_USAGE_CORES, Metric.CONTAINER_CPU_USAGE_CORES, 0.01),
+                                                (Metric.POD_MEMORY_USAGE_BYTES, Metric.CONTAINER_MEMORY_USAGE_BYTES,
+                                                 1024 * 1024)):
+            values = [(n + t * 31) % 100 * scale for t in range(300)]
+            store.append(Sample(SeriesKey.of(metric, pod.uid), NOW - 299 + t, v) for t, v in enumerate(values))
+            store.append(Sample(SeriesKey.of(container_metric, pod.uid, cid), NOW - 299 + t, v)
+                         for t, v in enumerate(values))
+
+
+def floor_document(pods: list[PodInfo]) -> dict[str, Any]:
+    """Same shape and sizes as a real status, from ready-made strings."""
+    rm = {"resources": {"cpu": "8125m", "memory": "41943040Ki"}}
+    return {
+        "updateTime": "2027-01-15T08:00:00Z",
+        "nodeMetric": {"nodeUsage": rm, "systemUsage": rm,
+                       "aggregatedNodeUsages": [{"usage": {k: rm for k in ("p50", "p90", "p95", "p99")},
+                                                 "duration": d} for d in ("5m0s", "10m0s", "30m0s")]},
+        "podsMetric": [{"namespace": p.namespace, "name": p.name, "priority": "koord-prod", "qos": "LS",
+                        "podUsage": {"resources": {"cpu": "490m", "memory": "103809024"}}} for p in pods],
+        "prodReclaimableMetric": {"resource": rm},
+    }
+
+
+def timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
+    fn()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    samples.sort()
+    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+
+
+def allocations(fn: Callable[[], object]) -> tuple[int, int]:
+    """(bytes allocated over the call, peak bytes held) as tracemalloc counts them."""
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    snapshot_before = tracemalloc.take_snapshot()
+    result = fn()
+    snapshot_after = tracemalloc.take_snapshot()
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    grown = sum(stat.size_diff for stat in snapshot_after.compare_to(snapshot_before, "filename") if stat.size_diff > 0)
+    del result
+    return max(grown, current - before), peak - before
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    pods = make_pods(args.pods)
+    store = MetricStore(RetentionPolicy(), clock=lambda: NOW)
+    fill(store, pods)
+    policy = MetricCollectPolicy()
+    print("pods=%d  samples in cache=%d  series=%d  runs=%d" % (len(pods), store.sample_count(), len(store),
+                                                              args.runs))
+
+    def build() -> str:
+        snapshot = take_snapshot(store, pods, policy, NOW)
+        assert snapshot is not None and len(snapshot.pods) == len(pods)
+        return json.dumps(status_document(snapshot), separators=(",", ":"))
+
+    def floor() -> str:
+        return json.dumps(floor_document(pods), separators=(",", ":"))
+
+    def overcommit() -> object:
+        load = node_load(store, pods, 32_000, 128 * GI, ("cpu.usage.container",), ("mem.usage.container",),
+                         NOW - 10, NOW)
+        return advise(load, SEED_CPU, SEED_MEMORY, {}, 0, "none", "None")
+
+    built, floored = build(), floor()
+    rows = [("NodeMetric build+dump", build), ("floor: same-size dict+dump", floor),
+            ("overcommit round", overcommit)]
+    results = {}
+    for name, fn in rows:
+        p50, p99 = timed(fn, args.runs)
+        allocated, peak = allocations(fn)
+        results[name] = (p50, p99, allocated, peak)
+    holds = []
+    for _ in range(args.runs):
+        steps = snapshot_steps(store, pods, policy, NOW)
+        while True:
+            start = time.perf_counter()
+            try:
+                next(steps)
+            except StopIteration:
+                holds.append(time.perf_counter() - start)
+                break
+            holds.append(time.perf_counter() - start)
+    holds.sort()
+    base = results["floor: same-size dict+dump"]
+    print("report JSON %d bytes, floor JSON %d bytes" % (len(built), len(floored)))
+    print("%-28s %9s %9s %8s %12s %12s" % ("what", "p50 ms", "p99 ms", "x floor", "kept KiB", "peak KiB"))
+    for name, (p50, p99, allocated, peak) in results.items():
+        print("%-28s %9.2f %9.2f %8.1f %12.0f %12.0f" % (name, p50 * 1e3, p99 * 1e3, p50 / base[0],
+                                                          allocated / 1024, peak / 1024))
+    print("event loop held per step of the daemon's build (%d pods a step): p50 %.2f ms, max %.2f ms"
+          % (PODS_PER_STEP, statistics.median(holds) * 1e3, holds[-1] * 1e3))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Out-of-band resource manager: exclusive CPUs and memory nodes, QRM plugins, checkpoint."""

@@ -1,0 +1,126 @@
+"""The ORM checkpoint: every allocation, written atomically with a checksum.
+
+Format (JSON): {"version": 1, "data": {"entries": [Allocation.to_json()...]},
+"checksum": sha256 of the canonical JSON of "data"}. Written as temp file + fsync +
+rename + fsync of the directory, so a crash leaves the old or the new file, never half.
+A file that does not verify is moved aside (<name>.corrupt-<unix time ns>) and reported;
+it is never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import structlog
+
+from koordlet.orm.allocation import Allocation, canonical_json
+from system.errors import InvalidValue
+
+log = structlog.get_logger(__name__)
+
+CHECKPOINT_NAME = "orm_checkpoint"
+VERSION = 1
+
+
+class CorruptCheckpoint(Exception):
+    """The checkpoint exists but cannot be trusted; the message says why."""
+
+
+def _canonical(data: object) -> bytes:
+    return canonical_json(data).encode()
+
+
+def encode_rows(rows: Iterable[str]) -> bytes:
+    """The document from rows already in canonical JSON: the bytes json.dumps(sort_keys=True,
+    compact) gives for the whole document, built by joining (keys sort checksum, data, version)."""
+    data = ('{"entries":[' + ",".join(rows) + "]}").encode()
+    checksum = hashlib.sha256(data).hexdigest()
+    return b'{"checksum":"' + checksum.encode() + b'","data":' + data + b',"version":%d}' % VERSION
+
+
+def encode(entries: Iterable[Allocation]) -> bytes:
+    return encode_rows(canonical_json(entry.to_json()) for entry in entries)
+
+
+def decode(blob: bytes) -> tuple[Allocation, ...]:
+    """Verify and parse; CorruptCheckpoint on any defect."""
+    try:
+        document = json.loads(blob)
+    except ValueError as exc:
+        raise CorruptCheckpoint("not JSON: %s" % exc) from None
+    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
+        raise CorruptCheckpoint("not a checkpoint document")
+    if document.get("version") != VERSION:
+        raise CorruptCheckpoint("unknown version %r" % (document.get("version"),))
+    if hashlib.sha256(_canonical(document["data"])).hexdigest() != document.get("checksum"):
+        raise CorruptCheckpoint("checksum mismatch")
+    entries = document["data"].get("entries")
+    if not isinstance(entries, list):
+        raise CorruptCheckpoint("entries is not a list")
+    try:
+        return tuple(Allocation.from_json(entry) for entry in entries)
+    except (KeyError, TypeError, ValueError, AttributeError, InvalidValue) as exc:
+        raise CorruptCheckpoint("bad entry: %r" % (exc,)) from None
+
+
+class CheckpointStore:
+    def __init__(self, directory: Path, name: str = CHECKPOINT_NAME) -> None:
+        self.directory = directory
+        self.path = directory / name
+        # Writes come from the loop (synchronous admissions) and from a worker thread; each
+        # carries the table generation it snapshotted, and an older one never replaces a newer.
+        self._write_lock = threading.Lock()
+        self._written_generation = -1
+
+    def write(self, entries: Iterable[Allocation]) -> None:
+        self.write_blob(encode(entries))
+
+    def write_blob(self, blob: bytes, generation: int | None = None) -> bool:
+        """Write `blob` durably; False (nothing written) when a newer generation is already on disk."""
+        with self._write_lock:
+            if generation is not None:
+                if generation <= self._written_generation:
+                    return False
+                self._written_generation = generation
+            self._write(blob)
+            return True
+
+    def _write(self, blob: bytes) -> None:
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(blob)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def load(self) -> tuple[Allocation, ...]:
+        """The checkpointed allocations; () when there is none or it was corrupt (moved aside)."""
+        try:
+            blob = self.path.read_bytes()
+        except FileNotFoundError:
+            return ()
+        try:
+            entries = decode(blob)
+        except CorruptCheckpoint as exc:
+            aside = self.path.with_name("%s.corrupt-%d" % (self.path.name, time.time_ns()))
+            os.replace(self.path, aside)
+            log.error("orm_checkpoint_corrupt", path=str(self.path), moved_to=str(aside), reason=str(exc))
+            return ()
+        log.info("orm_checkpoint_loaded", path=str(self.path), entries=len(entries))
+        return entries

@@ -1,0 +1,258 @@
+"""The ORM as a daemon module: reads the topology, restores the checkpoint, serves QRM
+registration and PodResources, admits pods the states informer reports and releases
+the ones it deletes, and reconciles every --orm-reconcile-period.
+
+Other agents reach it through `Hubs.orm`: `cpuset_for` (the runtime hooks' CpusetProvider),
+`on_allocations_changed`, `.allocations` (OrmAllocations: cpuset_for, mems_for, shared_pool,
+subscribe), `admit_now(pod, container)` for a synchronous NRI CreateContainer and
+`admit_pod(pod)` for async callers; both raise AdmissionError with the reason to hand back
+to the runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import grpc
+import structlog
+from prometheus_client import CollectorRegistry
+
+from koordlet.config import Config
+from koordlet.daemon import StartupError
+from koordlet.http_endpoint import Reply, json_reply
+from koordlet.orm.allocation import Allocation, OrmAllocations
+from koordlet.orm.checkpoint import CheckpointStore
+from koordlet.orm.cpu_layout import CpuLayout
+from koordlet.orm.manager import AdmissionDeferred, AdmissionError, Orm
+from koordlet.orm.metrics import OrmMetrics
+from koordlet.orm.registration import start_registration_server
+from koordlet.orm.requests import pod_request
+from koordlet.orm.zones import zones_summary
+from koordlet.podresources.kubelet_devices import KubeletDevicesClient
+from koordlet.podresources.server import RATE_BURST, RATE_QPS, PodResourcesServicer, TokenBucket, start_pod_resources_server
+from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import ContainerInfo, PodEvent, PodEventKind, PodInfo
+from koordlet.topology.manager import Scope
+from koordlet.topology.policy import PolicyError, new_policy, parse_policy_name
+from system.errors import SystemFileError
+from system.host import Host
+from system.topology import read_cpu_topology
+
+log = structlog.get_logger(__name__)
+
+CHECKPOINT_DIR = "orm"
+
+
+class OrmModule:
+    name = "orm"
+
+    def __init__(self, config: Config, host: Host,
+                 states: StatesInformer | Callable[[], StatesInformer | None] | None,
+                 registry: CollectorRegistry | None = None) -> None:
+        """`states` may be a callable read at start(): the informer may be built after us."""
+        self._config = config
+        self._states_of = states if callable(states) else (lambda: states)
+        self._change_listeners: list[Callable[[], None]] = []
+        self._registry = registry
+        self._metrics: OrmMetrics | None = None
+        self._host = host
+        self._states: StatesInformer | None = None
+        self.orm: Orm | None = None
+        self._servers: list[grpc.aio.Server] = []
+        self._kubelet: KubeletDevicesClient | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._reconciler: asyncio.Task | None = None
+        self._unsubscribe = None
+        self._ready = False
+
+    @property
+    def allocations(self) -> OrmAllocations:
+        if self.orm is None:
+            raise RuntimeError("the ORM has not started")
+        return self.orm.allocations
+
+    def build_orm(self) -> Orm:
+        """The ORM from the config and the host's topology; StartupError when it cannot be used."""
+        config = self._config
+        try:
+            topology = read_cpu_topology(self._host)
+        except SystemFileError as exc:
+            raise StartupError("orm: cannot read the CPU topology: %s" % exc, exit_code=2) from None
+        layout = CpuLayout.of(topology)
+        try:
+            policy = new_policy(parse_policy_name(config.topology_policy_name), layout.numa_nodes,
+                                config.numeric_align_resources)
+            return Orm(layout, config.reserved_cpus, policy,
+                       CheckpointStore(config.state_dir / CHECKPOINT_DIR), Scope(config.topology_manager_scope))
+        except (PolicyError, ValueError) as exc:
+            raise StartupError("orm: %s" % exc, exit_code=2) from None
+
+    async def start(self) -> None:
+        config = self._config
+        self._states = self._states_of()
+        orm = self.orm = self.build_orm()
+        for listener in self._change_listeners:
+            orm.on_change(listener)
+        if self._registry is not None and self._metrics is None:
+            self._metrics = OrmMetrics(
+                self._registry, lambda: len(orm.allocations.online_cpus - orm.allocations.shared_pool()),
+                lambda: sum(1 for p in orm.plugins.values() if not p.stopped))
+        assert orm.store is not None
+        orm.restore(orm.store.load())
+        if self._states is not None and self._states.synced():
+            await orm.reconcile(p.uid for p in self._states.pods())
+        try:
+            for socket_dir in config.qrm_socket_dirs:
+                self._servers.append(await start_registration_server(socket_dir, orm.register_plugin))
+            if config.orm_devices_provider == "kubelet":
+                self._kubelet = KubeletDevicesClient(config.orm_kubelet_pod_resources_endpoints)
+            servicer = PodResourcesServicer(orm.allocations, orm.layout.node_memory, self._states,
+                                            self._kubelet, TokenBucket(RATE_QPS, RATE_BURST))
+            self._servers.append(await start_pod_resources_server(
+                config.pod_resources_server_endpoint, servicer, config.pod_resources_socket_group))
+        except (OSError, RuntimeError) as exc:
+            await self.stop()
+            raise StartupError("orm: cannot serve its sockets: %s" % exc, exit_code=2) from None
+        if self._states is not None:
+            self._unsubscribe = self._states.subscribe(self._on_pod_event)
+            for pod in self._states.pods():
+                self._spawn(self._admit_quietly(pod))
+        self._reconciler = asyncio.create_task(self._reconcile_loop(), name="orm-reconcile")
+        self._ready = True
+        log.info("orm_started", policy=orm.topology.policy.name.value, scope=orm.topology.scope.value,
+                 numa_nodes=list(orm.layout.numa_nodes), reserved=sorted(config.reserved_cpus),
+                 restored_pods=len(orm.table.pod_uids()),
+                 pod_resources=str(config.pod_resources_server_endpoint))
+
+    async def stop(self) -> None:
+        self._ready = False
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        tasks = [t for t in (self._reconciler, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for server in self._servers:
+            await server.stop(grace=0.5)
+        self._servers.clear()
+        if self.orm is not None:
+            for plugin in list(self.orm.plugins.values()):
+                await plugin.stop()
+        if self._kubelet is not None:
+            await self._kubelet.close()
+
+    def ready(self) -> bool:
+        return self._ready
+
+    # ------------------------------------------------------------ what other agents call
+
+    def cpuset_for(self, pod_uid: str, container_name: str) -> frozenset[int] | None:
+        """The runtime hooks' CpusetProvider: a container's exclusive CPUs, None when not pinned."""
+        return None if self.orm is None else self.orm.allocations.cpuset_for(pod_uid, container_name)
+
+    def on_allocations_changed(self, listener: Callable[[], None]) -> None:
+        """`listener()` after every committed change of the allocations (on the loop)."""
+        self._change_listeners.append(listener)
+        if self.orm is not None:
+            self.orm.on_change(listener)
+
+    def admit_now(self, pod: PodInfo, container: ContainerInfo | None = None) -> None:
+        """Admit `container` (added to `pod` when the informer does not list it yet) before the
+        runtime creates it, from a synchronous NRI handler: AdmissionError (with the reason
+        for containerd) to refuse it. When the decision would have to wait (a QRM plugin), the
+        admission runs in the background instead and the runtime hooks hear of the result."""
+        if self.orm is None:
+            return
+        if container is not None and pod.container_by_id(container.id) is None:
+            pod = replace(pod, containers=pod.containers + (container,))
+        request = pod_request(pod, self._config.orm_resource_names_map, self._config.cpu_manager_policy == "static")
+        start = time.perf_counter()
+        try:
+            self.orm.admit_now(request)
+        except AdmissionDeferred:
+            self._spawn(self._admit_quietly(pod))
+            return
+        except AdmissionError:
+            self._count(False, start)
+            raise
+        self._count(True, start)
+
+    def _count(self, admitted: bool, start: float) -> None:
+        if self._metrics is None:
+            return
+        if admitted:
+            self._metrics.admitted.inc()
+            self._metrics.seconds.observe(time.perf_counter() - start)
+        else:
+            self._metrics.rejected.inc()
+
+    # ------------------------------------------------------------ pods
+
+    async def admit_pod(self, pod: PodInfo) -> tuple[Allocation, ...]:
+        """Admit (idempotently) and return the pod's allocations; AdmissionError to reject."""
+        if self.orm is None:
+            raise RuntimeError("the ORM has not started")
+        start = time.perf_counter()
+        try:
+            rows = await self.orm.admit(pod_request(pod, self._config.orm_resource_names_map,
+                                                    self._config.cpu_manager_policy == "static"))
+        except AdmissionError:
+            self._count(False, start)
+            raise
+        self._count(True, start)
+        return rows
+
+    async def _admit_quietly(self, pod: PodInfo) -> None:
+        orm = self.orm
+        if orm is None or pod.uid in orm.rejections:
+            return  # a rejected pod is retried by the runtime (NRI) or once it changes nothing here
+        if all(orm.admitted(pod.uid, c.name) for c in pod.containers):
+            return
+        with contextlib.suppress(AdmissionError):  # logged and kept in orm.rejections
+            await self.admit_pod(pod)
+
+    def _on_pod_event(self, event: PodEvent) -> None:
+        if event.kind is PodEventKind.DELETED:
+            if self.orm is not None:
+                self._spawn(self.orm.remove_pod(event.pod.uid))
+        else:
+            self._spawn(self._admit_quietly(event.pod))
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.orm_reconcile_period)
+            try:
+                await self.reconcile_once()
+            except Exception:  # noqa: BLE001 - the loop must survive one bad round
+                log.exception("orm_reconcile_failed")
+
+    async def reconcile_once(self) -> None:
+        """Release gone pods and admit unseen ones (once the informer has synced), then
+        refresh the allocations of plugins that asked to be reconciled."""
+        if self.orm is None:
+            return
+        if self._states is not None and self._states.synced():
+            pods = self._states.pods()
+            await self.orm.reconcile(p.uid for p in pods)
+            for pod in pods:
+                await self._admit_quietly(pod)
+        await self.orm.reconcile_plugins()
+
+    # ------------------------------------------------------------ HTTP
+
+    def zones_route(self, query: str) -> Reply:
+        if self.orm is None:
+            return json_reply({"error": "orm not started"}, status=503)
+        return json_reply(zones_summary(self.orm.layout, self.orm.allocations, self.orm.rejections))

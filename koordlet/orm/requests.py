@@ -1,0 +1,108 @@
+"""What a pod asks of the ORM, from what the states informer knows (pure).
+
+With a pod spec (kubelet / API server) the requests come from it. In NRI and standalone
+mode there is none: CPU request and limit come back from the container's CRI resources
+by inverting kubelet's conversions (shares = milli * 1024 / 1000, quota = milli *
+period / 1000), memory from its limit. Exclusive CPUs go to a Guaranteed pod of class
+Katalyst dedicated_cores or Koordinator LSE/LSR (any class with --cpu-manager-policy=static)
+whose containers ask whole CPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from koordlet.statesinformer.model import (ContainerInfo, K8sQoS, KatalystQoSLevel, KoordQoSClass,
+                                           PodInfo)
+from koordlet.topology.request import ContainerRequest, ContainerType, PodRequest
+
+CPU = "cpu"
+MEMORY = "memory"
+MIN_SHARES = 2  # kubelet's floor: a BestEffort container's shares, i.e. no request
+# cgroup v1 "no limit" as the kernel reports it, and anything near it
+UNLIMITED_MEMORY = 1 << 62
+
+
+def parse_resource_names_map(text: str) -> Mapping[str, str]:
+    """"a=cpu,b=memory" -> {"a": "cpu", "b": "memory"}; ValueError on a malformed pair."""
+    result: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        source, sep, target = pair.partition("=")
+        if not sep or not source.strip() or not target.strip():
+            raise ValueError("resource names map entry %r must be NAME=NAME" % pair)
+        result[source.strip()] = target.strip()
+    return MappingProxyType(result)
+
+
+def milli_from_shares(shares: int | None) -> int:
+    if shares is None or shares <= MIN_SHARES:
+        return 0
+    return round(shares * 1000 / 1024)
+
+
+def milli_from_quota(quota: int | None, period: int | None) -> int | None:
+    if quota is None or period is None or quota <= 0 or period <= 0:
+        return None
+    return round(quota * 1000 / period)
+
+
+def is_guaranteed(pod: PodInfo) -> bool:
+    """From the QoS the informer resolved, else from the cgroup parent: a Guaranteed pod sits
+    right under kubepods ("kubepods/pod<uid>", "kubepods.slice/kubepods-pod<uid_>.slice")."""
+    if pod.qos.k8s is not None:
+        return pod.qos.k8s is K8sQoS.GUARANTEED
+    parent = pod.cgroup_parent.rstrip("/")
+    leaf = parent.rsplit("/", 1)[-1]
+    forms = ("pod" + pod.uid, "pod" + pod.uid.replace("-", "_"))
+    return "burstable" not in parent and "besteffort" not in parent and any(f in leaf for f in forms)
+
+
+def container_quantities(container: ContainerInfo, names_map: Mapping[str, str]) -> tuple[dict[str, int], int | None]:
+    """(requests by resource, CPU limit in milli or None) for one container."""
+    requests: dict[str, int] = {}
+    cpu_limit: int | None = None
+    spec = container.spec
+    if spec is not None and (spec.requests or spec.limits):
+        for name, value in list(spec.requests.items()) + [
+                (n, v) for n, v in spec.limits.items() if n not in spec.requests]:
+            target = names_map.get(name, name)
+            requests[target] = requests.get(target, 0) + value
+        cpu_limit = spec.limits.get(CPU)
+    else:
+        linux = container.linux
+        if milli := milli_from_shares(linux.cpu_shares):
+            requests[CPU] = milli
+        cpu_limit = milli_from_quota(linux.cpu_quota, linux.cpu_period)
+        if linux.memory_limit is not None and 0 < linux.memory_limit < UNLIMITED_MEMORY:
+            requests[MEMORY] = linux.memory_limit
+    return requests, cpu_limit
+
+
+def wants_exclusive_class(pod: PodInfo) -> bool:
+    return (pod.qos.katalyst is KatalystQoSLevel.DEDICATED_CORES
+            or pod.qos.koord in (KoordQoSClass.LSE, KoordQoSClass.LSR))
+
+
+def pod_request(pod: PodInfo, names_map: Mapping[str, str] = MappingProxyType({}),
+                static_cpu_policy: bool = False) -> PodRequest:
+    """With `static_cpu_policy` (kubelet's static CPU manager) every Guaranteed pod's whole-CPU
+    containers are exclusive, whatever its class."""
+    exclusive_class = (static_cpu_policy or wants_exclusive_class(pod)) and is_guaranteed(pod)
+    dedicated = pod.qos.katalyst is KatalystQoSLevel.DEDICATED_CORES
+    containers = []
+    for index, container in enumerate(pod.containers):
+        requests, cpu_limit = container_quantities(container, names_map)
+        cpu = requests.get(CPU, 0)
+        whole = cpu > 0 and cpu % 1000 == 0 and (cpu_limit is None or cpu_limit == cpu)
+        containers.append(ContainerRequest(
+            pod.uid, pod.namespace, pod.name, container.name, ContainerType.MAIN, index,
+            MappingProxyType(requests),
+            exclusive_cpus=exclusive_class and whole,
+            numa_binding=dedicated and pod.qos.numa_binding,
+            numa_exclusive=dedicated and pod.qos.numa_binding and pod.qos.numa_exclusive,
+            qos_level=pod.qos.katalyst.value if pod.qos.katalyst else "",
+            native_qos_class=pod.qos.k8s.value if pod.qos.k8s else "",
+            labels=pod.labels, annotations=pod.annotations,
+        ))
+    return PodRequest(pod.uid, pod.namespace, pod.name, tuple(containers))

@@ -1,0 +1,1 @@
+"""kubelet's PodResources v1 API served from the ORM's allocations."""

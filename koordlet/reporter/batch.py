@@ -1,0 +1,76 @@
+"""Koordinator's batch resources: what best-effort pods may still use on this node. Pure.
+
+koordinator slo-controller v1.1, pkg/slo-controller/noderesource/resource_calculator.go:
+
+    reserve     = allocatable x (100 - reclaimThresholdPercent) / 100
+    system.used = max(node.used - Σ pod(all).used, 0)
+    batch       = max(allocatable - reserve - system.used - Σ pod(non-BE).used, 0)
+
+Defaults cpuReclaimThresholdPercent 60 and memoryReclaimThresholdPercent 65, i.e. a reserve
+of 40 % of CPU and 35 % of memory. A non-BE pod without usage yet counts with its request
+(the controller does the same for pods missing from NodeMetric). A pod is BE when its
+effective QoS class is BE. CPU in milli-cores (kubernetes.io/batch-cpu), memory in bytes
+(kubernetes.io/batch-memory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from koordlet.reporter.nodemetric import Usage, pod_requests
+from koordlet.reporter.quantities import memory_quantity_from_bytes
+from koordlet.statesinformer.model import KoordQoSClass, PodInfo
+
+BATCH_CPU = "kubernetes.io/batch-cpu"
+BATCH_MEMORY = "kubernetes.io/batch-memory"
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimThresholds:
+    cpu_percent: int = 60
+    memory_percent: int = 65
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_percent", "memory_percent"):
+            value = getattr(self, name)
+            if not 0 <= value <= 100:
+                raise ValueError("%s must be within 0..100, got %r" % (name, value))
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResources:
+    milli_cpu: int
+    memory_bytes: int
+
+    def resource_list(self) -> dict[str, str]:
+        # batch-cpu is published as a count of milli-cores (Quantity of MilliValue), not "4000m"
+        return {BATCH_CPU: str(self.milli_cpu), BATCH_MEMORY: memory_quantity_from_bytes(self.memory_bytes)}
+
+
+def batch_resources(allocatable_milli_cpu: int, allocatable_memory: int, node_used: Usage,
+                    pods: Iterable[PodInfo], usage_by_uid: Mapping[str, Usage],
+                    thresholds: ReclaimThresholds = ReclaimThresholds()) -> BatchResources:
+    reserve_cpu = allocatable_milli_cpu * (100 - thresholds.cpu_percent) // 100
+    reserve_memory = allocatable_memory * (100 - thresholds.memory_percent) // 100
+    all_cpu = all_memory = 0.0
+    non_be_cpu = non_be_memory = 0.0
+    for pod in pods:
+        usage = usage_by_uid.get(pod.uid)
+        be = pod.qos.effective is KoordQoSClass.BE
+        if usage is None:
+            if not be:
+                request_cpu, request_memory = pod_requests(pod)
+                non_be_cpu += request_cpu
+                non_be_memory += request_memory
+            continue
+        all_cpu += usage.cpu_cores * 1000
+        all_memory += usage.memory_bytes
+        if not be:
+            non_be_cpu += usage.cpu_cores * 1000
+            non_be_memory += usage.memory_bytes
+    system_cpu = max(node_used.cpu_cores * 1000 - all_cpu, 0.0)
+    system_memory = max(node_used.memory_bytes - all_memory, 0.0)
+    cpu = allocatable_milli_cpu - reserve_cpu - system_cpu - non_be_cpu
+    memory = allocatable_memory - reserve_memory - system_memory - non_be_memory
+    return BatchResources(max(int(cpu), 0), max(int(memory), 0))

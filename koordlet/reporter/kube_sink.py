@@ -1,0 +1,129 @@
+"""The Kubernetes sink: the NodeMetric status and the CustomNodeResource annotations.
+
+NodeMetric (slo.koordinator.sh/v1alpha1, cluster-scoped, named after the node): GET the
+object, create it (spec from our policy) when it does not exist, then PUT the status
+subresource carrying the object's resourceVersion. A 409 means the object changed under
+us: GET the fresh one and try again, a bounded number of times (client-go's
+retry.DefaultBackoff allows 5 steps). Updates are rate limited on the client like
+koordlet's (0.1 QPS, burst 2); a limited round is skipped, not queued.
+
+CustomNodeResource (node.katalyst.kubewharf.io/v1alpha1, `kcnr`): a JSON merge patch of
+metadata.annotations. The agent does not create a KCNR (Katalyst's agent owns its spec);
+a missing one is reported and retried next round.
+"""
+
+from __future__ import annotations
+
+import copy
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Mapping
+
+import structlog
+
+from koordlet.reporter.rate_limit import STATUS_UPDATE_BURST, STATUS_UPDATE_QPS, TokenBucket
+
+if TYPE_CHECKING:
+    from lightkube import AsyncClient
+
+log = structlog.get_logger(__name__)
+
+CONFLICT_RETRIES = 5
+
+
+class SinkError(RuntimeError):
+    """One write failed; the message says which call and why."""
+
+
+class Outcome(Enum):
+    WRITTEN = "written"
+    RATE_LIMITED = "rate_limited"
+    NOT_FOUND = "not_found"
+
+
+def _resources():  # type: ignore[no-untyped-def]
+    from lightkube.generic_resource import create_global_resource
+
+    node_metric = create_global_resource("slo.koordinator.sh", "v1alpha1", "NodeMetric", "nodemetrics")
+    kcnr = create_global_resource("node.katalyst.kubewharf.io", "v1alpha1", "CustomNodeResource",
+                                  "customnoderesources")
+    return node_metric, kcnr
+
+
+def status_code(exc: Exception) -> int | None:
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None)
+
+
+class KubeSink:
+    def __init__(self, client: "AsyncClient", node_name: str, limiter: TokenBucket | None = None) -> None:
+        self._client = client
+        self._node = node_name
+        self._limiter = limiter or TokenBucket(STATUS_UPDATE_QPS, STATUS_UPDATE_BURST)
+        self._node_metric, self._kcnr = _resources()
+        self.last_spec: Mapping[str, Any] | None = None  # the NodeMetric spec seen by the last write
+
+    async def node_metric_spec(self) -> Mapping[str, Any] | None:
+        """The cluster's NodeMetric spec, or None when the object does not exist yet."""
+        from lightkube import ApiError
+
+        try:
+            obj = await self._client.get(self._node_metric, self._node)
+        except ApiError as exc:
+            if status_code(exc) == 404:
+                return None
+            raise SinkError("get nodemetric %s: %s" % (self._node, exc)) from exc
+        return obj.get("spec") or {}
+
+    async def write_status(self, status: Mapping[str, Any], new_object: Mapping[str, Any]) -> Outcome:
+        """Put `status` on the node's NodeMetric; `new_object` is what to create if it is missing."""
+        from lightkube import ApiError
+
+        if not self._limiter.allow():
+            return Outcome.RATE_LIMITED
+        for attempt in range(CONFLICT_RETRIES):
+            current = await self._current_or_created(new_object)
+            desired = dict(current)
+            desired["status"] = copy.deepcopy(dict(status))
+            try:
+                await self._client.replace(self._node_metric.Status(desired), self._node)
+                return Outcome.WRITTEN
+            except ApiError as exc:
+                if status_code(exc) in (409, 404):  # stale resourceVersion, or deleted meanwhile
+                    log.info("nodemetric_status_retry", node=self._node, code=status_code(exc), attempt=attempt + 1)
+                    continue
+                raise SinkError("update nodemetric %s status: %s" % (self._node, exc)) from exc
+        raise SinkError("update nodemetric %s status: still conflicting after %d attempts"
+                        % (self._node, CONFLICT_RETRIES))
+
+    async def _current_or_created(self, new_object: Mapping[str, Any]) -> dict[str, Any]:
+        from lightkube import ApiError
+
+        try:
+            current = dict(await self._client.get(self._node_metric, self._node))
+            self.last_spec = current.get("spec") or {}
+            return current
+        except ApiError as exc:
+            if status_code(exc) != 404:
+                raise SinkError("get nodemetric %s: %s" % (self._node, exc)) from exc
+        body = {key: value for key, value in new_object.items() if key != "status"}
+        try:
+            created = await self._client.create(self._node_metric(body))
+            log.info("nodemetric_created", node=self._node)
+            return dict(created)
+        except ApiError as exc:
+            if status_code(exc) == 409:  # someone created it first (the slo-controller)
+                return dict(await self._client.get(self._node_metric, self._node))
+            raise SinkError("create nodemetric %s: %s" % (self._node, exc)) from exc
+
+    async def patch_annotations(self, annotations: Mapping[str, str]) -> Outcome:
+        from lightkube import ApiError
+        from lightkube.types import PatchType
+
+        patch = {"metadata": {"annotations": dict(annotations)}}
+        try:
+            await self._client.patch(self._kcnr, self._node, patch, patch_type=PatchType.MERGE)
+        except ApiError as exc:
+            if status_code(exc) == 404:
+                return Outcome.NOT_FOUND
+            raise SinkError("patch customnoderesource %s: %s" % (self._node, exc)) from exc
+        return Outcome.WRITTEN

@@ -1,0 +1,291 @@
+"""The reporter as a daemon module: two loops on the event loop, each a thin shell around
+the pure builders.
+
+- every reportIntervalSeconds: NodeMetric status and batch resources, sent to the API
+  server (when not standalone), written to the output file (when set), served on
+  /apis/v1/*; the cluster object's metricCollectPolicy, once seen, drives the windows;
+- every --realtime-overcommit-sync-period: the overcommit ratios, patched onto the KCNR
+  when they changed.
+
+A failed report is logged, counted and retried after a short backoff (5 s doubling, at
+most the interval); nothing here waits on collection or holds the loop for IO: API calls
+are awaited in these tasks, files and kubelet state are read in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable
+
+import structlog
+
+from koordlet.daemon import StartupError
+from koordlet.kube_client import KubeClientError
+from koordlet.metriccache.api import MetricCache
+from koordlet.reporter.batch import ReclaimThresholds, batch_resources
+from koordlet.reporter.katalyst_metrics import uncollected
+from koordlet.reporter.kube_sink import KubeSink, Outcome
+from koordlet.reporter.nodemetric import (NodeMetricSnapshot, node_metric_object, snapshot_steps, status_document,
+                                          take_snapshot)
+from koordlet.reporter.overcommit import LoadTargets, OvercommitResult, advise
+from koordlet.reporter.overcommit_load import node_load_steps
+from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
+from koordlet.reporter.report_metrics import ReportMetrics
+from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
+from koordlet.reporter.standalone import LatestReports, write_atomically
+from koordlet.reporter.steps import run_steps_on_loop
+from koordlet.statesinformer.api import StatesInformer
+from system.errors import SystemFileError
+
+log = structlog.get_logger(__name__)
+
+FIRST_RETRY_SECONDS = 5.0
+KUBE_CALL_BUDGET_SECONDS = 30.0  # one report round, all its API calls included
+STANDALONE_REFRESH_SECONDS = 1.0
+
+
+class Round(Enum):
+    SENT = "sent"
+    NOT_READY = "not_ready"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ReportSettings:
+    policy: MetricCollectPolicy
+    node_metric: bool
+    overcommit: bool
+    sync_period_seconds: float
+    cpu_targets: LoadTargets
+    memory_targets: LoadTargets
+    cpu_metrics: tuple[str, ...]
+    memory_metrics: tuple[str, ...]
+    thresholds: ReclaimThresholds
+    output_file: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class Allocatable:
+    milli_cpu: int
+    memory_bytes: int
+
+
+class ReportsModule:
+    name = "reports"
+
+    def __init__(self, settings: ReportSettings, states: StatesInformer, cache: MetricCache,
+                 managers: ResourceManagers, metrics: ReportMetrics, latest: LatestReports,
+                 host_allocatable: Callable[[], Allocatable],
+                 kube_sink_factory: Callable[[], tuple[KubeSink, Callable[[], Any]]] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._settings = settings
+        self._states = states
+        self._cache = cache
+        self._managers = managers
+        self._metrics = metrics
+        self._latest = latest
+        self._host_allocatable = host_allocatable
+        self._kube_sink_factory = kube_sink_factory
+        self._clock = clock
+        self._policy = settings.policy
+        self._kube: KubeSink | None = None
+        self._close_kube: Callable[[], Any] | None = None
+        self._host: Allocatable | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._sent_annotations: dict[str, str] | None = None
+        self._built_at = float("-inf")
+        if settings.node_metric:
+            latest.refresh_node_metric = self._standalone_node_metric
+
+    # ------------------------------------------------------------------ module
+    async def start(self) -> None:
+        await self.prepare()
+        if self._settings.node_metric:
+            self._tasks.append(asyncio.create_task(self._report_loop(), name="reports-nodemetric"))
+        if self._settings.overcommit:
+            self._tasks.append(asyncio.create_task(self._overcommit_loop(), name="reports-overcommit"))
+        log.info("reports_started", node_metric=self._settings.node_metric, overcommit=self._settings.overcommit,
+                 kubernetes=self._kube is not None, output_file=str(self._settings.output_file or ""))
+
+    async def prepare(self) -> None:
+        """Everything start() does but the loops (tests drive the rounds themselves)."""
+        try:
+            self._host = await asyncio.to_thread(self._host_allocatable)
+        except SystemFileError as exc:  # the Node's allocatable may still come from the informer
+            log.error("host_allocatable_unreadable", error=str(exc))
+            self._host = Allocatable(0, 0)
+        if self._kube_sink_factory is not None:
+            try:
+                self._kube, self._close_kube = self._kube_sink_factory()
+            except KubeClientError as exc:
+                raise StartupError(str(exc), exit_code=2) from exc
+        ignored = uncollected(self._settings.cpu_metrics + self._settings.memory_metrics)
+        if self._settings.overcommit and ignored:
+            log.warning("overcommit_metrics_not_collected", metrics=list(ignored))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if self._close_kube is not None:
+            await self._close_kube()
+            self._close_kube = None
+
+    def ready(self) -> bool:
+        return bool(self._tasks) and not any(task.done() for task in self._tasks)
+
+    # ------------------------------------------------------------------ NodeMetric and batch
+    async def _report_loop(self) -> None:
+        retry = FIRST_RETRY_SECONDS
+        while True:
+            interval = self._policy.effective().report_interval_seconds
+            try:
+                result = await self.report_once()
+            except Exception as exc:  # a bug in one round must not end the reports
+                self._metrics.count("nodemetric", "any", "failed")
+                log.error("nodemetric_round_failed", error=str(exc) or repr(exc), exc_info=True)
+                result = Round.FAILED
+            if result is Round.SENT:
+                retry = FIRST_RETRY_SECONDS
+                await asyncio.sleep(interval)
+            elif result is Round.NOT_READY:  # right after start: the first samples are seconds away
+                await asyncio.sleep(FIRST_RETRY_SECONDS)
+            else:
+                await asyncio.sleep(min(retry, interval))
+                retry = min(retry * 2, interval)
+
+    def build(self) -> NodeMetricSnapshot | None:
+        """Build at once (the standalone route: at most once a second)."""
+        return take_snapshot(self._cache, self._states.pods(), self._policy, self._clock())
+
+    async def report_once(self) -> "Round":
+        """One round: SENT when every configured sink took it (or none is configured),
+        NOT_READY before any node usage exists, FAILED when a sink failed (retried sooner)."""
+        snapshot = await run_steps_on_loop(
+            snapshot_steps(self._cache, self._states.pods(), self._policy, self._clock()))
+        if snapshot is None:
+            self._metrics.count("nodemetric", "any", "not_ready")
+            log.info("nodemetric_not_ready", reason="no node usage in the aggregate window yet")
+            return Round.NOT_READY
+        status = status_document(snapshot)
+        self._remember(snapshot, status)
+        ok = True
+        if self._settings.output_file is not None:
+            ok &= await self._write_file()
+        if self._kube is not None:
+            ok &= await self._send_status(status)
+        return Round.SENT if ok else Round.FAILED
+
+    def _remember(self, snapshot: NodeMetricSnapshot, status: dict[str, Any]) -> None:
+        self._latest.node_metric = node_metric_object(self._latest.node_name, self._policy, status)
+        self._built_at = snapshot.update_time
+        allocatable = self._allocatable()
+        batch = batch_resources(allocatable.milli_cpu, allocatable.memory_bytes, snapshot.node,
+                                self._states.pods(), {p.uid: p.usage for p in snapshot.pods},
+                                self._settings.thresholds)
+        self._latest.batch = batch
+        self._metrics.show_batch(batch)
+
+    def _standalone_node_metric(self) -> dict[str, Any] | None:
+        if self._clock() - self._built_at >= STANDALONE_REFRESH_SECONDS:
+            snapshot = self.build()
+            if snapshot is not None:
+                self._remember(snapshot, status_document(snapshot))
+        return self._latest.node_metric
+
+    async def _write_file(self) -> bool:
+        path = self._settings.output_file
+        assert path is not None
+        try:
+            await asyncio.to_thread(write_atomically, path, self._latest.file_document())
+        except OSError as exc:
+            self._metrics.count("nodemetric", "file", "failed")
+            log.error("report_file_failed", path=str(path), error=str(exc))
+            return False
+        self._metrics.count("nodemetric", "file", "written")
+        return True
+
+    async def _send_status(self, status: dict[str, Any]) -> bool:
+        assert self._kube is not None
+        new_object = node_metric_object(self._latest.node_name, self._settings.policy, None)
+        try:
+            outcome = await asyncio.wait_for(self._kube.write_status(status, new_object), KUBE_CALL_BUDGET_SECONDS)
+        except Exception as exc:  # the API server, the network, a timeout: all the same here
+            self._metrics.count("nodemetric", "kubernetes", "failed")
+            log.error("nodemetric_report_failed", node=self._latest.node_name, error=str(exc) or repr(exc))
+            return False
+        self._metrics.count("nodemetric", "kubernetes", outcome.value)
+        self._follow_cluster_spec(self._kube.last_spec)
+        return outcome is Outcome.WRITTEN or outcome is Outcome.RATE_LIMITED
+
+    def _follow_cluster_spec(self, spec: Any) -> None:
+        try:
+            policy = policy_from_spec(spec, self._settings.policy)
+        except PolicyError as exc:
+            log.error("nodemetric_spec_invalid", error=str(exc))
+            return
+        if policy != self._policy:
+            log.info("nodemetric_policy_changed", policy=policy.to_spec())
+            self._policy = policy
+
+    # ------------------------------------------------------------------ overcommit
+    async def _overcommit_loop(self) -> None:
+        while True:
+            try:
+                await self.overcommit_once()
+            except Exception as exc:  # keep advising next round
+                self._metrics.count("overcommit", "any", "failed")
+                log.error("overcommit_round_failed", error=str(exc) or repr(exc))
+            await asyncio.sleep(self._settings.sync_period_seconds)
+
+    async def overcommit_once(self) -> OvercommitResult:
+        now = self._clock()
+        pods = self._states.pods()
+        allocatable = self._allocatable()
+        load = await run_steps_on_loop(node_load_steps(
+            self._cache, pods, allocatable.milli_cpu, allocatable.memory_bytes, self._settings.cpu_metrics,
+            self._settings.memory_metrics, now - self._settings.sync_period_seconds, now))
+        try:
+            facts = await asyncio.to_thread(self._managers.facts, {pod.uid for pod in pods})
+        except (OSError, StateFileError) as exc:
+            log.error("resource_manager_state_unreadable", error=str(exc))
+            raise
+        result = advise(load, self._settings.cpu_targets, self._settings.memory_targets,
+                        self._states.node().annotations, facts.guaranteed_cpus,
+                        facts.cpu_manager_policy, facts.memory_manager_policy)
+        self._latest.overcommit = result
+        self._metrics.show_overcommit(result)
+        if self._kube is not None:
+            await self._patch_kcnr(result.annotations())
+        return result
+
+    async def _patch_kcnr(self, annotations: dict[str, str]) -> None:
+        assert self._kube is not None
+        if annotations == self._sent_annotations:
+            return
+        try:
+            outcome = await asyncio.wait_for(self._kube.patch_annotations(annotations), KUBE_CALL_BUDGET_SECONDS)
+        except Exception as exc:
+            self._metrics.count("overcommit", "kubernetes", "failed")
+            log.error("kcnr_patch_failed", node=self._latest.node_name, error=str(exc) or repr(exc))
+            return
+        self._metrics.count("overcommit", "kubernetes", outcome.value)
+        if outcome is Outcome.WRITTEN:
+            self._sent_annotations = annotations
+        else:
+            log.warning("kcnr_missing", node=self._latest.node_name)
+
+    # ------------------------------------------------------------------ inputs
+    def _allocatable(self) -> Allocatable:
+        """kubelet's allocatable from the Node when known, else capacity, else the host's."""
+        node = self._states.node()
+        host = self._host or Allocatable(0, 0)
+        cpu = node.allocatable.get("cpu") or node.capacity.get("cpu") or host.milli_cpu
+        memory = node.allocatable.get("memory") or node.capacity.get("memory") or host.memory_bytes
+        return Allocatable(int(cpu), int(memory))
+

@@ -1,0 +1,251 @@
+"""The NodeMetric status, built from the metric cache and the pods the informer knows.
+
+Two steps, both free of IO: `take_snapshot` reads the windows out of the metric cache
+(an in-memory store) into plain numbers, `status_document` turns a snapshot into the
+JSON the CRD expects. koordlet's rules (statesinformer/impl/states_nodemetric.go):
+
+- nodeUsage, systemUsage and each pod's podUsage are the *average* over
+  aggregateDurationSeconds; they need one sample, not a covered window.
+- aggregatedNodeUsages holds p50/p90/p95/p99 per configured duration; a duration whose
+  samples span less than half of it (the cold-start rule) is left out, never reported
+  from a half-collected window.
+- no node usage at all (nothing collected yet) means no report.
+- podsMetric lists the pods that have usage, with their priority class and QoS class;
+  a pod without an explicit priority class gets the one its QoS implies
+  (apis/extension GetPodPriorityClassWithQoS: SYSTEM/LSE/LSR/LS -> koord-prod, BE -> koord-batch).
+- prodReclaimableMetric is Koordinator's prod reclaimable prediction, computed over the
+  cache's window instead of the predict server's day-long histogram: per Prod pod,
+  request - p95(cpu) x 1.1 and request - p99(memory) x 1.1 (the predictor uses p98, which
+  the cache does not keep), positive parts summed; a pod in cold start reclaims nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from koordlet.metriccache.aggregation import COLD_START_RATIO, covers_window
+from koordlet.metriccache.api import Aggregate, Metric, MetricCache, NotEnoughData, SeriesKey
+from koordlet.reporter.policy import MetricCollectPolicy
+from koordlet.reporter.steps import PODS_PER_STEP, Steps, run_steps
+from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
+from koordlet.statesinformer.model import KoordQoSClass, PodInfo, PriorityBand
+
+PERCENTILES = ("p50", "p90", "p95", "p99")
+PROD_RECLAIM_SAFETY_MARGIN_PERCENT = 10
+
+NODE_CPU = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
+NODE_MEMORY = SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
+SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
+SYS_MEMORY = SeriesKey.of(Metric.SYS_MEMORY_USAGE_BYTES)
+
+_PROD_BY_DEFAULT = frozenset({KoordQoSClass.SYSTEM, KoordQoSClass.LSE, KoordQoSClass.LSR, KoordQoSClass.LS})
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    cpu_cores: float
+    memory_bytes: float
+
+
+@dataclass(frozen=True, slots=True)
+class Percentiles:
+    duration_seconds: float
+    by_kind: tuple[tuple[str, Usage], ...]  # ("p50", Usage), ... in PERCENTILES order
+
+
+@dataclass(frozen=True, slots=True)
+class PodUsage:
+    namespace: str
+    name: str
+    uid: str
+    priority: PriorityBand
+    qos: KoordQoSClass
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetricSnapshot:
+    update_time: float  # unix seconds
+    node: Usage
+    system: Usage
+    aggregated: tuple[Percentiles, ...]
+    pods: tuple[PodUsage, ...]
+    prod_reclaimable_milli_cpu: int
+    prod_reclaimable_memory_bytes: int
+
+    def usage_of(self, priority: PriorityBand) -> Usage:
+        """Σ usage of the pods of one priority class (what the load-aware scheduler sums
+        from podsMetric for prodUsageThresholds)."""
+        pods = [pod.usage for pod in self.pods if pod.priority is priority]
+        return Usage(sum(u.cpu_cores for u in pods), sum(u.memory_bytes for u in pods))
+
+
+def priority_of(pod: PodInfo) -> PriorityBand:
+    if pod.qos.band is not PriorityBand.NONE:
+        return pod.qos.band
+    if pod.qos.effective in _PROD_BY_DEFAULT:
+        return PriorityBand.PROD
+    if pod.qos.effective is KoordQoSClass.BE:
+        return PriorityBand.BATCH
+    return PriorityBand.NONE
+
+
+def pod_requests(pod: PodInfo) -> tuple[int, int]:
+    """Σ container requests: (milli-cores, bytes). Containers whose spec is unknown (NRI
+    only) count their CPU request from cpu.shares (kubelet writes request*1024/1000, and 2
+    for no request) and no memory request."""
+    cpu = memory = 0
+    for container in pod.containers:
+        if container.spec is not None:
+            cpu += container.spec.requests.get("cpu", 0)
+            memory += container.spec.requests.get("memory", 0)
+        elif container.linux.cpu_shares is not None and container.linux.cpu_shares > 2:
+            cpu += container.linux.cpu_shares * 1000 // 1024
+    return cpu, memory
+
+
+def take_snapshot(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCollectPolicy,
+                  now: float | None = None) -> NodeMetricSnapshot | None:
+    """Read every window the report needs; None when the node has no usage yet."""
+    return run_steps(snapshot_steps(cache, pods, policy, time.time() if now is None else now))
+
+
+def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCollectPolicy,
+                   now: float) -> Steps[NodeMetricSnapshot | None]:
+    """take_snapshot, yielding every PODS_PER_STEP pods (see steps.py)."""
+    policy = policy.effective()
+    start = now - policy.aggregate_duration_seconds
+    node = _average(cache, NODE_CPU, NODE_MEMORY, start, now)
+    if node is None:
+        return None
+    pod_usages: list[PodUsage] = []
+    reclaim_cpu = reclaim_memory = 0
+    for index, pod in enumerate(pods):
+        if index % PODS_PER_STEP == PODS_PER_STEP - 1:
+            yield
+        window = _window(cache, SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod.uid),
+                         SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod.uid), start, now)
+        if window is None:
+            continue
+        cpu_window, memory_window = window
+        priority = priority_of(pod)
+        pod_usages.append(PodUsage(pod.namespace, pod.name, pod.uid, priority, pod.qos.effective,
+                                   Usage(cpu_window.avg, memory_window.avg)))
+        if priority is PriorityBand.PROD:
+            cpu, memory = _prod_reclaimable(pod, cpu_window, memory_window, start, now)
+            reclaim_cpu += cpu
+            reclaim_memory += memory
+    system = _average(cache, SYS_CPU, SYS_MEMORY, start, now)
+    if system is None:  # koordlet's definition: node minus pods, never negative
+        system = Usage(max(node.cpu_cores - sum(p.usage.cpu_cores for p in pod_usages), 0.0),
+                       max(node.memory_bytes - sum(p.usage.memory_bytes for p in pod_usages), 0.0))
+    aggregated = tuple(p for p in (_percentiles(cache, d, now) for d in policy.durations_seconds) if p is not None)
+    return NodeMetricSnapshot(now, node, system, aggregated, tuple(pod_usages), reclaim_cpu, reclaim_memory)
+
+
+def _window(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
+            start: float, end: float) -> tuple[Aggregate, Aggregate] | None:
+    """Both series over [start, end] with at least one sample each (no cold-start rule)."""
+    try:
+        cpu = cache.aggregate(cpu_key, start, end, min_coverage=0.0)
+        memory = cache.aggregate(memory_key, start, end, min_coverage=0.0)
+    except NotEnoughData:
+        return None
+    if not _finite(cpu) or not _finite(memory):  # a broken sample must not break the report
+        return None
+    return cpu, memory
+
+
+def _finite(aggregate: Aggregate) -> bool:
+    return all(math.isfinite(v) for v in (aggregate.avg, aggregate.p50, aggregate.p90, aggregate.p95, aggregate.p99))
+
+
+def _average(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
+             start: float, end: float) -> Usage | None:
+    window = _window(cache, cpu_key, memory_key, start, end)
+    return None if window is None else Usage(window[0].avg, window[1].avg)
+
+
+def _percentiles(cache: MetricCache, duration: float, now: float) -> Percentiles | None:
+    try:
+        cpu = cache.aggregate(NODE_CPU, now - duration, now)
+        memory = cache.aggregate(NODE_MEMORY, now - duration, now)
+    except NotEnoughData:  # cold start: this window is not covered yet
+        return None
+    if not _finite(cpu) or not _finite(memory):
+        return None
+    return Percentiles(duration, tuple((kind, Usage(getattr(cpu, kind), getattr(memory, kind)))
+                                       for kind in PERCENTILES))
+
+
+def _prod_reclaimable(pod: PodInfo, cpu: Aggregate, memory: Aggregate, start: float, end: float) -> tuple[int, int]:
+    """request - peak x (1 + margin), per resource, not below zero; nothing while the pod's
+    samples do not cover half the window (the predictor's cold start)."""
+    for window in (cpu, memory):
+        if not covers_window(window.first_timestamp, window.last_timestamp, start, end, COLD_START_RATIO):
+            return 0, 0
+    request_cpu, request_memory = pod_requests(pod)
+    margin = (100 + PROD_RECLAIM_SAFETY_MARGIN_PERCENT) / 100
+    return (max(request_cpu - int(cpu.p95 * margin * 1000), 0),
+            max(request_memory - int(memory.p99 * margin), 0))
+
+
+# ---------------------------------------------------------------------------- document
+
+
+def rfc3339(unix_seconds: float) -> str:
+    """metav1.Time's JSON form: UTC, whole seconds."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix_seconds))
+
+
+def resource_map(usage: Usage) -> dict[str, Any]:
+    return {"resources": {"cpu": cpu_quantity(usage.cpu_cores), "memory": memory_quantity(usage.memory_bytes)}}
+
+
+def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
+    """The `status` of a NodeMetric, keys and quantity strings as the CRD spells them."""
+    node_metric: dict[str, Any] = {
+        "nodeUsage": resource_map(snapshot.node),
+        "systemUsage": resource_map(snapshot.system),
+    }
+    if snapshot.aggregated:
+        node_metric["aggregatedNodeUsages"] = [
+            {"usage": {kind: resource_map(usage) for kind, usage in window.by_kind},
+             "duration": go_duration(window.duration_seconds)}
+            for window in snapshot.aggregated
+        ]
+    return {
+        "updateTime": rfc3339(snapshot.update_time),
+        "nodeMetric": node_metric,
+        "podsMetric": [_pod_entry(pod) for pod in sorted(snapshot.pods, key=lambda p: (p.namespace, p.name))],
+        "prodReclaimableMetric": {"resource": {"resources": {
+            "cpu": cpu_quantity_from_milli(snapshot.prod_reclaimable_milli_cpu),
+            "memory": memory_quantity(snapshot.prod_reclaimable_memory_bytes),
+        }}},
+    }
+
+
+def _pod_entry(pod: PodUsage) -> dict[str, Any]:
+    entry: dict[str, Any] = {"namespace": pod.namespace, "name": pod.name, "podUsage": resource_map(pod.usage)}
+    if pod.priority is not PriorityBand.NONE:
+        entry["priority"] = pod.priority.value
+    if pod.qos is not KoordQoSClass.NONE:
+        entry["qos"] = pod.qos.value
+    return entry
+
+
+def node_metric_object(node_name: str, policy: MetricCollectPolicy, status: dict[str, Any] | None) -> dict[str, Any]:
+    """A whole NodeMetric (what the standalone API serves and what is created when missing)."""
+    document: dict[str, Any] = {
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeMetric",
+        "metadata": {"name": node_name},
+        "spec": {"metricCollectPolicy": policy.to_spec()},
+    }
+    if status is not None:
+        document["status"] = status
+    return document
+

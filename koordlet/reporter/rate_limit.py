@@ -1,0 +1,31 @@
+"""A token bucket (golang.org/x/time/rate's Limiter.Allow): `qps` tokens a second, at
+most `burst` saved. koordlet limits NodeMetric status updates to 0.1 QPS, burst 2."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+STATUS_UPDATE_QPS = 0.1
+STATUS_UPDATE_BURST = 2
+
+
+class TokenBucket:
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError("a token bucket needs qps > 0 and burst >= 1")
+        self._qps = qps
+        self._burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock()
+
+    def allow(self) -> bool:
+        """Take a token if one is there."""
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+        self._last = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return True
+        return False

@@ -1,0 +1,91 @@
+"""The standalone sink: the same documents on the daemon's HTTP API, and optionally in a
+file written atomically.
+
+GET /apis/v1/nodemetric       a whole NodeMetric (slo.koordinator.sh/v1alpha1), status as reported
+GET /apis/v1/overcommit       a CustomNodeResource (node.katalyst.kubewharf.io/v1alpha1) whose
+                              metadata.annotations are the agent's KCNR annotations
+GET /apis/v1/batchresources   Koordinator's batch resources (kubernetes.io/batch-cpu, -memory)
+
+Until the first figures exist the routes answer 503 with the reason, never a made-up zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from koordlet.http_endpoint import HttpEndpoint, Reply, json_reply
+from koordlet.reporter.batch import BatchResources
+from koordlet.reporter.overcommit import OvercommitResult
+
+NODEMETRIC_ROUTE = "/apis/v1/nodemetric"
+OVERCOMMIT_ROUTE = "/apis/v1/overcommit"
+BATCH_ROUTE = "/apis/v1/batchresources"
+
+
+@dataclass(slots=True)
+class LatestReports:
+    """What the loops built last; the routes and the file answer from it."""
+
+    node_name: str
+    node_metric: dict[str, Any] | None = None
+    overcommit: OvercommitResult | None = None
+    batch: BatchResources | None = None
+    # builds a fresh NodeMetric on demand (None: not enough data); set by the module
+    refresh_node_metric: Callable[[], dict[str, Any] | None] | None = field(default=None, repr=False)
+
+    def kcnr_document(self) -> dict[str, Any] | None:
+        if self.overcommit is None:
+            return None
+        return {"apiVersion": "node.katalyst.kubewharf.io/v1alpha1", "kind": "CustomNodeResource",
+                "metadata": {"name": self.node_name, "annotations": self.overcommit.annotations()}}
+
+    def batch_document(self) -> dict[str, Any] | None:
+        if self.batch is None:
+            return None
+        return {"node": self.node_name, "resources": self.batch.resource_list()}
+
+    def file_document(self) -> dict[str, Any]:
+        return {"nodeMetric": self.node_metric, "customNodeResource": self.kcnr_document(),
+                "batchResources": self.batch_document()}
+
+
+def add_routes(http: HttpEndpoint, latest: LatestReports) -> None:
+    def node_metric(_query: str) -> Reply:
+        document = latest.refresh_node_metric() if latest.refresh_node_metric is not None else latest.node_metric
+        return _or_not_ready(document, "no node usage collected yet")
+
+    http.add_route(NODEMETRIC_ROUTE, node_metric)
+    http.add_route(OVERCOMMIT_ROUTE, lambda _q: _or_not_ready(latest.kcnr_document(),
+                                                               "overcommit ratios not computed yet"))
+    http.add_route(BATCH_ROUTE, lambda _q: _or_not_ready(latest.batch_document(), "no node usage collected yet"))
+
+
+def _or_not_ready(document: dict[str, Any] | None, reason: str) -> Reply:
+    if document is None:
+        return json_reply({"ready": False, "reason": reason}, status=503)
+    return json_reply(document)
+
+
+def write_atomically(path: Path, document: dict[str, Any]) -> None:
+    """Temp file in the same directory, fsync, rename over `path`: a reader sees the old
+    file or the new one, never half of one. Blocking: call it from a worker thread."""
+    data = json.dumps(document, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+    fd, temp = tempfile.mkstemp(prefix="." + path.name + ".", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise

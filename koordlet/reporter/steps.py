@@ -1,0 +1,36 @@
+"""Long pure computations as generators that yield between chunks, so the daemon can
+give the event loop back every few milliseconds while a test simply runs them through.
+
+A step function is a generator that yields None between chunks and returns its result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Generator, TypeVar
+
+T = TypeVar("T")
+Steps = Generator[None, None, T]
+
+# Pods handled between two yields: 25 pods hold the loop ~2-5 ms on this 2-core machine under load
+# (bench/nodemetric_build.py prints the figure).
+PODS_PER_STEP = 25
+
+
+def run_steps(steps: Steps[T]) -> T:
+    """Run to the end without yielding (tests, benches, anything off the loop)."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+async def run_steps_on_loop(steps: Steps[T]) -> T:
+    """Run to the end, letting other tasks run at every yield."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        await asyncio.sleep(0)

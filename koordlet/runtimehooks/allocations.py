@@ -1,0 +1,107 @@
+"""Exclusive CPUs on the node, as the CPUSetAllocator hook needs them.
+
+`CpuAllocations` is a frozen snapshot handed to the hooks; `AllocationIndex`
+keeps it current from pod events in O(1) per event, so a CreateContainer never
+walks every pod. Exclusive CPUs come from an out-of-band allocator when one is
+plugged in (`CpusetProvider`, e.g. the ORM's topology manager) and otherwise
+from koord-scheduler's `scheduling.koordinator.sh/resource-status` annotation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from koordlet.runtimehooks.annotations import AnnotationError, resource_status_cpuset
+from koordlet.statesinformer.model import KatalystQoSLevel, KoordQoSClass, PodInfo
+
+
+class CpusetProvider(Protocol):
+    """An allocator that owns some containers' CPUs (the ORM plugs in here)."""
+
+    def cpuset_for(self, pod_uid: str, container_name: str) -> frozenset[int] | None: ...
+
+
+class Binding(Enum):
+    """How a pod's own CPUs may be shared."""
+
+    EXCLUSIVE = "exclusive"  # LSE, Katalyst dedicated_cores: nobody else, BE included
+    RESERVED = "reserved"  # LSR: no other LS pod; BE may run there
+
+
+def binding_of(pod: PodInfo) -> Binding | None:
+    if pod.qos.effective is KoordQoSClass.LSE or pod.qos.katalyst is KatalystQoSLevel.DEDICATED_CORES:
+        return Binding.EXCLUSIVE
+    if pod.qos.effective is KoordQoSClass.LSR:
+        return Binding.RESERVED
+    return None
+
+
+def bound_cpus(pod: PodInfo, provider: CpusetProvider | None, container_name: str | None = None) -> frozenset[int]:
+    """The CPUs bound to `pod` (one container's, or the whole pod's); empty when none.
+    The provider wins over the annotation and may pin pods of any class (the ORM with
+    --cpu-manager-policy=static pins Guaranteed pods); an invalid annotation counts as absent."""
+    if provider is not None:
+        names = [container_name] if container_name is not None else [c.name for c in pod.containers]
+        found = frozenset().union(*(provider.cpuset_for(pod.uid, name) or frozenset() for name in names))
+        if found:
+            return found
+    if binding_of(pod) is None:
+        return frozenset()
+    try:
+        return resource_status_cpuset(pod.annotations) or frozenset()
+    except AnnotationError:
+        return frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class CpuAllocations:
+    exclusive: frozenset[int] = frozenset()
+    reserved: frozenset[int] = frozenset()
+    provider: CpusetProvider | None = None
+
+    def own_cpus(self, pod: PodInfo, container_name: str) -> frozenset[int]:
+        return bound_cpus(pod, self.provider, container_name)
+
+
+NO_ALLOCATIONS = CpuAllocations()
+
+
+class AllocationIndex:
+    """Bound CPUs per pod, and the node-wide unions as a cached snapshot."""
+
+    def __init__(self, provider: CpusetProvider | None = None) -> None:
+        self.provider = provider
+        self._by_pod: dict[str, tuple[Binding, frozenset[int]]] = {}
+        self._snapshot: CpuAllocations | None = None
+
+    def put(self, pod: PodInfo) -> bool:
+        """Record the pod's bound CPUs; True when the node's unions changed."""
+        cpus = bound_cpus(pod, self.provider)
+        # a pod the provider pinned without a binding class (kubelet-style static CPUs) is exclusive
+        binding = binding_of(pod) or (Binding.EXCLUSIVE if cpus else None)
+        entry = (binding, cpus) if binding is not None and cpus else None
+        if self._by_pod.get(pod.uid) == entry:
+            return False
+        if entry is None:
+            del self._by_pod[pod.uid]
+        else:
+            self._by_pod[pod.uid] = entry
+        self._snapshot = None
+        return True
+
+    def remove(self, uid: str) -> bool:
+        if self._by_pod.pop(uid, None) is None:
+            return False
+        self._snapshot = None
+        return True
+
+    def snapshot(self) -> CpuAllocations:
+        if self._snapshot is None:
+            exclusive: set[int] = set()
+            reserved: set[int] = set()
+            for binding, cpus in self._by_pod.values():
+                (exclusive if binding is Binding.EXCLUSIVE else reserved).update(cpus)
+            self._snapshot = CpuAllocations(frozenset(exclusive), frozenset(reserved), self.provider)
+        return self._snapshot

@@ -1,0 +1,166 @@
+"""The policy's shell: keeps a plan per pod current as the states informer changes.
+
+Both transports read from here: the NRI plugin asks for one container's spec at
+CreateContainer (the container is not in the informer yet), the reconciler for
+every pod's plan. Plans are recomputed only for pods that changed, or for all
+pods when the node's CPU allocations (and so the shared pools) changed.
+Listeners hear which pods changed (None: all of them).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable, Sequence
+
+import structlog
+from prometheus_client import CollectorRegistry, Histogram
+
+from koordlet.runtimehooks.allocations import AllocationIndex, CpusetProvider
+from koordlet.runtimehooks.annotations import annotation_problems
+from koordlet.runtimehooks.hook_config import HookConfig
+from koordlet.runtimehooks.hooks import Hook
+from koordlet.runtimehooks.policy import plan_with
+from koordlet.runtimehooks.spec import EMPTY_SPEC, PodPlan, ResourceSpec
+from koordlet.statesinformer.api import StatesInformer, Unsubscribe
+from koordlet.statesinformer.model import ContainerInfo, PodEvent, PodEventKind, PodInfo
+
+log = structlog.get_logger(__name__)
+
+PlanListener = Callable[["frozenset[str] | None"], None]
+
+# Buckets for a pure decision: microseconds, not the default seconds.
+_HOOK_BUCKETS = (2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2)
+
+
+class HookMetrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.duration = Histogram(
+            "koordlet_runtime_hook_duration_seconds", "time one runtime hook took to decide, by stage",
+            ("hook", "stage"), registry=registry, buckets=_HOOK_BUCKETS) if registry is not None else None
+        self._children: dict[tuple[str, str], object] = {}
+
+    def observer(self, hook: str, stage: str):  # -> a child Histogram, or None
+        if self.duration is None:
+            return None
+        key = (hook, stage)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self.duration.labels(hook, stage)
+        return child
+
+
+class HookEngine:
+    def __init__(self, states: StatesInformer, config: HookConfig, hooks: Sequence[Hook], *,
+                 provider: CpusetProvider | None = None, registry: CollectorRegistry | None = None) -> None:
+        self.states = states
+        self.config = config
+        self.hooks = tuple(hooks)
+        self.index = AllocationIndex(provider)
+        self.metrics = HookMetrics(registry)
+        self._plans: dict[str, PodPlan] = {}
+        self._listeners: list[PlanListener] = []
+        self._warned: set[str] = set()  # pods whose bad annotations were logged
+        self._unsubscribe: Unsubscribe | None = None
+
+    # -- life -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        for pod in self.states.pods():
+            self.index.put(pod)
+        self._unsubscribe = self.states.subscribe(self._on_pod_event)
+
+    def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def add_listener(self, listener: PlanListener) -> None:
+        self._listeners.append(listener)
+
+    def set_config(self, config: HookConfig) -> None:
+        """A new rule (NodeSLO, topology): every plan is recomputed."""
+        if config != self.config:
+            self.config = config
+            self._plans.clear()
+            self._notify(None)
+
+    def allocations_changed(self) -> None:
+        """An out-of-band allocator (the CpusetProvider) changed its answers: re-read
+        every pod's bound CPUs; plans are recomputed when the node's pools moved."""
+        changed = False
+        for pod in self.states.pods():
+            changed = self.index.put(pod) or changed
+        if changed:
+            self._plans.clear()
+            self._notify(None)
+
+    # -- decisions ------------------------------------------------------------------
+
+    def decide(self, pod: PodInfo, container: ContainerInfo | None, stage: str) -> ResourceSpec:
+        """One cgroup's spec, each hook timed; a debug line per decision."""
+        self._warn_once(pod)
+        config, allocations = self.config, self.index.snapshot()
+        spec = EMPTY_SPEC
+        clock = time.perf_counter
+        for hook in self.hooks:
+            started = clock()
+            part = hook.decide(pod, container, config, allocations)
+            observer = self.metrics.observer(hook.name, stage)
+            if observer is not None:
+                observer.observe(clock() - started)  # type: ignore[attr-defined]
+            spec = spec.merged(part)
+        # the spec object itself: rendering it costs only when debug lines are on
+        log.debug("runtime_hook_decision", stage=stage, pod=pod.uid, container=container.name if container else None,
+                  qos=pod.qos.effective.value, spec=spec)
+        return spec
+
+    def plan(self, pod: PodInfo) -> PodPlan:
+        plan = self._plans.get(pod.uid)
+        if plan is None:
+            plan = self._plans[pod.uid] = plan_with(pod, self._decide_for_plan)
+        return plan
+
+    def _decide_for_plan(self, pod: PodInfo, container: ContainerInfo | None) -> ResourceSpec:
+        return self.decide(pod, container, "reconcile")
+
+    def cached_plans(self) -> list[PodPlan]:
+        """Plans already computed (no decision made): for the read-only API."""
+        return list(self._plans.values())
+
+    def plans(self) -> list[PodPlan]:
+        return [self.plan(pod) for pod in self.states.pods()]
+
+    # -- changes --------------------------------------------------------------------
+
+    def _on_pod_event(self, event: PodEvent) -> None:
+        uid = event.pod.uid
+        if event.kind is PodEventKind.DELETED:
+            self._plans.pop(uid, None)
+            self._warned.discard(uid)
+            node_wide = self.index.remove(uid)
+        else:
+            self._plans.pop(uid, None)
+            node_wide = self.index.put(event.pod)
+        if node_wide:
+            self._plans.clear()
+            self._notify(None)
+        else:
+            self._notify(frozenset((uid,)))
+
+    def _notify(self, changed: frozenset[str] | None) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(changed)
+            except Exception as exc:  # a listener bug must not stop the others
+                log.error("runtime_hook_listener_failed", error=repr(exc), exc_info=True)
+
+    def _warn_once(self, pod: PodInfo) -> None:
+        if pod.uid in self._warned:
+            return
+        self._warned.add(pod.uid)
+        for problem in annotation_problems(pod.annotations, include_informer_owned=False):
+            log.warning("pod_annotation_invalid", pod=pod.namespace + "/" + pod.name, problem=problem)
+
+
+def plans_json(plans: Iterable[PodPlan]) -> dict[str, object]:
+    return {"pods": [plan.to_json() for plan in sorted(plans, key=lambda p: (p.namespace, p.name))]}

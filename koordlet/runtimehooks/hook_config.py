@@ -1,0 +1,74 @@
+"""The hooks' configuration: koordinator's defaults, plus what the host can do.
+
+NodeSLO (`resourceQOSStrategy`) and the node's topology annotations override
+these later; until then the defaults below are what koordlet ships with. Host
+capabilities are probed once at start by the module (through system/), so the
+policy never names a field this host cannot hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Mapping
+
+from koordlet.statesinformer.model import KoordQoSClass
+
+# koordlet's CPUShareUnitValue / CPUSharesMinValue / CFSBasePeriodValue / CFSQuotaMinValue.
+CPU_SHARES_PER_CORE = 1024
+CPU_SHARES_MIN = 2
+CPU_SHARES_MAX = 262144
+CFS_BASE_PERIOD_US = 100_000
+CFS_QUOTA_MIN_US = 1000
+
+# Koordinator's extended resources (milli-cores / bytes) and Katalyst's reclaimed ones.
+BATCH_CPU = "kubernetes.io/batch-cpu"
+BATCH_MEMORY = "kubernetes.io/batch-memory"
+RECLAIMED_MILLICPU = "resource.katalyst.kubewharf.io/reclaimed_millicpu"
+RECLAIMED_MEMORY = "resource.katalyst.kubewharf.io/reclaimed_memory"
+
+
+class CpuManagerPolicy(Enum):
+    """kubelet's CPU manager policy (node annotation kubelet.koordinator.sh/cpu-manager-policy)."""
+
+    NONE = "none"
+    STATIC = "static"
+
+
+def _default_bvt() -> Mapping[KoordQoSClass, int]:
+    # koordinator's resourceQOSStrategy cpuQOS.groupIdentity: LSR 2, LS 2, BE -1.
+    return MappingProxyType({KoordQoSClass.LSR: 2, KoordQoSClass.LS: 2, KoordQoSClass.BE: -1})
+
+
+def _default_reclaimed_map() -> Mapping[str, str]:
+    # katalyst --orm-resource-names-map default example: reclaimed_millicpu=cpu, reclaimed_memory=memory.
+    return MappingProxyType({RECLAIMED_MILLICPU: "cpu", RECLAIMED_MEMORY: "memory"})
+
+
+@dataclass(frozen=True, slots=True)
+class HostCaps:
+    """What the host's cgroups offer, probed once at start."""
+
+    cgroup_version: int = 1  # of the cpu controller
+    bvt_supported: bool = False  # cpu.bvt_warp_ns exists (Anolis kernels)
+    cpu_idle_supported: bool = False  # cpu.idle exists (kernel >= 5.15)
+
+
+@dataclass(frozen=True, slots=True)
+class HookConfig:
+    # BatchResource: koordinator's resourceQOSStrategy enables CFS quota for batch pods by default.
+    enable_cfs_quota: bool = True
+    cfs_period_us: int = CFS_BASE_PERIOD_US
+    # GroupIdentity: bvt per class. Koordinator's NodeSLO default has cpuQOS.enable=false on
+    # every class; the gate turns the hook on, this config the values.
+    bvt: Mapping[KoordQoSClass, int] = field(default_factory=_default_bvt)
+    be_cpu_idle: bool = True  # cpu.idle=1 on BE pod cgroups where the kernel has it
+    # CPUSetAllocator
+    node_cpus: frozenset[int] = frozenset()  # online CPUs of the node; empty = unknown
+    reserved_cpus: frozenset[int] = frozenset()  # kept off every shared pool
+    system_qos_cpus: frozenset[int] = frozenset()  # SYSTEM pods' cpus, when set
+    cpu_manager_policy: CpuManagerPolicy = CpuManagerPolicy.NONE
+    # Katalyst's reclaimed-resource map: extended resource name -> native name.
+    reclaimed_resources: Mapping[str, str] = field(default_factory=_default_reclaimed_map)
+    host: HostCaps = field(default_factory=HostCaps)

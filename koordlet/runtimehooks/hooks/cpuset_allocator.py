@@ -1,0 +1,48 @@
+"""CPUSetAllocator: which CPUs each container may run on.
+
+LSE/LSR pods and Katalyst dedicated_cores get the CPUs bound to them (an
+out-of-band allocator's, else koord-scheduler's resource-status). LS pods share
+what is left after reserved, exclusive (LSE) and LSR CPUs; BE pods share that
+pool plus LSR CPUs, never LSE ones. SYSTEM pods get the system QoS CPUs when
+configured. Pods without a Koordinator class follow kubelet: with its static
+CPU manager their cpuset is kubelet's, with none they share the LS pool.
+Pod-level cgroups are left alone (a parent cpuset must hold its children's).
+"""
+
+from __future__ import annotations
+
+from koordlet.runtimehooks.allocations import CpuAllocations
+from koordlet.runtimehooks.hook_config import CpuManagerPolicy, HookConfig
+from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
+from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, PodInfo
+
+
+def share_pool(config: HookConfig, allocations: CpuAllocations) -> frozenset[int]:
+    return config.node_cpus - config.reserved_cpus - allocations.exclusive - allocations.reserved
+
+
+def be_pool(config: HookConfig, allocations: CpuAllocations) -> frozenset[int]:
+    return config.node_cpus - config.reserved_cpus - allocations.exclusive
+
+
+def _cpus(pod: PodInfo, container: ContainerInfo, config: HookConfig,
+          allocations: CpuAllocations) -> frozenset[int] | None:
+    own = allocations.own_cpus(pod, container.name)
+    if own:
+        return own
+    qos = pod.qos.effective
+    if qos is KoordQoSClass.SYSTEM:
+        return config.system_qos_cpus or None
+    if qos is KoordQoSClass.BE:
+        return be_pool(config, allocations)
+    if qos is KoordQoSClass.LS or config.cpu_manager_policy is CpuManagerPolicy.NONE:
+        return share_pool(config, allocations)
+    return None
+
+
+def decide(pod: PodInfo, container: ContainerInfo | None, config: HookConfig,
+           allocations: CpuAllocations) -> ResourceSpec:
+    if container is None or not config.node_cpus:
+        return EMPTY_SPEC
+    cpus = _cpus(pod, container, config, allocations)
+    return ResourceSpec(cpuset_cpus=cpus) if cpus else EMPTY_SPEC

@@ -1,0 +1,65 @@
+"""GroupIdentity: the pod cgroup's scheduling identity by QoS class.
+
+cpu.bvt_warp_ns per class (LSR/LS 2, BE -1 by default; LSE counts as LSR) where
+the kernel has it (Anolis), and cpu.idle=1 for BE pods on cgroup v2. Pod level
+only, like koordlet: containers inherit their pod's identity. The kube-QoS
+directories get the same values through `qos_dir_specs`.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from koordlet.runtimehooks.allocations import CpuAllocations
+from koordlet.runtimehooks.hook_config import HookConfig
+from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
+from koordlet.statesinformer.model import ContainerInfo, K8sQoS, KoordQoSClass, PodInfo
+
+_BVT_CLASS: Mapping[KoordQoSClass, KoordQoSClass] = {
+    KoordQoSClass.LSE: KoordQoSClass.LSR,
+    KoordQoSClass.LSR: KoordQoSClass.LSR,
+    KoordQoSClass.LS: KoordQoSClass.LS,
+    KoordQoSClass.BE: KoordQoSClass.BE,
+}
+
+
+def _bvt(qos: KoordQoSClass, config: HookConfig) -> int | None:
+    if not config.host.bvt_supported:
+        return None
+    as_class = _BVT_CLASS.get(qos)
+    return config.bvt.get(as_class) if as_class is not None else None
+
+
+def _idle(qos: KoordQoSClass, config: HookConfig) -> int | None:
+    host = config.host
+    if qos is KoordQoSClass.BE and config.be_cpu_idle and host.cpu_idle_supported and host.cgroup_version == 2:
+        return 1
+    return None
+
+
+def decide(pod: PodInfo, container: ContainerInfo | None, config: HookConfig,
+           allocations: CpuAllocations) -> ResourceSpec:
+    if container is not None:
+        return EMPTY_SPEC
+    qos = pod.qos.effective
+    bvt, idle = _bvt(qos, config), _idle(qos, config)
+    if bvt is None and idle is None:
+        return EMPTY_SPEC
+    return ResourceSpec(bvt=bvt, cpu_idle=idle)
+
+
+# kubelet's QoS directories: besteffort as BE, burstable as LS; the guaranteed
+# root (kubepods itself) stays 0, as koordlet keeps it until kernels support more.
+_QOS_DIR_CLASS: Mapping[K8sQoS, KoordQoSClass] = {K8sQoS.BEST_EFFORT: KoordQoSClass.BE, K8sQoS.BURSTABLE: KoordQoSClass.LS}
+
+
+def qos_dir_specs(config: HookConfig) -> dict[K8sQoS, ResourceSpec]:
+    """What each kube-QoS directory's cgroup must hold (only tiers with a decision)."""
+    specs: dict[K8sQoS, ResourceSpec] = {}
+    for tier in K8sQoS:
+        qos = _QOS_DIR_CLASS.get(tier)
+        bvt = (_bvt(qos, config) if qos is not None else 0) if config.host.bvt_supported else None
+        idle = _idle(qos, config) if qos is not None else None
+        if bvt is not None or idle is not None:
+            specs[tier] = ResourceSpec(bvt=bvt, cpu_idle=idle)
+    return specs

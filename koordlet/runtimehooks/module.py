@@ -1,0 +1,195 @@
+"""The runtime hooks as a daemon module: the engine, the reconcile loop and the
+NRI plugin, wired from the daemon's config, plus `GET /api/v1/pods`.
+
+Mode (`--runtime-hooks-mode`):
+- nri: NRI shapes containers; the loop writes pod and kube-QoS cgroups on every
+  pass and container cgroups on its periodic read-compare pass (drift, and
+  containers created while NRI was away);
+- both: NRI, and the loop writes containers on every change too;
+- bypass: no NRI; the loop does everything;
+- auto (default): both; NRI counts for readiness only when its socket existed at
+  start (the stub keeps dialing, so a runtime that comes later is still served).
+/readyz counts the module ready only while NRI is connected and synchronized
+when NRI counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from koordlet import defaults
+from koordlet.config import Config
+from koordlet.executor_module import ExecutorModule
+from koordlet.http_endpoint import Reply, json_reply
+from koordlet.runtimehooks.allocations import CpusetProvider
+from koordlet.runtimehooks.engine import HookEngine, plans_json
+from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
+from koordlet.runtimehooks.hooks import enabled_hooks
+from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin, NriFeed
+from koordlet.runtimehooks.reconciler import Reconciler
+from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import K8sQoS, NodeInfo, Source
+from koordlet.statesinformer.store import PodStore
+from nri.stub import Stub, StubConfig
+from resourceexecutor import ResourceExecutor
+from system.cgroup_driver import detect_host_driver
+from system.cgroup_files import CgroupFiles
+from system.cgroup_layout import QoSTier, qos_dir
+from system.errors import SystemFileError
+from system.host import Host
+from system.topology import read_cpu_topology
+
+log = structlog.get_logger(__name__)
+
+_TIERS = {K8sQoS.GUARANTEED: QoSTier.GUARANTEED, K8sQoS.BURSTABLE: QoSTier.BURSTABLE,
+          K8sQoS.BEST_EFFORT: QoSTier.BESTEFFORT}
+
+
+def probe_host(host: Host, files: CgroupFiles | None) -> tuple[HookConfig, dict[K8sQoS, str]]:
+    """Hook config with this host's CPUs and cgroup capabilities, and the kube-QoS dirs."""
+    try:
+        cpus = read_cpu_topology(host).online_cpus
+    except (OSError, SystemFileError, ValueError) as exc:
+        log.warning("runtime_hooks_cpus_unknown", error=str(exc))
+        cpus = frozenset()
+    if files is None:
+        return HookConfig(node_cpus=cpus), {}
+    driver = detect_host_driver(files)
+    dirs = {tier: qos_dir(driver, _TIERS[tier]) for tier in K8sQoS} if driver is not None else {}
+    probe_dir = dirs.get(K8sQoS.GUARANTEED, "")
+    try:
+        version = files.version_for("cpu.shares")
+    except SystemFileError:
+        version = 1
+    caps = HostCaps(cgroup_version=version, bvt_supported=files.supported("cpu.bvt_warp_ns", probe_dir),
+                    cpu_idle_supported=files.supported("cpu.idle", probe_dir))
+    return HookConfig(node_cpus=cpus, host=caps), dirs
+
+
+def nri_enabled(config: Config) -> bool:
+    """Whether the NRI plugin runs at all."""
+    return (config.enable_nri_runtime_hook and config.feature_gates.enabled("NRIRuntimeHooks")
+            and config.runtime_hooks_mode != "bypass")
+
+
+def nri_wanted(config: Config) -> bool:
+    """Whether readiness waits for NRI (connected and synchronized)."""
+    if not nri_enabled(config):
+        return False
+    return config.runtime_hooks_mode != "auto" or config.nri_socket_path.exists()
+
+
+class RuntimeHooksModule:
+    name = "runtimehooks"
+
+    def __init__(self, config: Config, host: Host, states: StatesInformer, feed: NriFeed | None,
+                 executor: ExecutorModule, registry: CollectorRegistry | None,
+                 provider: CpusetProvider | None = None) -> None:
+        self._config = config
+        self._host = host
+        self._executor_module = executor
+        self._registry = registry
+        hooks = enabled_hooks(config.feature_gates.enabled)
+        self.engine = HookEngine(states, HookConfig(), hooks, provider=provider, registry=registry)
+        self._feed = feed
+        self.reconciler: Reconciler | None = None
+        self.plugin: KoordletNriPlugin | None = None
+        self.stub: Stub | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        # An out-of-band allocator admitting containers at NRI CreateContainer (the ORM), set
+        # by the daemon's wiring before start: `admit_now(pod, container)` raises to refuse.
+        self.admitter: Any = None
+        self.nri_on = False  # the plugin runs
+        self.nri_required = False  # and readiness waits for it
+
+    def executor(self) -> ResourceExecutor | None:
+        return self._executor_module.executor
+
+    async def start(self) -> None:
+        executor = self.executor()
+        hook_config, qos_dirs = probe_host(self._host, executor.files if executor is not None else None)
+        self.engine.set_config(hook_config)
+        self.engine.start()
+        config = self._config
+        self.nri_on = nri_enabled(config) and self._feed is not None
+        self.nri_required = self.nri_on and nri_wanted(config)
+        loop = asyncio.get_running_loop()
+        if config.feature_gates.enabled("CgroupReconcile"):
+            self.reconciler = Reconciler(self.engine, self.executor, config.runtime_hooks_reconcile_interval,
+                                         qos_dirs=qos_dirs, registry=self._registry,
+                                         containers_on_change=config.runtime_hooks_mode != "nri" or not self.nri_on)
+            self._tasks.append(loop.create_task(self.reconciler.run()))
+        if self.nri_on:
+            assert self._feed is not None
+            reconciler = self.reconciler
+            self.plugin = KoordletNriPlugin(
+                self.engine, self._feed, self.executor,
+                on_synchronized=(lambda: reconciler.trigger(full=True)) if reconciler is not None else (lambda: None),
+                admit=self.admitter.admit_now if self.admitter is not None else None)
+            self.stub = Stub(self.plugin, name=defaults.NRI_PLUGIN_NAME, index=config.runtime_hooks_nri_plugin_index,
+                             config=StubConfig(socket_path=str(config.nri_socket_path)))
+            self.plugin.stub = self.stub
+            self._tasks.append(loop.create_task(self.stub.run()))
+        log.info("runtime_hooks_started", mode=config.runtime_hooks_mode, nri=self.nri_on,
+                 nri_required=self.nri_required, reconcile=self.reconciler is not None, hooks=[h.name for h in self.engine.hooks],
+                 node_cpus=len(hook_config.node_cpus), cgroup_version=hook_config.host.cgroup_version,
+                 bvt=hook_config.host.bvt_supported, qos_dirs=sorted(t.value for t in qos_dirs))
+
+    async def stop(self) -> None:
+        if self.stub is not None:
+            await self.stub.stop()
+        if self.plugin is not None:
+            await self.plugin.close()
+        if self.reconciler is not None:
+            self.reconciler.stop()
+        self.engine.stop()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    def ready(self) -> bool:
+        return self.stub.is_ready if self.nri_required and self.stub is not None else True
+
+    # -- GET /api/v1/pods -------------------------------------------------------------
+
+    def pods_route(self, query: str) -> Reply:
+        body: dict[str, Any] = plans_json(self.engine.plans())
+        body["nri"] = {"enabled": self.nri_on, "ready": self.stub.is_ready if self.stub is not None else False}
+        if self.reconciler is not None and self.reconciler.last is not None:
+            last = self.reconciler.last
+            body["reconcile"] = {"passes": self.reconciler.passes, "lastFull": last.full, "lastWrites": last.writes,
+                                 "lastUpdates": last.updates, "lastSeconds": last.seconds}
+        return json_reply(body)
+
+
+_FEED_METHODS = ("nri_synchronized", "nri_pod_event", "nri_container_event")
+
+
+def build_runtime_hooks(hubs: Any) -> list[RuntimeHooksModule]:
+    """MODULE_BUILDERS entry (after the states informer's): the runtime hooks, or
+    nothing when both transports are gated off or no states informer runs."""
+    config: Config = hubs.config
+    gates = config.feature_gates
+    if not (gates.enabled("NRIRuntimeHooks") or gates.enabled("CgroupReconcile")):
+        return []
+    if hubs.states is None:
+        # No states informer module ran before us: keep one fed by NRI alone, so the
+        # hooks still work (no CRI or kubelet listing then).
+        executor_module = hubs.executor
+
+        def forget(cgroup_dir: str) -> None:
+            if executor_module.executor is not None:
+                executor_module.executor.forget_cgroup(cgroup_dir)
+
+        hubs.states = PodStore(NodeInfo(config.node_name), expected=(Source.NRI,), on_cgroup_gone=forget)
+        log.info("runtime_hooks_own_states_informer", sources=["nri"])
+    feed = hubs.states if all(callable(getattr(hubs.states, m, None)) for m in _FEED_METHODS) else None
+    # An out-of-band allocator (the ORM's topology manager) offers `cpuset_for`; when it
+    # changes its answers it calls `module.engine.allocations_changed()`.
+    provider = getattr(hubs, "cpuset_provider", None)
+    module = RuntimeHooksModule(config, hubs.host, hubs.states, feed, hubs.executor, hubs.registry, provider)
+    hubs.http.add_route("/api/v1/pods", module.pods_route)
+    return [module]

@@ -1,0 +1,222 @@
+"""The NRI transport: koordlet's plugin on the `nri.Stub`.
+
+Subscribed events (the stub derives the mask from the handlers defined here):
+RunPodSandbox (pod-level cgroups through the executor: NRI cannot adjust them),
+CreateContainer (the ContainerAdjustment), UpdateContainer (re-assert what we
+own over kubelet's update), RemoveContainer and RemovePodSandbox (forget).
+Nothing else: PostCreateContainer and ValidateContainerAdjustment would each add
+a round trip to every CRI CreateContainer, StartContainer/StopContainer carry
+nothing the policy uses.
+
+Every event feeds the states informer first; the decision then reads the pod and
+container back from it, so NRI and the reconciler decide from the same values.
+When a plan changes for containers that already run (an LSR pod took CPUs from
+the shared pool), unsolicited UpdateContainers go out from a separate task,
+never from inside a handler (containerd would wait on its own lock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Callable, Iterable, Protocol
+
+import structlog
+
+from koordlet.runtimehooks import nri_convert
+from koordlet.runtimehooks.engine import HookEngine
+from koordlet.runtimehooks.reconciler import updaters_for
+from koordlet.runtimehooks.spec import ResourceSpec
+from koordlet.statesinformer.from_nri import container_info
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from koordlet.statesinformer.store import ContainerChange, SandboxChange
+from nri.stub import NotConnected, Stub
+from nri.ttrpc.status import TtrpcError
+from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
+from resourceexecutor import ResourceExecutor
+from system.cpuset import format_cpuset
+
+log = structlog.get_logger(__name__)
+
+
+class NriFeed(Protocol):
+    """How NRI events reach the states informer (statesinformer.store.PodStore)."""
+
+    def nri_synchronized(self, pods: Iterable[api.PodSandbox], containers: Iterable[api.Container]) -> None: ...
+
+    def nri_pod_event(self, kind: SandboxChange, sandbox: api.PodSandbox) -> None: ...
+
+    def nri_container_event(self, kind: ContainerChange, sandbox: api.PodSandbox, container: api.Container,
+                            linux_resources: api.LinuxResources | None = None) -> None: ...
+
+
+class KoordletNriPlugin:
+    def __init__(self, engine: HookEngine, feed: NriFeed, executor: Callable[[], ResourceExecutor | None],
+                 on_synchronized: Callable[[], None] = lambda: None,
+                 admit: Callable[[PodInfo, ContainerInfo | None], None] | None = None) -> None:
+        self.engine = engine
+        # An out-of-band allocator's admission (the ORM's admit_now): raises to fail the
+        # container with its reason, before the cpuset is decided.
+        self._admit = admit
+        self.feed = feed
+        self._executor = executor
+        self._on_synchronized = on_synchronized
+        self.stub: Stub | None = None
+        self._sent: dict[str, ResourceSpec] = {}  # container id -> spec the runtime holds from us
+        self._pending: set[str] | None = set()  # pods whose running containers may need an update; None: all
+        self._flush_task: asyncio.Task[None] | None = None
+        self._feeding: str | None = None  # the pod an event handler is feeding right now
+        self._cpu_lists: dict[frozenset[int], str] = {}
+        engine.add_listener(self._plans_changed)
+
+    @property
+    def cgroup_version(self) -> int:
+        return self.engine.config.host.cgroup_version
+
+    # -- handlers (their names are the subscription) -----------------------------------
+
+    def synchronize(self, pods: list[api.PodSandbox], containers: list[api.Container]) -> list[api.ContainerUpdate]:
+        self.feed.nri_synchronized(pods, containers)
+        self._sent.clear()
+        updates = []
+        by_sandbox = {info.sandbox_id: info for info in self.engine.states.pods()}
+        for container in containers:
+            spec = self._container_spec(by_sandbox.get(container.pod_sandbox_id), container.id, "synchronize")
+            if spec is None:
+                continue
+            self._sent[container.id] = spec
+            if not nri_convert.holds(container.linux.resources, spec, self.cgroup_version, self._cpu_list):
+                message = nri_convert.update(container.id, spec, self.cgroup_version, self._cpu_list)
+                if message is not None:
+                    updates.append(message)
+        self._on_synchronized()
+        return updates
+
+    def _feed_pod(self, kind: SandboxChange, pod: api.PodSandbox) -> None:
+        self._feeding = pod.uid
+        try:
+            self.feed.nri_pod_event(kind, pod)
+        finally:
+            self._feeding = None
+
+    def _feed_container(self, kind: ContainerChange, pod: api.PodSandbox, container: api.Container,
+                        resources: api.LinuxResources | None = None) -> None:
+        self._feeding = pod.uid
+        try:
+            self.feed.nri_container_event(kind, pod, container, resources)
+        finally:
+            self._feeding = None
+
+    def run_pod_sandbox(self, pod: api.PodSandbox) -> None:
+        self._feed_pod(SandboxChange.RUN, pod)
+        info = self.engine.states.pod(pod.uid)
+        executor = self._executor()
+        if info is None or executor is None or not info.cgroup_parent:
+            return
+        spec = self.engine.decide(info, None, "run_pod_sandbox")
+        if not spec.empty:
+            executor.update_batch(updaters_for(executor, spec, info.cgroup_parent))
+
+    def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
+        self._feed_pod(SandboxChange.REMOVE, pod)
+
+    def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment | None:
+        info = self.engine.states.pod(pod.uid)
+        if info is None:  # the sandbox was never seen: the informer must hear of it first
+            self._feed_container(ContainerChange.CREATED, pod, container)
+            fed = self.engine.states.pod(pod.uid)
+            if self._admit is not None and fed is not None:
+                self._admit(fed, fed.container_by_id(container.id))
+            spec = self._container_spec(fed, container.id, "create_container")
+        else:
+            # Decide from the converted container and feed the informer right after the
+            # answer is on its way: the feed is most of the handler's cost and the CRI call
+            # waits for us. call_soon runs before any later event of this connection is read.
+            created, _ = container_info(container, pod.uid)
+            if self._admit is not None:
+                self._admit(info, created)
+            spec = self.engine.decide(info, created, "create_container")
+            asyncio.get_running_loop().call_soon(self._feed_container, ContainerChange.CREATED, pod, container)
+        if spec is None:
+            return None
+        self._sent[container.id] = spec
+        return nri_convert.adjustment(spec, self.cgroup_version, self._cpu_list)
+
+    def update_container(self, pod: api.PodSandbox, container: api.Container,
+                         resources: api.LinuxResources) -> list[api.ContainerUpdate]:
+        self._feed_container(ContainerChange.UPDATED, pod, container, resources)
+        spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "update_container")
+        if spec is None or nri_convert.holds(resources, spec, self.cgroup_version, self._cpu_list):
+            return []
+        self._sent[container.id] = spec
+        message = nri_convert.update(container.id, spec, self.cgroup_version, self._cpu_list)
+        return [message] if message is not None else []
+
+    def remove_container(self, pod: api.PodSandbox, container: api.Container) -> None:
+        self._sent.pop(container.id, None)
+        self._feed_container(ContainerChange.REMOVED, pod, container)
+
+    # -- decisions ------------------------------------------------------------------
+
+    def _container_spec(self, info: PodInfo | None, container_id: str, stage: str) -> ResourceSpec | None:
+        container = info.container_by_id(container_id) if info is not None else None
+        if info is None or container is None:
+            log.warning("nri_container_unknown_to_informer", container=container_id, stage=stage)
+            return None
+        return self.engine.decide(info, container, stage)
+
+    async def close(self) -> None:
+        """Cancel a pending unsolicited update (the daemon is stopping)."""
+        task, self._flush_task = self._flush_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    # -- unsolicited updates ----------------------------------------------------------
+
+    def _cpu_list(self, ids: frozenset[int]) -> str:
+        """Kernel list text of a cpu set, memoized: the shared pools repeat on every call."""
+        text = self._cpu_lists.get(ids)
+        if text is None:
+            if len(self._cpu_lists) >= 1024:
+                self._cpu_lists.clear()
+            text = self._cpu_lists[ids] = format_cpuset(ids)
+        return text
+
+    def _plans_changed(self, changed: frozenset[str] | None) -> None:
+        if self.stub is None or not self._sent:
+            return
+        if changed is not None and changed == {self._feeding}:
+            return  # the handler feeding this pod answers for its container; siblings do not depend on it
+        if changed is None or self._pending is None:
+            self._pending = None
+        else:
+            self._pending |= changed
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        await asyncio.sleep(0)  # gather a burst of changes (and let the handler return)
+        pending, self._pending = self._pending, set()
+        pods = self.engine.states.pods() if pending is None else [
+            p for p in (self.engine.states.pod(uid) for uid in pending) if p is not None]
+        updates = []
+        for pod in pods:
+            plan = self.engine.plan(pod)
+            for container in plan.containers:
+                sent = self._sent.get(container.container_id)
+                if sent is None or sent == container.spec:
+                    continue
+                message = nri_convert.update(container.container_id, container.spec, self.cgroup_version,
+                                             self._cpu_list)
+                self._sent[container.container_id] = container.spec
+                if message is not None:
+                    updates.append(message)
+        if not updates or self.stub is None:
+            return
+        try:
+            failed = await self.stub.update_containers(updates)
+        except (NotConnected, TtrpcError, ConnectionError) as exc:
+            # the reconciler repairs these; the next Synchronize resends them
+            log.info("nri_unsolicited_update_failed", containers=len(updates), error=str(exc))
+            return
+        log.info("nri_containers_updated", containers=len(updates), failed=len(failed))

@@ -1,0 +1,116 @@
+"""kubelet's /pods (a v1 PodList as JSON) -> what kubelet adds to the runtime's view. Pure.
+
+The runtime (NRI, CRI) says what runs; kubelet adds what only the API object has:
+spec.priority, spec.priorityClassName, status.qosClass, the current labels and
+annotations, and each container's requests/limits.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from koordlet.statesinformer.model import K8sQoS, Resources
+from koordlet.statesinformer.resource_list import ResourceListError, parse_resource_list
+
+
+def _empty_str() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+def _empty_specs() -> Mapping[str, Resources]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletPod:
+    uid: str
+    name: str
+    namespace: str
+    labels: Mapping[str, str] = field(default_factory=_empty_str)
+    annotations: Mapping[str, str] = field(default_factory=_empty_str)
+    priority: int | None = None
+    priority_class_name: str = ""
+    k8s_qos: K8sQoS | None = None
+    container_specs: Mapping[str, Resources] = field(default_factory=_empty_specs)
+
+
+class PodListError(ValueError):
+    """The document is not a PodList kubelet would serve."""
+
+
+def _str_map(value: Any, where: str) -> Mapping[str, str]:
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise PodListError("%s is not a string map" % where)
+    return MappingProxyType(dict(value))
+
+
+def _container_specs(spec: dict[str, Any], where: str) -> Mapping[str, Resources]:
+    out: dict[str, Resources] = {}
+    for key in ("initContainers", "containers"):
+        containers = spec.get(key) or []
+        if not isinstance(containers, list):
+            raise PodListError("%s.%s is not a list" % (where, key))
+        for index, container in enumerate(containers):
+            here = "%s.%s[%d]" % (where, key, index)
+            if not isinstance(container, dict) or not isinstance(container.get("name"), str):
+                raise PodListError("%s has no name" % here)
+            resources = container.get("resources") or {}
+            if not isinstance(resources, dict):
+                raise PodListError("%s.resources is not an object" % here)
+            try:
+                out[container["name"]] = Resources(
+                    requests=parse_resource_list(resources.get("requests"), here + ".resources.requests"),
+                    limits=parse_resource_list(resources.get("limits"), here + ".resources.limits"),
+                )
+            except ResourceListError as exc:
+                raise PodListError(str(exc)) from None
+    return MappingProxyType(out)
+
+
+def _k8s_qos(value: Any) -> K8sQoS | None:
+    try:
+        return K8sQoS(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def kubelet_pod(item: Any, where: str = "pod") -> KubeletPod:
+    if not isinstance(item, dict):
+        raise PodListError("%s is not an object" % where)
+    meta, spec, status = (item.get(k) or {} for k in ("metadata", "spec", "status"))
+    if not all(isinstance(part, dict) for part in (meta, spec, status)):
+        raise PodListError("%s: metadata/spec/status must be objects" % where)
+    uid = meta.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise PodListError("%s has no metadata.uid" % where)
+    priority = spec.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        raise PodListError("%s spec.priority is not an integer" % where)
+    return KubeletPod(
+        uid=uid,
+        name=str(meta.get("name") or ""),
+        namespace=str(meta.get("namespace") or ""),
+        labels=_str_map(meta.get("labels"), where + ".metadata.labels"),
+        annotations=_str_map(meta.get("annotations"), where + ".metadata.annotations"),
+        priority=priority,
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        k8s_qos=_k8s_qos(status.get("qosClass")),
+        container_specs=_container_specs(spec, where + ".spec"),
+    )
+
+
+def parse_pod_list(body: bytes | str) -> tuple[KubeletPod, ...]:
+    """A PodList document -> its pods. PodListError when the document is malformed;
+    one malformed pod fails the whole list (a partial list would read as deletions)."""
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise PodListError("not JSON: %s" % exc) from None
+    if not isinstance(decoded, dict) or not isinstance(decoded.get("items", []), list):
+        raise PodListError("not a PodList")
+    return tuple(kubelet_pod(item, "items[%d]" % i) for i, item in enumerate(decoded.get("items") or []))

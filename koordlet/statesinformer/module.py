@@ -1,0 +1,176 @@
+"""The states informer as a daemon module: owns the PodStore, polls CRI and kubelet.
+
+The NRI plugin (runtime hooks) feeds the same store through `hubs.states`; this
+module adds the bypass sources. A source that cannot be reached is logged once,
+retried every interval, and logged again when it comes back; it never stops the
+daemon. Ready when the store is synced: a first listing from the runtime (CRI or
+NRI) and, when configured, from kubelet. A host with no CRI socket at all has no
+pods to wait for: its first failed attempt counts as an empty listing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from typing import TYPE_CHECKING, Awaitable, Callable
+
+import structlog
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from koordlet.config import Config
+from koordlet.statesinformer.cri_client import CriClient, CriError
+from koordlet.statesinformer.cri_poll import CriPoller
+from koordlet.statesinformer.kubelet_client import KubeletClient, KubeletError
+from koordlet.statesinformer.model import Source
+from koordlet.statesinformer.node import node_from_host
+from koordlet.statesinformer.store import PodStore
+
+if TYPE_CHECKING:
+    from koordlet.app import Hubs
+
+log = structlog.get_logger(__name__)
+
+
+class _Outage:
+    """Log a source's failure once, and its recovery once."""
+
+    def __init__(self, source: str, where: str) -> None:
+        self._source = source
+        self._where = where
+        self.down = False
+
+    def failed(self, error: Exception) -> None:
+        if not self.down:
+            log.warning("states_source_unreachable", source=self._source, endpoint=self._where, error=str(error))
+        self.down = True
+
+    def succeeded(self) -> None:
+        if self.down:
+            log.info("states_source_reachable", source=self._source, endpoint=self._where)
+        self.down = False
+
+
+class StoreCollector(Collector):
+    """koordlet_states_informer_objects{kind,source}: what each source knows and what readers see."""
+
+    def __init__(self, store: PodStore) -> None:
+        self._store = store
+
+    def collect(self):  # type: ignore[no-untyped-def]
+        family = GaugeMetricFamily("koordlet_states_informer_objects",
+                                   "pods and containers the states informer knows, by source (merged: what agents see)",
+                                   labels=["kind", "source"])
+        for (kind, source), count in sorted(self._store.counts().items()):
+            family.add_metric([kind, source], count)
+        yield family
+
+
+def _unix_socket_path(endpoint: str) -> str | None:
+    if endpoint.startswith("unix://"):
+        return endpoint[len("unix://"):]
+    return endpoint if endpoint.startswith("/") else None
+
+
+class StatesInformerModule:
+    name = "statesinformer"
+
+    def __init__(
+        self,
+        store: PodStore,
+        config: Config,
+        registry: CollectorRegistry | None = None,
+        forget_cgroup_from: Callable[[], Callable[[str], object] | None] | None = None,
+    ) -> None:
+        self.store = store
+        self._config = config
+        self._forget_cgroup_from = forget_cgroup_from
+        self._tasks: list[asyncio.Task[None]] = []
+        self._cri: CriClient | None = None  # a grpc.aio channel needs the running loop: made in start()
+        self._kubelet = KubeletClient(config.kubelet_pods_url) if config.kubelet_pods_url else None
+        if registry is not None:
+            registry.register(StoreCollector(store))
+
+    async def start(self) -> None:
+        if self._config.cri_endpoint:
+            self._cri = CriClient(self._config.cri_endpoint)
+        if self._forget_cgroup_from is not None:
+            self.store.on_cgroup_gone = self._forget_cgroup_from()
+        if self._cri is not None:
+            poller = CriPoller(self._cri, self.store, problem_log=self.store.problems)
+            outage = _Outage("cri", self._cri.endpoint)
+            self._tasks.append(asyncio.create_task(
+                self._loop(lambda: self._poll_cri(poller, outage), self._config.states_cri_sync_interval)))
+        if self._kubelet is not None:
+            kubelet, outage = self._kubelet, _Outage("kubelet", self._kubelet.url)
+            self._tasks.append(asyncio.create_task(
+                self._loop(lambda: self._poll_kubelet(kubelet, outage), self._config.states_kubelet_sync_interval)))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self._cri is not None:
+            await self._cri.close()
+            self._cri = None
+
+    def ready(self) -> bool:
+        return self.store.synced()
+
+    @staticmethod
+    async def _loop(poll: Callable[[], Awaitable[None]], interval: float) -> None:
+        while True:
+            try:
+                await poll()
+            except Exception:  # a bug in one poll must not end the loop
+                log.exception("states_poll_failed")
+            await asyncio.sleep(interval)
+
+    async def _poll_cri(self, poller: CriPoller, outage: _Outage) -> None:
+        assert self._cri is not None
+        listed_at = time.monotonic()
+        try:
+            if not self.store.source_synced(Source.CRI):
+                version = await self._cri.version()
+                log.info("cri_runtime", endpoint=self._cri.endpoint, runtime=version.runtime_name,
+                         version=version.runtime_version, api=version.runtime_api_version)
+            await poller.poll_once()
+        except CriError as exc:
+            outage.failed(exc)
+            path = _unix_socket_path(self._cri.endpoint)
+            if exc.unavailable and path and not os.path.exists(path) and not self.store.source_synced(Source.CRI):
+                self.store.cri_listed([], [], listed_at)  # no runtime socket on this host: no pods
+            return
+        outage.succeeded()
+
+    async def _poll_kubelet(self, kubelet: KubeletClient, outage: _Outage) -> None:
+        try:
+            pods = await kubelet.pods()
+        except KubeletError as exc:
+            outage.failed(exc)
+            return
+        outage.succeeded()
+        self.store.kubelet_listed(pods)
+
+
+def build_states_informer(hubs: "Hubs") -> list[StatesInformerModule]:
+    """The daemon's states informer; sets `hubs.states` for the builders after it."""
+    config = hubs.config
+    expected = [Source.CRI] if config.cri_endpoint else []
+    if config.kubelet_pods_url:
+        expected.append(Source.KUBELET)
+    store = PodStore(node_from_host(config.node_name, hubs.host), expected=expected)
+    hubs.states = store
+    executor_module = hubs.executor
+
+    def forget_cgroup() -> Callable[[str], object] | None:
+        executor = executor_module.executor
+        return executor.forget_cgroup if executor is not None else None
+
+    return [StatesInformerModule(store, config, hubs.registry, forget_cgroup)]

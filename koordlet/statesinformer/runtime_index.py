@@ -1,0 +1,118 @@
+"""One runtime source's view (NRI or CRI): its sandboxes and containers, indexed by pod uid.
+
+Plain bookkeeping for the store: every entry remembers when its source last
+reported it (`seen_at`), so that a complete listing from the other source can
+drop what this one has not confirmed since.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from koordlet.statesinformer.model import ContainerInfo, Source
+from koordlet.statesinformer.runtime_view import SandboxView
+
+
+class RuntimeIndex:
+    __slots__ = ("source", "synced", "sandboxes", "containers", "seen_at", "origins",
+                 "_uid_sandboxes", "_uid_containers", "_container_sandbox")
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.synced = False
+        self.sandboxes: dict[str, SandboxView] = {}
+        self.containers: dict[str, ContainerInfo] = {}
+        self.seen_at: dict[str, float] = {}  # sandbox or container id -> clock reading
+        # sandbox id -> the message its view was converted from, so that an unchanged
+        # sandbox (every container event carries one) is not converted again
+        self.origins: dict[str, object] = {}
+        self._uid_sandboxes: dict[str, set[str]] = {}
+        self._uid_containers: dict[str, set[str]] = {}
+        self._container_sandbox: dict[str, str] = {}
+
+    def put_sandbox(self, view: SandboxView, now: float, origin: object = None) -> str:
+        sandbox_id, uid = view.pod.sandbox_id, view.pod.uid
+        old = self.sandboxes.get(sandbox_id)
+        if old is not None and old.pod.uid != uid:
+            self.drop_sandbox(sandbox_id)
+        self.sandboxes[sandbox_id] = view
+        self.seen_at[sandbox_id] = now
+        if origin is not None:
+            self.origins[sandbox_id] = origin
+        self._uid_sandboxes.setdefault(uid, set()).add(sandbox_id)
+        return uid
+
+    def drop_sandbox(self, sandbox_id: str) -> str | None:
+        """Forget the sandbox; its containers go with it. Returns the pod uid, if known."""
+        view = self.sandboxes.pop(sandbox_id, None)
+        self.seen_at.pop(sandbox_id, None)
+        self.origins.pop(sandbox_id, None)
+        if view is None:
+            return None
+        uid = view.pod.uid
+        _discard(self._uid_sandboxes, uid, sandbox_id)
+        for container_id in [c for c in self._uid_containers.get(uid, ()) if self.sandbox_of(c) == sandbox_id]:
+            self.drop_container(container_id)
+        return uid
+
+    def put_container(self, container: ContainerInfo, sandbox_id: str, now: float) -> str:
+        old = self.containers.get(container.id)
+        if old is not None and old.pod_uid != container.pod_uid:
+            self.drop_container(container.id)
+        self.containers[container.id] = container
+        self._container_sandbox[container.id] = sandbox_id
+        self.seen_at[container.id] = now
+        self._uid_containers.setdefault(container.pod_uid, set()).add(container.id)
+        return container.pod_uid
+
+    def drop_container(self, container_id: str) -> str | None:
+        container = self.containers.pop(container_id, None)
+        self.seen_at.pop(container_id, None)
+        self._container_sandbox.pop(container_id, None)
+        if container is None:
+            return None
+        _discard(self._uid_containers, container.pod_uid, container_id)
+        return container.pod_uid
+
+    def converted(self, sandbox_id: str, origin: object) -> SandboxView | None:
+        """The view already made from an equal message, if any."""
+        known = self.origins.get(sandbox_id)
+        return self.sandboxes[sandbox_id] if known is not None and known == origin else None
+
+    def sandbox_views(self, uid: str) -> list[SandboxView]:
+        return [self.sandboxes[s] for s in self._uid_sandboxes.get(uid, ())]
+
+    def pod_containers(self, uid: str) -> Iterator[ContainerInfo]:
+        return (self.containers[c] for c in self._uid_containers.get(uid, ()))
+
+    def uids(self) -> set[str]:
+        return set(self._uid_sandboxes) | set(self._uid_containers)
+
+    def stale(self, keep: set[str], before: float) -> list[str]:
+        """Ids (sandbox or container) not in `keep` and last reported before `before`."""
+        return [key for key, seen in self.seen_at.items() if seen < before and key not in keep]
+
+    def drop(self, key: str) -> str | None:
+        """Drop a sandbox or container by id; the pod uid it belonged to, if any."""
+        if key in self.sandboxes:
+            return self.drop_sandbox(key)
+        return self.drop_container(key)
+
+    def clear(self) -> set[str]:
+        uids = self.uids()
+        for table in (self.sandboxes, self.containers, self.seen_at, self.origins, self._uid_sandboxes,
+                      self._uid_containers):
+            table.clear()
+        self._container_sandbox.clear()
+        return uids
+
+    def sandbox_of(self, container_id: str) -> str | None:
+        return self._container_sandbox.get(container_id)
+
+
+def _discard(index: dict[str, set[str]], uid: str, key: str) -> None:
+    keys = index.get(uid)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del index[uid]

@@ -1,0 +1,368 @@
+"""PodStore: the states informer hub, fed by NRI, CRI and kubelet.
+
+Readers use the `StatesInformer` protocol (node, pods, pod, subscribe, synced).
+Feeders call the methods below, all on the event loop:
+
+- the NRI plugin: `nri_synchronized(pods, containers)` after every (re)Synchronize
+  (replaces NRI's view wholesale), `nri_pod_event(kind, sandbox)` and
+  `nri_container_event(kind, sandbox, container)` per event, with the NRI protos;
+- the CRI poll: `cri_listed(sandboxes, containers, listed_at)` (replaces CRI's view);
+- the kubelet poll: `kubelet_listed(pods)` (replaces kubelet's view).
+
+Every change is merged per pod (merge.py) and an event is emitted only when the
+merged pod really changed. Memory is bounded by what the runtime holds: removed
+and stopped containers, removed sandboxes and kubelet pods that left the listing
+are forgotten; `on_cgroup_gone(dir)` is called for the cgroup dir of every
+container (and pod) that went, so the daemon can `ResourceExecutor.forget_cgroup`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import replace
+from enum import Enum
+from typing import Callable, Iterable, Mapping
+
+import structlog
+
+from koordlet.statesinformer.api import PodTable
+from koordlet.statesinformer.from_kubelet import KubeletPod
+from koordlet.statesinformer.from_nri import container_info, sandbox_view, updated_linux_resources
+from koordlet.statesinformer.merge import merge_pod
+from koordlet.statesinformer.model import (
+    ContainerInfo, ContainerState, NodeInfo, PodEvent, PodEventKind, PodInfo, SandboxState, Source,
+)
+from koordlet.statesinformer.problems import ProblemLog
+from koordlet.statesinformer.runtime_index import RuntimeIndex
+from koordlet.statesinformer.runtime_view import SandboxView
+from proto.nri.pkg.api.v1alpha1 import api_pb2
+
+log = structlog.get_logger(__name__)
+
+RUNTIME_SOURCES = frozenset({Source.NRI, Source.CRI})
+# ids removed by an event are remembered this many at most, so that a poll that
+# started before the removal cannot bring them back
+TOMBSTONE_CAPACITY = 8192
+
+
+class SandboxChange(Enum):
+    """NRI pod sandbox events."""
+
+    RUN = "RunPodSandbox"
+    UPDATE = "UpdatePodSandbox"
+    STOP = "StopPodSandbox"
+    REMOVE = "RemovePodSandbox"
+
+
+class ContainerChange(Enum):
+    """NRI container events, by what they mean for the container."""
+
+    CREATED = "CreateContainer"
+    STARTED = "StartContainer"
+    UPDATED = "UpdateContainer"
+    STOPPED = "StopContainer"
+    REMOVED = "RemoveContainer"
+
+
+# What the event itself says about the state: containerd's CreateContainer carries
+# state UNKNOWN and its StartContainer still CREATED (seen on 2.3.4).
+_EVENT_STATE = {ContainerChange.CREATED: ContainerState.CREATED, ContainerChange.STARTED: ContainerState.RUNNING}
+
+_POD_EVENT_CHANGE = {
+    PodEventKind.ADDED: SandboxChange.RUN,
+    PodEventKind.UPDATED: SandboxChange.UPDATE,
+    PodEventKind.DELETED: SandboxChange.REMOVE,
+}
+
+
+class PodStore(PodTable):
+    def __init__(
+        self,
+        node: NodeInfo,
+        *,
+        expected: Iterable[Source] = (),
+        on_cgroup_gone: Callable[[str], object] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        problem_log: ProblemLog | None = None,
+    ) -> None:
+        super().__init__(node)
+        self._expected = set(expected)
+        self.on_cgroup_gone = on_cgroup_gone
+        self._clock = clock
+        self._problems = problem_log or ProblemLog()
+        self._nri = RuntimeIndex(Source.NRI)
+        self._cri = RuntimeIndex(Source.CRI)
+        self._kubelet: dict[str, KubeletPod] = {}
+        self._kubelet_synced = False
+        self._tombstones: OrderedDict[str, float] = OrderedDict()
+
+    # ---- StatesInformer (node, pods, pod, subscribe: from PodTable)
+
+    def synced(self) -> bool:
+        """Every expected source has delivered its first listing; of NRI and CRI, one is enough
+        (both see the same runtime)."""
+        synced = {source for source in Source if self.source_synced(source)}
+        runtime_ok = not (self._expected & RUNTIME_SOURCES) or bool(synced & RUNTIME_SOURCES)
+        kubelet_ok = Source.KUBELET not in self._expected or Source.KUBELET in synced
+        return runtime_ok and kubelet_ok
+
+    def source_synced(self, source: Source) -> bool:
+        """Whether `source` has delivered a complete listing."""
+        return {Source.NRI: self._nri.synced, Source.CRI: self._cri.synced,
+                Source.KUBELET: self._kubelet_synced}[source]
+
+    @property
+    def problems(self) -> ProblemLog:
+        """The log of invalid input, for feeders that convert before they feed (the CRI
+        poll): one log, so each problem is logged once and forgotten with its pod."""
+        return self._problems
+
+    def expect(self, source: Source) -> None:
+        """Count `source` in synced() (a feeder says it exists)."""
+        self._expected.add(source)
+
+    # ---- feeding: NRI
+
+    def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
+        now = self._clock()
+        known = dict(self._nri.containers)
+        converted = {sid: (self._nri.origins.get(sid), view) for sid, view in self._nri.sandboxes.items()}
+        touched = self._nri.clear()
+        for sandbox in pods:
+            origin, view = converted.get(sandbox.id, (None, None))
+            if view is None or origin != sandbox:
+                view = sandbox_view(sandbox)
+            touched.add(self._nri.put_sandbox(view, now, sandbox))
+        for container in containers:
+            view = self._nri.sandboxes.get(container.pod_sandbox_id)
+            if view is None:
+                continue  # a container without a sandbox NRI listed: nothing to attach it to
+            uid = view.pod.uid
+            info, problems = container_info(container, uid)
+            self._problems.report(uid, view.pod.name, problems)
+            if info.state is not ContainerState.EXITED:
+                info = _keep_ask(info, known.get(info.id), None, None)
+                touched.add(self._nri.put_container(info, container.pod_sandbox_id, now))
+        touched |= self._drop_unconfirmed(self._cri, self._nri, now)
+        self._nri.synced = True
+        self._refresh(touched)
+
+    def nri_pod_event(self, kind: SandboxChange | PodEventKind, sandbox: api_pb2.PodSandbox) -> None:
+        change = _POD_EVENT_CHANGE[kind] if isinstance(kind, PodEventKind) else kind
+        if not self._usable(change.value, sandbox):
+            return
+        now = self._clock()
+        if change is SandboxChange.REMOVE:
+            uid = self._forget_sandbox(sandbox.id, sandbox.uid, now)
+        else:
+            view = self._nri.converted(sandbox.id, sandbox) or sandbox_view(sandbox)
+            if change is SandboxChange.STOP:
+                view = _not_ready(view)
+                for index in (self._nri, self._cri):
+                    for container in list(index.pod_containers(sandbox.uid)):
+                        self._tombstone(container.id, now)
+                        index.drop_container(container.id)
+            uid = self._nri.put_sandbox(view, now, sandbox)
+        self._refresh({uid})
+
+    def nri_container_event(
+        self,
+        kind: ContainerChange,
+        sandbox: api_pb2.PodSandbox,
+        container: api_pb2.Container,
+        linux_resources: api_pb2.LinuxResources | None = None,
+    ) -> None:
+        """One container event. `linux_resources`: UpdateContainerRequest.linux_resources,
+        kubelet's new ask. ContainerInfo.linux keeps what kubelet asked for: taken at
+        CreateContainer (before any plugin adjusted it), changed only by an update's ask;
+        later events carry the adjusted values and do not overwrite it."""
+        if not self._usable(kind.value, sandbox):
+            return
+        now = self._clock()
+        touched = {self._nri.put_sandbox(self._container_event_sandbox(sandbox), now, sandbox)}
+        if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
+            self._tombstone(container.id, now)
+            for index in (self._nri, self._cri):
+                uid = index.drop_container(container.id)
+                if uid is not None:
+                    touched.add(uid)
+        else:
+            info, problems = container_info(container, sandbox.uid)
+            self._problems.report(sandbox.uid, sandbox.name, problems)
+            state = _EVENT_STATE.get(kind)
+            if state is None and info.state is ContainerState.UNKNOWN:
+                known = self._nri.containers.get(info.id)
+                state = known.state if known is not None else None
+            if state is not None and state is not info.state:
+                info = replace(info, state=state)
+            info = _keep_ask(info, self._nri.containers.get(info.id), kind, linux_resources)
+            touched.add(self._nri.put_container(info, container.pod_sandbox_id or sandbox.id, now))
+        self._refresh(touched)
+
+    # ---- feeding: CRI and kubelet
+
+    def cri_listed(
+        self, sandboxes: Iterable[SandboxView], containers: Iterable[tuple[str, ContainerInfo]], listed_at: float
+    ) -> None:
+        """CRI's complete listing, requested at `listed_at` (clock reading taken before the
+        first call): sandbox views and (sandbox id, container) pairs. Ids removed by an
+        NRI event after `listed_at` stay removed. Only pods whose entries changed (by
+        identity: the poll hands back the same objects for what it did not re-read) are
+        merged again."""
+        before: dict[str, SandboxView | ContainerInfo] = {**self._cri.sandboxes, **self._cri.containers}
+        self._cri.clear()
+        touched: set[str] = set()
+        for view in sandboxes:
+            if not self._buried(view.pod.sandbox_id, listed_at):
+                self._cri.put_sandbox(view, listed_at)
+                if before.pop(view.pod.sandbox_id, None) is not view:
+                    touched.add(view.pod.uid)
+        for sandbox_id, container in containers:
+            if container.state is not ContainerState.EXITED and not self._buried(container.id, listed_at):
+                self._cri.put_container(container, sandbox_id, listed_at)
+                if before.pop(container.id, None) is not container:
+                    touched.add(container.pod_uid)
+        touched |= {entry.pod.uid if isinstance(entry, SandboxView) else entry.pod_uid for entry in before.values()}
+        touched |= self._drop_unconfirmed(self._nri, self._cri, listed_at)
+        self._cri.synced = True
+        self._refresh(touched)
+
+    def kubelet_listed(self, pods: Iterable[KubeletPod]) -> None:
+        fresh = {pod.uid: pod for pod in pods}
+        touched = {uid for uid in set(fresh) | set(self._kubelet) if fresh.get(uid) != self._kubelet.get(uid)}
+        self._kubelet = fresh
+        self._kubelet_synced = True
+        self._refresh(touched)
+
+    # ---- introspection
+
+    def counts(self) -> Mapping[tuple[str, str], int]:
+        """(kind, source) -> how many are known; source "merged" is what readers see."""
+        return {
+            ("pods", Source.NRI.value): len(self._nri.sandboxes),
+            ("containers", Source.NRI.value): len(self._nri.containers),
+            ("pods", Source.CRI.value): len(self._cri.sandboxes),
+            ("containers", Source.CRI.value): len(self._cri.containers),
+            ("pods", Source.KUBELET.value): len(self._kubelet),
+            ("pods", "merged"): len(self._pods),
+            ("containers", "merged"): sum(len(p.containers) for p in self._pods.values()),
+            ("tombstones", "merged"): len(self._tombstones),
+        }
+
+    # ---- internals
+
+    def _usable(self, event: str, sandbox: api_pb2.PodSandbox) -> bool:
+        """An event names a pod we can keep, and not one already removed (a late event
+        must not bring a removed sandbox back)."""
+        if not sandbox.id or not sandbox.uid:
+            log.warning("nri_event_without_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+            return False
+        if sandbox.id in self._tombstones:
+            log.debug("nri_event_for_removed_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+            return False
+        return True
+
+    def _container_event_sandbox(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
+        """The sandbox a container event carries; a sandbox already stopped stays stopped."""
+        view = self._nri.converted(sandbox.id, sandbox)
+        if view is not None:
+            return view
+        view = sandbox_view(sandbox)
+        known = self._nri.sandboxes.get(sandbox.id)
+        if known is not None and known.pod.state is SandboxState.NOT_READY:
+            view = _not_ready(view)
+        return view
+
+    def _forget_sandbox(self, sandbox_id: str, uid: str, now: float) -> str:
+        self._tombstone(sandbox_id, now)
+        for index in (self._nri, self._cri):
+            for container in list(index.pod_containers(uid)):
+                if index.sandbox_of(container.id) == sandbox_id:
+                    self._tombstone(container.id, now)
+            index.drop_sandbox(sandbox_id)
+        return uid
+
+    def _drop_unconfirmed(self, other: RuntimeIndex, listing: RuntimeIndex, listed_at: float) -> set[str]:
+        """A complete listing from one runtime source drops what the other source holds
+        that the listing lacks and the other has not reported since the listing began
+        (and buries it, so that a CRI poll begun earlier cannot bring it back)."""
+        keep = set(listing.sandboxes) | set(listing.containers)
+        touched: set[str] = set()
+        for key in other.stale(keep, listed_at):
+            self._tombstone(key, listed_at)
+            uid = other.drop(key)
+            if uid is not None:
+                touched.add(uid)
+        return touched
+
+    def _tombstone(self, key: str, now: float) -> None:
+        self._tombstones[key] = now
+        self._tombstones.move_to_end(key)
+        while len(self._tombstones) > TOMBSTONE_CAPACITY:
+            self._tombstones.popitem(last=False)
+
+    def _buried(self, key: str, listed_at: float) -> bool:
+        removed_at = self._tombstones.get(key)
+        return removed_at is not None and removed_at >= listed_at
+
+    def _refresh(self, uids: Iterable[str]) -> None:
+        for uid in uids:
+            containers = {c.id: c for c in self._cri.pod_containers(uid)}
+            containers.update((c.id, c) for c in self._nri.pod_containers(uid))
+            pod, problems = merge_pod(
+                self._nri.sandbox_views(uid) + self._cri.sandbox_views(uid),
+                containers.values(),
+                self._kubelet.get(uid),
+            )
+            if pod is not None and problems:
+                self._problems.report(uid, pod.name, problems)
+            self._apply(uid, pod)
+
+    def _apply(self, uid: str, pod: PodInfo | None) -> None:
+        previous = self._pods.get(uid)
+        if pod == previous:
+            return
+        if pod is None:
+            del self._pods[uid]
+            self._problems.forget(uid)
+        else:
+            self._pods[uid] = pod
+        if previous is not None:
+            kept = {c.id for c in pod.containers} if pod is not None else set()
+            for container in previous.containers:
+                if container.id not in kept:
+                    self._cgroup_gone(container.cgroup_dir)
+        if pod is None:
+            assert previous is not None
+            self._cgroup_gone(previous.cgroup_parent)
+            self._emit(PodEvent(PodEventKind.DELETED, previous))
+        elif previous is None:
+            self._emit(PodEvent(PodEventKind.ADDED, pod))
+        else:
+            self._emit(PodEvent(PodEventKind.UPDATED, pod, previous))
+
+    def _cgroup_gone(self, cgroup_dir: str) -> None:
+        if not cgroup_dir or self.on_cgroup_gone is None:
+            return
+        try:
+            self.on_cgroup_gone(cgroup_dir)
+        except Exception:  # a failing callback must not stop the informer
+            log.exception("cgroup_gone_callback_failed", cgroup_dir=cgroup_dir)
+
+
+def _not_ready(view: SandboxView) -> SandboxView:
+    return replace(view, pod=replace(view.pod, state=SandboxState.NOT_READY))
+
+
+def _keep_ask(
+    info: ContainerInfo,
+    known: ContainerInfo | None,
+    kind: ContainerChange | None,
+    update: api_pb2.LinuxResources | None,
+) -> ContainerInfo:
+    """`info` with the Linux resources kubelet asked for (see nri_container_event)."""
+    if kind is ContainerChange.CREATED or known is None:
+        return info  # at creation, or first sight later: the values carried are all we have
+    asked = known.linux if update is None else updated_linux_resources(known.linux, update)
+    return info if asked == info.linux else replace(info, linux=asked)

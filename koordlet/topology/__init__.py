@@ -1,0 +1,1 @@
+"""Out-of-band topology manager: NUMA hints from providers, merged by a policy."""

@@ -1,0 +1,143 @@
+"""The Kubernetes sink over HTTP, through the agent's own client (open_kube_client with a
+kubeconfig) against a local server with the API server's status-subresource rules."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("lightkube")
+
+from koordlet.config import Config  # noqa: E402
+from koordlet.kube_client import KubeClientError, open_kube_client  # noqa: E402
+from koordlet.reporter.kube_sink import CONFLICT_RETRIES, KubeSink, Outcome, SinkError  # noqa: E402
+from koordlet.reporter.nodemetric import node_metric_object  # noqa: E402
+from koordlet.reporter.policy import MetricCollectPolicy  # noqa: E402
+from koordlet.reporter.rate_limit import TokenBucket  # noqa: E402
+from tests.koordlet.reporter.fake_apiserver import FakeApiServer  # noqa: E402
+
+NODE = "node-1"
+STATUS = {"updateTime": "2027-01-15T08:00:00Z",
+          "nodeMetric": {"nodeUsage": {"resources": {"cpu": "1500m", "memory": "2Gi"}}}}
+NEW_OBJECT = node_metric_object(NODE, MetricCollectPolicy(), None)
+
+
+def kubeconfig(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "test",
+        "clusters": [{"name": "local", "cluster": {"server": server}}],
+        "users": [{"name": "agent", "user": {"token": "test-token"}}],
+        "contexts": [{"name": "test", "context": {"cluster": "local", "user": "agent"}}],
+    }))
+    return path
+
+
+@pytest.fixture
+async def api(tmp_path):
+    server = FakeApiServer()
+    url = await server.start()
+    client = open_kube_client(Config(kubeconfig=kubeconfig(tmp_path, url)))
+    yield server, KubeSink(client, NODE, TokenBucket(1000, 1000))
+    await client.close()
+    await server.stop()
+
+
+async def test_a_missing_nodemetric_is_created_then_its_status_written(api):
+    server, sink = api
+    assert await sink.write_status(STATUS, NEW_OBJECT) is Outcome.WRITTEN
+    stored = server.objects[("nodemetrics", NODE)]
+    assert stored["status"] == STATUS
+    assert stored["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 60
+    assert [(r.method, r.path) for r in server.requests] == [
+        ("GET", "/apis/slo.koordinator.sh/v1alpha1/nodemetrics/node-1"),
+        ("POST", "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"),
+        ("PUT", "/apis/slo.koordinator.sh/v1alpha1/nodemetrics/node-1/status"),
+    ]
+    assert server.calls("GET")[0].status == 404
+
+
+async def test_the_status_put_carries_the_current_resource_version(api):
+    server, sink = api
+    server.put_object("nodemetrics", {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+                                      "metadata": {"name": NODE}, "spec": {}})
+    version = server.objects[("nodemetrics", NODE)]["metadata"]["resourceVersion"]
+    assert await sink.write_status(STATUS, NEW_OBJECT) is Outcome.WRITTEN
+    put = server.calls("PUT")[0]
+    assert put.body["metadata"]["resourceVersion"] == version
+    assert put.body["status"] == STATUS
+    assert not server.calls("POST")
+
+
+async def test_a_conflict_is_retried_with_the_fresh_object(api):
+    server, sink = api
+    server.put_object("nodemetrics", {"metadata": {"name": NODE}, "spec": {}})
+    server.concurrent_writes = 2  # someone else writes before each of our next two PUTs
+    assert await sink.write_status(STATUS, NEW_OBJECT) is Outcome.WRITTEN
+    puts = server.calls("PUT")
+    assert [p.status for p in puts] == [409, 409, 200]
+    # each retry read the object again and sent the version it read
+    assert len(server.calls("GET")) == 3
+    assert len({p.body["metadata"]["resourceVersion"] for p in puts}) == 3
+    assert server.objects[("nodemetrics", NODE)]["status"] == STATUS
+
+
+async def test_endless_conflicts_give_up_with_an_error(api):
+    server, sink = api
+    server.put_object("nodemetrics", {"metadata": {"name": NODE}, "spec": {}})
+    server.concurrent_writes = 100
+    with pytest.raises(SinkError, match="conflicting"):
+        await sink.write_status(STATUS, NEW_OBJECT)
+    assert len(server.calls("PUT")) == CONFLICT_RETRIES
+
+
+async def test_a_server_error_is_a_sink_error_and_writes_nothing(api):
+    server, sink = api
+    server.fail_with = 500
+    with pytest.raises(SinkError):
+        await sink.write_status(STATUS, NEW_OBJECT)
+    assert ("nodemetrics", NODE) not in server.objects
+
+
+async def test_rate_limited_rounds_send_nothing(tmp_path):
+    server = FakeApiServer()
+    url = await server.start()
+    client = open_kube_client(Config(kubeconfig=kubeconfig(tmp_path, url)))
+    now = [0.0]
+    sink = KubeSink(client, NODE, TokenBucket(0.1, 2, clock=lambda: now[0]))
+    try:
+        outcomes = [await sink.write_status(STATUS, NEW_OBJECT) for _ in range(3)]
+        assert outcomes == [Outcome.WRITTEN, Outcome.WRITTEN, Outcome.RATE_LIMITED]
+        now[0] = 10.0  # one token back after 1/0.1 s
+        assert await sink.write_status(STATUS, NEW_OBJECT) is Outcome.WRITTEN
+        assert len(server.calls("PUT")) == 3
+    finally:
+        await client.close()
+        await server.stop()
+
+
+async def test_spec_is_read_from_the_cluster_object(api):
+    server, sink = api
+    assert await sink.node_metric_spec() is None
+    server.put_object("nodemetrics", {"metadata": {"name": NODE},
+                                      "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 90}}})
+    assert await sink.node_metric_spec() == {"metricCollectPolicy": {"reportIntervalSeconds": 90}}
+
+
+async def test_kcnr_annotations_are_merge_patched(api):
+    server, sink = api
+    annotations = {"katalyst.kubewharf.io/cpu_overcommit_ratio": "1.59"}
+    assert await sink.patch_annotations(annotations) is Outcome.NOT_FOUND
+    server.put_object("customnoderesources", {"metadata": {"name": NODE, "annotations": {"keep": "me"}}})
+    assert await sink.patch_annotations(annotations) is Outcome.WRITTEN
+    patch = server.calls("PATCH")[-1]
+    assert patch.path == "/apis/node.katalyst.kubewharf.io/v1alpha1/customnoderesources/node-1"
+    assert patch.body == {"metadata": {"annotations": annotations}}
+    assert server.objects[("customnoderesources", NODE)]["metadata"]["annotations"] == {
+        "keep": "me", "katalyst.kubewharf.io/cpu_overcommit_ratio": "1.59"}
+
+
+def test_an_unusable_kubeconfig_is_a_clear_error(tmp_path):
+    (tmp_path / "bad").write_text("clusters: [")
+    with pytest.raises(KubeClientError, match="kubeconfig"):
+        open_kube_client(Config(kubeconfig=tmp_path / "bad"))

@@ -1,0 +1,260 @@
+"""The reporter module as the daemon runs it: built by build_reports from the hubs, fed by
+a real metric store and a StaticStates informer, answering on the HTTP endpoint, writing
+the file, and sending to a local API server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import pytest
+from prometheus_client import CollectorRegistry
+
+from koordlet.config import Config, parse_args
+from koordlet.daemon import Readiness
+from koordlet.http_endpoint import HttpEndpoint
+from koordlet.metriccache.store import MetricStore
+from koordlet.reporter.builder import build_reports, settings_of
+from koordlet.reporter.module import ReportsModule, Round
+from koordlet.reporter.rate_limit import TokenBucket
+from koordlet.statesinformer.api import StaticStates
+from koordlet.statesinformer.model import KoordQoSClass, NodeInfo, PriorityBand
+from system.host import Host
+from tests.koordlet.reporter.fixtures import GI, NOW, crd_schema, node_samples, pod, pod_samples, store
+
+WEB = pod("web", KoordQoSClass.LS, PriorityBand.PROD, cpu_request=2000, memory_request=4 * GI)
+SPARK = pod("spark", KoordQoSClass.BE, PriorityBand.BATCH)
+NODE = NodeInfo("node-1", allocatable={"cpu": 16_000, "memory": 32 * GI})
+
+
+@dataclass
+class FakeHubs:
+    config: Config
+    host: Host
+    registry: CollectorRegistry
+    http: HttpEndpoint
+    states: object = None
+    metric_cache: object = None
+
+
+def hubs(tmp_path: Path, *flags: str, cache: MetricStore | None = None, states=None) -> FakeHubs:
+    config = parse_args(["--node-name", "node-1", "--kubelet-root-dir", str(tmp_path / "kubelet"), *flags])
+    http = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))
+    return FakeHubs(config, Host(), CollectorRegistry(), http, states, cache)
+
+
+def filled_cache() -> MetricStore:
+    cache = store()
+    cache.append(node_samples([3.0] * 600, [10 * GI] * 600))
+    cache.append(pod_samples(WEB, 0.5, GI, seconds=600))
+    cache.append(pod_samples(SPARK, 1.0, 2 * GI, seconds=600))
+    return cache
+
+
+def module_of(h: FakeHubs, clock=lambda: NOW) -> ReportsModule:
+    [module] = build_reports(h)
+    module._clock = clock  # the store's samples are at NOW
+    return module
+
+
+def get(http: HttpEndpoint, path: str):
+    reply, _ = http.route("GET", path, False)
+    return reply.status, json.loads(reply.body)
+
+
+async def test_standalone_routes_serve_documents_that_validate(tmp_path):
+    h = hubs(tmp_path, cache=filled_cache(), states=StaticStates(NODE, [WEB, SPARK]))
+    module = module_of(h)
+    await module.prepare()
+    try:
+        await module.overcommit_once()
+        status, node_metric = get(h.http, "/apis/v1/nodemetric")
+        assert status == 200
+        jsonschema.validate(node_metric, crd_schema("slo.koordinator.sh_nodemetrics.yaml"))
+        pods = {e["name"]: (e["priority"], e["qos"]) for e in node_metric["status"]["podsMetric"]}
+        assert pods == {"web": ("koord-prod", "LS"), "spark": ("koord-batch", "BE")}
+        status, kcnr = get(h.http, "/apis/v1/overcommit")
+        assert status == 200
+        jsonschema.validate(kcnr, crd_schema("node.katalyst.kubewharf.io_customnoderesources.yaml"))
+        annotations = kcnr["metadata"]["annotations"]
+        assert float(annotations["katalyst.kubewharf.io/cpu_overcommit_ratio"]) >= 1
+        assert float(annotations["katalyst.kubewharf.io/memory_overcommit_ratio"]) >= 1
+        assert annotations["katalyst.kubewharf.io/overcommit_cpu_manager"] == "none"  # no kubelet state here
+        assert annotations["katalyst.kubewharf.io/overcommit_memory_manager"] == "None"
+        status, batch = get(h.http, "/apis/v1/batchresources")
+        assert status == 200 and set(batch["resources"]) == {"kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"}
+    finally:
+        await module.stop()
+
+
+async def test_routes_say_not_ready_before_any_usage(tmp_path):
+    h = hubs(tmp_path, cache=store(), states=StaticStates(NODE))
+    module = module_of(h)
+    await module.prepare()
+    try:
+        assert await module.report_once() is Round.NOT_READY
+        status, body = get(h.http, "/apis/v1/nodemetric")
+        assert status == 503 and body["ready"] is False
+        assert get(h.http, "/apis/v1/overcommit")[0] == 503
+    finally:
+        await module.stop()
+
+
+async def test_routes_answer_over_a_real_socket(tmp_path):
+    h = hubs(tmp_path, cache=filled_cache(), states=StaticStates(NODE, [WEB]))
+    module = module_of(h)
+    await h.http.start()
+    await module.prepare()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", h.http.bound_port)
+        writer.write(b"GET /apis/v1/nodemetric HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        raw = await reader.read()
+        writer.close()
+        head, _, body = raw.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200")
+        assert json.loads(body)["status"]["podsMetric"][0]["name"] == "web"
+    finally:
+        await module.stop()
+        await h.http.stop()
+
+
+async def test_the_output_file_is_replaced_whole(tmp_path):
+    out = tmp_path / "reports.json"
+    h = hubs(tmp_path, "--report-output-file", str(out), cache=filled_cache(), states=StaticStates(NODE, [WEB]))
+    module = module_of(h)
+    await module.prepare()
+    try:
+        assert await module.report_once() is Round.SENT
+        first = json.loads(out.read_text())
+        assert first["nodeMetric"]["status"]["nodeMetric"]["nodeUsage"]["resources"] == {"cpu": "3", "memory": "10Gi"}
+        assert await module.report_once() is Round.SENT
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".reports.json")] == []  # no temp left
+    finally:
+        await module.stop()
+
+
+async def test_an_unwritable_output_file_is_counted_and_retried(tmp_path):
+    out = tmp_path / "missing-dir" / "reports.json"
+    h = hubs(tmp_path, "--report-output-file", str(out), cache=filled_cache(), states=StaticStates(NODE, [WEB]))
+    module = module_of(h)
+    await module.prepare()
+    try:
+        assert await module.report_once() is Round.FAILED
+        assert h.registry.get_sample_value("koordlet_reports_total", {
+            "node": "node-1", "report": "nodemetric", "sink": "file", "result": "failed"}) == 1
+        # the failed sink did not stop the standalone document from being built
+        assert get(h.http, "/apis/v1/nodemetric")[0] == 200
+    finally:
+        await module.stop()
+
+
+def test_without_a_metric_cache_there_is_no_reporter(tmp_path):
+    assert build_reports(hubs(tmp_path)) == []
+
+
+async def test_without_an_informer_the_node_figures_are_still_reported(tmp_path):
+    h = hubs(tmp_path, cache=filled_cache())
+    module = module_of(h)
+    await module.prepare()
+    try:
+        status, document = get(h.http, "/apis/v1/nodemetric")
+        assert status == 200 and document["status"]["podsMetric"] == []
+    finally:
+        await module.stop()
+
+
+def test_katalyst_plugin_list_turns_the_advisor_off(tmp_path):
+    assert settings_of(hubs(tmp_path).config).overcommit
+    assert not settings_of(hubs(tmp_path, "--sysadvisor-plugins", "*,-overcommit_aware").config).overcommit
+    assert not settings_of(hubs(tmp_path, "--feature-gates", "OvercommitReport=false").config).overcommit
+
+
+def test_both_reports_off_builds_nothing(tmp_path):
+    h = hubs(tmp_path, "--feature-gates", "OvercommitReport=false,NodeMetricReport=false", cache=store())
+    assert build_reports(h) == []
+
+
+async def test_cluster_mode_sends_status_and_annotations_and_follows_the_spec(tmp_path):
+    pytest.importorskip("lightkube")
+    from tests.koordlet.reporter.fake_apiserver import FakeApiServer
+    from tests.koordlet.reporter.test_kube_sink import kubeconfig
+
+    server = FakeApiServer()
+    url = await server.start()
+    h = hubs(tmp_path, "--kubeconfig", str(kubeconfig(tmp_path, url)), cache=filled_cache(),
+             states=StaticStates(NODE, [WEB]))
+    server.put_object("customnoderesources", {"metadata": {"name": "node-1"}})
+    module = module_of(h)
+    await module.prepare()
+    module._kube._limiter = TokenBucket(1000, 1000)  # koordlet's 0.1 QPS would skip the later rounds
+    try:
+        assert await module.report_once() is Round.SENT
+        stored = server.objects[("nodemetrics", "node-1")]
+        jsonschema.validate(stored, crd_schema("slo.koordinator.sh_nodemetrics.yaml"))
+        assert stored["status"]["podsMetric"][0]["name"] == "web"
+        await module.overcommit_once()
+        await module.overcommit_once()  # unchanged ratios are not patched again
+        assert len(server.calls("PATCH")) == 1
+        annotations = server.objects[("customnoderesources", "node-1")]["metadata"]["annotations"]
+        assert "katalyst.kubewharf.io/guaranteed_cpus" in annotations
+        # the slo-controller narrows the windows: the next report follows
+        stored["spec"] = {"metricCollectPolicy": {"nodeAggregatePolicy": {"durations": ["1m0s"]}}}
+        assert await module.report_once() is Round.SENT  # sees the spec
+        assert await module.report_once() is Round.SENT
+        durations = [a["duration"] for a in
+                     server.objects[("nodemetrics", "node-1")]["status"]["nodeMetric"]["aggregatedNodeUsages"]]
+        assert durations == ["1m0s"]
+        server.fail_with = 500
+        assert await module.report_once() is Round.FAILED
+        assert h.registry.get_sample_value("koordlet_reports_total", {
+            "node": "node-1", "report": "nodemetric", "sink": "kubernetes", "result": "failed"}) == 1
+    finally:
+        await module.stop()
+        await server.stop()
+
+
+async def test_the_loops_run_report_and_stop_cleanly(tmp_path):
+    out = tmp_path / "missing-dir" / "reports.json"
+    h = hubs(tmp_path, "--report-output-file", str(out), cache=filled_cache(), states=StaticStates(NODE, [WEB]))
+    [module] = build_reports(h)
+    module._clock = lambda: NOW
+    await module.start()
+    try:
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if h.registry.get_sample_value("koordlet_realtime_overcommit_ratio", {"node": "node-1",
+                                                                                   "resource": "cpu"}):
+                break
+        assert module.ready()  # a failing sink does not end the loop
+        assert h.registry.get_sample_value("koordlet_reports_total", {
+            "node": "node-1", "report": "nodemetric", "sink": "file", "result": "failed"}) >= 1
+        assert h.registry.get_sample_value("koordlet_realtime_overcommit_ratio",
+                                           {"node": "node-1", "resource": "cpu"}) >= 1
+    finally:
+        await module.stop()
+    assert not module.ready()
+
+
+async def test_a_host_without_proc_and_sys_still_reports_with_the_node_allocatable(tmp_path):
+    h = hubs(tmp_path, cache=filled_cache(), states=StaticStates(NODE, [WEB]))
+    h.host = Host.under(tmp_path / "empty-root")
+    module = module_of(h)
+    await module.prepare()
+    try:
+        result = await module.overcommit_once()
+        assert result.cpu_ratio > 1  # allocatable from the Node object (none at all would give exactly 1)
+        assert await module.report_once() is Round.SENT
+    finally:
+        await module.stop()
+
+
+def test_the_daemon_starts_the_reporter_after_the_metric_cache_and_before_http(tmp_path):
+    from koordlet.app import MODULE_BUILDERS, build_daemon
+
+    assert build_reports in MODULE_BUILDERS
+    daemon = build_daemon(Config(state_dir=tmp_path, addr="127.0.0.1:0", node_name="node-1"))
+    names = [m.name for m in daemon._modules]
+    assert names.index("metriccache") < names.index("reports") < names.index("http")

@@ -1,0 +1,235 @@
+"""The NodeMetric status from synthetic series through the real metric cache, validated
+against the published CRD. Percentiles follow koordlet's nearest-rank rule and the
+cold-start rule (samples must span half the window), both of koordlet's metric cache."""
+
+import jsonschema
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from koordlet.reporter.nodemetric import node_metric_object, status_document, take_snapshot
+from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
+from koordlet.statesinformer.model import KoordQoSClass, PriorityBand
+from tests.koordlet.reporter.fixtures import (GI, NOW, crd_schema, node_samples, pod, pod_samples,
+                                             status_validator, store)
+
+POLICY = MetricCollectPolicy()
+
+
+def thirty_minutes_busy_at_the_end():
+    """1 s samples: ~25 min at 1 core / 2 GiB, then the last 5 min at 3 cores / 6 GiB. Windows
+    include both ends, so the last 5 min hold 301 samples."""
+    return node_samples([1.0] * 1499 + [3.0] * 301, [2 * GI] * 1499 + [6 * GI] * 301)
+
+
+def aggregated(status):
+    return {entry["duration"]: entry["usage"] for entry in status["nodeMetric"].get("aggregatedNodeUsages", [])}
+
+
+def test_percentiles_per_window_from_thirty_minutes_of_samples():
+    cache = store()
+    cache.append(thirty_minutes_busy_at_the_end())
+    status = status_document(take_snapshot(cache, [], POLICY, NOW))
+    windows = aggregated(status)
+    assert list(windows) == ["5m0s", "10m0s", "30m0s"]
+    # the last 5 minutes are all busy: every percentile is the busy level
+    assert {kind: windows["5m0s"][kind]["resources"] for kind in ("p50", "p99")} == {
+        "p50": {"cpu": "3", "memory": "6Gi"}, "p99": {"cpu": "3", "memory": "6Gi"}}
+    # 10 minutes: half quiet, half busy -> p90 busy
+    assert windows["10m0s"]["p90"]["resources"] == {"cpu": "3", "memory": "6Gi"}
+    # 30 minutes: one sixth busy -> the median is quiet, p90 (past the 5/6 mark) is busy
+    assert windows["30m0s"]["p50"]["resources"] == {"cpu": "1", "memory": "2Gi"}
+    assert windows["30m0s"]["p90"]["resources"] == {"cpu": "3", "memory": "6Gi"}
+    # nodeUsage is the 300 s average: all busy
+    assert status["nodeMetric"]["nodeUsage"]["resources"] == {"cpu": "3", "memory": "6Gi"}
+
+
+def test_cold_start_leaves_out_windows_not_half_covered():
+    cache = store()
+    cache.append(node_samples([2.0] * 200, [GI] * 200))  # 199 s of samples
+    status = status_document(take_snapshot(cache, [], POLICY, NOW))
+    # 199 s covers half of 5 min (150 s) but not of 10 min (300 s) nor 30 min (900 s)
+    assert list(aggregated(status)) == ["5m0s"]
+    assert status["nodeMetric"]["nodeUsage"]["resources"] == {"cpu": "2", "memory": "1Gi"}
+
+
+def test_just_after_start_no_percentile_is_reported_but_the_average_is():
+    cache = store()
+    cache.append(node_samples([2.0] * 60, [GI] * 60))
+    status = status_document(take_snapshot(cache, [], POLICY, NOW))
+    assert "aggregatedNodeUsages" not in status["nodeMetric"]
+    assert status["nodeMetric"]["nodeUsage"]["resources"]["cpu"] == "2"
+
+
+def test_nothing_collected_means_no_report():
+    assert take_snapshot(store(), [], POLICY, NOW) is None
+
+
+def test_samples_older_than_the_window_do_not_count():
+    cache = store()
+    cache.append(node_samples([5.0] * 100, [GI] * 100, end=NOW - 1000))
+    assert take_snapshot(cache, [], POLICY, NOW) is None
+
+
+def mixed_pods():
+    return {
+        "web": pod("web", KoordQoSClass.LS, PriorityBand.PROD, 2000, 4 * GI),
+        "db": pod("db", KoordQoSClass.LSR, PriorityBand.NONE, 2000, 4 * GI),  # no class: prod by QoS
+        "spark": pod("spark", KoordQoSClass.BE, PriorityBand.BATCH),
+        "crawler": pod("crawler", KoordQoSClass.BE, PriorityBand.NONE),  # no class: batch by QoS
+        "midtier": pod("midtier", KoordQoSClass.LS, PriorityBand.MID, 1000, GI),
+    }
+
+
+def cache_with_pods(pods, usage):
+    cache = store()
+    cache.append(thirty_minutes_busy_at_the_end())
+    for name, (cpu, memory) in usage.items():
+        cache.append(pod_samples(pods[name], cpu, memory))
+    return cache
+
+
+USAGE = {"web": (0.5, GI), "db": (0.25, 2 * GI), "spark": (1.0, 512 * 1024 ** 2), "crawler": (0.75, GI),
+         "midtier": (0.125, 256 * 1024 ** 2)}
+
+
+def test_prod_usage_sums_only_prod_pods():
+    pods = mixed_pods()
+    snapshot = take_snapshot(cache_with_pods(pods, USAGE), pods.values(), POLICY, NOW)
+    prod = snapshot.usage_of(PriorityBand.PROD)
+    assert prod.cpu_cores == pytest.approx(0.75)  # web + db
+    assert prod.memory_bytes == pytest.approx(3 * GI)
+    batch = snapshot.usage_of(PriorityBand.BATCH)
+    assert batch.cpu_cores == pytest.approx(1.75)  # spark + crawler
+
+
+def test_pods_metric_lists_priority_and_qos_as_koordinator_spells_them():
+    pods = mixed_pods()
+    status = status_document(take_snapshot(cache_with_pods(pods, USAGE), pods.values(), POLICY, NOW))
+    entries = {e["name"]: e for e in status["podsMetric"]}
+    assert {name: (e.get("priority"), e.get("qos")) for name, e in entries.items()} == {
+        "web": ("koord-prod", "LS"), "db": ("koord-prod", "LSR"), "spark": ("koord-batch", "BE"),
+        "crawler": ("koord-batch", "BE"), "midtier": ("koord-mid", "LS")}
+    assert entries["spark"]["podUsage"]["resources"] == {"cpu": "1", "memory": "512Mi"}
+    assert entries["midtier"]["podUsage"]["resources"] == {"cpu": "125m", "memory": "256Mi"}
+    # summing podsMetric by priority, as the load-aware scheduler does, gives Prod alone
+    prod_cpu_milli = sum(int(e["podUsage"]["resources"]["cpu"].rstrip("m")) for e in status["podsMetric"]
+                         if e.get("priority") == "koord-prod")
+    assert prod_cpu_milli == 750
+
+
+def test_pods_without_usage_are_not_listed():
+    pods = mixed_pods()
+    status = status_document(take_snapshot(cache_with_pods(pods, {"web": (0.5, GI)}), pods.values(), POLICY, NOW))
+    assert [e["name"] for e in status["podsMetric"]] == ["web"]
+
+
+def test_system_usage_is_node_minus_pods_when_not_collected():
+    pods = mixed_pods()
+    snapshot = take_snapshot(cache_with_pods(pods, USAGE), pods.values(), POLICY, NOW)
+    assert snapshot.system.cpu_cores == pytest.approx(3.0 - 2.625)
+
+
+def test_prod_reclaimable_is_request_minus_peak_with_margin():
+    pods = mixed_pods()
+    snapshot = take_snapshot(cache_with_pods(pods, USAGE), pods.values(), POLICY, NOW)
+    # web: 2000m - 500m x 1.1 = 1450m; db: 2000m - 250m x 1.1 = 1725m (memory: 4Gi - 1.1 x usage)
+    assert snapshot.prod_reclaimable_milli_cpu == 1450 + 1725
+    assert snapshot.prod_reclaimable_memory_bytes == (4 * GI - int(1.1 * GI)) + (4 * GI - int(1.1 * 2 * GI))
+
+
+def test_built_documents_validate_against_the_published_nodemetric_crd():
+    schema = crd_schema("slo.koordinator.sh_nodemetrics.yaml")
+    pods = mixed_pods()
+    status = status_document(take_snapshot(cache_with_pods(pods, USAGE), pods.values(), POLICY, NOW))
+    jsonschema.validate(node_metric_object("node-1", POLICY, status), schema)
+    jsonschema.validate(status, schema["properties"]["status"])
+
+
+def test_a_malformed_quantity_would_fail_the_schema_check():
+    """The validation above can fail: the CRD's quantity pattern rejects what Go would not print."""
+    schema = crd_schema("slo.koordinator.sh_nodemetrics.yaml")
+    bad = {"nodeMetric": {"nodeUsage": {"resources": {"cpu": "1.5 cores"}}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema["properties"]["status"])
+
+
+def test_policy_from_the_cluster_spec_drives_windows():
+    spec = {"metricCollectPolicy": {"aggregateDurationSeconds": 120, "reportIntervalSeconds": 10,
+                                    "nodeAggregatePolicy": {"durations": ["1m0s", "2m"]}}}
+    policy = policy_from_spec(spec, POLICY)
+    assert policy.durations_seconds == (60.0, 120.0)
+    assert policy.effective().report_interval_seconds == 30  # koordlet's floor
+    cache = store()
+    cache.append(thirty_minutes_busy_at_the_end())
+    status = status_document(take_snapshot(cache, [], policy, NOW))
+    assert list(aggregated(status)) == ["1m0s", "2m0s"]
+
+
+@pytest.mark.parametrize("spec", [
+    {"metricCollectPolicy": "fast"},
+    {"metricCollectPolicy": {"aggregateDurationSeconds": -1}},
+    {"metricCollectPolicy": {"reportIntervalSeconds": "60"}},
+    {"metricCollectPolicy": {"nodeAggregatePolicy": {"durations": ["forever"]}}},
+    {"metricCollectPolicy": {"nodeMemoryCollectPolicy": "everything"}},
+])
+def test_a_malformed_spec_is_refused(spec):
+    with pytest.raises(PolicyError):
+        policy_from_spec(spec, POLICY)
+
+
+def test_the_stepped_build_gives_the_same_snapshot_and_yields_between_pod_chunks():
+    from koordlet.reporter.nodemetric import snapshot_steps
+    from koordlet.reporter.steps import PODS_PER_STEP
+
+    pods = [pod("p%03d" % i) for i in range(3 * PODS_PER_STEP)]
+    cache = store()
+    cache.append(thirty_minutes_busy_at_the_end())
+    for p in pods:
+        cache.append(pod_samples(p, 0.1, GI, seconds=10))
+    steps = snapshot_steps(cache, pods, POLICY, NOW)
+    yields = 0
+    while True:
+        try:
+            next(steps)
+            yields += 1
+        except StopIteration as done:
+            stepped = done.value
+            break
+    assert yields == 3
+    assert stepped == take_snapshot(cache, pods, POLICY, NOW)
+
+
+def test_requests_of_containers_known_only_from_nri_come_from_cpu_shares():
+    from dataclasses import replace
+
+    from koordlet.reporter.nodemetric import pod_requests
+    from koordlet.statesinformer.model import LinuxResources
+
+    base = pod("nri-only")
+    # kubelet writes shares = request x 1024 / 1000: 512 shares for 500m; 2 shares for no request
+    half_core = replace(base.containers[0], spec=None, linux=LinuxResources(cpu_shares=512))
+    no_request = replace(base.containers[0], id="ctr-2", spec=None, linux=LinuxResources(cpu_shares=2))
+    assert pod_requests(replace(base, containers=(half_core, no_request))) == (500, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(min_value=0, max_value=512), st.floats(min_value=0, max_value=2 ** 42)),
+                min_size=1, max_size=40))
+def test_any_usage_level_gives_a_status_the_crd_accepts(levels):
+    validator = status_validator()
+    cache = store()
+    cache.append(node_samples([cpu for cpu, _ in levels], [memory for _, memory in levels]))
+    web = pod("web", KoordQoSClass.LS, PriorityBand.PROD, 2000, GI)
+    cache.append(pod_samples(web, levels[0][0], levels[0][1], seconds=len(levels)))
+    validator.validate(status_document(take_snapshot(cache, [web], POLICY, NOW)))
+
+
+def test_a_pod_with_a_broken_sample_is_left_out_and_the_report_still_built():
+    from koordlet.metriccache.api import Metric, Sample, SeriesKey
+
+    pods = mixed_pods()
+    cache = cache_with_pods(pods, USAGE)
+    cache.append([Sample(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pods["web"].uid), NOW, float("nan"))])
+    status = status_document(take_snapshot(cache, pods.values(), POLICY, NOW))
+    assert "web" not in {e["name"] for e in status["podsMetric"]}
+    assert len(status["podsMetric"]) == len(pods) - 1

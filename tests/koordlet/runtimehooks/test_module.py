@@ -1,0 +1,91 @@
+"""The module: flags, mode, readiness on NRI, GET /api/v1/pods."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from koordlet.config import ConfigError, parse_args
+from koordlet.executor_module import ExecutorModule
+from koordlet.runtimehooks.module import RuntimeHooksModule, nri_enabled, nri_wanted
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.store import PodStore
+from nri.testing import RuntimePeer
+from system.host import Host
+from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
+from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
+from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
+
+
+def test_runtime_hook_flags_and_socket_alias(tmp_path: Path) -> None:
+    config = parse_args([])
+    assert (config.enable_nri_runtime_hook, config.runtime_hooks_nri_plugin_index, config.runtime_hooks_mode,
+            config.runtime_hooks_reconcile_interval) == (True, "00", "auto", 10.0)
+    assert config.nri_socket_path == Path("/var/run/nri/nri.sock")
+    old = parse_args(["--nri-socket", "/x/old.sock"])
+    assert old.nri_socket_path == Path("/x/old.sock")
+    new = parse_args(["--nri-socket", "/x/old.sock", "--runtime-hooks-nri-socket-path", "/x/new.sock",
+                      "--runtime-hooks-reconcile-interval", "1m30s", "--runtime-hooks-nri-plugin-index", "07",
+                      "--runtime-hooks-mode", "bypass", "--enable-nri-runtime-hook", "false"])
+    assert (new.nri_socket_path, new.runtime_hooks_reconcile_interval, new.runtime_hooks_nri_plugin_index,
+            new.runtime_hooks_mode, new.enable_nri_runtime_hook) == (Path("/x/new.sock"), 90.0, "07", "bypass", False)
+    for bad in (["--runtime-hooks-nri-plugin-index", "7"], ["--runtime-hooks-reconcile-interval", "soon"]):
+        with pytest.raises(ConfigError):
+            parse_args(bad)
+    with pytest.raises(SystemExit):
+        parse_args(["--runtime-hooks-mode", "sometimes"])
+
+
+def test_mode_decides_nri(tmp_path: Path) -> None:
+    sock = tmp_path / "nri.sock"
+    auto = parse_args(["--runtime-hooks-nri-socket-path", str(sock)])
+    assert not nri_wanted(auto) and nri_enabled(auto)
+    sock.touch()
+    assert nri_wanted(auto)
+    assert nri_enabled(auto)  # auto still dials: a runtime that comes later is served
+    assert not nri_wanted(parse_args(["--runtime-hooks-nri-socket-path", str(sock), "--runtime-hooks-mode", "bypass"]))
+    assert not nri_wanted(parse_args(["--runtime-hooks-nri-socket-path", str(sock), "--feature-gates",
+                                      "NRIRuntimeHooks=false"]))
+
+
+async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_path) -> None:
+    config = parse_args(["--runtime-hooks-nri-socket-path", str(socket_path), "--runtime-hooks-mode", "nri",
+                         "--sys-root-dir", str(tmp_path), "--cgroup-root-dir", str(tmp_path)])
+    registry = CollectorRegistry()
+    feed = PodStore(NodeInfo("node"))
+    executor = ExecutorModule(Host(tmp_path, tmp_path, tmp_path), registry)
+    await executor.start()  # no cgroups there: no executor, NRI only
+    module = RuntimeHooksModule(config, Host(tmp_path, tmp_path, tmp_path), feed, feed, executor, registry)
+    await module.start()
+    try:
+        assert module.nri_on and not module.ready()
+        async with RuntimePeer(socket_path) as peer:
+            await peer.wait_plugins(1)
+            for _ in range(100):
+                if module.ready():
+                    break
+                await asyncio.sleep(0.01)
+            assert module.ready()
+            be = nri_pod("be1", "BE", {"node.koordinator.sh/extended-resource-spec": ext_spec(main=batch("500", "1Gi"))})
+            await peer.run_pod_sandbox(be)
+            await peer.create_container(be, nri_container(be, "main"))
+            body = json.loads(module.pods_route("").body)
+            (pod,) = body["pods"]
+            assert pod["qosClass"] == "BE" and pod["spec"]["cpu_shares"] == 512
+            assert pod["containers"][0]["spec"]["memory_limit"] == 1 << 30
+            assert body["nri"] == {"enabled": True, "ready": True}
+            metrics = generate_latest(registry).decode()
+            assert 'koordlet_runtime_hook_duration_seconds_count{hook="BatchResource",stage="create_container"} 1.0' \
+                in metrics
+        for _ in range(100):
+            if not module.ready():
+                break
+            await asyncio.sleep(0.01)
+        assert not module.ready()  # the runtime went away
+    finally:
+        await module.stop()
+        await executor.stop()

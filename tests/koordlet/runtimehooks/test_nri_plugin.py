@@ -1,0 +1,170 @@
+"""The NRI transport against the runtime-side peer, whose model applies
+adjustments and updates the way containerd does."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from koordlet.runtimehooks.engine import HookEngine
+from koordlet.runtimehooks.hook_config import HookConfig
+from koordlet.runtimehooks.hooks import HOOKS
+from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.store import PodStore
+from nri.events import Event
+from nri.masks import events_of
+from nri.stub import Stub, StubConfig
+from nri.testing import RuntimePeer
+from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
+from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
+from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
+
+GiB = 1 << 30
+ANNOT = "node.koordinator.sh/extended-resource-spec"
+STATUS = "scheduling.koordinator.sh/resource-status"
+
+
+class Harness:
+    def __init__(self, peer: RuntimePeer, plugin: KoordletNriPlugin, stub: Stub, task: asyncio.Task) -> None:
+        self.peer, self.plugin, self.stub, self.task = peer, plugin, stub, task
+
+
+async def start(socket_path: Path, config: HookConfig, synced: list | None = None) -> Harness:
+    peer = RuntimePeer(socket_path)
+    await peer.start()
+    feed = PodStore(NodeInfo("node"))
+    engine = HookEngine(feed, config, HOOKS)
+    engine.start()
+    plugin = KoordletNriPlugin(engine, feed, lambda: None,
+                               on_synchronized=(lambda: synced.append(1)) if synced is not None else (lambda: None))
+    stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(socket_path)))
+    plugin.stub = stub
+    task = await stub.start(timeout=5)
+    await peer.wait_plugins(1)
+    return Harness(peer, plugin, stub, task)
+
+
+async def stop(h: Harness) -> None:
+    await h.stub.stop()
+    await asyncio.gather(h.task, return_exceptions=True)
+    await h.peer.stop()
+
+
+CONFIG = HookConfig(node_cpus=frozenset(range(4)))
+
+
+async def test_subscribes_only_to_the_events_it_uses(socket_path) -> None:
+    h = await start(socket_path, CONFIG)
+    try:
+        (peer_plugin,) = h.peer.plugins
+        assert set(events_of(peer_plugin.mask)) == {
+            Event.RUN_POD_SANDBOX, Event.REMOVE_POD_SANDBOX, Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER,
+            Event.REMOVE_CONTAINER}
+        assert (peer_plugin.name, peer_plugin.index) == ("koordlet_nri", "00")
+    finally:
+        await stop(h)
+
+
+async def test_be_pod_with_batch_resources_and_ls_pod_keep_kubelet_values(socket_path) -> None:
+    h = await start(socket_path, CONFIG)
+    try:
+        be = nri_pod("be1", "BE", {ANNOT: ext_spec(main=batch("500", "1Gi"))})
+        ls = nri_pod("ls1", "LS")
+        for pod in (be, ls):
+            await h.peer.run_pod_sandbox(pod)
+        be_ctr = await h.peer.create_container(be, nri_container(be, "main"))
+        ls_ctr = await h.peer.create_container(ls, nri_container(ls, "main", shares=512, quota=50_000, memory=GiB))
+        res = be_ctr.linux.resources
+        assert (res.cpu.shares.value, res.cpu.quota.value, res.memory.limit.value, res.cpu.cpus) == (
+            512, 50_000, GiB, "0-3")
+        res = ls_ctr.linux.resources
+        assert (res.cpu.shares.value, res.cpu.quota.value, res.memory.limit.value, res.cpu.cpus) == (
+            512, 50_000, GiB, "0-3")  # kubelet's values kept; only the cpuset is ours
+    finally:
+        await stop(h)
+
+
+async def test_lsr_binding_updates_running_containers_unsolicited(socket_path) -> None:
+    h = await start(socket_path, CONFIG)
+    try:
+        ls = nri_pod("ls1", "LS")
+        await h.peer.run_pod_sandbox(ls)
+        created = await h.peer.create_container(ls, nri_container(ls, "main"))
+        assert created.linux.resources.cpu.cpus == "0-3"
+        lsr = nri_pod("lsr1", "LSR", {STATUS: '{"cpuset": "2-3"}'})
+        await h.peer.run_pod_sandbox(lsr)
+        lsr_ctr = await h.peer.create_container(lsr, nri_container(lsr, "main"))
+        assert lsr_ctr.linux.resources.cpu.cpus == "2-3"
+        for _ in range(100):
+            if h.peer.state.containers[created.id].linux.resources.cpu.cpus == "0-1":
+                break
+            await asyncio.sleep(0.01)
+        assert h.peer.state.containers[created.id].linux.resources.cpu.cpus == "0-1"
+        assert h.peer.plugins[0].record.unsolicited  # it came as UpdateContainers, not with an event
+    finally:
+        await stop(h)
+
+
+async def test_update_container_reasserts_owned_fields(socket_path) -> None:
+    h = await start(socket_path, CONFIG)
+    try:
+        be = nri_pod("be1", "BE", {ANNOT: ext_spec(main=batch("1000", "2Gi"))})
+        await h.peer.run_pod_sandbox(be)
+        created = await h.peer.create_container(be, nri_container(be, "main"))
+        asked = created.linux.resources.__class__()
+        asked.cpu.shares.value = 2
+        asked.memory.limit.value = 4 * GiB
+        updated = await h.peer.update_container(be, created, asked)
+        assert (updated.linux.resources.cpu.shares.value, updated.linux.resources.memory.limit.value) == (1024, 2 * GiB)
+    finally:
+        await stop(h)
+
+
+async def test_synchronize_shapes_containers_created_while_away(socket_path) -> None:
+    peer = RuntimePeer(socket_path)
+    be = nri_pod("be1", "BE", {ANNOT: ext_spec(main=batch("250", "1Gi"))})
+    ctr = nri_container(be, "main")
+    peer.state.pods[be.id] = be
+    peer.state.containers[ctr.id] = ctr
+    await peer.stop()
+    synced: list = []
+    h = await start(socket_path, CONFIG, synced)
+    try:
+        h.peer.state.pods[be.id] = be
+        h.peer.state.containers[ctr.id] = ctr
+        await h.peer.restart()  # the runtime comes back holding a container we never adjusted
+        await h.peer.wait_plugins(1)
+        for _ in range(200):
+            if h.peer.state.containers[ctr.id].linux.resources.cpu.shares.value == 256:
+                break
+            await asyncio.sleep(0.01)
+        res = h.peer.state.containers[ctr.id].linux.resources
+        assert (res.cpu.shares.value, res.cpu.quota.value, res.memory.limit.value) == (256, 25_000, GiB)
+        assert len(synced) >= 2
+    finally:
+        await stop(h)
+
+
+async def test_container_of_an_unseen_sandbox_is_decided_after_feeding(socket_path) -> None:
+    h = await start(socket_path, CONFIG)
+    try:
+        be = nri_pod("be9", "BE", {ANNOT: ext_spec(main=batch("500", "1Gi"))})
+        created = await h.peer.create_container(be, nri_container(be, "main"))  # no RunPodSandbox first
+        assert created.linux.resources.cpu.shares.value == 512
+        info = h.plugin.engine.states.pod("be9")
+        assert info is not None and info.container_by_id(created.id) is not None
+    finally:
+        await stop(h)
+
+
+async def test_created_container_reaches_the_informer_right_after_the_answer(socket_path) -> None:
+    h = await start(socket_path, CONFIG)
+    try:
+        ls = nri_pod("ls2", "LS")
+        await h.peer.run_pod_sandbox(ls)
+        created = await h.peer.create_container(ls, nri_container(ls, "main"))
+        await asyncio.sleep(0)
+        assert h.plugin.engine.states.pod("ls2").container_by_id(created.id) is not None
+    finally:
+        await stop(h)

@@ -1,0 +1,199 @@
+"""The bypass transport on real cgroup v1 test cgroups: it agrees with NRI mode,
+and it repairs drift within one interval."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from koordlet.runtimehooks.engine import HookEngine
+from koordlet.runtimehooks.hook_config import HookConfig
+from koordlet.runtimehooks.hooks import HOOKS
+from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
+from koordlet.runtimehooks.reconciler import Reconciler
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.store import ContainerChange, PodStore, SandboxChange
+from nri.stub import Stub, StubConfig
+from nri.testing import RuntimePeer
+from resourceexecutor import ResourceExecutor
+from system.cgroup_files import CgroupFiles
+from system.cgroup_version import detect_hierarchy
+from system.host import Host
+from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
+from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
+from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
+from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox, make_child
+
+pytestmark = pytest.mark.kernel
+
+GiB = 1 << 30
+ANNOT = "node.koordinator.sh/extended-resource-spec"
+STATUS = "scheduling.koordinator.sh/resource-status"
+CONTROLLERS = ("cpu", "cpuset", "memory")
+FIELDS = ("cpu.shares", "cpu.cfs_quota_us", "memory.limit_in_bytes", "cpuset.cpus")
+
+
+@pytest.fixture
+def sandbox():
+    try:
+        with cgroup_sandbox(controllers=CONTROLLERS, unified=False) as name:
+            yield name
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def node_cpus() -> frozenset[int]:
+    return CgroupFiles(Host(), detect_hierarchy(Host())).read("cpuset.cpus", "")
+
+
+def workload(root: str):
+    """(pod, [(container, kubelet's shares, quota, memory)]) as kubelet would ask."""
+    be = nri_pod("be1", "BE", {ANNOT: ext_spec(a=batch("500", "1Gi"), b={"requests": {"kubernetes.io/batch-cpu": "200"}})},
+                 root=root)
+    be_plain = nri_pod("be2", "BE", root=root)
+    ls = nri_pod("ls1", "LS", root=root)
+    lsr = nri_pod("lsr1", "LSR", {STATUS: '{"cpuset": "%d"}' % max(node_cpus())}, root=root)
+    return [
+        (be, [nri_container(be, "a"), nri_container(be, "b")]),
+        (be_plain, [nri_container(be_plain, "main")]),
+        (ls, [nri_container(ls, "main", shares=512, quota=50_000, memory=GiB)]),
+        (lsr, [nri_container(lsr, "main", shares=1024, quota=100_000, memory=2 * GiB)]),
+    ]
+
+
+def make_cgroups(pods, roots: list[Path]) -> None:
+    """What kubelet and runc do before us: the dirs, with kubelet's values written."""
+    made: set[str] = set()
+    for pod, containers in pods:
+        parts = pod.linux.cgroup_parent.strip("/").split("/")
+        for depth in range(2, len(parts) + 1):
+            rel = "/".join(parts[:depth])
+            if rel not in made:
+                make_child(Host(), rel, roots)
+                made.add(rel)
+        for ctr in containers:
+            rel = ctr.linux.cgroups_path.strip("/")
+            make_child(Host(), rel, roots)
+            res = ctr.linux.resources
+            cpu = roots[0] / rel
+            (cpu / "cpu.shares").write_text(str(res.cpu.shares.value))
+            if res.cpu.HasField("quota"):
+                (cpu / "cpu.cfs_quota_us").write_text(str(res.cpu.quota.value))
+            if res.memory.HasField("limit"):
+                (roots[2] / rel / "memory.limit_in_bytes").write_text(str(res.memory.limit.value))
+
+
+def model_values(ctr) -> tuple:
+    """A container in NRI mode as the kernel would hold it (unset = the cgroup default)."""
+    res = ctr.linux.resources
+    cpus = res.cpu.cpus
+    return (res.cpu.shares.value, res.cpu.quota.value if res.cpu.HasField("quota") else -1,
+            res.memory.limit.value if res.memory.HasField("limit") else -1, cpus)
+
+
+def kernel_values(files: CgroupFiles, cgroup_dir: str) -> tuple:
+    from system.cpuset import format_cpuset
+
+    shares, quota, memory, cpus = (files.read(name, cgroup_dir) for name in FIELDS)
+    return shares, quota, memory, format_cpuset(cpus)
+
+
+def bypass_setup(pods, config):
+    feed = PodStore(NodeInfo("node"))
+    for pod, containers in pods:
+        feed.nri_pod_event(SandboxChange.RUN, pod)
+        for ctr in containers:
+            feed.nri_container_event(ContainerChange.CREATED, pod, ctr)
+    engine = HookEngine(feed, config, HOOKS)
+    engine.start()
+    files = CgroupFiles(Host(), detect_hierarchy(Host()))
+    executor = ResourceExecutor(files)
+    return engine, executor, files
+
+
+async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path) -> None:
+    config = HookConfig(node_cpus=node_cpus())
+    pods = workload(sandbox)
+    host = Host()
+    make_cgroups(pods, [host.cgroup(c) for c in CONTROLLERS])  # kubelet made them before CRI calls
+    files = CgroupFiles(host, detect_hierarchy(host))
+    be_pod = pods[0][0].linux.cgroup_parent.strip("/")
+    # NRI mode, through the peer's model of containerd; pod cgroups through the executor
+    peer = RuntimePeer(socket_path)
+    await peer.start()
+    nri_feed = PodStore(NodeInfo("node"))
+    nri_engine = HookEngine(nri_feed, config, HOOKS)
+    nri_engine.start()
+    nri_executor = ResourceExecutor(files)
+    plugin = KoordletNriPlugin(nri_engine, nri_feed, lambda: nri_executor)
+    stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(socket_path)))
+    plugin.stub = stub
+    task = await stub.start(timeout=5)
+    try:
+        for pod, _ in pods:
+            await peer.run_pod_sandbox(pod)
+        # RunPodSandbox wrote the pod level: NRI cannot; the sum of the annotation's containers
+        assert (files.read("cpu.shares", be_pod), files.read("cpu.cfs_quota_us", be_pod),
+                files.read("memory.limit_in_bytes", be_pod)) == (716, -1, -1)
+        for pod, containers in pods:
+            for ctr in containers:
+                await peer.create_container(pod, ctr)
+        await asyncio.sleep(0.05)  # unsolicited updates after the LSR pod took its CPU
+        nri_result = {c.id: model_values(peer.state.containers[c.id]) for _, cs in pods for c in cs}
+    finally:
+        await stub.stop()
+        await asyncio.gather(task, return_exceptions=True)
+        await peer.stop()
+        nri_executor.close()
+    # bypass mode, on the real kernel (container cgroups still hold kubelet's values)
+    engine, executor, files = bypass_setup(pods, config)
+    try:
+        result = Reconciler(engine, lambda: executor, 10.0).reconcile_once(full=True)
+        assert result is not None and result.problems == 0 and result.writes > 0
+        kernel_result = {c.id: kernel_values(files, c.linux.cgroups_path) for _, cs in pods for c in cs}
+    finally:
+        executor.close()
+    assert kernel_result == nri_result
+    be_a = pods[0][1][0].id
+    lsr_cpu = str(max(node_cpus()))
+    assert nri_result[be_a][:3] == (512, 50_000, GiB)  # koordinator's arithmetic, not ours re-run
+    assert nri_result[pods[2][1][0].id][:3] == (512, 50_000, GiB)  # LS keeps what kubelet asked
+    assert nri_result[pods[3][1][0].id][3] == lsr_cpu
+    assert (files.read("cpu.shares", be_pod), files.read("cpu.cfs_quota_us", be_pod),
+            files.read("memory.limit_in_bytes", be_pod)) == (716, -1, -1)
+
+
+async def test_drift_is_repaired_within_one_interval(sandbox) -> None:
+    config = HookConfig(node_cpus=node_cpus())
+    pods = workload(sandbox)
+    host = Host()
+    make_cgroups(pods, [host.cgroup(c) for c in CONTROLLERS])
+    engine, executor, files = bypass_setup(pods, config)
+    interval = 0.3
+    reconciler = Reconciler(engine, lambda: executor, interval)
+    task = asyncio.get_running_loop().create_task(reconciler.run())
+    try:
+        target = pods[0][1][0].linux.cgroups_path.strip("/")
+        for _ in range(100):
+            if reconciler.passes:
+                break
+            await asyncio.sleep(0.01)
+        assert files.read("cpu.shares", target) == 512
+        # a cached pass alone would not look: the executor vouches for what it wrote
+        (host.cgroup("cpu") / target / "cpu.shares").write_text("4096")
+        reconciler._plans_changed(None)  # every pod marked changed: a cached pass still does not look
+        assert reconciler.reconcile_once(full=False).writes == 0
+        assert files.read("cpu.shares", target) == 4096
+        passes = reconciler.passes
+        for _ in range(int(3 * interval / 0.02)):
+            if files.read("cpu.shares", target) == 512:
+                break
+            await asyncio.sleep(0.02)
+        assert files.read("cpu.shares", target) == 512
+        assert reconciler.passes - passes <= 2 and reconciler.last.full
+    finally:
+        reconciler.stop()
+        await asyncio.gather(task, return_exceptions=True)
+        executor.close()

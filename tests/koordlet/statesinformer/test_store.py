@@ -1,0 +1,399 @@
+"""PodStore: merging NRI, CRI and kubelet, events on real change only, forgetting."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from koordlet.statesinformer.from_kubelet import KubeletPod
+from koordlet.statesinformer.from_nri import container_info, sandbox_view
+from koordlet.statesinformer.model import (
+    ContainerState, K8sQoS, KoordQoSClass, NodeInfo, PodEvent, PodEventKind, PodInfo, Resources,
+    SandboxState, Source,
+)
+from koordlet.statesinformer.store import ContainerChange, PodStore, SandboxChange
+from proto.nri.pkg.api.v1alpha1 import api_pb2
+from tests.koordlet.statesinformer.nri_capture import plugin_requests
+from tests.koordlet.statesinformer.nri_fixtures import container, container_dir, sandbox, uid_of
+
+NODE = NodeInfo("node-a")
+
+
+class Recorder:
+    def __init__(self, store: PodStore) -> None:
+        self.events: list[PodEvent] = []
+        self.gone: list[str] = []
+        store.subscribe(self.events.append)
+        store.on_cgroup_gone = self.gone.append
+
+    def kinds(self) -> list[tuple[PodEventKind, str]]:
+        return [(e.kind, e.pod.uid) for e in self.events]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def new_store(**kwargs) -> tuple[PodStore, Recorder, Clock]:
+    clock = Clock()
+    store = PodStore(NODE, clock=clock, **kwargs)
+    return store, Recorder(store), clock
+
+
+def cri_listing(*pairs: tuple[api_pb2.PodSandbox, list[api_pb2.Container]]):
+    """Views as the CRI converter would give them (same facts, source CRI)."""
+    import dataclasses
+
+    views, containers = [], []
+    for sb, ctrs in pairs:
+        view = sandbox_view(sb)
+        views.append(dataclasses.replace(view, pod=dataclasses.replace(view.pod, sources=frozenset({Source.CRI}))))
+        for ctr in ctrs:
+            containers.append((sb.id, container_info(ctr, sb.uid)[0]))
+    return views, containers
+
+
+# ---- the real containerd session, replayed
+
+_SANDBOX_METHODS = {"RunPodSandbox": SandboxChange.RUN, "UpdatePodSandbox": SandboxChange.UPDATE,
+                    "StopPodSandbox": SandboxChange.STOP, "RemovePodSandbox": SandboxChange.REMOVE}
+_CONTAINER_METHODS = {"CreateContainer": ContainerChange.CREATED, "StartContainer": ContainerChange.STARTED,
+                      "UpdateContainer": ContainerChange.UPDATED, "StopContainer": ContainerChange.STOPPED,
+                      "RemoveContainer": ContainerChange.REMOVED}
+
+
+def feed_capture(store: PodStore) -> None:
+    for method, request in plugin_requests():
+        if method == "Synchronize":
+            store.nri_synchronized(request.pods, request.containers)
+        elif method in _SANDBOX_METHODS:
+            store.nri_pod_event(_SANDBOX_METHODS[method], request.pod)
+        elif method in _CONTAINER_METHODS:
+            store.nri_container_event(_CONTAINER_METHODS[method], request.pod, request.container)
+
+
+def test_the_captured_containerd_session_ends_with_nothing_known_and_every_cgroup_forgotten() -> None:
+    store, rec, _ = new_store(expected=[Source.NRI])
+    assert not store.synced()
+    feed_capture(store)
+    assert store.synced()
+    assert store.pods() == ()
+    assert {k: v for k, v in store.counts().items() if v and k[0] != "tombstones"} == {}
+    pre, captured = "b6a55975-c650-465b-b4cc-f6bc6f380edf", "08806dbd-fccd-4af6-bbfd-9f016b81c554"
+    assert rec.kinds()[0] == (PodEventKind.ADDED, pre)
+    assert (PodEventKind.ADDED, captured) in rec.kinds()
+    assert [k for k in rec.kinds() if k[0] is PodEventKind.DELETED] == [
+        (PodEventKind.DELETED, captured), (PodEventKind.DELETED, pre)]
+    # both containers' dirs and both pod dirs were handed to forget_cgroup
+    assert sorted(rec.gone) == sorted([
+        "kubepods/burstable/pod%s/%s" % (pre, "0d895407f96aa5d736f2530a27cc088200e960fadc09811df7acc13dbcd44d42"),
+        "kubepods/burstable/pod%s" % pre,
+        "kubepods/burstable/pod%s/%s" % (captured, "d38a456b71723bc55e48cd94fe16dd776ed1b6d3bc0dba691297c95dd762e97a"),
+        "kubepods/burstable/pod%s" % captured,
+    ])
+
+
+def test_the_captured_update_changes_the_container_linux_resources() -> None:
+    store, rec, _ = new_store()
+    updates: list[PodInfo] = []
+    for method, request in plugin_requests():
+        if method == "Synchronize":
+            store.nri_synchronized(request.pods, request.containers)
+        elif method == "RunPodSandbox":
+            store.nri_pod_event(SandboxChange.RUN, request.pod)
+        elif method in ("CreateContainer", "StartContainer", "UpdateContainer"):
+            update = request.linux_resources if method == "UpdateContainer" else None
+            store.nri_container_event(_CONTAINER_METHODS[method], request.pod, request.container, update)
+            updates.append(store.pod(request.pod.uid))
+    created, started, updated = (pod.containers[0] for pod in updates)
+    # containerd 2.3.4 sent CreateContainer with state UNKNOWN and StartContainer with CREATED
+    assert (created.state, started.state, updated.state) == (
+        ContainerState.CREATED, ContainerState.RUNNING, ContainerState.RUNNING)
+    # kubelet asked 512 shares; the capturing plugin adjusted them to 333, which StartContainer
+    # and UpdateContainer carry; the update request asked for 300: the ask is what is kept
+    assert (created.linux.cpu_shares, started.linux.cpu_shares, updated.linux.cpu_shares) == (512, 512, 300)
+    assert updated.linux.cpu_period == 100000
+
+
+# ---- events only on real change
+
+def test_feeding_the_same_facts_again_emits_nothing() -> None:
+    store, rec, _ = new_store()
+    sb = sandbox(1)
+    ctr = container(sb, "c1")
+    store.nri_synchronized([sb], [ctr])
+    assert rec.kinds() == [(PodEventKind.ADDED, uid_of(1))]
+    store.nri_synchronized([sb], [ctr])
+    store.nri_pod_event(SandboxChange.UPDATE, sb)
+    store.nri_container_event(ContainerChange.UPDATED, sb, ctr)
+    assert len(rec.events) == 1
+
+
+def test_a_changed_container_emits_one_update_with_the_previous_pod() -> None:
+    store, rec, _ = new_store()
+    sb = sandbox(1)
+    store.nri_synchronized([sb], [container(sb, "c1", shares=100)])
+    adjusted = container(sb, "c1", shares=150)  # what a plugin made of it: not kubelet's ask
+    store.nri_container_event(ContainerChange.UPDATED, sb, adjusted)
+    assert len(rec.events) == 1
+    ask = api_pb2.LinuxResources()
+    ask.cpu.shares.value = 200
+    store.nri_container_event(ContainerChange.UPDATED, sb, adjusted, ask)
+    event = rec.events[-1]
+    assert event.kind is PodEventKind.UPDATED
+    assert event.previous.containers[0].linux.cpu_shares == 100
+    assert event.pod.containers[0].linux.cpu_shares == 200
+
+
+def test_a_stopped_container_is_forgotten_and_its_cgroup_released() -> None:
+    store, rec, _ = new_store()
+    sb = sandbox(1, "besteffort")
+    store.nri_synchronized([sb], [container(sb, "c1"), container(sb, "c2", name="side")])
+    store.nri_container_event(ContainerChange.STOPPED, sb, container(sb, "c1", state=api_pb2.CONTAINER_STOPPED))
+    assert [c.id for c in store.pod(uid_of(1)).containers] == ["c2"]
+    assert rec.gone == [container_dir(sb, "c1")]
+    store.nri_container_event(ContainerChange.REMOVED, sb, container(sb, "c1", state=api_pb2.CONTAINER_STOPPED))
+    assert rec.gone == [container_dir(sb, "c1")]  # once, not again at removal
+
+
+def test_stop_sandbox_marks_it_not_ready_and_remove_deletes_the_pod() -> None:
+    store, rec, _ = new_store()
+    sb = sandbox(1)
+    store.nri_synchronized([sb], [container(sb, "c1")])
+    store.nri_pod_event(SandboxChange.STOP, sb)
+    pod = store.pod(uid_of(1))
+    assert pod.state is SandboxState.NOT_READY and pod.containers == ()
+    store.nri_pod_event(PodEventKind.DELETED, sb)  # the model's kinds are accepted too
+    assert store.pod(uid_of(1)) is None
+    assert rec.kinds()[-1] == (PodEventKind.DELETED, uid_of(1))
+    assert rec.gone == [container_dir(sb, "c1"), sb.linux.cgroup_parent.lstrip("/")]
+
+
+def test_a_late_event_does_not_bring_a_removed_pod_back() -> None:
+    store, rec, _ = new_store()
+    sb = sandbox(1)
+    store.nri_synchronized([sb], [container(sb, "c1")])
+    store.nri_pod_event(SandboxChange.REMOVE, sb)
+    for change in ContainerChange:
+        store.nri_container_event(change, sb, container(sb, "c1"))
+    store.nri_pod_event(SandboxChange.UPDATE, sb)
+    assert store.pods() == ()
+    assert rec.kinds() == [(PodEventKind.ADDED, uid_of(1)), (PodEventKind.DELETED, uid_of(1))]
+
+
+def test_an_event_without_a_pod_changes_nothing() -> None:
+    store, rec, _ = new_store()
+    nameless = api_pb2.PodSandbox(id="sb-x")  # no uid
+    store.nri_pod_event(SandboxChange.RUN, nameless)
+    store.nri_container_event(ContainerChange.CREATED, api_pb2.PodSandbox(), container(sandbox(1), "c1"))
+    assert store.pods() == () and rec.events == []
+    assert {k: v for k, v in store.counts().items() if v} == {}
+
+
+def test_a_listener_that_raises_stays_subscribed() -> None:
+    store, rec, _ = new_store()
+    calls: list[PodEvent] = []
+
+    def bad(event: PodEvent) -> None:
+        calls.append(event)
+        raise RuntimeError("boom")
+
+    store.subscribe(bad)
+    store.nri_pod_event(SandboxChange.RUN, sandbox(1))
+    store.nri_pod_event(SandboxChange.RUN, sandbox(2))
+    assert len(calls) == 2 and len(rec.events) == 2
+
+
+def test_unsubscribe_stops_events() -> None:
+    store, _, _ = new_store()
+    seen: list[PodEvent] = []
+    unsubscribe = store.subscribe(seen.append)
+    unsubscribe()
+    unsubscribe()
+    store.nri_pod_event(SandboxChange.RUN, sandbox(1))
+    assert seen == []
+
+
+# ---- merging sources
+
+def test_cri_and_nri_views_of_one_pod_merge_into_one_pod() -> None:
+    store, rec, clock = new_store(expected=[Source.CRI])
+    sb = sandbox(1)
+    store.nri_pod_event(SandboxChange.RUN, sb)
+    listed_at = clock()
+    store.cri_listed(*cri_listing((sb, [container(sb, "c1")])), listed_at)
+    pod = store.pod(uid_of(1))
+    assert pod.sources == {Source.NRI, Source.CRI}
+    assert [c.id for c in pod.containers] == ["c1"]
+    assert store.synced()
+
+
+def test_a_cri_listing_taken_before_a_removal_does_not_bring_the_container_back() -> None:
+    store, rec, clock = new_store()
+    sb = sandbox(1)
+    store.nri_synchronized([sb], [container(sb, "c1")])
+    listed_at = clock()  # the poll starts ...
+    store.nri_container_event(ContainerChange.REMOVED, sb, container(sb, "c1"))  # ... the container goes ...
+    store.cri_listed(*cri_listing((sb, [container(sb, "c1")])), listed_at)  # ... the poll's answer still has it
+    assert store.pod(uid_of(1)).containers == ()
+    assert rec.gone == [container_dir(sb, "c1")]
+
+
+def test_a_cri_listing_drops_what_nri_reported_earlier_and_the_runtime_no_longer_has() -> None:
+    store, rec, clock = new_store()
+    old, new = sandbox(1), sandbox(2)
+    store.nri_synchronized([old], [container(old, "c1")])  # NRI then disconnects and misses the removal
+    store.cri_listed(*cri_listing((new, [])), clock())
+    assert [p.uid for p in store.pods()] == [uid_of(2)]
+    assert store.counts()[("pods", "nri")] == 0
+
+
+def test_a_cri_poll_begun_before_a_synchronize_does_not_bring_back_what_it_dropped() -> None:
+    store, _, clock = new_store()
+    gone, kept = sandbox(1), sandbox(2)
+    listing = cri_listing((gone, [container(gone, "c1")]), (kept, []))
+    store.cri_listed(*listing, clock())
+    listed_at = clock()  # a poll starts, and will still see pod 1 ...
+    store.nri_synchronized([kept], [])  # ... which the runtime no longer has when NRI resyncs
+    assert [p.uid for p in store.pods()] == [uid_of(2)]
+    store.cri_listed(*listing, listed_at)
+    assert [p.uid for p in store.pods()] == [uid_of(2)]
+    store.cri_listed(*listing, clock())  # a poll begun later that still lists it: it is there
+    assert {p.uid for p in store.pods()} == {uid_of(1), uid_of(2)}
+
+
+def test_a_pod_nri_reported_after_the_listing_began_survives_it() -> None:
+    store, _, clock = new_store()
+    listed_at = clock()
+    store.nri_pod_event(SandboxChange.RUN, sandbox(1))
+    store.cri_listed([], [], listed_at)
+    assert store.pod(uid_of(1)) is not None
+
+
+def test_kubelet_adds_priority_spec_and_qos_but_no_pods_of_its_own() -> None:
+    store, rec, _ = new_store(expected=[Source.KUBELET])
+    sb = sandbox(1, "besteffort")
+    store.nri_synchronized([sb], [container(sb, "c1")])
+    assert store.pod(uid_of(1)).qos.effective is KoordQoSClass.BE  # from the besteffort cgroup parent
+    assert not store.synced()
+    spec = Resources(requests={"cpu": 500}, limits={"cpu": 1000})
+    store.kubelet_listed([
+        KubeletPod(uid_of(1), "pod-1", "default", labels={"app": "web"}, priority=9500,
+                   priority_class_name="koord-prod", k8s_qos=K8sQoS.BEST_EFFORT, container_specs={"main": spec}),
+        KubeletPod(uid_of(7), "pending", "default", priority=9500),
+    ])
+    assert store.synced()
+    pod = store.pod(uid_of(1))
+    assert (pod.priority, pod.priority_class_name, pod.qos.effective) == (9500, "koord-prod", KoordQoSClass.LS)
+    assert pod.labels["app"] == "web" and pod.containers[0].spec == spec
+    assert Source.KUBELET in pod.sources
+    assert store.pod(uid_of(7)) is None  # kubelet alone does not make a running pod
+    assert rec.kinds() == [(PodEventKind.ADDED, uid_of(1)), (PodEventKind.UPDATED, uid_of(1))]
+    store.kubelet_listed([])
+    assert store.pod(uid_of(1)).qos.effective is KoordQoSClass.BE
+
+
+def test_an_invalid_label_is_logged_once_per_pod(capsys) -> None:
+    store, _, _ = new_store()
+    sb = sandbox(1, labels={"koordinator.sh/qosClass": "GOLD"})
+    for _ in range(3):
+        store.nri_synchronized([sb], [])
+    out = capsys.readouterr()
+    assert (out.out + out.err).count("pod_input_invalid") == 1
+    assert store.pod(uid_of(1)).qos.effective is KoordQoSClass.LS
+
+
+# ---- property: whatever the order of events, no removed pod stays, events mirror the store
+
+EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from(["run", "stop", "remove", "create", "start", "update", "stop_c", "remove_c", "cri", "sync"]),
+        st.integers(0, 3),  # pod
+        st.integers(0, 2),  # container
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(EVENTS)
+def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
+    store, rec, clock = new_store()
+    mirror: dict[str, PodInfo] = {}
+    store.subscribe(lambda e: mirror.pop(e.pod.uid) if e.kind is PodEventKind.DELETED
+                    else mirror.__setitem__(e.pod.uid, e.pod))
+    live: set[int] = set()
+    running: dict[int, set[int]] = {}
+    generation: dict[int, int] = {}  # a removed sandbox's id never comes back: kubelet makes a new one
+
+    def sb_of(m: int) -> api_pb2.PodSandbox:
+        return sandbox(m, sandbox_id="sb%d-%d" % (m, generation.get(m, 0)))
+
+    for what, n, c in events:
+        sb = sb_of(n)
+        ctr = container(sb, "c%d-%d" % (n, c), name="n%d" % c)
+        if what == "run":
+            store.nri_pod_event(SandboxChange.RUN, sb)
+            live.add(n)
+        elif what == "stop":
+            store.nri_pod_event(SandboxChange.STOP, sb)
+            live.add(n)
+            running.pop(n, None)
+        elif what == "remove":
+            store.nri_pod_event(SandboxChange.REMOVE, sb)
+            live.discard(n)
+            running.pop(n, None)
+            generation[n] = generation.get(n, 0) + 1
+        elif what in ("create", "start", "update"):
+            kind = {"create": ContainerChange.CREATED, "start": ContainerChange.STARTED,
+                    "update": ContainerChange.UPDATED}[what]
+            store.nri_container_event(kind, sb, ctr)
+            live.add(n)
+            running.setdefault(n, set()).add(c)
+        elif what in ("stop_c", "remove_c"):
+            kind = ContainerChange.STOPPED if what == "stop_c" else ContainerChange.REMOVED
+            store.nri_container_event(kind, sb, ctr)
+            live.add(n)
+            running.get(n, set()).discard(c)
+        elif what == "cri":  # a poll that lists exactly what the model says is there, taken now
+            pairs = [(sb_of(m), [container(sb_of(m), "c%d-%d" % (m, k), name="n%d" % k)
+                                   for k in sorted(running.get(m, ()))]) for m in sorted(live)]
+            store.cri_listed(*cri_listing(*pairs), clock())
+        else:
+            store.nri_synchronized(
+                [sb_of(m) for m in live],
+                [container(sb_of(m), "c%d-%d" % (m, k), name="n%d" % k) for m in live for k in running.get(m, ())])
+        assert {p.uid for p in store.pods()} == {uid_of(m) for m in live}
+        assert mirror == {p.uid: p for p in store.pods()}
+        for m in live:
+            assert {x.id for x in store.pod(uid_of(m)).containers} == {"c%d-%d" % (m, k) for k in running.get(m, ())}
+    for m in list(live):
+        store.nri_pod_event(SandboxChange.REMOVE, sb_of(m))
+    assert store.pods() == () and mirror == {}
+    counts = store.counts()
+    assert all(v == 0 for k, v in counts.items() if k[0] != "tombstones")
+    # every dir handed out as gone belonged to a container or pod that was known
+    known = {e.pod.cgroup_parent for e in rec.events} | {
+        c.cgroup_dir for e in rec.events for c in e.pod.containers}
+    assert set(rec.gone) <= known
+
+
+def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
+    import dataclasses
+
+    from koordlet.statesinformer.merge import _rebuilt
+    from koordlet.statesinformer.model import PodQoS
+
+    # every field set to a value unlike its default, so a field out of order shows
+    values = {f.name: f"v-{f.name}" for f in dataclasses.fields(PodInfo)}
+    values.update(state=SandboxState.NOT_READY, qos=PodQoS(KoordQoSClass.BE), priority=7, created_at_ns=9,
+                  labels={"a": "b"}, annotations={"c": "d"}, containers=(), sources=frozenset({Source.CRI}))
+    pod = PodInfo(**values)
+    containers = (container_info(container(sandbox(1), "c9"), pod.uid)[0],)
+    sources = frozenset({Source.NRI, Source.CRI})
+    assert _rebuilt(pod, containers, sources) == dataclasses.replace(pod, containers=containers, sources=sources)
