@@ -132,7 +132,12 @@ class Scheduler:
         return {entry.collector.name: entry.stats for entry in self._entries}
 
     def all_started(self) -> bool:
+        """Every collector has collected successfully once (its data is in the cache)."""
         return all(entry.stats.started for entry in self._entries)
+
+    def all_tried(self) -> bool:
+        """Every collector has had its first turn, successful or not."""
+        return all(entry.stats.started or entry.stats.errors for entry in self._entries)
 
     def start(self) -> None:
         loop_now = asyncio.get_running_loop().time()
