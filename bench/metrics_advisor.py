@@ -13,6 +13,8 @@ Prints, each with its floor measured in the same run:
   cycle-real   the 1 s cycle on real cgroup v1 dirs (created koordlet-bench-<hex8>, removed)
   rss          RSS of this process while the collectors run over simulated minutes (fake
                clock, 1 s ticks, PSI every 10 s), with the store's series and sample counts
+  persist      one 10 s flush of the persisted (node and pod) rows of 1,000 pods to sqlite;
+               floor = a bare executemany of the same number of rows into a plain table
   aggregate    MetricStore.aggregate over 30 min of 1 s samples; floor = sorted() of the list
   scrape       the exporter's text for 10,000 series; compared with generate_latest() of
                prometheus_client Gauges holding as many series
@@ -200,6 +202,48 @@ def bench_rss(host: Host, pods: list[PodInfo], minutes: int) -> None:
     ctx.usage.close()
 
 
+def bench_persist(pods: list[PodInfo]) -> None:
+    import sqlite3
+
+    from koordlet.metriccache.sqlite_persistence import SqlitePersistence
+    from koordlet.metriccache.store import DB_FILE_NAME
+
+    with tempfile.TemporaryDirectory(prefix="koordlet-bench-db-") as tmp:
+        store = MetricStore(persistence=SqlitePersistence(Path(tmp) / DB_FILE_NAME), clock=lambda: T0)
+        keys = [SeriesKey.of(metric, pod.uid) for pod in pods
+                for metric in (Metric.POD_CPU_USAGE_CORES, Metric.POD_MEMORY_USAGE_BYTES,
+                               Metric.POD_CPU_THROTTLED_RATIO)]
+        keys.append(SeriesKey.of(Metric.NODE_CPU_USAGE_CORES))
+        costs = []
+        for second in range(40):
+            store.append_at(T0 + second, [(key, 0.5) for key in keys])
+            if second % 10 == 9:
+                cpu = time.thread_time()
+                rows = store.flush()
+                costs.append(((time.thread_time() - cpu) * 1e3, rows))
+        store.close()
+        db = sqlite3.connect(str(Path(tmp) / "floor.sqlite"), isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE t (a INTEGER, b REAL, c REAL, PRIMARY KEY (a, b)) WITHOUT ROWID")
+        floor = []
+        for batch in range(4):
+            data = [(i, T0 + batch * 10 + i // len(keys), 0.5) for i in range(len(keys) * 10)]
+            cpu = time.thread_time()
+            db.execute("BEGIN")
+            db.executemany("INSERT OR REPLACE INTO t VALUES (?, ?, ?)", data)
+            db.execute("COMMIT")
+            floor.append((time.thread_time() - cpu) * 1e3)
+        db.close()
+    steady = costs[1:]  # the first flush also names every series
+    ms = statistics.median(c for c, _ in steady)
+    rows = steady[0][1]
+    print("persist     flush of %d rows (10 s of %d series) cpu p50 %.1f ms = %.2f us/row | floor executemany "
+          "%.1f ms | ratio %.1fx | first flush %.1f ms" % (rows, len(keys), ms, ms * 1e3 / rows,
+                                                           statistics.median(floor[1:]), ms / statistics.median(floor[1:]),
+                                                           costs[0][0]))
+
+
 def bench_aggregate() -> None:
     store = MetricStore()
     key = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
@@ -303,6 +347,7 @@ def main() -> None:
                 remove_real_tree(bases, top)
         if not args.skip_rss:
             bench_rss(host, pods, args.minutes)
+    bench_persist(pods_under("kubepods/burstable", args.pods))
     bench_aggregate()
     bench_scrape()
 

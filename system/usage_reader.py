@@ -78,6 +78,11 @@ class UsageReader:
         paths = self._resolved(cgroup_dir)
         return parse_throttling(self._read(paths.cpu_stat), paths.cpu_stat_v2)
 
+    def throttle_counts(self, cgroup_dir: str) -> tuple[int, int]:
+        """(nr_periods, nr_throttled) of cpu.stat: the two counters the ratio needs."""
+        paths = self._resolved(cgroup_dir)
+        return parse_throttle_counts(self._read(paths.cpu_stat))
+
     def forget(self, cgroup_dir: str) -> None:
         """Close the kept fds of a cgroup that went away."""
         paths = self._paths.pop(cgroup_dir, None)
@@ -103,3 +108,15 @@ def parse_throttling(text: str, v2: bool) -> Throttling:
         return Throttling(int(values["nr_periods"]), int(values["nr_throttled"]), throttled_ns)
     except (KeyError, ValueError):
         raise InvalidValue("cpu.stat lacks the throttling keys (cpu controller not enabled?)") from None
+
+
+def parse_throttle_counts(text: str) -> tuple[int, int]:
+    """nr_periods and nr_throttled from cpu.stat. v1 prints them first, in that order; other
+    layouts (v2, where they follow the usage lines) are searched by key."""
+    words = text.split(None, 4)
+    try:
+        if words[0] == "nr_periods" and words[2] == "nr_throttled":
+            return int(words[1]), int(words[3])
+    except (IndexError, ValueError):
+        pass
+    return key_value_of(text, "nr_periods"), key_value_of(text, "nr_throttled")

@@ -71,7 +71,9 @@ class MetricsAdvisorModule:
         self._reader = self._usage = None
 
     def ready(self) -> bool:
-        return self.scheduler.running() and self.scheduler.all_started()
+        """Ready once every collector had its first turn: a collector that keeps failing is
+        counted on /metrics (koordlet_collector_errors_total), not a reason to stay unready."""
+        return self.scheduler.running() and self.scheduler.all_tried()
 
     def _on_pod_event(self, event: PodEvent) -> None:
         """Series and kept fds of deleted pods and stopped containers go now, not at expiry."""

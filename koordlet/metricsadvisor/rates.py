@@ -37,11 +37,14 @@ def per_second(prev_t: float, prev: int, now: float, cur: int) -> float | None:
     return (cur - prev) / elapsed
 
 
-def throttled_ratio(prev: Throttling, cur: Throttling) -> float | None:
-    """Throttled periods over periods between two cpu.stat readings (koordlet's
-    podthrottled collector); 0 when no period elapsed under a quota."""
-    periods = cur.nr_periods - prev.nr_periods
-    throttled = cur.nr_throttled - prev.nr_throttled
+def throttled_ratio(prev: Throttling | tuple[int, int], cur: Throttling | tuple[int, int]) -> float | None:
+    """Throttled periods over periods between two cpu.stat readings, each a Throttling or
+    (nr_periods, nr_throttled) (koordlet's podthrottled collector); 0 when no period
+    elapsed under a quota."""
+    prev_periods, prev_throttled = (prev.nr_periods, prev.nr_throttled) if isinstance(prev, Throttling) else prev
+    cur_periods, cur_throttled = (cur.nr_periods, cur.nr_throttled) if isinstance(cur, Throttling) else cur
+    periods = cur_periods - prev_periods
+    throttled = cur_throttled - prev_throttled
     if periods < 0 or throttled < 0:
         return None
     if periods == 0:

@@ -87,3 +87,11 @@ def test_inactive_file_is_reused_until_a_refresh_is_asked(tmp_path):
     stat.write_text(stat.read_text().replace("total_inactive_file 4096", "total_inactive_file 8192"))
     assert reader.cpu_ns_and_working_set(POD, refresh_inactive=False)[1] == 20480 - 4096
     assert reader.cpu_ns_and_working_set(POD, refresh_inactive=True)[1] == 20480 - 8192
+
+
+def test_throttle_counts_on_v1_and_v2_layouts():
+    from system.usage_reader import parse_throttle_counts
+    assert parse_throttle_counts(V1_STAT) == (40, 10)
+    assert parse_throttle_counts(V2_STAT) == (40, 10)
+    with pytest.raises(InvalidValue):
+        parse_throttle_counts("usage_usec 5\n")

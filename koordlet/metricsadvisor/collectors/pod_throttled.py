@@ -7,7 +7,6 @@ from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, PeriodicCollector, pods_and_reader
 from koordlet.metricsadvisor.rates import throttled_ratio
 from koordlet.statesinformer.api import StatesInformer
-from system.cgroup_readers import Throttling
 from system.errors import SystemFileError
 from system.usage_reader import UsageReader
 
@@ -19,32 +18,39 @@ class PodThrottledCollector(PeriodicCollector):
         super().__init__(interval)
         self._reader: UsageReader | None = None
         self._states: StatesInformer | None = None
-        self._last: dict[tuple[str, str], tuple[SeriesKey, Throttling]] = {}
+        self._last: dict[tuple[str, str], tuple[SeriesKey, tuple[int, int]]] = {}
 
     def setup(self, ctx: CollectContext) -> None:
         self._reader, self._states = pods_and_reader(ctx)
 
     def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
-        assert self._states is not None and self._reader is not None
+        assert self._states is not None
         samples: list[tuple[SeriesKey, float]] = []
         previous, current = self._last, {}
         for pod in self._states.pods():
-            targets = [((pod.uid, ""), pod.cgroup_parent, Metric.POD_CPU_THROTTLED_RATIO)]
-            targets.extend(((pod.uid, c.id), c.cgroup_dir, Metric.CONTAINER_CPU_THROTTLED_RATIO)
-                           for c in pod.running_containers)
-            for ident, cgroup_dir, metric in targets:
-                if not cgroup_dir:
-                    continue
-                try:
-                    reading = self._reader.throttling(cgroup_dir)
-                except SystemFileError:
-                    continue
-                last = previous.get(ident)
-                key = last[0] if last is not None else SeriesKey.of(metric, ident[0], ident[1])
-                current[ident] = (key, reading)
-                if last is not None:
-                    ratio = throttled_ratio(last[1], reading)
-                    if ratio is not None:
-                        samples.append((key, ratio))
+            uid = pod.uid
+            self._one(samples, previous, current, (uid, ""), pod.cgroup_parent, Metric.POD_CPU_THROTTLED_RATIO)
+            for container in pod.running_containers:
+                self._one(samples, previous, current, (uid, container.id), container.cgroup_dir,
+                          Metric.CONTAINER_CPU_THROTTLED_RATIO)
         self._last = current
         return samples
+
+    def _one(self, samples: list, previous: dict, current: dict, ident: tuple[str, str], cgroup_dir: str,
+             metric: Metric) -> None:
+        assert self._reader is not None
+        if not cgroup_dir:
+            return
+        try:
+            counts = self._reader.throttle_counts(cgroup_dir)
+        except SystemFileError:
+            return
+        last = previous.get(ident)
+        if last is None:
+            current[ident] = (SeriesKey.of(metric, ident[0], ident[1]), counts)
+            return
+        key = last[0]
+        current[ident] = (key, counts)
+        ratio = throttled_ratio(last[1], counts)
+        if ratio is not None:
+            samples.append((key, ratio))

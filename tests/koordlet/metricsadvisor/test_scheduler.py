@@ -107,3 +107,14 @@ async def test_a_slow_run_skips_ticks_instead_of_piling_up():
     # each run takes 0.05 s and is followed by a full 0.02 s interval: at most 4 runs in 0.2 s
     assert stats.overruns >= 1 and stats.runs <= 4
     assert stats.last_wall_seconds >= 0.05
+
+
+async def test_a_collector_that_always_fails_has_tried_but_not_started():
+    log: list = []
+    scheduler = Scheduler(MetricStore())
+    scheduler.add(Recorder("bad", 0.02, log, fail=True))
+    assert not scheduler.all_tried()
+    scheduler.start()
+    await asyncio.sleep(0.05)
+    await scheduler.stop()
+    assert scheduler.all_tried() and not scheduler.all_started()
