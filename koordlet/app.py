@@ -25,8 +25,11 @@ from koordlet.orm.module import OrmModule
 from koordlet.runtimehooks.allocations import CpusetProvider
 from koordlet.runtimehooks.module import build_runtime_hooks
 from koordlet.sdnotify import notify
+from koordlet.qosmanager.builder import build_qos_manager
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.module import build_states_informer
+from koordlet.statesinformer.node_slo_module import build_node_slo
+from koordlet.statesinformer.node_slo_source import NodeSLOSource
 from system.host import Host
 
 log = structlog.get_logger(__name__)
@@ -63,6 +66,7 @@ class Hubs:
     executor: ExecutorModule
     states: StatesInformer | None = None
     metric_cache: MetricCache | None = None
+    node_slo: NodeSLOSource | None = None  # set by build_node_slo
     # The ORM when --topology-policy-name is set: `.allocations` is the read API (cpuset_for,
     # mems_for, shared_pool, subscribe), `admit_now` / `admit_pod` the admission entry points.
     orm: OrmModule | None = None
@@ -98,11 +102,13 @@ def build_runtime_hooks_with_orm(hubs: Hubs) -> list[Module]:
 # feature is off). Order is start order: providers of a hub before its readers.
 ModuleBuilder = Callable[[Hubs], Iterable[Module]]
 MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
-    build_states_informer,
+    build_states_informer,  # provides hubs.states
     build_metrics_advisor,  # provides hubs.metric_cache
+    build_node_slo,  # provides hubs.node_slo: before the runtime hooks (GroupIdentity reads NodeSLO.cpu_qos)
     build_orm,
     build_runtime_hooks_with_orm,
     build_reports,  # reads both hubs
+    build_qos_manager,  # last: reads both hubs and the NodeSLO
 )
 
 
@@ -124,6 +130,8 @@ async def run(config: Config) -> int:
     log.info("koordlet_starting", version=__version__, node=config.node_name,
              mode="standalone" if config.standalone else "cluster",
              feature_gates_overridden=config.feature_gates.overridden())
+    if config.feature_gates.not_implemented():
+        log.warning("feature_gates_not_implemented", gates=config.feature_gates.not_implemented())
     try:
         prepare_state_dir(config.state_dir)
     except StartupError as exc:

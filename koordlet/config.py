@@ -46,6 +46,14 @@ class Config:
     log_level: str = defaults.LOG_LEVEL
     log_format: str = defaults.LOG_FORMAT
     config_file: Path | None = None
+    node_slo_config: Path | None = None
+    qos_standalone_eviction: bool = False
+    cpu_suppress_interval_seconds: int = defaults.CPU_SUPPRESS_INTERVAL_SECONDS
+    cpu_evict_interval_seconds: int = defaults.CPU_EVICT_INTERVAL_SECONDS
+    memory_evict_interval_seconds: int = defaults.MEMORY_EVICT_INTERVAL_SECONDS
+    reconcile_interval_seconds: int = defaults.RECONCILE_INTERVAL_SECONDS
+    memory_evict_cool_time_seconds: int = defaults.MEMORY_EVICT_COOL_TIME_SECONDS
+    cpu_evict_cool_time_seconds: int = defaults.CPU_EVICT_COOL_TIME_SECONDS
     enable_nri_runtime_hook: bool = True
     runtime_hooks_nri_socket_path: Path | None = None  # None: --nri-socket (its older name)
     runtime_hooks_nri_plugin_index: str = defaults.NRI_PLUGIN_INDEX
@@ -280,6 +288,13 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise ValueError(f"{text!r} must be a positive integer")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class _Option:
     key: str  # the flag without dashes, and the key in a config file
@@ -305,6 +320,21 @@ _OPTIONS: tuple[_Option, ...] = (
     _Option("log-level", "log level", defaults.LOG_LEVEL, str, LOG_LEVELS),
     _Option("log-format", "auto: JSON in a pod or when not on a terminal, console otherwise",
             defaults.LOG_FORMAT, str, LOG_FORMATS),
+    _Option("node-slo-config", "standalone NodeSLO: YAML/JSON spec file, reloaded on change", None, Path),
+    _Option("qos-standalone-eviction", "standalone mode: let QoS eviction kill best-effort pods' processes",
+            False, parse_flag_bool),
+    _Option("cpu-suppress-interval-seconds", "BE CPU suppress interval", defaults.CPU_SUPPRESS_INTERVAL_SECONDS,
+            _positive_int),
+    _Option("cpu-evict-interval-seconds", "BE CPU evict interval", defaults.CPU_EVICT_INTERVAL_SECONDS,
+            _positive_int),
+    _Option("memory-evict-interval-seconds", "BE memory evict interval", defaults.MEMORY_EVICT_INTERVAL_SECONDS,
+            _positive_int),
+    _Option("reconcile-interval-seconds", "CPU burst, memory QoS and resctrl interval",
+            defaults.RECONCILE_INTERVAL_SECONDS, _positive_int),
+    _Option("memory-evict-cool-time-seconds", "quiet time after a memory eviction round",
+            defaults.MEMORY_EVICT_COOL_TIME_SECONDS, _positive_int),
+    _Option("cpu-evict-cool-time-seconds", "quiet time after a CPU eviction round",
+            defaults.CPU_EVICT_COOL_TIME_SECONDS, _positive_int),
     _Option("enable-nri-runtime-hook", "register as containerd's NRI plugin (with the NRIRuntimeHooks gate)",
             True, parse_flag_bool),
     _Option("runtime-hooks-nri-socket-path", "NRI socket of the runtime (--nri-socket is its older name)", None,

@@ -34,6 +34,16 @@ HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).
 HTTP_GZIP_LEVEL = 1
 
+# QoS manager (koordlet resmanager defaults, v1.1): round intervals and eviction cool-downs, seconds.
+CPU_SUPPRESS_INTERVAL_SECONDS = 1
+CPU_EVICT_INTERVAL_SECONDS = 1
+MEMORY_EVICT_INTERVAL_SECONDS = 1
+RECONCILE_INTERVAL_SECONDS = 1  # CPU burst, memory QoS, resctrl
+MEMORY_EVICT_COOL_TIME_SECONDS = 4
+CPU_EVICT_COOL_TIME_SECONDS = 20
+# How often a --node-slo-config file is checked for changes, seconds.
+NODE_SLO_POLL_SECONDS = 1.0
+
 # Runtime hooks (koordlet's NRI plugin identity and flags).
 NRI_PLUGIN_NAME = "koordlet_nri"
 NRI_PLUGIN_INDEX = "00"

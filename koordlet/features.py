@@ -34,11 +34,16 @@ class FeatureGateError(ValueError):
 
 
 _SPECS: tuple[FeatureSpec, ...] = (
-    FeatureSpec("BECPUSuppress", True, Stage.BETA, "suppress best-effort CPU by cpuset or CFS quota"),
-    FeatureSpec("BECPUEvict", False, Stage.ALPHA, "evict best-effort pods whose CPU satisfaction is too low"),
-    FeatureSpec("BEMemoryEvict", False, Stage.ALPHA, "evict best-effort pods above the node memory threshold"),
-    FeatureSpec("CPUBurst", True, Stage.BETA, "cpu.cfs_burst_us and dynamic CFS quota scaling"),
-    FeatureSpec("RdtResctrl", False, Stage.ALPHA, "LLC and memory-bandwidth partitioning through resctrl"),
+    FeatureSpec("BECPUSuppress", True, Stage.BETA, "suppress best-effort CPU by cpuset or CFS quota",
+                implemented=True),
+    FeatureSpec("BECPUEvict", False, Stage.ALPHA, "evict best-effort pods whose CPU satisfaction is too low",
+                implemented=True),
+    FeatureSpec("BEMemoryEvict", False, Stage.ALPHA, "evict best-effort pods above the node memory threshold",
+                implemented=True),
+    FeatureSpec("CPUBurst", True, Stage.BETA, "cpu.cfs_burst_us and dynamic CFS quota scaling",
+                implemented=True),
+    FeatureSpec("RdtResctrl", False, Stage.ALPHA, "LLC and memory-bandwidth partitioning through resctrl",
+                implemented=True),
     FeatureSpec("CgroupReconcile", True, Stage.BETA, "bypass reconcile loop that re-applies the policy and repairs drift",
                 implemented=True),
     FeatureSpec("NRIRuntimeHooks", True, Stage.BETA, "register with containerd as an NRI plugin", implemented=True),
@@ -79,6 +84,10 @@ class FeatureGates:
         if name not in SPECS:
             raise FeatureGateError(f"unknown feature gate {name!r}")
         return self.states[name]
+
+    def not_implemented(self) -> list[str]:
+        """Gates that are on but whose feature this version does not have yet (said at start)."""
+        return sorted(name for name, on in self.states.items() if on and not SPECS[name].implemented)
 
     def overridden(self) -> dict[str, bool]:
         return {name: on for name, on in self.states.items() if on != SPECS[name].default}

@@ -24,7 +24,7 @@ from system.host import Host
 # cgroup2 files every cgroup has, whichever controllers are enabled
 V2_CORE_FILES = frozenset(
     {"cgroup.procs", "cgroup.threads", "cpu.stat", "cpu.pressure", "memory.pressure",
-     "io.pressure"}
+     "io.pressure", "cgroup.kill"}
 )
 
 READ_CHUNK = 64 * 1024

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from system.errors import InvalidValue
+from system.errors import InvalidValue, classify_os_error
 from system.host import Host
 
 RESCTRL_FLAGS = frozenset({"rdt_a", "cat_l3", "cdp_l3", "mba", "cqm_llc", "cqm_occup_llc"})
@@ -119,3 +119,30 @@ def format_schemata(schemata: Mapping[str, Mapping[int, str]]) -> str:
         "%s:%s\n" % (name, ";".join("%d=%s" % (k, v) for k, v in sorted(domains.items())))
         for name, domains in schemata.items()
     )
+
+
+def resctrl_group_dir(host: Host, group: str = "") -> Path:
+    """/sys/fs/resctrl for the root group, /sys/fs/resctrl/<group> otherwise."""
+    root = host.sys("fs", "resctrl")
+    if group and ("/" in group or group in (".", "..", "info", "mon_groups", "mon_data")):
+        raise InvalidValue("bad resctrl group name %r" % group)
+    return root / group if group else root
+
+
+def read_schemata(host: Host, group: str = "") -> Mapping[str, Mapping[int, str]]:
+    """The group's schemata; Gone when the group does not exist."""
+    path = resctrl_group_dir(host, group) / "schemata"
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise classify_os_error(exc, path, path.parent) from None
+    return parse_schemata(text)
+
+
+def read_tasks(host: Host, group: str = "") -> frozenset[int]:
+    path = resctrl_group_dir(host, group) / "tasks"
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise classify_os_error(exc, path, path.parent) from None
+    return frozenset(int(word) for word in text.split())

@@ -1,0 +1,94 @@
+"""Wiring: which strategies run (feature gates), with what intervals, and the context
+they share once the executor exists."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import structlog
+
+from koordlet.kube_client import KubeClientError, open_kube_client
+from koordlet.qosmanager.api_evictor import ApiEvictor, LightkubeEvictionApi
+from koordlet.qosmanager.cpu_burst import CPUBurst
+from koordlet.qosmanager.cpu_evict import CPUEvict
+from koordlet.qosmanager.cpu_suppress import CPUSuppress
+from koordlet.qosmanager.dirs import QoSDirs
+from koordlet.qosmanager.eviction import CgroupKillEvictor, DisabledEvictor, EvictionPath, Evictor
+from koordlet.qosmanager.framework import QoSContext, QoSManager, Strategy
+from koordlet.qosmanager.memory_evict import MemoryEvict
+from koordlet.qosmanager.memory_qos import MemoryQoS
+from koordlet.qosmanager.metrics import QoSMetrics
+from koordlet.qosmanager.resctrl import ResctrlQoS
+from koordlet.statesinformer.node_slo_source import StaticNodeSLO
+from resourceexecutor import ResourceExecutor
+from system.cgroup_layout import CgroupDriver, detect_driver
+from system.cgroup_readers import CgroupReader
+from system.errors import SystemFileError
+from system.topology import read_cpu_topology
+
+if TYPE_CHECKING:
+    from koordlet.app import Hubs
+    from koordlet.config import Config
+    from koordlet.daemon import Module
+
+log = structlog.get_logger(__name__)
+
+
+def strategies_for(config: Config) -> list[Strategy]:
+    """The strategies whose feature gate is on, in koordlet's order."""
+    gates = config.feature_gates
+    candidates: list[Strategy] = [
+        CPUSuppress(interval=config.cpu_suppress_interval_seconds),
+        MemoryEvict(interval=config.memory_evict_interval_seconds,
+                    cool_down=config.memory_evict_cool_time_seconds),
+        CPUEvict(interval=config.cpu_evict_interval_seconds, cool_down=config.cpu_evict_cool_time_seconds),
+        CPUBurst(interval=config.reconcile_interval_seconds),
+        MemoryQoS(interval=config.reconcile_interval_seconds),
+        ResctrlQoS(interval=config.reconcile_interval_seconds),
+    ]
+    return [s for s in candidates if gates.enabled(s.gate)]
+
+
+def _evictor(config: Config, executor: ResourceExecutor, reader: CgroupReader) -> Evictor:
+    """Standalone: cgroup kills when opted in. Kubernetes mode: the Eviction API through the
+    daemon's lightkube client (opened here, in the manager's start; closed at its stop)."""
+    if config.standalone:
+        return CgroupKillEvictor(executor, reader) if config.qos_standalone_eviction else DisabledEvictor()
+    try:
+        client = open_kube_client(config)
+    except KubeClientError as exc:
+        log.warning("pod_eviction_unavailable", reason=str(exc))
+        return DisabledEvictor()
+    return ApiEvictor(LightkubeEvictionApi(client), config.node_name)
+
+
+def build_qos_manager(hubs: Hubs) -> list[Module]:
+    strategies = strategies_for(hubs.config)
+    if not strategies:
+        return []
+    missing = [name for name, hub in (("states", hubs.states), ("metric_cache", hubs.metric_cache))
+               if hub is None]
+    if missing:
+        log.warning("qos_manager_not_started", missing_hubs=missing)
+        return []
+    metrics = QoSMetrics(hubs.registry, hubs.config.node_name)
+    node_slo = hubs.node_slo if hubs.node_slo is not None else StaticNodeSLO()
+
+    def context() -> QoSContext | None:
+        executor = hubs.executor.executor
+        if executor is None:
+            return None
+        reader = CgroupReader(executor.files)
+        try:
+            topology = read_cpu_topology(hubs.host)
+        except (SystemFileError, OSError) as exc:
+            log.warning("cpu_topology_unavailable", error=str(exc))
+            topology = None
+        driver = detect_driver(executor.files) or CgroupDriver.CGROUPFS
+        assert hubs.states is not None and hubs.metric_cache is not None
+        return QoSContext(hubs.states, hubs.metric_cache, node_slo, executor, reader,
+                          EvictionPath(_evictor(hubs.config, executor, reader), metrics, time.time),
+                          metrics, QoSDirs(driver), hubs.host, topology)
+
+    return [QoSManager(strategies, context)]

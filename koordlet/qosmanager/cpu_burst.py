@@ -1,0 +1,221 @@
+"""CPU burst: cpu.cfs_burst_us (v2 cpu.max.burst) for LS containers with a CPU limit, and
+dynamic CFS quota scaling of throttled containers while the node's share pool is idle.
+
+Acts on pods whose class is LS (or none, i.e. treated as LS) with running containers.
+Quota changes go to the container and its pod as one levelled update (the pod's quota
+grows first and shrinks last on cgroup v1).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import structlog
+
+from koordlet.metriccache.api import Metric
+from koordlet.qosmanager.cpu_burst_policy import (
+    CFS_PERIOD_US, BurstLimiter, CFSOperation, NodeBurstState, adjust_by_node, container_operation,
+    node_burst_state, static_burst_us, target_quota,
+)
+from koordlet.qosmanager.framework import QoSContext
+from koordlet.qosmanager.pod_changes import PodChanges
+from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, PodInfo
+from koordlet.statesinformer.node_slo import (
+    POD_CPU_BURST_ANNOTATION, CPUBurstStrategy, NodeSLOError, pod_cpu_burst,
+)
+from resourceexecutor import Outcome
+from system.errors import SystemFileError
+
+log = structlog.get_logger(__name__)
+
+NAME = "cpu_burst"
+BURSTABLE = (KoordQoSClass.LS, KoordQoSClass.NONE)
+STATE_WINDOW = 10.0  # koordlet: min(5 reconcile intervals, 10 s)
+
+
+def container_limit_milli(container: ContainerInfo) -> int:
+    if container.spec is not None and container.spec.limits.get("cpu", 0) > 0:
+        return container.spec.limits["cpu"]
+    linux = container.linux
+    if linux.cpu_quota and linux.cpu_quota > 0 and linux.cpu_period:
+        return linux.cpu_quota * 1000 // linux.cpu_period
+    return 0
+
+
+@dataclass(slots=True)
+class CPUBurst:
+    interval: float = 1.0
+    name: str = NAME
+    gate: str = "CPUBurst"
+    limiters: dict[str, BurstLimiter] = field(default_factory=dict)
+    scaled: set[str] = field(default_factory=set)  # containers whose quota we moved off its base
+    seen: set[str] = field(default_factory=set)
+    # static burst: new or changed pods each round, every pod once a minute
+    changes: PodChanges = field(default_factory=PodChanges)
+    # uid -> (annotation text, node settings, the pod's settings)
+    pod_settings: dict[str, tuple[str | None, CPUBurstStrategy, CPUBurstStrategy]] = field(default_factory=dict)
+    rng: random.Random = field(default_factory=random.Random)  # token buckets start at a random fill
+
+    def settings_for(self, node_cfg: CPUBurstStrategy, pod: PodInfo) -> CPUBurstStrategy:
+        """The node's settings, or the pod's koordinator.sh/cpuBurst override (parsed once per text)."""
+        text = pod.annotations.get(POD_CPU_BURST_ANNOTATION)
+        if text is None:
+            return node_cfg
+        known = self.pod_settings.get(pod.uid)
+        if known is not None and known[0] == text and known[1] == node_cfg:
+            return known[2]
+        try:
+            cfg = pod_cpu_burst(node_cfg, text)
+        except NodeSLOError as exc:
+            log.warning("pod_cpu_burst_annotation_invalid", pod=f"{pod.namespace}/{pod.name}", field=exc.field,
+                        error=str(exc))
+            cfg = node_cfg
+        if len(self.pod_settings) > 4096:
+            self.pod_settings.clear()
+        self.pod_settings[pod.uid] = (text, node_cfg, cfg)
+        return cfg
+
+    async def run(self, ctx: QoSContext) -> None:
+        cfg = ctx.slo().cpu_burst_strategy
+        now = ctx.clock()
+        all_pods = ctx.states.pods()
+        quotas = QuotaReads(ctx)
+        changed, full = self.changes.select(all_pods, now, cfg)
+        burst_updaters = []
+        for pod in changed:
+            if pod.qos.effective in BURSTABLE and pod.running_containers:
+                burst_updaters += self._burst_updaters(ctx, self.settings_for(cfg, pod), pod, quotas)
+        if burst_updaters:
+            result = ctx.executor.update_batch(burst_updaters, use_cache=not full)  # full pass: re-read
+            if result.writes:
+                ctx.metrics.action(NAME, "cfs_burst", result.writes)
+                log.info("cpu_burst_set", writes=result.writes, policy=cfg.policy.value,
+                         cpu_burst_percent=cfg.cpu_burst_percent, reason="cpuBurstStrategy")
+        if cfg.policy.cfs_quota_burst or self.scaled or not self.seen or self.pod_settings:
+            self._scale_quotas(ctx, cfg, all_pods, now, quotas)
+
+    def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, all_pods: tuple[PodInfo, ...], now: float,
+                      quotas: QuotaReads) -> None:
+        running = [(p, p.running_containers) for p in all_pods if p.qos.effective in BURSTABLE]
+        pods = [p for p, containers in running if containers]
+        state = self.node_state(ctx, cfg, all_pods)
+        usage = ctx.usage()
+        for pod, containers in running:
+            pod_cfg = self.settings_for(cfg, pod)
+            for container in containers:
+                self._scale_quota(ctx, pod_cfg, pod, container, state, now, usage, quotas)
+        for key in [k for k, limiter in self.limiters.items() if limiter.expired(now)]:
+            del self.limiters[key]
+        if len(self.seen) > 4 * max(1, sum(len(p.running_containers) for p in pods)):
+            live = {c.id for p in pods for c in p.running_containers}
+            self.seen &= live
+            self.scaled &= live
+
+    def node_state(self, ctx: QoSContext, cfg: CPUBurstStrategy, pods: tuple[PodInfo, ...]) -> NodeBurstState:
+        usage = ctx.usage()
+        node_used = usage.average(Metric.NODE_CPU_USAGE_CORES, STATE_WINDOW)
+        if node_used is None:
+            return NodeBurstState.UNKNOWN
+        cpus = len(ctx.topology.cpus) if ctx.topology is not None else \
+            ctx.states.node().capacity.get("cpu", 0) // 1000
+        be_total = usage.average(Metric.BE_CPU_USAGE_CORES, STATE_WINDOW)  # one series instead of every BE pod
+        lsr_request, lsr_be_used = 0.0, be_total[0] if be_total else 0.0
+        for pod in pods:
+            cls = pod.qos.effective
+            if cls is KoordQoSClass.LSR:
+                lsr_request += sum((c.spec.requests.get("cpu", 0) if c.spec else 0) for c in pod.containers) / 1000
+            if cls is KoordQoSClass.LSR or cls is KoordQoSClass.BE and be_total is None:
+                used = usage.average(Metric.POD_CPU_USAGE_CORES, STATE_WINDOW, pod.uid)
+                lsr_be_used += used[0] if used else 0.0
+        return node_burst_state(cpus, node_used[0], lsr_request, lsr_be_used, cfg.share_pool_threshold_percent)
+
+    def _burst_updaters(self, ctx: QoSContext, cfg: CPUBurstStrategy, pod: PodInfo,
+                        quotas: QuotaReads) -> list:
+        updaters, pod_total = [], 0
+        for container in pod.running_containers:
+            if not container.cgroup_dir:
+                continue
+            value = static_burst_us(container_limit_milli(container), cfg.cpu_burst_percent) \
+                if cfg.policy.cpu_burst else 0
+            pod_total += value
+            updaters.append(ctx.updater("cpu.cfs_burst_us", container.cgroup_dir,
+                                        within_quota(value, quotas.get(container.cgroup_dir))))
+        if updaters and pod.cgroup_parent:
+            updaters.append(ctx.updater("cpu.cfs_burst_us", pod.cgroup_parent,
+                                        within_quota(pod_total, quotas.get(pod.cgroup_parent))))
+        return updaters
+
+    def _allowed(self, cfg: CPUBurstStrategy, container: ContainerInfo, now: float, usage) -> bool:
+        if cfg.cfs_quota_burst_period_seconds < 0:
+            return True
+        if cfg.cfs_quota_burst_percent < 100:
+            return False
+        limit = container_limit_milli(container) / 1000
+        used = usage.last(Metric.CONTAINER_CPU_USAGE_CORES, container.pod_uid, container.id)
+        used = limit if used is None else used
+        limiter = self.limiters.get(container.id)
+        capacity = cfg.cfs_quota_burst_period_seconds * (cfg.cfs_quota_burst_percent - 100)
+        if limiter is None or limiter.capacity != capacity:
+            limiter = BurstLimiter.new(cfg.cfs_quota_burst_period_seconds, cfg.cfs_quota_burst_percent,
+                                       now, self.rng)
+            self.limiters[container.id] = limiter
+        return limiter.allow(now, int(used / limit * 100) if limit > 0 else 0)
+
+    def _scale_quota(self, ctx: QoSContext, cfg: CPUBurstStrategy, pod: PodInfo, container: ContainerInfo,
+                     state: NodeBurstState, now: float, usage, quotas: QuotaReads) -> None:
+        base = container_limit_milli(container) * CFS_PERIOD_US // 1000
+        if base <= 0 or not container.cgroup_dir:
+            return
+        throttled = usage.last(Metric.CONTAINER_CPU_THROTTLED_RATIO, container.pod_uid, container.id)
+        wanted = container_operation(cfg.policy.cfs_quota_burst, self._allowed(cfg, container, now, usage),
+                                     throttled)
+        operation = adjust_by_node(state, wanted)
+        first_look = container.id not in self.seen  # after a restart a quota may still be scaled
+        self.seen.add(container.id)
+        if operation is CFSOperation.REMAIN or not first_look and container.id not in self.scaled and \
+                operation in (CFSOperation.RESET, CFSOperation.SCALE_DOWN):
+            return  # nothing to change: a container we never scaled sits at its base quota
+        current = quotas.get(container.cgroup_dir)
+        pod_quota = quotas.get(pod.cgroup_parent)
+        if current is None or pod_quota is None or current <= 0:
+            return
+        target = target_quota(operation, current, base, cfg.cfs_quota_burst_percent)
+        if target == base:
+            self.scaled.discard(container.id)
+        if target == current:
+            return
+        delta = target - current
+        levels = [[], [ctx.updater("cpu.cfs_quota_us", container.cgroup_dir, target)]]
+        if pod_quota > 0:
+            levels[0].append(ctx.updater("cpu.cfs_quota_us", pod.cgroup_parent, pod_quota + delta))
+        result = ctx.executor.update_levels(levels, use_cache=False)
+        if result.outcomes and result.outcomes[-1] is Outcome.WRITTEN:
+            if target != base:
+                self.scaled.add(container.id)
+            ctx.metrics.action(NAME, operation.value)
+            log.info("cfs_quota_scaled", pod=f"{pod.namespace}/{pod.name}", container=container.name,
+                     operation=operation.value, quota_us=target, previous_us=current, node_state=state.value,
+                     reason="throttled" if wanted is CFSOperation.SCALE_UP else wanted.value)
+
+
+class QuotaReads:
+    """cpu.cfs_quota_us of each cgroup, read at most once a round (None: unreadable)."""
+
+    def __init__(self, ctx: QoSContext) -> None:
+        self._ctx = ctx
+        self._values: dict[str, int | None] = {}
+
+    def get(self, cgroup_dir: str) -> int | None:
+        if cgroup_dir not in self._values:
+            try:
+                self._values[cgroup_dir] = int(self._ctx.reader.value("cpu.cfs_quota_us", cgroup_dir))
+            except SystemFileError:
+                self._values[cgroup_dir] = None
+        return self._values[cgroup_dir]
+
+
+def within_quota(burst: int, quota: int | None) -> int:
+    """The kernel refuses a burst above the cgroup's quota (EINVAL from tg_set_cfs_bandwidth);
+    koordlet v1.1 wrote 1000 % of the limit and failed on such kernels. Clamp to the quota."""
+    return min(burst, quota) if burst > 0 and quota is not None and quota > 0 else burst

@@ -1,0 +1,280 @@
+"""CPU suppress: shrink the best-effort tier to what latency-sensitive work leaves.
+
+Reads node and pod CPU usage from the metric cache, the pods from the states informer;
+writes the BE tier's cpuset (tier, pods, containers: levelled by the executor) or its
+CFS quota, and restores the policy not in use (cpuset: every CPU but LSE's; quota: -1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import structlog
+
+from koordlet.metriccache.api import Metric
+from koordlet.qosmanager.cpu_suppress_policy import (
+    BE_MIN_QUOTA_US, CFS_PERIOD_US, UNLIMITED_QUOTA, be_cfs_quota, be_cpuset_size, be_suppress_budget,
+    pick_cpus, split_between_pools,
+)
+from koordlet.qosmanager.framework import QoSContext
+from koordlet.qosmanager.pod_changes import PodChanges
+from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, NodeInfo, PodInfo
+from koordlet.statesinformer.node_slo import CPUSuppressPolicy
+from resourceexecutor import Outcome, Updater
+from system.cpuset import parse_cpuset
+from system.errors import Gone, InvalidValue, SystemFileError
+from system.topology import CpuInfo
+
+log = structlog.get_logger(__name__)
+
+RESOURCE_STATUS = "scheduling.koordinator.sh/resource-status"
+CPU_MANAGER_POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
+BATCH_CPU = "kubernetes.io/batch-cpu"
+NAME = "cpu_suppress"
+
+
+def pod_cpuset(pod: PodInfo) -> frozenset[int]:
+    """The CPUs the scheduler bound the pod to (resource-status annotation), or none."""
+    text = pod.annotations.get(RESOURCE_STATUS)
+    if not text:
+        return frozenset()
+    try:
+        status = json.loads(text)
+        return parse_cpuset(str(status.get("cpuset", ""))) if isinstance(status, dict) else frozenset()
+    except (ValueError, InvalidValue):
+        return frozenset()
+
+
+def node_cpus(ctx: QoSContext) -> list[CpuInfo]:
+    if ctx.topology is not None:
+        return sorted(ctx.topology.cpus, key=lambda info: info.cpu)
+    count = max(1, math.ceil(ctx.states.node().capacity.get("cpu", 0) / 1000))
+    return [CpuInfo(cpu, cpu, 0, 0, 0) for cpu in range(count)]
+
+
+def be_tree(ctx: QoSContext, pods: Iterable[PodInfo]) -> tuple[list[str], list[str]]:
+    """(the BE tier dir and the pods' dirs below it, their running containers' dirs), from the
+    states informer: walking the tree would cost a directory scan per pod."""
+    root = ctx.dirs.besteffort
+    below = root + "/"
+    upper, containers = [root], []
+    for pod in pods:
+        if pod.cgroup_parent.startswith(below):
+            upper.append(pod.cgroup_parent)
+            containers.extend(c.cgroup_dir for c in pod.running_containers if c.cgroup_dir)
+    return upper, containers
+
+
+def own_quota(container: ContainerInfo) -> int:
+    """The quota a BE container has without suppression: from its batch-cpu (or cpu) limit,
+    else what the runtime was asked for; -1 when unlimited."""
+    if container.spec is not None:
+        limit = container.spec.limits.get(BATCH_CPU) or container.spec.limits.get("cpu")
+        if limit:
+            return max(limit * CFS_PERIOD_US // 1000, BE_MIN_QUOTA_US)
+    quota = container.linux.cpu_quota
+    return quota if quota is not None and quota > 0 else UNLIMITED_QUOTA
+
+
+def within(own: int, tier: int) -> int:
+    """A child's quota under a tier quota (-1: unlimited)."""
+    if tier == UNLIMITED_QUOTA:
+        return own
+    return tier if own == UNLIMITED_QUOTA else min(own, tier)
+
+
+def kubelet_static_policy(node: NodeInfo) -> bool:
+    """Whether kubelet's CPU manager runs the static policy (koordinator's node annotation)."""
+    try:
+        return json.loads(node.annotations.get(CPU_MANAGER_POLICY, "{}")).get("policy") == "static"
+    except (ValueError, AttributeError):
+        return False
+
+
+@dataclass(slots=True)
+class CPUSuppress:
+    interval: float = 1.0
+    name: str = NAME
+    gate: str = "BECPUSuppress"
+    # policy -> True while it is in force (False once restored), like koordlet's status map
+    in_force: dict[CPUSuppressPolicy, bool] = field(default_factory=dict)
+    changes: PodChanges = field(default_factory=PodChanges)
+    last_cpus: frozenset[int] = frozenset()
+    tier_absent: bool = False
+
+    async def run(self, ctx: QoSContext) -> None:
+        strategy = ctx.slo().resource_used_threshold_with_be
+        if not strategy.enable:
+            self.restore_cfs_quota(ctx)
+            self.restore_cpuset(ctx)
+            return
+        node = ctx.states.node()
+        usage = ctx.usage()
+        node_used = usage.last(Metric.NODE_CPU_USAGE_CORES)
+        if node_used is None:
+            log.debug("cpu_suppress_skipped", reason="no recent node CPU usage")
+            return
+        # Pods the informer does not know are left out: their usage then counts as system
+        # usage instead of LS usage, which takes the same CPUs from the BE budget.
+        pod_used: dict[str, int] = {}
+        be_uids = []
+        for p in ctx.states.pods():
+            value = usage.last(Metric.POD_CPU_USAGE_CORES, p.uid)
+            if value is not None:
+                pod_used[p.uid] = int(value * 1000)
+            if p.qos.effective is KoordQoSClass.BE:
+                be_uids.append(p.uid)
+        allocatable = node.allocatable.get("cpu") or node.capacity.get("cpu", 0)
+        budget = be_suppress_budget(allocatable, strategy.cpu_suppress_threshold_percent,
+                                    int(node_used * 1000), pod_used, be_uids)
+        ctx.metrics.be_suppress_ls_used_cpu_cores.labels(node=ctx.metrics.node).set(
+            budget.ls_used_milli / 1000)
+        log.debug("cpu_suppress_budget", be_milli=budget.be_milli, threshold_milli=budget.threshold_milli,
+                  ls_used_milli=budget.ls_used_milli, system_used_milli=budget.system_used_milli)
+        if strategy.cpu_suppress_policy is CPUSuppressPolicy.CFS_QUOTA:
+            self.by_cfs_quota(ctx, budget.be_milli)
+            self.restore_cpuset(ctx)
+        else:
+            self.by_cpuset(ctx, budget.be_milli)
+            self.restore_cfs_quota(ctx)
+
+    def _tier_absent(self, be_dir: str) -> None:
+        """No BE tier (no kubelet, or no BE pod yet): normal life, said once."""
+        if not self.tier_absent:
+            log.info("cpu_suppress_idle", reason="no best-effort tier cgroup", cgroup=be_dir)
+        self.tier_absent = True
+
+    # ---------------------------------------------------------------- cfs quota
+
+    def by_cfs_quota(self, ctx: QoSContext, be_milli: int) -> None:
+        be_dir = ctx.dirs.besteffort
+        try:
+            current = int(ctx.reader.value("cpu.cfs_quota_us", be_dir))
+        except Gone:
+            self._tier_absent(be_dir)
+            return
+        except SystemFileError as exc:
+            log.warning("cpu_suppress_skipped", reason="cannot read BE quota", error=str(exc))
+            return
+        self.tier_absent = False
+        capacity = math.ceil(ctx.states.node().capacity.get("cpu", 0) / 1000)
+        self.in_force[CPUSuppressPolicy.CFS_QUOTA] = True
+        new = be_cfs_quota(be_milli, current, capacity)
+        if new is None:
+            return
+        result = ctx.executor.update_levels(self.quota_levels(ctx, new), use_cache=False)
+        ctx.metrics.suppressed(CPUSuppressPolicy.CFS_QUOTA.value, new / CFS_PERIOD_US)
+        if result.outcomes[0] is Outcome.WRITTEN:
+            ctx.metrics.action(NAME, "cfs_quota")
+            log.info("be_cpu_suppressed", policy="cfsQuota", cgroup=be_dir, quota_us=new,
+                     previous_us=current, be_milli=be_milli, reason="node CPU usage above threshold")
+
+    def restore_cfs_quota(self, ctx: QoSContext) -> None:
+        if self.in_force.get(CPUSuppressPolicy.CFS_QUOTA) is False:
+            return
+        be_dir = ctx.dirs.besteffort
+        result = ctx.executor.update_levels(self.quota_levels(ctx, UNLIMITED_QUOTA), use_cache=False)
+        if result.outcomes[0] in (Outcome.WRITTEN, Outcome.SKIPPED):
+            self.in_force[CPUSuppressPolicy.CFS_QUOTA] = False
+        if result.outcomes[0] is Outcome.WRITTEN:
+            ctx.metrics.action(NAME, "restore_cfs_quota")
+            log.info("be_cpu_suppress_restored", policy="cfsQuota", cgroup=be_dir)
+
+    @staticmethod
+    def quota_levels(ctx: QoSContext, tier_quota: int) -> list[list[Updater]]:
+        """The BE tier's quota, first of the levels. cgroup v1 refuses a parent quota below
+        a child's (EINVAL): there BE pods and containers with a quota of their own (batch
+        limits) are clamped to the tier's and get their own back as the tier grows."""
+        be_dir = ctx.dirs.besteffort
+        levels: list[list[Updater]] = [[ctx.updater("cpu.cfs_quota_us", be_dir, tier_quota)], [], []]
+        if ctx.reader.files.version_for("cpu.cfs_quota_us") != 1:
+            return levels
+        below = be_dir + "/"
+        for pod in ctx.states.pods():
+            if not pod.cgroup_parent.startswith(below):
+                continue
+            own = [(c.cgroup_dir, own_quota(c)) for c in pod.running_containers if c.cgroup_dir]
+            pod_own = sum(q for _, q in own) if own and all(q > 0 for _, q in own) else UNLIMITED_QUOTA
+            levels[1].append(ctx.updater("cpu.cfs_quota_us", pod.cgroup_parent, within(pod_own, tier_quota)))
+            levels[2] += [ctx.updater("cpu.cfs_quota_us", d, within(q, tier_quota)) for d, q in own]
+        return levels
+
+    # ---------------------------------------------------------------- cpuset
+
+    def _pools(self, ctx: QoSContext) -> tuple[list[CpuInfo], list[CpuInfo]]:
+        owner: dict[int, KoordQoSClass] = {}
+        for pod in ctx.states.pods():
+            if pod.qos.effective in (KoordQoSClass.LSE, KoordQoSClass.LSR):
+                for cpu in pod_cpuset(pod):
+                    owner[cpu] = pod.qos.effective
+        lsr = [i for i in node_cpus(ctx) if owner.get(i.cpu) is KoordQoSClass.LSR]
+        ls = [i for i in node_cpus(ctx) if i.cpu not in owner]
+        return lsr, ls
+
+    def by_cpuset(self, ctx: QoSContext, be_milli: int) -> None:
+        be_dir = ctx.dirs.besteffort
+        if not ctx.reader.files.exists(be_dir, "cpuset"):
+            self._tier_absent(be_dir)
+            return
+        self.tier_absent = False
+        static = kubelet_static_policy(ctx.states.node())
+        try:
+            current = len(self.last_cpus) if static and self.last_cpus else len(ctx.reader.cpuset_cpus(be_dir))
+        except SystemFileError as exc:
+            log.warning("cpu_suppress_skipped", reason="cannot read BE cpuset", error=str(exc))
+            return
+        lsr, ls = self._pools(ctx)
+        size = be_cpuset_size(be_milli, current, len(node_cpus(ctx)))
+        from_lsr, from_ls = split_between_pools(size, len(lsr), len(ls))
+        cpus = frozenset(pick_cpus(from_lsr, lsr) + pick_cpus(from_ls, ls))
+        self.in_force[CPUSuppressPolicy.CPUSET] = True
+        if not cpus:
+            log.warning("cpu_suppress_skipped", reason="not enough CPUs in the pools", wanted=size)
+            return
+        self.last_cpus = cpus
+        # the same CPUs as last round: only new or changed BE pods need writing (all of them each minute)
+        be_pods = [p for p in ctx.states.pods() if p.cgroup_parent.startswith(be_dir + "/")]
+        pods, full = self.changes.select(be_pods, ctx.clock(), (cpus, static))
+        if pods or full:
+            upper, containers = be_tree(ctx, pods)
+            # kubelet's static CPU manager owns pod-level cpusets: suppress containers only (as koordlet)
+            upper_cpus = self.unsuppressed(ctx) if static else cpus
+            self._write_cpuset(ctx, [(d, upper_cpus) for d in upper] + [(d, cpus) for d in containers],
+                               "cpuset", be_milli, full)
+        ctx.metrics.suppressed(CPUSuppressPolicy.CPUSET.value, len(cpus))
+
+    @staticmethod
+    def unsuppressed(ctx: QoSContext) -> frozenset[int]:
+        """Every CPU but those of LSE pods: the BE cpuset when nothing is suppressed."""
+        lse: set[int] = set()
+        for pod in ctx.states.pods():
+            if pod.qos.effective is KoordQoSClass.LSE:
+                lse |= pod_cpuset(pod)
+        return frozenset(i.cpu for i in node_cpus(ctx) if i.cpu not in lse)
+
+    def restore_cpuset(self, ctx: QoSContext) -> None:
+        if self.in_force.get(CPUSuppressPolicy.CPUSET) is False:
+            return
+        self.changes.forget()
+        self.last_cpus = frozenset()
+        if not ctx.reader.files.exists(ctx.dirs.besteffort, "cpuset"):
+            self.in_force[CPUSuppressPolicy.CPUSET] = False
+            return
+        upper, containers = be_tree(ctx, ctx.states.pods())
+        cpus = self.unsuppressed(ctx)
+        if self._write_cpuset(ctx, [(d, cpus) for d in upper + containers], "restore_cpuset", None):
+            self.in_force[CPUSuppressPolicy.CPUSET] = False
+
+    def _write_cpuset(self, ctx: QoSContext, targets: list[tuple[str, frozenset[int]]], action: str,
+                      be_milli: int | None, full: bool = True) -> bool:
+        updaters = [ctx.updater("cpuset.cpus", d, cpus) for d, cpus in targets]
+        result = ctx.executor.update_batch(updaters, use_cache=not full)  # a full pass re-reads every file
+        if result.writes:
+            ctx.metrics.action(NAME, action)
+            log.info("be_cpu_suppressed" if be_milli is not None else "be_cpu_suppress_restored",
+                     policy="cpuset", cgroup=targets[0][0], cpus=sorted(targets[-1][1]), be_milli=be_milli,
+                     cgroups=len(targets), reason="node CPU usage" if be_milli is not None else "policy off")
+        return result.ok

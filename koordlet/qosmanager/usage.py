@@ -1,0 +1,38 @@
+"""Reads of the metric cache the strategies share: a recent value or a window average.
+
+A value older than `max_age` or a window under the cold-start rule is None (unknown),
+never zero: a strategy without data does nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from koordlet.metriccache.api import Metric, MetricCache, NotEnoughData, SeriesKey
+
+
+@dataclass(frozen=True, slots=True)
+class UsageView:
+    cache: MetricCache
+    now: float
+    max_age: float = 5.0  # koordlet's "last" reads look back 2 collect intervals; we allow a little more
+
+    # Metric is a str enum: it hashes and compares as its name, so keys are built without .value.
+    def last(self, metric: Metric, pod_uid: str = "", container_id: str = "") -> float | None:
+        sample = self.cache.latest(SeriesKey(metric, pod_uid, container_id))
+        if sample is None or self.now - sample.timestamp > self.max_age:
+            return None
+        return sample.value
+
+    def average(self, metric: Metric, window: float, pod_uid: str = "", container_id: str = "",
+                min_coverage: float = 0.0) -> tuple[float, int] | None:
+        """(avg, sample count) over [now - window, now], or None when the window is empty.
+        koordlet's strategies take plain averages (no cold-start coverage rule) by default."""
+        try:
+            aggregate = self.cache.aggregate(SeriesKey(metric, pod_uid, container_id),
+                                             self.now - window, self.now, min_coverage)
+        except NotEnoughData:
+            return None
+        if aggregate.count == 0:
+            return None
+        return aggregate.avg, aggregate.count

@@ -1,0 +1,164 @@
+"""Where the NodeSLO comes from: a file in standalone mode, the cluster object later.
+
+`NodeSLOSource` is what readers (QoS strategies, the GroupIdentity hook) depend on:
+`current()` is always a valid NodeSLO (koordlet's defaults until a document is
+accepted) and `subscribe()` tells about each accepted change.
+
+`ValidatedNodeSLO.apply(document)` takes a NodeSLO object or a bare spec: an invalid one
+is refused with an error naming the field and the last good NodeSLO stays in force.
+`NodeSLOFile` feeds it from `--node-slo-config FILE` (YAML or JSON), polling the file's
+identity (inode, size, mtime) on the loop; `NodeSLOWatch` (node_slo_watch.py) feeds the
+same `apply` with the node's NodeSLO object in Kubernetes mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import structlog
+import yaml
+
+from koordlet.statesinformer.node_slo import (
+    NodeSLO, NodeSLOError, parse_node_slo_spec, spec_of_document,
+)
+
+log = structlog.get_logger(__name__)
+
+NodeSLOListener = Callable[[NodeSLO], None]
+
+
+class NodeSLOSource(Protocol):
+    def current(self) -> NodeSLO: ...
+
+    def subscribe(self, listener: NodeSLOListener) -> Callable[[], None]: ...
+
+
+class StaticNodeSLO:
+    """A NodeSLO set by hand (tests, and the daemon when no source is configured)."""
+
+    def __init__(self, slo: NodeSLO | None = None) -> None:
+        self._slo = slo if slo is not None else NodeSLO()
+        self._listeners: list[NodeSLOListener] = []
+
+    def current(self) -> NodeSLO:
+        return self._slo
+
+    def subscribe(self, listener: NodeSLOListener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def set(self, slo: NodeSLO) -> None:
+        if slo == self._slo:
+            return
+        self._slo = slo
+        for listener in list(self._listeners):
+            try:
+                listener(slo)
+            except Exception:  # a listener's bug must not stop the others
+                log.exception("node_slo_listener_failed")
+
+
+def parse_node_slo_text(text: str, origin: str, json_only: bool = False) -> Any:
+    """YAML (or JSON) text to data; NodeSLOError (field "document") when it is neither."""
+    try:
+        return json.loads(text) if json_only else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise NodeSLOError("document", f"{origin} is not valid {'JSON' if json_only else 'YAML'}: {exc}") from None
+
+
+class ValidatedNodeSLO(StaticNodeSLO):
+    """A NodeSLO fed whole documents: a refused one leaves the last good NodeSLO in force.
+
+    The file source feeds it, and in Kubernetes mode the node's NodeSLO object
+    (`apply(obj, origin="NodeSLO/<node>")`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_error: str | None = None
+
+    def apply(self, document: Any, origin: str) -> bool:
+        """Validate a NodeSLO object or bare spec; True when it changed the NodeSLO in force."""
+        try:
+            slo = parse_node_slo_spec(spec_of_document(document))
+        except NodeSLOError as exc:
+            return self.refuse(exc, origin)
+        self.last_error = None
+        changed = slo != self.current()
+        log.info("node_slo_loaded", origin=origin, changed=changed)
+        self.set(slo)
+        return changed
+
+    def refuse(self, error: NodeSLOError, origin: str) -> bool:
+        self.last_error = str(error)
+        log.error("node_slo_rejected", origin=origin, field=error.field, error=str(error),
+                  kept="last good NodeSLO")
+        return False
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class NodeSLOFile(ValidatedNodeSLO):
+    """A daemon module: the NodeSLO of a file, reloaded when the file changes."""
+
+    name = "nodeslo-file"
+
+    def __init__(self, path: Path, poll_interval: float = 1.0) -> None:
+        super().__init__()
+        self.path = path
+        self.poll_interval = poll_interval
+        self._seen: tuple[int, int, int] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def reload(self) -> bool:
+        """Read the file now. True when a new document was accepted."""
+        self._seen = _identity(self.path)
+        origin = str(self.path)
+        try:
+            data = parse_node_slo_text(self.path.read_text(), origin, json_only=self.path.suffix == ".json")
+        except OSError as exc:
+            return self.refuse(NodeSLOError("document", f"cannot read {origin}: {exc.strerror or exc}"), origin)
+        except NodeSLOError as exc:
+            return self.refuse(exc, origin)
+        return self.apply(data, origin)
+
+    def poll(self) -> bool:
+        """Reload when the file's identity changed since the last read."""
+        if _identity(self.path) == self._seen:
+            return False
+        return self.reload()
+
+    async def start(self) -> None:
+        self.reload()
+        self._task = asyncio.get_running_loop().create_task(self._watch(), name="nodeslo-file")
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_interval)
+            self.poll()
+
+    async def stop(self) -> None:
+        await cancel_task(self._task)
+        self._task = None
+
+    def ready(self) -> bool:
+        return True
+
+
+async def cancel_task(task: asyncio.Task[None] | None) -> None:
+    """Cancel a source's polling task and wait for it to end."""
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass

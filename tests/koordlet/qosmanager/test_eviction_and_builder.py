@@ -1,0 +1,116 @@
+"""The standalone evictor on cgroup v2 (cgroup.kill) and v1 (signals), and the wiring."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from koordlet.app import Hubs
+from koordlet.config import parse_args
+from koordlet.qosmanager.builder import build_qos_manager, strategies_for
+from koordlet.statesinformer.node_slo_module import build_node_slo
+from koordlet.qosmanager.eviction import CgroupKillEvictor, EvictionReason
+from koordlet.statesinformer.api import StaticStates
+from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
+from koordlet.statesinformer.node_slo_source import NodeSLOFile, StaticNodeSLO
+from tests.koordlet.qosmanager.helpers import FedMetricStore, Rig, pod
+from tests.resourceexecutor.conftest import FakeTreeIO
+from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree, set_cgroup_file
+
+NODE = NodeInfo("node-a", capacity={"cpu": 2000, "memory": 1 << 30})
+
+
+def test_v2_kill_writes_cgroup_kill_once(tmp_path):
+    host = build_v2_tree(tmp_path)
+    for d in ("kubepods", "kubepods/besteffort", "kubepods/besteffort/podbe1"):
+        add_cgroup(host, d)
+    (host.cgroup("kubepods/besteffort/podbe1", "cgroup.kill")).write_text("")
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    evictor = CgroupKillEvictor(rig.executor, rig.reader, kill=lambda pid, sig: None)
+    be = pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1")
+    assert asyncio.run(evictor.evict(be, EvictionReason.NODE_MEMORY_USAGE, "test"))
+    assert host.cgroup("kubepods/besteffort/podbe1", "cgroup.kill").read_text() == "1"
+    rig.close()
+
+
+def test_v1_kill_signals_every_pid_until_empty(tmp_path):
+    host = build_v1_tree(tmp_path)
+    for d in ("kubepods", "kubepods/besteffort", "kubepods/besteffort/podbe1", "kubepods/besteffort/podbe1/c1"):
+        add_cgroup(host, d)
+    set_cgroup_file(host, "kubepods/besteffort/podbe1/c1", "cgroup.procs", "101\n102\n")
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    sent: list[tuple[int, int]] = []
+
+    def kill(pid: int, sig: int) -> None:
+        sent.append((pid, sig))
+        set_cgroup_file(host, "kubepods/besteffort/podbe1/c1", "cgroup.procs", "")  # they die
+
+    evictor = CgroupKillEvictor(rig.executor, rig.reader, kill=kill, pause=0)
+    be = pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1")
+    assert asyncio.run(evictor.evict(be, EvictionReason.NODE_MEMORY_USAGE, "test"))
+    assert sorted(sent) == [(101, signal.SIGKILL), (102, signal.SIGKILL)]
+    rig.close()
+
+
+def test_gates_choose_strategies():
+    names = [s.name for s in strategies_for(parse_args(["--feature-gates=BECPUEvict=true,CPUBurst=false"]))]
+    assert names == ["cpu_suppress", "cpu_evict", "memory_qos"]
+
+
+def test_qos_manager_needs_both_hubs(capsys):
+    hubs = Hubs(parse_args([]), None, CollectorRegistry(), None, None, metric_cache=FedMetricStore())
+    assert build_qos_manager(hubs) == []
+    assert "qos_manager_not_started" in capsys.readouterr().out
+    hubs.states = StaticStates(NODE)
+    assert [m.name for m in build_qos_manager(hubs)] == ["qosmanager"]
+
+
+def test_builders_with_hubs_and_a_node_slo_file(tmp_path):
+    slo_file = tmp_path / "slo.yaml"
+    slo_file.write_text("resourceUsedThresholdWithBE: {enable: true}\n")
+    config = parse_args(["--node-slo-config", str(slo_file), "--state-dir", str(tmp_path)])
+    hubs = Hubs(config, None, CollectorRegistry(), None, None, StaticStates(NODE), FedMetricStore())
+    modules = build_node_slo(hubs)
+    assert isinstance(hubs.node_slo, NodeSLOFile) and modules == [hubs.node_slo]
+    manager = build_qos_manager(hubs)
+    assert [m.name for m in manager] == ["qosmanager"]
+    hubs_default = Hubs(parse_args([]), None, None, None, None)
+    assert build_node_slo(hubs_default) == [] and isinstance(hubs_default.node_slo, StaticNodeSLO)
+    assert Path(config.node_slo_config) == slo_file
+
+
+def test_evictor_per_mode(tmp_path, monkeypatch):
+    import pytest as _pytest
+
+    from koordlet.qosmanager.api_evictor import ApiEvictor
+    from koordlet.qosmanager.builder import _evictor
+    from koordlet.qosmanager.eviction import DisabledEvictor
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    host = build_v1_tree(tmp_path / "tree")
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    standalone = parse_args([])
+    assert isinstance(_evictor(standalone, rig.executor, rig.reader), DisabledEvictor)
+    opted_in = parse_args(["--qos-standalone-eviction=true"])
+    assert isinstance(_evictor(opted_in, rig.executor, rig.reader), CgroupKillEvictor)
+    missing = parse_args(["--kubeconfig", str(tmp_path / "absent")])
+    assert isinstance(_evictor(missing, rig.executor, rig.reader), DisabledEvictor)
+    _pytest.importorskip("lightkube")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n")
+    cluster = parse_args(["--kubeconfig", str(kubeconfig)])
+
+    async def build_and_close():
+        evictor = _evictor(cluster, rig.executor, rig.reader)
+        assert isinstance(evictor, ApiEvictor)
+        await evictor.close()
+
+    asyncio.run(build_and_close())
+    rig.close()
