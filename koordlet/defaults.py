@@ -33,3 +33,7 @@ HTTP_IDLE_TIMEOUT_SECONDS = 30.0
 HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).
 HTTP_GZIP_LEVEL = 1
+
+# Longest a module's start() may take; past it the daemon exits 1 with a clear error
+# (a module that waits for a peer does so after start, and /readyz says it is not ready).
+MODULE_START_TIMEOUT_SECONDS = 60.0

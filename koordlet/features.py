@@ -67,6 +67,10 @@ class FeatureGates:
     def overridden(self) -> dict[str, bool]:
         return {name: on for name, on in self.states.items() if on != SPECS[name].default}
 
+    def enabled_unimplemented(self) -> tuple[str, ...]:
+        """Gates that are on although this version does not have their feature yet."""
+        return tuple(sorted(name for name, on in self.states.items() if on and not SPECS[name].implemented))
+
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}

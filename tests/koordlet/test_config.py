@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -143,3 +144,28 @@ def test_parse_flag_bool(text, value):
 def test_parse_flag_bool_rejects_other_words():
     with pytest.raises(ValueError, match="not a boolean"):
         parse_flag_bool("maybe")
+
+
+def test_gates_on_for_unbuilt_features_are_named_built_ones_are_not(monkeypatch):
+    from koordlet import features
+
+    gates = features.resolve({"CPICollector": True, "BECPUSuppress": False})
+    unbuilt = gates.enabled_unimplemented()
+    assert "CPICollector" in unbuilt and "BECPUSuppress" not in unbuilt
+    assert list(unbuilt) == sorted(unbuilt)
+    built = {name: dataclasses.replace(spec, implemented=True) for name, spec in features.SPECS.items()}
+    monkeypatch.setattr(features, "SPECS", built)
+    assert gates.enabled_unimplemented() == ()
+
+
+def test_readme_gate_table_says_which_gates_are_implemented():
+    from pathlib import Path
+
+    from koordlet.features import SPECS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = {line.split("|")[1].strip(" `"): line for line in readme.splitlines() if line.startswith("| `")}
+    for name, spec in SPECS.items():
+        cells = [c.strip() for c in rows[name].split("|")[1:-1]]
+        assert cells[1] == str(spec.default).lower(), name
+        assert cells[3] == ("yes" if spec.implemented else "not yet"), name
