@@ -63,6 +63,7 @@ V1_FILES: Mapping[str, Mapping[str, str]] = {
         "cgroup.procs": "", "tasks": "",
     },
     "blkio": {
+        "blkio.weight": "500",
         "blkio.throttle.read_bps_device": "", "blkio.throttle.write_bps_device": "",
         "blkio.throttle.read_iops_device": "", "blkio.throttle.write_iops_device": "",
         "cgroup.procs": "", "tasks": "",
