@@ -10,27 +10,15 @@ import errno
 import pytest
 
 from resourceexecutor import KeptFdFileIO, KernelFileIO, Outcome, ResourceExecutor
-from system.cgroup_files import CgroupFiles
-from system.cgroup_version import CgroupMode, detect_hierarchy
 from system.errors import Gone, KernelRejected, NotSupported
 from system.file_io import KeptFdPool, read_path_text, write_path_text
 from system.host import Host
 from tests.system.cgroup_sandbox import make_child
+from tests.system.test_kernel_cgroups import files  # noqa: F401  (the v1 host fixture)
 
 pytestmark = pytest.mark.kernel
 
 HOST = Host()
-
-
-@pytest.fixture
-def files() -> CgroupFiles:
-    try:
-        hierarchy = detect_hierarchy(HOST)
-    except Exception as exc:  # noqa: BLE001 - no usable cgroups here
-        pytest.skip("no cgroup hierarchy: %s" % exc)
-    if hierarchy.mode is CgroupMode.V2 or hierarchy.v1_root("memory") is None:
-        pytest.skip("needs the v1 memory and cpu controllers")
-    return CgroupFiles(HOST, hierarchy)
 
 
 @pytest.fixture(params=[KernelFileIO, KeptFdFileIO])
