@@ -56,6 +56,9 @@ class StubConfig:
     # False: answer Unimplemented for the events that have a StateChange form, so
     # an NRI >= 0.12 runtime falls back to StateChange (compatibility testing).
     dedicated_rpcs: bool = True
+    # True: refuse a plugin with methods that look like handlers but match no event
+    # (e.g. create_containr); False: log a warning for each.
+    strict_handlers: bool = False
 
 
 class Stub:
@@ -79,7 +82,9 @@ class Stub:
         self.config = config or StubConfig()
         self.identity: PluginIdentity = resolve_identity(name, index, env, sys.argv[0] if sys.argv else "")
         self._launched_fd = launched_socket_fd(env)
-        self._dispatcher = PluginDispatcher(plugin, self.config.deadline, self._on_configured, self._on_synchronized)
+        self._dispatcher = PluginDispatcher(
+            plugin, self.config.deadline, self._on_configured, self._on_synchronized, self.config.strict_handlers
+        )
         self._handlers = self._dispatcher.handlers(self.config.dedicated_rpcs)
         self._ready = asyncio.Event()
         self._ready_callbacks: list[ReadyCallback] = []
