@@ -273,16 +273,16 @@ _DECLARATIONS: tuple[CgroupResource, ...] = (
 )
 
 
-def _build() -> Mapping[str, CgroupResource]:
+def _build(declarations: tuple[CgroupResource, ...]) -> Mapping[str, CgroupResource]:
     table: dict[str, CgroupResource] = {}
-    for resource in _DECLARATIONS:
+    for resource in declarations:
         if resource.name in table:
             raise ValueError("duplicate cgroup resource %r" % resource.name)
         table[resource.name] = resource
     return MappingProxyType(table)
 
 
-REGISTRY: Mapping[str, CgroupResource] = _build()
+REGISTRY: Mapping[str, CgroupResource] = _build(_DECLARATIONS)
 
 
 def get_resource(name: str | CgroupResource) -> CgroupResource:

@@ -97,13 +97,26 @@ def _results(work: Path) -> dict[str, str]:
     return found
 
 
-def run_module(module: str, jobs: int) -> Score:
+def _survivors(work: Path) -> list[str]:
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results"], cwd=work, capture_output=True, text=True)
+    names = [line.strip().rpartition(": ")[0] for line in listing.stdout.splitlines() if ": " in line]
+    shown = []
+    for name in names:
+        diff = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=work, capture_output=True, text=True)
+        shown.append(diff.stdout)
+    return shown
+
+
+def run_module(module: str, jobs: int, show: bool = False) -> Score:
     work = _scratch(module, TARGETS[module])
     started = time.monotonic()
     try:
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)], cwd=work,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         found = _results(work)
+        if show:
+            for diff in _survivors(work):
+                print(diff)
     finally:
         elapsed = time.monotonic() - started
     if "__stats__" in found:
@@ -125,6 +138,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("modules", nargs="*", help="modules to mutate (default: all targets)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--show", action="store_true", help="print the diff of every surviving mutant")
     args = parser.parse_args()
     modules = args.modules or list(TARGETS)
     unknown = [m for m in modules if m not in TARGETS]
@@ -132,7 +146,7 @@ def main() -> int:
         parser.error("no test selection for %s (known: %s)" % (", ".join(unknown), ", ".join(TARGETS)))
     print("%-36s %7s %8s %8s %7s %8s" % ("module", "killed", "survived", "no tests", "score", "seconds"))
     for module in modules:
-        s = run_module(module, args.jobs)
+        s = run_module(module, args.jobs, args.show)
         print("%-36s %7d %8d %8d %6.1f%% %8.0f" % (s.module, s.killed, s.survived, s.no_tests, s.percent, s.seconds),
               flush=True)
     return 0

@@ -187,3 +187,107 @@ def test_raw_text_passes_through():
     text = "N0=1 N1=2\n"
     assert RawCodec().parse(text) == text
     assert RawCodec().format(12) == "12"
+
+
+# ---- mutation survivors: boundaries and messages that make an error clear
+
+def test_io_weight_reads_back_as_the_smallest_blkio_weight_that_writes_it():
+    from system.cgroup_codecs import blkio_weight_to_io_weight
+
+    for io in (2, 11, 12, 100, 4950, 9999):
+        blkio = io_weight_to_blkio_weight(io)
+        assert blkio_weight_to_io_weight(blkio) >= io > blkio_weight_to_io_weight(blkio - 1)
+
+
+def test_v1_memory_unlimited_floor_itself_reads_as_unlimited():
+    floor = 0x7FFFFFFFFFFFF000 - (1 << 32)
+    codec = IntCodec("-1", floor)
+    assert codec.parse(str(floor)) == -1
+    assert codec.parse(str(floor - 1)) == floor - 1
+
+
+def test_key_field_format_is_integer_text():
+    assert KeyFieldCodec("usage_usec", 1000).format(12345) == "usage_usec 12\n"
+
+
+def test_device_line_splits_at_the_first_space_and_colon():
+    with pytest.raises(InvalidValue):
+        DeviceLimitCodec().parse("8:0 1 2\n")
+    with pytest.raises(InvalidValue):
+        DeviceLimitCodec().parse("8:0:1 5\n")
+
+
+@pytest.mark.parametrize("check, value, message", [
+    (IntRange(5, 10).validate, 11, r"value 11 outside \[5, 10\]"),
+    (IntRange(5, 10).validate, "x", r"not an integer: 'x'"),
+    (IntRange(5, 10).validate, 5.5, r"not an integer: 5\.5"),
+    (CpusetValue().validate, 3, r"not a cpu list: 3"),
+    (DeviceValue().validate, "8:0 1", r"expected DeviceLimit, got '8:0 1'"),
+    (DeviceValue().validate, DeviceLimit(8, -1, 0), r"bad device limit DeviceLimit\(major=8, minor=-1"),
+    (DeviceLimitCodec().format, "8:0 1", r"expected DeviceLimit, got '8:0 1'"),
+    (DeviceLimitCodec().parse, "8 1", r"bad device line '8 1'"),
+    (IntCodec().parse, "1.5", r"not an integer: '1.5'"),
+    (CpuMaxField(1).parse, "1 2 3", r"cpu.max wants '\$MAX \$PERIOD': '1 2 3'"),
+    (BlkioAsIoWeight().parse, "8:0 1", r"io.weight has no default line: '8:0 1'"),
+    (parse_key_values, "a 1 2", r"bad key/value line 'a 1 2'"),
+    (parse_key_values, "a b", r"bad value in line 'a b'"),
+    (KeyFieldCodec("k").parse, "j 1", r"no 'k' in key/value text"),
+])
+def test_refusals_say_what_was_wrong(check, value, message):
+    with pytest.raises(InvalidValue, match="^" + message):
+        check(value)
+
+
+# ---- the resource table's own logic
+
+def test_v1_quota_merges_as_a_limit_v2_does_not():
+    from system.cgroup_resource import REGISTRY, MergeKind
+
+    quota = REGISTRY["cpu.cfs_quota_us"]
+    assert quota.merge_for(1) is MergeKind.MAX_VALUE and quota.merge_for(2) is MergeKind.NONE
+    assert quota.merged(50000, 20000, 1) == 50000 and quota.merged(50000, 20000, 2) == 20000
+    assert quota.merged(-1, 20000, 1) == -1
+    shares = REGISTRY["cpu.shares"]
+    assert shares.merge_for(1) is shares.merge_for(2) is MergeKind.NONE
+
+
+def test_read_back_rounds_positive_byte_limits_down_to_a_page():
+    from system.cgroup_resource import REGISTRY
+
+    limit = REGISTRY["memory.limit_in_bytes"]
+    assert limit.read_back(1000000, 4096) == 999424  # the kernel's page_counter rounding
+    assert limit.read_back(8192, 4096) == 8192
+    assert limit.read_back(1, 4096) == 0
+    assert limit.read_back(-1, 4096) == -1 and limit.read_back(0, 4096) == 0
+    assert REGISTRY["cpu.shares"].read_back(1000, 4096) == 1000  # not page-kept
+
+
+def test_matches_a_period_against_the_whole_cpu_max_text():
+    from system.cgroup_resource import REGISTRY
+
+    period = REGISTRY["cpu.cfs_period_us"]
+    assert period.matches(50000, "20000 50000", 2)
+    assert not period.matches(100000, "20000 50000", 2)
+
+
+def test_table_refusals_name_the_resource():
+    from system.cgroup_resource import REGISTRY, get_resource
+    from system.errors import NotSupported
+
+    with pytest.raises(NotSupported, match="^memory.soft_limit_in_bytes has no cgroup v2 file"):
+        REGISTRY["memory.soft_limit_in_bytes"].codec(2)
+    with pytest.raises(InvalidValue, match="^memory.stat is read-only"):
+        REGISTRY["memory.stat"].validate({})
+    with pytest.raises(NotSupported, match="^unknown cgroup resource 'cpu.nothing'"):
+        get_resource("cpu.nothing")
+
+
+def test_the_table_refuses_a_name_declared_twice():
+    from system.cgroup_resource import REGISTRY, _build, _int
+
+    assert _int(1, 5, True) == IntRange(1, 5, True)
+    assert _int(3) == IntRange(3, MAX_INT64, False)
+    one = REGISTRY["cpu.shares"]
+    assert dict(_build((one,))) == {"cpu.shares": one}
+    with pytest.raises(ValueError, match="^duplicate cgroup resource 'cpu.shares'"):
+        _build((one, one))
