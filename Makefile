@@ -5,11 +5,13 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # Extra daemon flags for `make run`, e.g. make run ARGS="--addr :9316 --log-level debug"
+# (without --addr in ARGS the daemon listens on loopback only)
 ARGS ?=
+RUN_ADDR := $(if $(findstring --addr,$(ARGS)),,--addr 127.0.0.1:9316)
 # Extra pytest arguments for `make test`, e.g. make test PYTEST_ARGS="-k nri -x"
 PYTEST_ARGS ?=
 
-.PHONY: run test install install-test proto bench clean
+.PHONY: run test install install-test proto bench mutation clean
 
 # The perf C extension (cffi) compiles against Python.h: Debian ships it in pythonX.Y-dev.
 HAS_HEADERS := import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
@@ -20,20 +22,21 @@ $(PY):
 	  python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev; }
 	$(PY) -m pip install -q --upgrade pip
 
-$(VENV)/.installed-run: $(PY) setup.cfg setup.py pyproject.toml system/_perf_build.py
-	$(PY) -m pip install -q -e '.[fast]'
+# One venv, one sentinel: `make run` after `make test` (or the reverse) installs nothing.
+$(VENV)/.installed: $(PY) setup.cfg setup.py pyproject.toml system/_perf_build.py
+	$(PY) -m pip install -q -e '.[fast,test]'
 	touch $@
 
-$(VENV)/.installed-test: $(PY) setup.cfg setup.py pyproject.toml system/_perf_build.py
-	$(PY) -m pip install -q -e '.[test]'
+$(VENV)/.installed-mutation: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[mutation]'
 	touch $@
 
-install: $(VENV)/.installed-run
-install-test: $(VENV)/.installed-test
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed
 
 # Runs the daemon standalone on this host. Metrics stay on loopback unless ARGS says otherwise.
 run: install
-	$(VENV)/bin/koordlet --addr 127.0.0.1:9316 $(ARGS)
+	$(VENV)/bin/koordlet $(RUN_ADDR) $(ARGS)
 
 test: install-test
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -44,6 +47,12 @@ proto: install-test
 bench: install-test
 	@for b in bench/*.py; do n=$$(basename $$b .py); [ "$$n" = "__init__" ] && continue; \
 	  echo "== $$n"; $(PY) -m bench.$$n || exit 1; done
+
+# Mutation testing (not part of `make test` or CI: it takes minutes per module).
+# MODULES=... narrows it, e.g. make mutation MODULES=system/cgroup_codecs.py
+MODULES ?=
+mutation: $(VENV)/.installed-mutation
+	$(PY) -m tests.mutation $(MODULES)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

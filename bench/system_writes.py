@@ -1,6 +1,6 @@
 """Benchmark cgroup writes through the registry against the raw floor.
 
-    /work/venv/bin/python -m bench.system_writes [--n 20000]
+    .venv/bin/python -m bench.system_writes [--n 20000]
 
 Creates its own cgroup koordlet-bench-<hex8> under the v1 cpu hierarchy (root needed) and
 always removes it. Prints µs per operation (p50/p99) and ops/s.
@@ -13,8 +13,10 @@ import os
 import uuid
 
 from bench.system_readers import measure
+from resourceexecutor import ResourceExecutor
 from system.cgroup_files import CgroupFiles
 from system.cgroup_resource import get_resource
+from system.file_io import KeptFdPool, write_path_text
 from system.host import Host
 
 
@@ -39,11 +41,15 @@ def main() -> None:
             return values[state["i"]]
 
         fd = os.open(shares_path, os.O_WRONLY)
+        pool = KeptFdPool()
+        executor = ResourceExecutor(files)
         cases = [
             ("raw os.pwrite on kept fd", lambda: os.pwrite(fd, b"%d" % next_value(), 0)),
             ("raw open+write+close", lambda: _raw_write(shares_path, next_value())),
-            ("CgroupFiles.write_text", lambda: files.write_text(res, name, str(next_value()))),
-            ("CgroupFiles.write (validated)", lambda: files.write(res, name, next_value())),
+            ("file_io.write_path_text", lambda: write_path_text(shares_path, str(next_value()))),
+            ("KeptFdPool.write", lambda: pool.write(shares_path, str(next_value()))),
+            ("executor.update (validated)", lambda: executor.update(
+                executor.updater(res, name, next_value()), use_cache=False)),
             ("CgroupFiles.read", lambda: files.read(res, name)),
             ("read + matches (no write)", lambda: res.matches(
                 1024, files.read_text(res, name), version)),
@@ -57,6 +63,8 @@ def main() -> None:
                 print("%-32s %12.0f %9.2f %9.2f" % (label, rate, p50, p99))
         finally:
             os.close(fd)
+            pool.close()
+            executor.close()
     finally:
         directory.rmdir()
 

@@ -130,8 +130,9 @@ async def run(config: Config) -> int:
     log.info("koordlet_starting", version=__version__, node=config.node_name,
              mode="standalone" if config.standalone else "cluster",
              feature_gates_overridden=config.feature_gates.overridden())
-    if config.feature_gates.not_implemented():
-        log.warning("feature_gates_not_implemented", gates=config.feature_gates.not_implemented())
+    unbuilt = config.feature_gates.enabled_unimplemented()
+    if unbuilt:  # say so: an operator must not believe these features are running
+        log.warning("feature_gates_not_implemented", gates=list(unbuilt))
     try:
         prepare_state_dir(config.state_dir)
     except StartupError as exc:

@@ -47,12 +47,14 @@ class Readiness:
 
 
 class Daemon:
-    def __init__(self, modules: Sequence[Module] = (), shutdown_grace: float = defaults.SHUTDOWN_GRACE_SECONDS) -> None:
+    def __init__(self, modules: Sequence[Module] = (), shutdown_grace: float = defaults.SHUTDOWN_GRACE_SECONDS,
+                 start_timeout: float = defaults.MODULE_START_TIMEOUT_SECONDS) -> None:
         self._modules: list[Module] = list(modules)
         self._started: list[Module] = []
         self._stop_requested = asyncio.Event()
         self.started = asyncio.Event()  # set once every module has started
         self._grace = shutdown_grace
+        self._start_timeout = start_timeout
 
     def add(self, module: Module) -> None:
         self._modules.append(module)
@@ -89,7 +91,10 @@ class Daemon:
     async def _start_all(self) -> int:
         for module in self._modules:
             try:
-                await module.start()
+                await asyncio.wait_for(module.start(), self._start_timeout)
+            except TimeoutError:
+                log.error("module_start_timed_out", module=module.name, timeout_s=self._start_timeout)
+                return 1
             except StartupError as exc:
                 log.error("module_start_failed", module=module.name, error=str(exc))
                 return exc.exit_code

@@ -106,3 +106,6 @@ CPU_RECLAIM_THRESHOLD_PERCENT = 60
 MEMORY_RECLAIM_THRESHOLD_PERCENT = 65
 # kubelet's --root-dir: cpu_manager_state / memory_manager_state live there.
 KUBELET_ROOT_DIR = Path("/var/lib/kubelet")
+# Longest a module's start() may take; past it the daemon exits 1 with a clear error
+# (a module that waits for a peer does so after start, and /readyz says it is not ready).
+MODULE_START_TIMEOUT_SECONDS = 60.0

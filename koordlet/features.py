@@ -85,12 +85,12 @@ class FeatureGates:
             raise FeatureGateError(f"unknown feature gate {name!r}")
         return self.states[name]
 
-    def not_implemented(self) -> list[str]:
-        """Gates that are on but whose feature this version does not have yet (said at start)."""
-        return sorted(name for name, on in self.states.items() if on and not SPECS[name].implemented)
-
     def overridden(self) -> dict[str, bool]:
         return {name: on for name, on in self.states.items() if on != SPECS[name].default}
+
+    def enabled_unimplemented(self) -> tuple[str, ...]:
+        """Gates that are on although this version does not have their feature yet."""
+        return tuple(sorted(name for name, on in self.states.items() if on and not SPECS[name].implemented))
 
 
 _TRUE = {"true", "1", "yes", "on"}

@@ -7,6 +7,10 @@ import os
 import socket
 from typing import Mapping
 
+import structlog
+
+log = structlog.get_logger(__name__)
+
 
 def notify(state: str, environ: Mapping[str, str] = os.environ) -> bool:
     """Send e.g. "READY=1"; returns False when there is nobody to tell."""
@@ -18,6 +22,7 @@ def notify(state: str, environ: Mapping[str, str] = os.environ) -> bool:
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
         try:
             sock.sendto(state.encode(), address)
-        except OSError:
+        except OSError as exc:  # systemd waits for READY=1 until its start timeout: say why
+            log.warning("sd_notify_failed", state=state, socket=environ["NOTIFY_SOCKET"], error=str(exc))
             return False
     return True

@@ -60,33 +60,53 @@ class EventSpec:
     subject: Subject
     dedicated_since: tuple[int, int]
     exists_since: tuple[int, int]
+    # the request fields handed to the handler, in order; () hands the whole request
+    args: tuple[str, ...] = ()
+
+    def handler_args(self, request: object) -> tuple[object, ...]:
+        """The handler's arguments taken from the event's request (or StateChangeEvent)."""
+        if not self.args:
+            return (request,)
+        return tuple(getattr(request, name) for name in self.args)
 
 
+_POD = ("pod",)
+_CTR = ("pod", "container")
 _ALWAYS = (0, 0)
 _V010 = (0, 10)
 _V012 = (0, 12)
 
 EVENT_SPECS: tuple[EventSpec, ...] = (
-    EventSpec(Event.RUN_POD_SANDBOX, "RunPodSandbox", "run_pod_sandbox", Subject.POD, _V012, _ALWAYS),
-    EventSpec(Event.STOP_POD_SANDBOX, "StopPodSandbox", "stop_pod_sandbox", Subject.POD, _V012, _ALWAYS),
-    EventSpec(Event.REMOVE_POD_SANDBOX, "RemovePodSandbox", "remove_pod_sandbox", Subject.POD, _V012, _ALWAYS),
-    EventSpec(Event.CREATE_CONTAINER, "CreateContainer", "create_container", Subject.CONTAINER, _ALWAYS, _ALWAYS),
+    EventSpec(Event.RUN_POD_SANDBOX, "RunPodSandbox", "run_pod_sandbox", Subject.POD, _V012, _ALWAYS, _POD),
+    EventSpec(Event.STOP_POD_SANDBOX, "StopPodSandbox", "stop_pod_sandbox", Subject.POD, _V012, _ALWAYS, _POD),
+    EventSpec(Event.REMOVE_POD_SANDBOX, "RemovePodSandbox", "remove_pod_sandbox", Subject.POD, _V012, _ALWAYS, _POD),
+    EventSpec(Event.CREATE_CONTAINER, "CreateContainer", "create_container", Subject.CONTAINER, _ALWAYS, _ALWAYS, _CTR),
     EventSpec(
-        Event.POST_CREATE_CONTAINER, "PostCreateContainer", "post_create_container", Subject.CONTAINER, _V012, _ALWAYS
+        Event.POST_CREATE_CONTAINER, "PostCreateContainer", "post_create_container", Subject.CONTAINER, _V012, _ALWAYS,
+        _CTR,
     ),
-    EventSpec(Event.START_CONTAINER, "StartContainer", "start_container", Subject.CONTAINER, _V012, _ALWAYS),
+    EventSpec(Event.START_CONTAINER, "StartContainer", "start_container", Subject.CONTAINER, _V012, _ALWAYS, _CTR),
     EventSpec(
-        Event.POST_START_CONTAINER, "PostStartContainer", "post_start_container", Subject.CONTAINER, _V012, _ALWAYS
+        Event.POST_START_CONTAINER, "PostStartContainer", "post_start_container", Subject.CONTAINER, _V012, _ALWAYS,
+        _CTR,
     ),
-    EventSpec(Event.UPDATE_CONTAINER, "UpdateContainer", "update_container", Subject.CONTAINER, _ALWAYS, _ALWAYS),
     EventSpec(
-        Event.POST_UPDATE_CONTAINER, "PostUpdateContainer", "post_update_container", Subject.CONTAINER, _V012, _ALWAYS
+        Event.UPDATE_CONTAINER, "UpdateContainer", "update_container", Subject.CONTAINER, _ALWAYS, _ALWAYS,
+        ("pod", "container", "linux_resources"),
     ),
-    EventSpec(Event.STOP_CONTAINER, "StopContainer", "stop_container", Subject.CONTAINER, _ALWAYS, _ALWAYS),
-    EventSpec(Event.REMOVE_CONTAINER, "RemoveContainer", "remove_container", Subject.CONTAINER, _V012, _ALWAYS),
-    EventSpec(Event.UPDATE_POD_SANDBOX, "UpdatePodSandbox", "update_pod_sandbox", Subject.POD, _V010, _V010),
     EventSpec(
-        Event.POST_UPDATE_POD_SANDBOX, "PostUpdatePodSandbox", "post_update_pod_sandbox", Subject.POD, _V012, _V010
+        Event.POST_UPDATE_CONTAINER, "PostUpdateContainer", "post_update_container", Subject.CONTAINER, _V012, _ALWAYS,
+        _CTR,
+    ),
+    EventSpec(Event.STOP_CONTAINER, "StopContainer", "stop_container", Subject.CONTAINER, _ALWAYS, _ALWAYS, _CTR),
+    EventSpec(Event.REMOVE_CONTAINER, "RemoveContainer", "remove_container", Subject.CONTAINER, _V012, _ALWAYS, _CTR),
+    EventSpec(
+        Event.UPDATE_POD_SANDBOX, "UpdatePodSandbox", "update_pod_sandbox", Subject.POD, _V010, _V010,
+        ("pod", "overhead_linux_resources", "linux_resources"),
+    ),
+    EventSpec(
+        Event.POST_UPDATE_POD_SANDBOX, "PostUpdatePodSandbox", "post_update_pod_sandbox", Subject.POD, _V012, _V010,
+        _POD,
     ),
     EventSpec(
         Event.VALIDATE_CONTAINER_ADJUSTMENT,

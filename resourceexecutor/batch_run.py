@@ -16,12 +16,9 @@ from resourceexecutor.file_io import CgroupFileIO
 from resourceexecutor.levelled_order import Step, derive_levels, levelled_schedule
 from resourceexecutor.outcome import PROBLEM_OUTCOMES, Outcome, RollbackFailure
 from resourceexecutor.updater import CacheKey, Updater
-from resourceexecutor.write_cache import CacheEntry, WriteCache
+from resourceexecutor.write_cache import WriteCache
 
 _SETTLED = (Outcome.GONE, Outcome.NOT_SUPPORTED, Outcome.INVALID)
-
-# Builds a CacheEntry without the NamedTuple's Python-level __new__ (runs per write).
-_new_entry = tuple.__new__
 
 
 class BatchRun:
@@ -82,49 +79,21 @@ class BatchRun:
             self.fail(index, updater, exc)
 
     def plain_pass(self, indices: Sequence[int]) -> None:
-        """Exact writes of plain updates, in order.  The common case (the cache
-        vouches for the file and the value changed) is inlined: one write, no
-        read, no per-update calls beyond the IO; the rest go through apply()."""
-        if not self.use_cache or self.rollback:
-            for index in indices:
-                self.apply(Step.EXACT, index)
-            return
-        updaters, outcomes, written = self.updaters, self.outcomes, Outcome.WRITTEN
-        entries = self.cache.entries
-        get = entries.get
-        write = self.io.write
-        stale_before, now = self.stale_before, self.now
-        for index in indices:
-            updater = updaters[index]
-            entry = get(updater.key)
-            if (entry is None or entry.at < stale_before or updater.problem is not None
-                    or updater.read_modify_write):
-                self.apply(Step.EXACT, index)
-                continue
-            if entry.text == updater.text:
-                continue
-            try:
-                write(updater.path, updater.text)
-            except SystemFileError as exc:
-                self.fail(index, updater, exc)
-                continue
-            self.writes += 1
-            outcomes[index] = written
-            entries[updater.key] = _new_entry(CacheEntry, (updater.text, updater.canonical, now))
+        """Exact writes of plain updates, in order."""
+        self.levelled_pass([(Step.EXACT, index) for index in indices])
 
     def levelled_pass(self, schedule: Sequence[tuple[Step, int]]) -> None:
-        """Run a levelled schedule.  As in plain_pass, the common case (the cache
-        vouches for the file's value) is inlined; the rest goes through apply()."""
+        """Run a schedule.  The common case (the cache vouches for the file's value,
+        no rollback) is decided inline and written through `_write`, the one write
+        routine; everything else goes through apply()."""
         if not self.use_cache or self.rollback:
             for step, index in schedule:
                 self.apply(step, index)
             return
-        updaters, outcomes, written, merged_step = (self.updaters, self.outcomes,
-                                                    Outcome.WRITTEN, Step.MERGED)
-        entries = self.cache.entries
-        get = entries.get
-        write = self.io.write
-        stale_before, now = self.stale_before, self.now
+        updaters, outcomes, merged_step = self.updaters, self.outcomes, Step.MERGED
+        get = self.cache.entries.get
+        write, fail = self._write, self.fail
+        stale_before = self.stale_before
         for step, index in schedule:
             updater = updaters[index]
             entry = get(updater.key)
@@ -132,25 +101,20 @@ class BatchRun:
                     or updater.read_modify_write or outcomes[index] in _SETTLED):
                 self.apply(step, index)
                 continue
+            if step is merged_step:
+                current = entry.value
+                canonical = updater.merge(current, updater.canonical)  # type: ignore[misc]
+                if canonical == current:
+                    continue
+                text = updater.text if canonical == updater.canonical else updater.format(canonical)
+            else:
+                if entry.text == updater.text:
+                    continue
+                text, canonical = updater.text, updater.canonical
             try:
-                if step is merged_step:
-                    current = entry.value
-                    canonical = updater.merge(current, updater.canonical)  # type: ignore[misc]
-                    if canonical == current:
-                        continue
-                    text = updater.text if canonical == updater.canonical \
-                        else updater.format(canonical)
-                else:
-                    if entry.text == updater.text:
-                        continue
-                    text, canonical = updater.text, updater.canonical
-                write(updater.path, text)
+                write(index, updater, text, text, canonical, None)
             except SystemFileError as exc:
-                self.fail(index, updater, exc)
-                continue
-            self.writes += 1
-            outcomes[index] = written
-            entries[updater.key] = _new_entry(CacheEntry, (text, canonical, now))
+                fail(index, updater, exc)
 
     def fail(self, index: int, updater: Updater, exc: SystemFileError) -> None:
         """Settle an update whose IO raised: gone, not supported, or failed."""
@@ -226,14 +190,16 @@ class BatchRun:
 
     def _write(self, index: int, updater: Updater, text: str, fingerprint: str,
                canonical: Any, before: str | None) -> None:
-        if self.rollback and updater.key not in self.saved and before is None:
-            before = self.io.read(updater.path)
-        self.io.write(updater.path, text)
-        self.writes += 1
+        """The one write: IO, count, outcome, cache, and (rollback) the text before."""
         if self.rollback and updater.key not in self.saved:
-            assert before is not None
+            if before is None:
+                before = self.io.read(updater.path)
+            self.io.write(updater.path, text)
             self.saved.add(updater.key)
             self.undo.append((index, before))
+        else:
+            self.io.write(updater.path, text)
+        self.writes += 1
         self.settle(index, Outcome.WRITTEN, None)
         self._remember(updater, fingerprint, canonical)
 

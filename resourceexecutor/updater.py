@@ -9,9 +9,9 @@ A value the validator refuses still yields an Updater, carrying the error as
 stopping; `new(..., strict=True)` raises instead.
 
 The factory is keyed by resource name: each name maps to how a levelled update
-merges it in pass one (see levelled_order).  The defaults follow the registry's
-MergeKind, plus cpu.cfs_quota_us on cgroup v1, where the kernel refuses a child
-quota above its parent's (EINVAL), so it must be levelled like a limit.
+merges it in pass one (see levelled_order).  The defaults come from the registry
+(`CgroupResource.merge_for(version)`); paths come from `CgroupFiles.resolve` and
+the read-back value from `CgroupResource.read_back` (page rounding).
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from system.cgroup_files import CgroupFiles, clean_cgroup_dir
+from system.cgroup_files import CgroupFiles
 from system.cgroup_resource import REGISTRY, CgroupResource, MergeKind, get_resource
-from system.errors import InvalidValue, NotSupported, SystemFileError
+from system.errors import NotSupported, SystemFileError
 
 from resourceexecutor.levelled_order import MergeFn, larger_limit, union_cpuset
 
@@ -49,16 +49,11 @@ _BY_KIND: Mapping[MergeKind, MergeFn | None] = MappingProxyType({
 
 
 def default_merge_rules() -> Mapping[str, MergeRule]:
-    """Merge rule per writable resource name, from the registry plus v1 cfs quota."""
-    rules: dict[str, MergeRule] = {}
-    for name, resource in REGISTRY.items():
-        if not resource.writable:
-            continue
-        merge = _BY_KIND[resource.merge]
-        rules[name] = MergeRule(v1=merge, v2=merge)
-    # v1 refuses a child quota above the parent's; v2 cpu.max only clips, any order works.
-    rules["cpu.cfs_quota_us"] = MergeRule(v1=larger_limit, v2=None)
-    return MappingProxyType(rules)
+    """Merge rule per writable resource name and cgroup version, from the registry."""
+    return MappingProxyType({
+        name: MergeRule(v1=_BY_KIND[resource.merge_for(1)], v2=_BY_KIND[resource.merge_for(2)])
+        for name, resource in REGISTRY.items() if resource.writable
+    })
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,35 +95,12 @@ class _ResourcePlan:
 
     resource: CgroupResource
     version: int
-    root: str           # hierarchy root holding the resource's file
-    file_name: str
     merge: MergeFn | None
     read_modify_write: bool
 
 
 # How many formatted values the factory remembers per resource before starting afresh.
 _VALUE_MEMO_LIMIT = 4096
-
-# Byte limits the kernel keeps in pages (page_counter): it rounds a written value down to
-# the page size, so 1000000 reads back as 999424 with 4 KiB pages.  The read-back value
-# must say so, or every re-verification would see a difference and write again.
-PAGE_ROUNDED_RESOURCES = frozenset({
-    "memory.limit_in_bytes", "memory.soft_limit_in_bytes", "memory.min", "memory.low",
-    "memory.high",
-})
-
-
-def page_rounded(value: Any, page_size: int) -> Any:
-    """What the kernel reads back for a byte limit: rounded down to a page (-1 stays)."""
-    if isinstance(value, int) and value > 0:
-        return value - value % page_size
-    return value
-
-
-def _needs_cleaning(cgroup_dir: str) -> bool:
-    """Cheap test for dirs clean_cgroup_dir would change or refuse."""
-    return (cgroup_dir.startswith("/") or cgroup_dir.endswith("/") or "//" in cgroup_dir
-            or "/." in "/" + cgroup_dir or "\x00" in cgroup_dir)
 
 
 class UpdaterFactory:
@@ -162,27 +134,17 @@ class UpdaterFactory:
         plan = self._plans.get(name)
         if plan is None:
             plan = self._plan(resource)
-        if _needs_cleaning(cgroup_dir):
-            try:
-                cgroup_dir = clean_cgroup_dir(cgroup_dir)
-            except InvalidValue as exc:
-                if strict:
-                    raise
-                return self._refused(get_resource(resource), cgroup_dir, value, exc)
         if isinstance(plan, SystemFileError):
             if strict:
                 raise plan
             return self._refused(get_resource(resource), cgroup_dir, value, plan)
         try:
+            _, cgroup_dir, path = self.files.resolve(plan.resource, cgroup_dir)
             text, canonical = self._format(plan, value)
         except SystemFileError as exc:
             if strict:
                 raise
             return self._refused(plan.resource, cgroup_dir, value, exc)
-        if cgroup_dir:
-            path = plan.root + "/" + cgroup_dir + "/" + plan.file_name
-        else:
-            path = plan.root + "/" + plan.file_name
         return Updater(
             name=name, cgroup_dir=cgroup_dir, value=value, resource=plan.resource,
             version=plan.version, path=path, key=(name, cgroup_dir), text=text,
@@ -197,11 +159,8 @@ class UpdaterFactory:
         plan: _ResourcePlan | SystemFileError
         try:
             version = self.files.version_for(res)
-            file_name = res.file(version)
-            assert file_name is not None  # version_for only answers versions with a file
             plan = _ResourcePlan(
-                resource=res, version=version, root=str(self.files.dir_path(res, "")),
-                file_name=file_name, merge=rule.for_version(version),
+                resource=res, version=version, merge=rule.for_version(version),
                 read_modify_write=version == 2 and res.v2_read_modify_write)
         except SystemFileError as exc:
             plan = exc
@@ -222,9 +181,7 @@ class UpdaterFactory:
         res = plan.resource
         res.validate(value)
         text = res.format(value, plan.version, None)
-        canonical = res.parse(text, plan.version)
-        if res.name in PAGE_ROUNDED_RESOURCES:
-            canonical = page_rounded(canonical, self.page_size)
+        canonical = res.read_back(res.parse(text, plan.version), self.page_size)
         formatted = (text, canonical)
         if memo is not None:
             if len(memo) >= _VALUE_MEMO_LIMIT:

@@ -1,4 +1,6 @@
-"""The only IO shell for cgroup files: locate, check support, read, parse, validate, write.
+"""The registry's shell for cgroup files: locate, check support, read and parse.
+
+Writes go through the executor (resourceexecutor), bytes through system.file_io.
 
 A cgroup is named by its directory relative to the hierarchy root ("kubepods/burstable/
 pod<uid>/<cid>", "" for the root); the same name serves v1 and v2. Where the file lives is
@@ -19,6 +21,7 @@ from system.cgroup_version import (
     detect_hierarchy,
 )
 from system.errors import InvalidValue, NotSupported, classify_os_error
+from system.file_io import READ_CHUNK, read_fd_text, read_path_text  # noqa: F401  (old home)
 from system.host import Host
 
 # cgroup2 files every cgroup has, whichever controllers are enabled
@@ -27,7 +30,6 @@ V2_CORE_FILES = frozenset(
      "io.pressure", "cgroup.kill"}
 )
 
-READ_CHUNK = 64 * 1024
 
 
 def clean_cgroup_dir(cgroup_dir: str) -> str:
@@ -43,40 +45,6 @@ def clean_cgroup_dir(cgroup_dir: str) -> str:
     return "/".join(parts)
 
 
-def read_fd_text(fd: int) -> str:
-    """Read a whole small kernel file from offset 0 of an open fd."""
-    first = os.pread(fd, READ_CHUNK, 0)
-    if len(first) < READ_CHUNK:  # the common case: the whole file in one read
-        return first.decode("ascii", "replace")
-    chunks = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, READ_CHUNK, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-        if len(chunk) < READ_CHUNK:
-            break
-    return b"".join(chunks).decode("ascii", "replace")
-
-
-def read_path_text(path: str) -> str:
-    """open + read + close of one kernel file by path string, errors typed."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as exc:
-        where = Path(path)
-        raise classify_os_error(exc, where, where.parent) from None
-    try:
-        return read_fd_text(fd)
-    except OSError as exc:
-        where = Path(path)
-        raise classify_os_error(exc, where, where.parent) from None
-    finally:
-        os.close(fd)
-
-
 class CgroupFiles:
     """Typed access to cgroup files on one host (real or fake tree)."""
 
@@ -86,8 +54,11 @@ class CgroupFiles:
         # resource name -> (version, root as str): fixed for a given hierarchy
         self._located: dict[str, tuple[int, str]] = {}
 
-    def _file(self, res: CgroupResource, cgroup_dir: str) -> tuple[int, str]:
-        """(version, file path as str) on the hot path: string joins, cached location."""
+    def resolve(self, resource: str | CgroupResource, cgroup_dir: str) -> tuple[int, str, str]:
+        """(version, clean cgroup dir, file path as str): the hot-path form of `path`,
+        for callers that keep paths as strings (the executor's updaters, readers).
+        NotSupported where the resource has no file here, InvalidValue for a bad dir."""
+        res = get_resource(resource)
         hit = self._located.get(res.name)
         if hit is None:
             version, root = self.locate(res)
@@ -95,7 +66,11 @@ class CgroupFiles:
         version, root = hit
         rel = clean_cgroup_dir(cgroup_dir)
         name = res.v1_file if version == 1 else res.v2_file
-        return version, ("%s/%s/%s" % (root, rel, name)) if rel else ("%s/%s" % (root, name))
+        return version, rel, ("%s/%s/%s" % (root, rel, name)) if rel else ("%s/%s" % (root, name))
+
+    def _file(self, res: CgroupResource, cgroup_dir: str) -> tuple[int, str]:
+        version, _, path = self.resolve(res, cgroup_dir)
+        return version, path
 
     # ------------------------------------------------------------ locating
 
@@ -183,42 +158,3 @@ class CgroupFiles:
         res = get_resource(resource)
         version, path = self._file(res, cgroup_dir)
         return res.parse(read_path_text(path).strip(), version)
-
-    # ------------------------------------------------------------ writing
-
-    def write(self, resource: str | CgroupResource, cgroup_dir: str, value: Any) -> None:
-        """validate -> format -> one write. InvalidValue leaves the file untouched.
-        (No log line per write: the executor owns auditing.)"""
-        res = get_resource(resource)
-        res.validate(value)
-        version, path = self._file(res, cgroup_dir)
-        current = None
-        if version == 2 and res.v2_read_modify_write:
-            current = read_path_text(path).strip()
-        self._write(path, res.format(value, version, current))
-
-    def write_text(self, resource: str | CgroupResource, cgroup_dir: str, text: str) -> None:
-        """Write raw text (no validation) to the resource's file; path/dir still checked."""
-        res = get_resource(resource)
-        if not res.writable:
-            raise InvalidValue("%s is read-only" % res.name)
-        self._write(self._file(res, cgroup_dir)[1], text)
-
-    @staticmethod
-    def _write(path: str, text: str) -> None:
-        try:
-            data = text.encode("ascii")
-        except UnicodeEncodeError:
-            raise InvalidValue("non-ASCII text for a cgroup file", path) from None
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
-        except OSError as exc:
-            where = Path(path)
-            raise classify_os_error(exc, where, where.parent) from None
-        try:
-            os.write(fd, data)
-        except OSError as exc:
-            where = Path(path)
-            raise classify_os_error(exc, where, where.parent) from None
-        finally:
-            os.close(fd)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from system.cgroup_codecs import UNLIMITED, key_value_of, parse_key_values
-from system.cgroup_files import CgroupFiles, read_path_text
+from system.cgroup_files import CgroupFiles
+from system.file_io import KeptFdPool, read_path_text
 from system.cgroup_resource import CgroupResource, get_resource
 from system.errors import InvalidValue, NotSupported
 from system.kept_files import DEFAULT_MAX_OPEN, KeptFiles
@@ -87,10 +88,15 @@ class CgroupReader:
     """Reads cgroup metrics through the registry, optionally on kept-open fds."""
 
     def __init__(
-        self, files: CgroupFiles, keep_open: bool = True, max_open: int = DEFAULT_MAX_OPEN
+        self, files: CgroupFiles, keep_open: bool = True, max_open: int = DEFAULT_MAX_OPEN,
+        pool: KeptFdPool | None = None,
     ) -> None:
+        """`pool`: share kept fds (and their budget) with others, e.g. the executor's
+        KeptFdFileIO(pool=...); the reader then leaves closing it to the pool's owner."""
         self.files = files
-        self._kept = KeptFiles(max_open) if keep_open else None
+        self._owns_pool = pool is None
+        self._kept: KeptFdPool | None = (
+            pool if pool is not None else KeptFiles(max_open) if keep_open else None)
         # (resource name, cgroup dir) -> (file path, version, resource): path building is
         # the dominant cost of a kept-fd read, so it is done once per file
         self._resolved: dict[tuple[str, str], tuple[str, int, CgroupResource]] = {}
@@ -111,7 +117,7 @@ class CgroupReader:
         return hit
 
     def close(self) -> None:
-        if self._kept is not None:
+        if self._kept is not None and self._owns_pool:
             self._kept.close()
 
     def __enter__(self) -> "CgroupReader":
@@ -129,22 +135,22 @@ class CgroupReader:
             return
         for subsystem in ("cpu", "cpuacct", "cpuset", "memory", "blkio", "pids"):
             try:
-                self._kept.drop_under(self.files.subsystem_dir(subsystem, cgroup_dir))
+                self._kept.release(self.files.subsystem_dir(subsystem, cgroup_dir))
             except (NotSupported, InvalidValue):  # controller absent: nothing kept there
                 continue
         unified = self.files.hierarchy.unified_root
         if unified is not None:
-            self._kept.drop_under(unified / cgroup_dir.strip("/"))
+            self._kept.release(unified / cgroup_dir.strip("/"))
 
     def text(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
         path = self._resolve(resource, cgroup_dir)[0]
         if self._kept is None:
             return read_path_text(path).strip()
-        return self._kept.read_text(path).strip()
+        return self._kept.read(path).strip()
 
     def value(self, resource: str | CgroupResource, cgroup_dir: str) -> Any:
         path, version, res = self._resolve(resource, cgroup_dir)
-        text = read_path_text(path) if self._kept is None else self._kept.read_text(path)
+        text = read_path_text(path) if self._kept is None else self._kept.read(path)
         return res.parse(text.strip(), version)
 
     # -- metrics

@@ -70,14 +70,34 @@ class CgroupResource:
     v2_codec: Codec = IntCodec("max")
     support: SupportCheck = SupportCheck.CONTROLLER
     writable: bool = True
+    # a command, not a value (cgroup.kill): reading fails, and writing it again acts again,
+    # so it never goes through write-if-different (resourceexecutor/commands.py writes it)
+    write_only: bool = False
     # hybrid hosts: use the cgroup2 file under unified/ even though the controller is v1
     prefer_unified: bool = False
     # the v2 file holds several resources: writing one needs the file's current text
     v2_read_modify_write: bool = False
+    # a byte limit the kernel keeps in pages (page_counter): a written value reads back
+    # rounded down to the page size (1000000 -> 999424 with 4 KiB pages)
+    page_rounded: bool = False
+    # how cgroup v1 merges it when that differs from `merge` (None: same as `merge`)
+    v1_merge: MergeKind | None = None
     doc: str = ""
 
     def file(self, version: int) -> str | None:
         return self.v1_file if version == 1 else self.v2_file
+
+    def merge_for(self, version: int) -> MergeKind:
+        """How a levelled update merges this resource on that cgroup version."""
+        if version == 1 and self.v1_merge is not None:
+            return self.v1_merge
+        return self.merge
+
+    def read_back(self, value: Any, page_size: int) -> Any:
+        """What reading the file yields after writing canonical `value` (page rounding)."""
+        if self.page_rounded and isinstance(value, int) and value > 0:
+            return value - value % page_size
+        return value
 
     def codec(self, version: int) -> Codec:
         if self.file(version) is None:
@@ -112,11 +132,12 @@ class CgroupResource:
         except InvalidValue:
             return False
 
-    def merged(self, old: Any, new: Any) -> Any:
+    def merged(self, old: Any, new: Any, version: int = 2) -> Any:
         """The value a levelled update writes in pass one (see MergeKind)."""
-        if self.merge is MergeKind.UNION_CPUSET:
+        merge = self.merge_for(version)
+        if merge is MergeKind.UNION_CPUSET:
             return ids_of(old) | ids_of(new)
-        if self.merge is MergeKind.MAX_VALUE:
+        if merge is MergeKind.MAX_VALUE:
             if old == UNLIMITED or new == UNLIMITED:
                 return UNLIMITED
             return max(old, new)
@@ -139,6 +160,9 @@ _DECLARATIONS: tuple[CgroupResource, ...] = (
     CgroupResource("cpu.cfs_quota_us", "cpu", "cpu.cfs_quota_us", "cpu.max",
                    validator=_int(1000, MAX_INT64, unlimited=True),
                    v1_codec=IntCodec("-1"), v2_codec=CpuMaxField(0),
+                   # v1 refuses a child quota above its parent's (EINVAL): level it like a
+                   # limit; v2 cpu.max only clips, any order works
+                   v1_merge=MergeKind.MAX_VALUE,
                    doc="CFS quota per period in us, -1 unlimited; v2: cpu.max first field"),
     CgroupResource("cpu.cfs_period_us", "cpu", "cpu.cfs_period_us", "cpu.max",
                    validator=_int(1000, 1_000_000), v2_codec=CpuMaxField(1),
@@ -175,7 +199,7 @@ _DECLARATIONS: tuple[CgroupResource, ...] = (
                    validator=_int(1), v1_codec=PidListCodec(), v2_codec=PidListCodec(),
                    doc="member processes; write moves one pid"),
     CgroupResource("cgroup.kill", "cpu", None, "cgroup.kill", validator=_int(1, 1),
-                   v2_codec=IntCodec(), support=SupportCheck.FILE_EXISTS,
+                   v2_codec=IntCodec(), support=SupportCheck.FILE_EXISTS, write_only=True,
                    doc="v2 (kernel >= 5.14): writing 1 kills every process below; write-only"),
     CgroupResource("tasks", "cpu", "tasks", "cgroup.threads",
                    validator=_int(1), v1_codec=PidListCodec(), v2_codec=PidListCodec(),
@@ -196,15 +220,16 @@ _DECLARATIONS: tuple[CgroupResource, ...] = (
     # ---- memory
     CgroupResource("memory.limit_in_bytes", "memory", "memory.limit_in_bytes", "memory.max",
                    validator=_int(0, MAX_INT64, unlimited=True), v1_codec=_V1_MEM,
-                   v2_codec=_V2_MAX, doc="hard limit in bytes, -1 unlimited"),
+                   v2_codec=_V2_MAX, page_rounded=True, doc="hard limit in bytes, -1 unlimited"),
     CgroupResource("memory.soft_limit_in_bytes", "memory", "memory.soft_limit_in_bytes", None,
                    validator=_int(0, MAX_INT64, unlimited=True), v1_codec=_V1_MEM,
+                   page_rounded=True,
                    doc="v1 soft limit; no v2 twin here (runc maps it to memory.low, which "
                        "has its own entry)"),
     *(
         CgroupResource(name, "memory", name, name, merge=MergeKind.MAX_VALUE,
                        validator=_int(0, MAX_INT64, unlimited=True), v1_codec=_V1_MEM,
-                       v2_codec=_V2_MAX, support=SupportCheck.FILE_EXISTS,
+                       v2_codec=_V2_MAX, support=SupportCheck.FILE_EXISTS, page_rounded=True,
                        doc="memory protection/throttle in bytes; v1 needs Anolis")
         for name in ("memory.min", "memory.low", "memory.high")
     ),
@@ -254,16 +279,16 @@ _DECLARATIONS: tuple[CgroupResource, ...] = (
 )
 
 
-def _build() -> Mapping[str, CgroupResource]:
+def _build(declarations: tuple[CgroupResource, ...]) -> Mapping[str, CgroupResource]:
     table: dict[str, CgroupResource] = {}
-    for resource in _DECLARATIONS:
+    for resource in declarations:
         if resource.name in table:
             raise ValueError("duplicate cgroup resource %r" % resource.name)
         table[resource.name] = resource
     return MappingProxyType(table)
 
 
-REGISTRY: Mapping[str, CgroupResource] = _build()
+REGISTRY: Mapping[str, CgroupResource] = _build(_DECLARATIONS)
 
 
 def get_resource(name: str | CgroupResource) -> CgroupResource:

@@ -81,6 +81,12 @@ class MuxDecoder:
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
         """Consume `data`; return the completed frames. Raises MuxProtocolError on a
         length over the sanity cap (the stream cannot be trusted after that)."""
+        if not self._buf and len(data) >= MUX_HEADER_SIZE:
+            # Fast path: the read is exactly one whole frame (one ttrpc message of
+            # <= 4 KiB, the usual NRI call).
+            conn_id, length = MUX_HEADER.unpack_from(data)
+            if length == len(data) - MUX_HEADER_SIZE and length <= self._max_payload:
+                return [(conn_id, data[MUX_HEADER_SIZE:])]
         out: list[tuple[int, bytes]] = []
         if self._buf:
             self._buf += data

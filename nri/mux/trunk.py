@@ -19,9 +19,6 @@ from typing import cast
 import structlog
 
 from nri.mux.frame import (
-    MUX_HEADER,
-    MUX_HEADER_SIZE,
-    MAX_ACCEPTED_PAYLOAD,
     PLUGIN_SERVICE_CONN,
     RUNTIME_SERVICE_CONN,
     MuxClosedError,
@@ -251,17 +248,6 @@ class Trunk:
                 self._transport.pause_reading()
             return
         decoder = self._decoder
-        if not decoder.buffered and len(data) >= MUX_HEADER_SIZE:
-            # Fast path: the read holds exactly one whole frame (one ttrpc message
-            # of <= 4 KiB, the usual NRI call), so no decoder state is involved.
-            conn_id, length = MUX_HEADER.unpack_from(data)
-            if length == len(data) - MUX_HEADER_SIZE and 0 < length <= MAX_ACCEPTED_PAYLOAD:
-                vconn = self._conns.get(conn_id)
-                if vconn is None:
-                    self._note_unknown(conn_id)
-                else:
-                    vconn._deliver(data[MUX_HEADER_SIZE:])
-                return
         try:
             frames = decoder.feed(data)
         except MuxProtocolError as err:

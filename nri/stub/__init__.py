@@ -4,7 +4,8 @@ Public API:
     Stub, StubConfig            run a plugin object against a runtime
     RuntimeInfo                 what Configure said about the runtime
     DeadlinePolicy              the deadline guard's fraction (default 0.75)
-    BackoffPolicy               reconnect delays
+    BackoffPolicy               reconnect delays (runtimes that refuse us or drop us)
+    WatchPolicy                 how often to dial while the socket is absent (inotify wakes us sooner)
     AdjustmentRejected          raise from validate_container_adjustment to reject
     StubError and subclasses    NotConnected, UpdateInsideHandler, InvalidIdentity, ...
 """
@@ -21,6 +22,7 @@ from nri.stub.errors import (
     StubError,
     UpdateInsideHandler,
 )
+from nri.stub.socket_watch import WatchPolicy
 from nri.stub.stub import Stub, StubConfig
 
 __all__ = [
@@ -36,4 +38,5 @@ __all__ = [
     "StubConfig",
     "StubError",
     "UpdateInsideHandler",
+    "WatchPolicy",
 ]

@@ -28,12 +28,12 @@ from nri.events import (
     SPEC_BY_EVENT,
     Event,
     EventSpec,
-    Subject,
 )
 from nri.masks import NriVersion, handled_events, runtime_nri_version, subscription_mask
 from nri.stub import results
-from nri.stub.deadline import DeadlinePolicy, continue_guarded, first_step
+from nri.stub.deadline import DeadlinePolicy, run_guarded
 from nri.stub.errors import AdjustmentRejected, InvalidPlugin
+from nri.stub.plugin_api import public_methods, unmatched_handlers
 from nri.stub.sync_collector import SyncCollector
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 
@@ -66,6 +66,19 @@ class RuntimeInfo:
         )
 
 
+def _check_handler_names(plugin: object, strict: bool) -> None:
+    """Warn about (strict: refuse) methods that look like handlers but match no event."""
+    unmatched = unmatched_handlers(public_methods(plugin))
+    for name, closest in unmatched:
+        log.warning("nri_plugin_method_matches_no_event", plugin=type(plugin).__name__, method=name,
+                    did_you_mean=closest)
+    if strict and unmatched:
+        raise InvalidPlugin(
+            "plugin %s: %s look like event handlers but match none"
+            % (type(plugin).__name__, ", ".join(name for name, _ in unmatched))
+        )
+
+
 # StateChange carries only the events that used to have no dedicated RPC.
 _STATE_CHANGE_EVENTS = frozenset(s.event for s in EVENT_SPECS if s.dedicated_since == (0, 12))
 
@@ -80,12 +93,14 @@ class PluginDispatcher:
         policy: DeadlinePolicy,
         on_configured: Callable[[RuntimeInfo, int], None],
         on_synchronized: Callable[[], None],
+        strict_handlers: bool = False,
     ) -> None:
         self._plugin = plugin
         self._policy = policy
         self._on_configured = on_configured
         self._on_synchronized = on_synchronized
         self.handled = handled_events(plugin)
+        _check_handler_names(plugin, strict_handlers)
         if not self.handled:
             raise InvalidPlugin(
                 "plugin %s defines no event handler (e.g. create_container)" % type(plugin).__name__
@@ -135,12 +150,7 @@ class PluginDispatcher:
             result = fn(*args)
             if type(result) is not CoroutineType and not asyncio.iscoroutine(result):
                 return True, result  # a plain function is fine too
-            # run_guarded, unrolled: a handler that does not suspend costs no extra
-            # coroutine and no outcome object.
-            step = first_step(result, event)
-            if step.done:
-                return True, step.value
-            outcome = await continue_guarded(result, step, lambda: self._budget(ctx), self.late_tasks)
+            outcome = await run_guarded(result, event, lambda: self._budget(ctx), self.late_tasks)
         except AdjustmentRejected:
             raise
         except Exception as exc:
@@ -201,55 +211,22 @@ class PluginDispatcher:
     # -- events --------------------------------------------------------------------
 
     def _event_method(self, spec: EventSpec) -> Callable[[Any, RequestContext], Awaitable[Any]]:
+        """One generic method per event, driven by its EventSpec (handler arguments)
+        and results.RESPONSE_BUILDERS (how its value becomes the response)."""
         fn = self._handlers_by_event[spec.event]
-        rpc = spec.rpc
-        empty = results.EMPTY_RESPONSES[rpc]
-        call = self._call
-
-        if spec.event is Event.CREATE_CONTAINER:
-
-            async def on_create(req: Any, ctx: RequestContext) -> Any:
-                completed, value = await call(rpc, fn, (req.pod, req.container), ctx)
-                return results.create_container_response(value) if completed else empty()
-
-            return on_create
-        if spec.event is Event.UPDATE_CONTAINER:
-
-            async def on_update(req: Any, ctx: RequestContext) -> Any:
-                completed, value = await call(rpc, fn, (req.pod, req.container, req.linux_resources), ctx)
-                return results.update_container_response(value) if completed else empty()
-
-            return on_update
-        if spec.event is Event.STOP_CONTAINER:
-
-            async def on_stop(req: Any, ctx: RequestContext) -> Any:
-                completed, value = await call(rpc, fn, (req.pod, req.container), ctx)
-                return results.stop_container_response(value) if completed else empty()
-
-            return on_stop
-        if spec.event is Event.UPDATE_POD_SANDBOX:
-
-            async def on_update_pod(req: Any, ctx: RequestContext) -> Any:
-                await call(rpc, fn, (req.pod, req.overhead_linux_resources, req.linux_resources), ctx)
-                return empty()
-
-            return on_update_pod
         if spec.event is Event.VALIDATE_CONTAINER_ADJUSTMENT:
             return self._validate_method(fn)
+        rpc = spec.rpc
+        empty = results.EMPTY_RESPONSES[rpc]
+        build = results.RESPONSE_BUILDERS.get(rpc)
+        arguments = spec.handler_args
+        call = self._call
 
-        if spec.subject is Subject.POD:
+        async def on_event(req: Any, ctx: RequestContext) -> Any:
+            completed, value = await call(rpc, fn, arguments(req), ctx)
+            return build(value) if completed and build is not None else empty()
 
-            async def on_pod_event(req: Any, ctx: RequestContext) -> Any:
-                await call(rpc, fn, (req.pod,), ctx)
-                return empty()
-
-            return on_pod_event
-
-        async def on_container_event(req: Any, ctx: RequestContext) -> Any:
-            await call(rpc, fn, (req.pod, req.container), ctx)
-            return empty()
-
-        return on_container_event
+        return on_event
 
     def _validate_method(self, fn: Callable[..., Any]) -> Callable[[Any, RequestContext], Awaitable[Any]]:
         rpc = "ValidateContainerAdjustment"
@@ -266,7 +243,7 @@ class PluginDispatcher:
                 return api.ValidateContainerAdjustmentResponse(
                     reject=True, reason="validator did not answer within its deadline"
                 )
-            return results.validation_response(value)
+            return results.RESPONSE_BUILDERS[rpc](value)
 
         return on_validate
 
@@ -280,6 +257,5 @@ class PluginDispatcher:
         if fn is None or event not in _STATE_CHANGE_EVENTS:
             return api.Empty()
         spec = SPEC_BY_EVENT[event]
-        args = (req.pod,) if spec.subject is Subject.POD else (req.pod, req.container)
-        await self._call(spec.rpc, fn, args, ctx)
+        await self._call(spec.rpc, fn, spec.handler_args(req), ctx)
         return api.Empty()

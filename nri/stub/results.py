@@ -7,7 +7,7 @@ not a silently empty answer. Pure functions.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from nri.events import Event
 from nri.stub.errors import StubError
@@ -126,6 +126,15 @@ EMPTY_RESPONSES: dict[str, type] = {
     "StopContainer": api.StopContainerResponse,
     "RemoveContainer": api.RemoveContainerResponse,
     "ValidateContainerAdjustment": api.ValidateContainerAdjustmentResponse,
+}
+
+# What turns a completed handler's value into the response, per event RPC; events
+# whose response carries nothing answer their empty response whatever the handler returns.
+RESPONSE_BUILDERS: dict[str, Callable[[Any], Any]] = {
+    "CreateContainer": create_container_response,
+    "UpdateContainer": update_container_response,
+    "StopContainer": stop_container_response,
+    "ValidateContainerAdjustment": validation_response,
 }
 
 REQUEST_TYPES: dict[str, type] = {

@@ -2,8 +2,10 @@
 
 Connect (dial the runtime's socket, or use the fd a launching runtime passed),
 register, let the runtime Configure and Synchronize us, serve events, and on EOF
-or a missing socket reconnect with capped backoff and go through registration
-and synchronization again. `ready` says "connected and synchronized".
+reconnect and go through registration and synchronization again. While the
+socket is absent or refuses, the stub watches its path and dials as soon as it
+comes back (socket_watch); other failures, and runtimes that accept and then
+drop us, get capped backoff. `ready` says "connected and synchronized".
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from nri.stub.deadline import DEFAULT_REGISTRATION_TIMEOUT, DeadlinePolicy, insi
 from nri.stub.dispatch import PluginDispatcher, RuntimeInfo
 from nri.stub.errors import NotConnected, RegistrationFailed, UpdateInsideHandler
 from nri.stub.identity import PluginIdentity, launched_socket_fd, resolve_identity
+from nri.stub.socket_watch import RetryKind, SocketWatcher, WatchPolicy, retry_kind, watch_timeout
 from nri.transport import DEFAULT_NRI_SOCKET, dial, from_inherited_fd
 from nri.ttrpc.client import TtrpcClient
 from nri.ttrpc.server import TtrpcServer
@@ -47,11 +50,15 @@ class StubConfig:
     setup_timeout: float = 30.0
     deadline: DeadlinePolicy = field(default_factory=DeadlinePolicy)
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    watch: WatchPolicy = field(default_factory=WatchPolicy)
     reconnect: bool = True
     update_timeout: float = 5.0
     # False: answer Unimplemented for the events that have a StateChange form, so
     # an NRI >= 0.12 runtime falls back to StateChange (compatibility testing).
     dedicated_rpcs: bool = True
+    # True: refuse a plugin with methods that look like handlers but match no event
+    # (e.g. create_containr); False: log a warning for each.
+    strict_handlers: bool = False
 
 
 class Stub:
@@ -75,7 +82,9 @@ class Stub:
         self.config = config or StubConfig()
         self.identity: PluginIdentity = resolve_identity(name, index, env, sys.argv[0] if sys.argv else "")
         self._launched_fd = launched_socket_fd(env)
-        self._dispatcher = PluginDispatcher(plugin, self.config.deadline, self._on_configured, self._on_synchronized)
+        self._dispatcher = PluginDispatcher(
+            plugin, self.config.deadline, self._on_configured, self._on_synchronized, self.config.strict_handlers
+        )
         self._handlers = self._dispatcher.handlers(self.config.dedicated_rpcs)
         self._ready = asyncio.Event()
         self._ready_callbacks: list[ReadyCallback] = []
@@ -131,23 +140,31 @@ class Stub:
         """Connect and serve until stop(); reconnects unless launched by the runtime."""
         self._stop.clear()
         failures = 0
-        while not self._stop.is_set():
-            try:
-                trunk = await self._open_trunk()
-            except OSError as exc:
-                if self._launched_fd is not None:
-                    log.error("nri_launched_socket_unusable", fd=self._launched_fd, error=repr(exc))
+        outage = _Outage(self.config.socket_path)
+        try:
+            while not self._stop.is_set():
+                try:
+                    trunk = await self._open_trunk()
+                except OSError as exc:
+                    if self._launched_fd is not None:
+                        log.error("nri_launched_socket_unusable", fd=self._launched_fd, error=repr(exc))
+                        return
+                    if retry_kind(exc) is RetryKind.WATCH:
+                        await outage.wait_for_socket(exc, self.config.watch, self._stop)
+                    else:
+                        failures += 1
+                        delay = self.config.backoff.delay(failures)
+                        outage.note(exc, delay)
+                        await self._sleep(delay)
+                    continue
+                outage.end()
+                synchronized = await self._session(trunk)
+                if self._launched_fd is not None or not self.config.reconnect:
                     return
-                failures += 1
-                delay = self.config.backoff.delay(failures)
-                log.info("nri_connect_failed", path=self.config.socket_path, error=str(exc), retry_in_s=delay)
-                await self._sleep(delay)
-                continue
-            synchronized = await self._session(trunk)
-            if self._launched_fd is not None or not self.config.reconnect:
-                return
-            failures = 0 if synchronized else failures + 1
-            await self._sleep(self.config.backoff.delay(max(failures, 1)))
+                failures = 0 if synchronized else failures + 1
+                await self._sleep(self.config.backoff.delay(max(failures, 1)))
+        finally:
+            outage.end()
 
     async def start(self, timeout: float) -> asyncio.Task[None]:
         """Run in a background task and wait until ready (TimeoutError otherwise)."""
@@ -286,3 +303,53 @@ class Stub:
             timeout=timeout or self.config.update_timeout,
         )
         return list(response.failed)
+
+
+class _Outage:
+    """One stretch without a runtime connection: logged once when it starts and once
+    when it ends, whatever the number of dials in between; owns the socket watcher."""
+
+    def __init__(self, socket_path: str) -> None:
+        self._path = socket_path
+        self._since: float | None = None
+        self._attempts = 0
+        self._watcher: SocketWatcher | None = None
+
+    def note(self, error: OSError, retry_in: float | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        self._attempts += 1
+        if self._since is None:
+            self._since = loop.time()
+            log.warning(
+                "nri_runtime_unavailable",
+                path=self._path,
+                error=str(error),
+                retry=retry_kind(error).value,
+                retry_in_s=retry_in,
+            )
+
+    async def wait_for_socket(self, error: OSError, policy: WatchPolicy, stop: asyncio.Event) -> None:
+        self.note(error)
+        if self._watcher is None:
+            self._watcher = SocketWatcher(self._path, asyncio.get_running_loop())
+        waiting = asyncio.ensure_future(self._watcher.wait(watch_timeout(error, policy, self._watcher.active)))
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait((waiting, stopping), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+            stopping.cancel()
+
+    def end(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
+        if self._since is not None:
+            log.info(
+                "nri_runtime_available",
+                path=self._path,
+                down_s=round(asyncio.get_running_loop().time() - self._since, 3),
+                attempts=self._attempts,
+            )
+        self._since = None
+        self._attempts = 0

@@ -16,8 +16,6 @@ from nri.ttrpc.connection import MessageConn
 from nri.ttrpc.deadline_timer import DeadlineTimer
 from nri.ttrpc.envelope import decode_response, encode_request, timeout_to_nano
 from nri.ttrpc.frame import (
-    HEADER,
-    HEADER_SIZE,
     MAX_DATA_SIZE,
     Frame,
     FrameDecoder,
@@ -40,9 +38,6 @@ class TtrpcClient:
         self._conn = conn
         self._loop = asyncio.get_running_loop()
         self._decoder = FrameDecoder()
-        # Until an oversized frame shows up (the decoder may then be skipping its
-        # data), a read that is exactly one whole message bypasses the decoder.
-        self._single_frame_reads = True
         self._pending: dict[int, asyncio.Future[bytes]] = {}
         self._deadlines = DeadlineTimer(self._loop, self._call_expired)  # calls with a timeout
         self._next_stream_id = 1
@@ -108,14 +103,8 @@ class TtrpcClient:
             future.set_exception(TtrpcError(Code.DEADLINE_EXCEEDED, "context deadline exceeded"))
 
     def _on_data(self, data: bytes) -> None:
-        if self._single_frame_reads and len(data) >= HEADER_SIZE and not self._decoder.buffered:
-            length, stream_id, msg_type, _ = HEADER.unpack_from(data)
-            if msg_type == _RESPONSE and length == len(data) - HEADER_SIZE and length <= MAX_DATA_SIZE:
-                self._on_response(stream_id, data[HEADER_SIZE:])
-                return
         for frame in self._decoder.feed(data):
             if isinstance(frame, OversizedFrame):
-                self._single_frame_reads = False
                 self._fail(frame.stream_id, MessageTooLarge(frame.length, MAX_DATA_SIZE))
                 continue
             if frame.type == _RESPONSE:

@@ -33,8 +33,6 @@ from nri.ttrpc.envelope import (
     metadata_of,
 )
 from nri.ttrpc.frame import (
-    HEADER,
-    HEADER_SIZE,
     MAX_DATA_SIZE,
     Flag,
     FrameDecoder,
@@ -76,9 +74,6 @@ class TtrpcServer:
         self._handlers = dict(handlers)
         self._services = {service for service, _ in self._handlers}
         self._decoder = FrameDecoder()
-        # Until an oversized frame shows up (the decoder may then be skipping its
-        # data), a read that is exactly one whole message bypasses the decoder.
-        self._single_frame_reads = True
         self._last_stream_id = 0
         self._tasks: dict[int, asyncio.Task[None]] = {}  # stream id -> handler task
         self._deadlines = DeadlineTimer(self._loop, self._call_expired)  # running calls only
@@ -108,14 +103,8 @@ class TtrpcServer:
     # --- receiving (runs inside the transport's read callback) ---
 
     def _on_data(self, data: bytes) -> None:
-        if self._single_frame_reads and len(data) >= HEADER_SIZE and not self._decoder.buffered:
-            length, stream_id, msg_type, flags = HEADER.unpack_from(data)
-            if msg_type == _REQUEST and length == len(data) - HEADER_SIZE and length <= MAX_DATA_SIZE:
-                self._on_request(stream_id, flags, data[HEADER_SIZE:])
-                return
         for frame in self._decoder.feed(data):
             if isinstance(frame, OversizedFrame):
-                self._single_frame_reads = False
                 self._on_oversized(frame)
             elif frame.type == _REQUEST:
                 self._on_request(frame.stream_id, frame.flags, frame.data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -145,12 +146,27 @@ def test_parse_flag_bool_rejects_other_words():
         parse_flag_bool("maybe")
 
 
-def test_gates_on_without_their_feature_are_named():
-    from koordlet.features import SPECS, resolve
+def test_gates_on_for_unbuilt_features_are_named_built_ones_are_not(monkeypatch):
+    from koordlet import features
 
-    assert "BEMemoryEvict" not in resolve({"BEMemoryEvict": True}).not_implemented()  # QoS manager has it
-    pending = [name for name, spec in SPECS.items() if not spec.implemented]
-    if not pending:
-        return  # every gate implemented: nothing left to name
-    assert pending[0] in resolve({pending[0]: True}).not_implemented()
-    assert pending[0] not in resolve({pending[0]: False}).not_implemented()
+    unbuilt_specs = dict(features.SPECS)
+    for name in ("RdtResctrl", "NodeTopologyReport"):
+        unbuilt_specs[name] = dataclasses.replace(features.SPECS[name], implemented=False)
+    unbuilt_specs["BECPUSuppress"] = dataclasses.replace(features.SPECS["BECPUSuppress"], implemented=True)
+    monkeypatch.setattr(features, "SPECS", unbuilt_specs)
+    gates = features.resolve({"RdtResctrl": True, "NodeTopologyReport": True, "BECPUSuppress": True})
+    assert gates.enabled_unimplemented() == ("NodeTopologyReport", "RdtResctrl")
+    assert features.resolve({"RdtResctrl": False, "NodeTopologyReport": False}).enabled_unimplemented() == ()
+
+
+def test_readme_gate_table_says_which_gates_are_implemented():
+    from pathlib import Path
+
+    from koordlet.features import SPECS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = {line.split("|")[1].strip(" `"): line for line in readme.splitlines() if line.startswith("| `")}
+    for name, spec in SPECS.items():
+        cells = [c.strip() for c in rows[name].split("|")[1:-1]]
+        assert cells[1] == str(spec.default).lower(), name
+        assert cells[3] == ("yes" if spec.implemented else "not yet"), name

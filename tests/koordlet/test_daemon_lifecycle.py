@@ -95,3 +95,27 @@ def test_build_daemon_starts_builder_modules_between_executor_and_http(tmp_path)
     daemon = build_daemon(config, builders=[builder])
     assert daemon.readiness().not_ready == ("resourceexecutor", "probe", "http")  # none started yet, in order
     assert seen_hubs[0].config is config and seen_hubs[0].states is None
+
+
+async def test_a_module_whose_start_hangs_fails_the_start_with_a_clear_error():
+    from structlog.testing import capture_logs
+
+    class Hangs:
+        name = "hangs"
+
+        async def start(self):
+            await asyncio.Event().wait()
+
+        async def stop(self):
+            pass
+
+        def ready(self):
+            return False
+
+    journal = []
+    daemon = Daemon([Recorder("a", journal), Hangs(), Recorder("c", journal)], start_timeout=0.05)
+    with capture_logs() as logs:
+        assert await asyncio.wait_for(daemon.run(), 2) == 1
+    assert journal == [("start", "a"), ("stop", "a")]
+    (line,) = [e for e in logs if e["event"] == "module_start_timed_out"]
+    assert line["module"] == "hangs" and line["timeout_s"] == 0.05

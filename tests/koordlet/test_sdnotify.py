@@ -19,3 +19,20 @@ def test_notify_without_socket_is_a_no_op():
 
 def test_notify_to_a_missing_socket_reports_failure(tmp_path):
     assert notify("READY=1", {"NOTIFY_SOCKET": str(tmp_path / "absent")}) is False
+
+
+def test_a_failed_ready_is_logged_not_swallowed(tmp_path):
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        assert notify("READY=1", {"NOTIFY_SOCKET": str(tmp_path / "absent")}) is False
+    (line,) = [e for e in logs if e["event"] == "sd_notify_failed"]
+    assert line["state"] == "READY=1" and line["log_level"] == "warning"
+
+
+def test_nobody_to_tell_is_not_a_failure():
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        notify("READY=1", {})
+    assert logs == []

@@ -13,7 +13,13 @@ from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 
 
 # Our end-to-end files run on both event loops: plugins run on uvloop in production.
-_BOTH_LOOPS = ("test_e2e", "test_peer_misbehaviour", "test_stub_capture_replay", "test_stub_docs_example")
+_BOTH_LOOPS = (
+    "test_e2e",
+    "test_peer_misbehaviour",
+    "test_stub_capture_replay",
+    "test_stub_docs_example",
+    "test_stub_reconnect",
+)
 
 
 def pytest_asyncio_loop_factories(config, item):

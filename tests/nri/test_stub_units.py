@@ -109,7 +109,7 @@ def test_budget_is_a_fraction_of_the_requests_remaining_time():
         DeadlinePolicy(fraction=0.0)
 
 
-async def test_guard_returns_a_fast_handlers_result_without_a_task():
+async def test_guard_returns_a_fast_handlers_result():
     async def fast():
         return 7
 
@@ -425,3 +425,55 @@ async def test_a_plain_function_handler_is_answered_too():
     create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
     r = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
     assert r.adjust.annotations["plain"] == "1"
+
+
+# -- handler names ----------------------------------------------------------------------
+
+def test_misspelt_and_misnamed_handlers_are_found_with_a_suggestion():
+    from nri.stub.plugin_api import unmatched_handlers
+
+    found = dict(unmatched_handlers([
+        "create_containr", "update_pod", "synchronise", "create_container", "helper",
+        "update_containers_now", "_private_create_containr",
+    ]))
+    assert found == {"create_containr": "create_container", "update_pod": None,
+                     "synchronise": "synchronize"}
+
+
+def test_stub_warns_about_a_misspelt_handler_and_strict_mode_refuses_it():
+    from structlog.testing import capture_logs
+
+    from nri.stub.errors import InvalidPlugin
+    from nri.stub.stub import Stub, StubConfig
+
+    class Typo:
+        async def create_container(self, pod, container):
+            return None
+
+        async def remove_containr(self, pod, container):
+            return None
+
+    with capture_logs() as logs:
+        stub = Stub(Typo(), name="typo", index="10", environ={})
+    (line,) = [e for e in logs if e["event"] == "nri_plugin_method_matches_no_event"]
+    assert (line["method"], line["did_you_mean"]) == ("remove_containr", "remove_container")
+    assert stub.mask == 0  # only create_container will be subscribed at Configure
+    with pytest.raises(InvalidPlugin, match="remove_containr"):
+        Stub(Typo(), name="typo", index="10", environ={}, config=StubConfig(strict_handlers=True))
+
+
+def test_a_correct_plugin_draws_no_warning():
+    from structlog.testing import capture_logs
+
+    from nri.stub.stub import Stub
+
+    class Good:
+        async def create_container(self, pod, container):
+            return None
+
+        def describe(self):
+            return "fine"
+
+    with capture_logs() as logs:
+        Stub(Good(), name="good", index="10", environ={})
+    assert [e for e in logs if e["event"] == "nri_plugin_method_matches_no_event"] == []

@@ -15,6 +15,7 @@ from system.cgroup_files import CgroupFiles
 from system.errors import KernelRejected
 from system.host import Host
 from tests.resourceexecutor.conftest import RecordingIO
+from tests.system.door import write_raw
 
 pytestmark = pytest.mark.kernel
 
@@ -51,26 +52,26 @@ def nested(cpuset_sandbox):
 
 def test_naive_shrink_of_a_parent_under_a_busy_child_is_refused(nested):
     box, parent, child = nested
-    box.files.write("cpuset.cpus", child, "1")
+    write_raw(box.files, "cpuset.cpus", child, "1")
     with pytest.raises(KernelRejected) as refused:
-        box.files.write("cpuset.cpus", parent, "0")  # parent first: child still uses CPU 1
+        write_raw(box.files, "cpuset.cpus", parent, "0")  # parent first: child still uses CPU 1
     assert refused.value.errno == errno.EBUSY
     assert cpus(box, parent) == "0-1"
 
 
 def test_naive_widening_of_a_child_beyond_its_parent_is_refused(nested):
     box, parent, child = nested
-    box.files.write("cpuset.cpus", child, "0")
-    box.files.write("cpuset.cpus", parent, "0")
+    write_raw(box.files, "cpuset.cpus", child, "0")
+    write_raw(box.files, "cpuset.cpus", parent, "0")
     with pytest.raises(KernelRejected) as refused:
-        box.files.write("cpuset.cpus", child, "0-1")  # child first: parent lacks CPU 1
+        write_raw(box.files, "cpuset.cpus", child, "0-1")  # child first: parent lacks CPU 1
     assert refused.value.errno == errno.EACCES
 
 
 def test_wrongly_given_levels_fail_honestly(executor_for, nested, clock):
     box, parent, child = nested
-    box.files.write("cpuset.cpus", child, "0")
-    box.files.write("cpuset.cpus", parent, "0")
+    write_raw(box.files, "cpuset.cpus", child, "0")
+    write_raw(box.files, "cpuset.cpus", parent, "0")
     executor = executor_for(clock)
     result = executor.update_levels([[executor.updater("cpuset.cpus", child, "1")],
                                      [executor.updater("cpuset.cpus", parent, "1")]])
@@ -86,7 +87,7 @@ def test_wrongly_given_levels_fail_honestly(executor_for, nested, clock):
 
 def test_levelled_batch_shrinks_the_child_before_the_parent(executor_for, nested, clock):
     box, parent, child = nested
-    box.files.write("cpuset.cpus", child, "1")
+    write_raw(box.files, "cpuset.cpus", child, "1")
     io = RecordingIO()
     executor = executor_for(clock, io)
     result = executor.update_batch([executor.updater("cpuset.cpus", parent, "0"),
@@ -100,8 +101,8 @@ def test_levelled_batch_shrinks_the_child_before_the_parent(executor_for, nested
 
 def test_levelled_batch_grows_the_parent_before_the_child(executor_for, nested, clock):
     box, parent, child = nested
-    box.files.write("cpuset.cpus", child, "0")
-    box.files.write("cpuset.cpus", parent, "0")
+    write_raw(box.files, "cpuset.cpus", child, "0")
+    write_raw(box.files, "cpuset.cpus", parent, "0")
     io = RecordingIO()
     executor = executor_for(clock, io)
     result = executor.update_batch([executor.updater("cpuset.cpus", child, "1"),   # child first
@@ -117,9 +118,9 @@ def test_levelled_batch_moves_a_three_level_tree_across_cpus(executor_for, cpuse
     dirs = [box.make(box.dir("q")), box.make(box.dir("q", "pod")),
             box.make(box.dir("q", "pod", "c1")), box.make(box.dir("q", "pod", "c2"))]
     for d in reversed(dirs):
-        box.files.write("cpuset.cpus", d, "0")
+        write_raw(box.files, "cpuset.cpus", d, "0")
     for d in dirs[1:]:
-        box.files.write("cpuset.cpus", d, "0")
+        write_raw(box.files, "cpuset.cpus", d, "0")
     executor = executor_for(clock)
     wanted = {dirs[0]: "1", dirs[1]: "1", dirs[2]: "1", dirs[3]: "1"}
     result = executor.update_batch([executor.updater("cpuset.cpus", d, v)
@@ -132,10 +133,10 @@ def test_v1_cfs_quota_grows_parent_first(executor_for, cpu_memory_sandbox, clock
     box = cpu_memory_sandbox
     parent = box.make(box.dir("p"))
     child = box.make(box.dir("p", "c"))
-    box.files.write("cpu.cfs_quota_us", parent, 50_000)
-    box.files.write("cpu.cfs_quota_us", child, 50_000)
+    write_raw(box.files, "cpu.cfs_quota_us", parent, 50_000)
+    write_raw(box.files, "cpu.cfs_quota_us", child, 50_000)
     with pytest.raises(KernelRejected):
-        box.files.write("cpu.cfs_quota_us", child, 100_000)  # naive: child above parent
+        write_raw(box.files, "cpu.cfs_quota_us", child, 100_000)  # naive: child above parent
     executor = executor_for(clock)
     result = executor.update_batch([executor.updater("cpu.cfs_quota_us", child, 100_000),
                                     executor.updater("cpu.cfs_quota_us", parent, 100_000)])
@@ -161,7 +162,7 @@ def test_second_identical_batch_writes_nothing_and_drift_is_repaired(executor_fo
     assert executor.update_batch(batch).counts() == {Outcome.SKIPPED: 9}
     assert (len(io.writes), len(io.reads)) == (writes, reads)
 
-    box.files.write("cpu.shares", dirs[0], 4096)  # changed behind our back
+    write_raw(box.files, "cpu.shares", dirs[0], 4096)  # changed behind our back
     clock.advance(30)
     executor.update_batch(batch)
     assert box.files.read("cpu.shares", dirs[0]) == 4096  # trusted the cache inside the TTL
@@ -199,7 +200,7 @@ def test_cgroup_removed_mid_batch_is_gone_and_the_rest_lands(executor_for, cpu_m
 def test_rollback_restores_cpusets_when_the_kernel_refuses_one(executor_for, nested, clock):
     box, parent, child = nested
     sibling = box.make(box.dir("parent", "sibling"))
-    box.files.write("cpuset.cpus", child, "0")
+    write_raw(box.files, "cpuset.cpus", child, "0")
     executor = executor_for(clock)
     result = executor.update_batch([executor.updater("cpuset.cpus", child, "1"),
                                     executor.updater("cpuset.cpus", sibling, "0-7")],  # no CPU 2-7

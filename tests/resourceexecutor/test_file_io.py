@@ -7,6 +7,7 @@ import pytest
 
 from resourceexecutor.file_io import KeptFdFileIO, KernelFileIO, default_max_open
 from system.errors import Gone, NotSupported
+from tests.system.test_file_io import _files
 
 
 @pytest.fixture(params=[KernelFileIO, KeptFdFileIO])
@@ -26,16 +27,6 @@ def test_missing_dir_is_gone_and_missing_file_is_not_supported(io, tmp_path):
 def test_read_strips_the_kernel_newline(io, tmp_path):
     (tmp_path / "cpu.shares").write_text("1024\n")
     assert io.read(str(tmp_path / "cpu.shares")) == "1024"
-
-
-def _files(tmp_path, count):
-    paths = []
-    for i in range(count):
-        path = tmp_path / ("c%d" % i) / "cpu.shares"
-        path.parent.mkdir()
-        path.write_text("1")
-        paths.append(str(path))
-    return paths
 
 
 def test_kept_fds_are_bounded(tmp_path):

@@ -63,6 +63,7 @@ V1_FILES: Mapping[str, Mapping[str, str]] = {
         "cgroup.procs": "", "tasks": "",
     },
     "blkio": {
+        "blkio.weight": "500",
         "blkio.throttle.read_bps_device": "", "blkio.throttle.write_bps_device": "",
         "blkio.throttle.read_iops_device": "", "blkio.throttle.write_iops_device": "",
         "cgroup.procs": "", "tasks": "",
@@ -86,6 +87,7 @@ V2_CORE = {
     "cgroup.procs": "", "cgroup.threads": "", "cgroup.controllers": "",
     "cgroup.subtree_control": "", "cpu.stat": "usage_usec 0\nuser_usec 0\nsystem_usec 0\n",
     "cpu.pressure": PSI_ZERO, "memory.pressure": PSI_ZERO, "io.pressure": PSI_ZERO,
+    "cgroup.kill": "",  # write-only in the kernel (5.14+); a plain file here
 }
 
 # non-root files per v2 controller

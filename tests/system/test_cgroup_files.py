@@ -3,8 +3,11 @@ import os
 import pytest
 
 from system.cgroup_files import CgroupFiles, clean_cgroup_dir
+from system.cgroup_codecs import shares_to_weight
+from system.cgroup_resource import REGISTRY
 from system.cgroup_version import CgroupMode, detect_hierarchy
 from system.errors import Gone, InvalidValue, NotSupported
+from tests.system.door import write_raw, write_value
 from tests.system.fake_trees import add_cgroup, build_hybrid_tree, build_v1_tree, build_v2_tree
 
 POD = "kubepods/burstable/pod1234"
@@ -95,45 +98,48 @@ def test_read_parses_by_version(v1, v2):
     assert v1.read("memory.limit_in_bytes", POD) == -1
     assert v2.read("memory.limit_in_bytes", POD) == -1
     assert v1.read("cpu.shares", POD) == 1024
-    assert v2.read("cpu.shares", POD) == 2 + -(-99 * 262142 // 9999)
+    assert shares_to_weight(v2.read("cpu.shares", POD)) == 100  # the kernel's default weight
     assert v1.read("cpuset.cpus", POD) == frozenset(range(4))
 
 
 def test_write_converts_for_v2(v2):
-    v2.write("cpu.shares", POD, 1024)
-    v2.write("memory.limit_in_bytes", POD, -1)
+    write_value(v2, "cpu.shares", POD, 1024)
+    write_value(v2, "memory.limit_in_bytes", POD, -1)
     assert v2.read_text("cpu.shares", POD) == "39"
     assert v2.read_text("memory.limit_in_bytes", POD) == "max"
 
 
 def test_write_period_on_v2_keeps_the_quota(v2):
     (v2.host.cgroup_root / POD / "cpu.max").write_text("20000 100000\n")
-    v2.write("cpu.cfs_period_us", POD, 50000)
+    write_value(v2, "cpu.cfs_period_us", POD, 50000)
     assert v2.read_text("cpu.cfs_period_us", POD) == "20000 50000"
 
 
 def test_invalid_value_writes_nothing(v1):
     before = v1.read_text("cpuset.cpus", POD)
     with pytest.raises(InvalidValue):
-        v1.write("cpuset.cpus", POD, "0-")
+        write_value(v1, "cpuset.cpus", POD, "0-")
     with pytest.raises(InvalidValue):
-        v1.write("cpu.cfs_quota_us", POD, 10)
+        write_value(v1, "cpu.cfs_quota_us", POD, 10)
     assert v1.read_text("cpuset.cpus", POD) == before
     assert v1.read_text("cpu.cfs_quota_us", POD) == "-1"
 
 
 def test_read_only_resources_refuse_writes(v1):
-    with pytest.raises(InvalidValue):
-        v1.write("memory.stat", POD, {})
-    with pytest.raises(InvalidValue):
-        v1.write_text("cpuacct.usage", POD, "0")
+    before = v1.read_text("cpuacct.usage", POD)
+    for name, value in (("memory.stat", {}), ("cpuacct.usage", 0)):
+        with pytest.raises(NotSupported, match="no updater"):
+            write_value(v1, name, POD, value)
+        with pytest.raises(InvalidValue, match="read-only"):
+            REGISTRY[name].validate(value)
+    assert v1.read_text("cpuacct.usage", POD) == before
 
 
 def test_missing_dir_is_gone_and_missing_file_is_not_supported(v1):
     with pytest.raises(Gone):
         v1.read("cpu.shares", POD + "/ctr-gone")
     with pytest.raises(Gone):
-        v1.write("cpu.shares", POD + "/ctr-gone", 2)
+        write_value(v1, "cpu.shares", POD + "/ctr-gone", 2)
     with pytest.raises(NotSupported):
         v1.read("cpu.bvt_warp_ns", POD)
 
@@ -204,7 +210,7 @@ def test_fast_path_still_refuses_unsafe_dirs(v1, bad):
 
 def test_non_ascii_text_is_invalid(v1):
     with pytest.raises(InvalidValue):
-        v1.write_text("cpu.shares", POD, "1024é")
+        write_raw(v1, "cpu.shares", POD, "1024é")
     assert v1.read("cpu.shares", POD) == 1024
 
 

@@ -155,7 +155,9 @@ def test_memory_used_keys_per_version():
 def test_psi_value_type(tmp_path):
     host = build_v2_tree(tmp_path)
     with _reader(host, True, {}) as reader:
-        assert isinstance(reader.psi(POD, "io"), Psi)
+        psi = reader.psi(POD, "io")
+    assert isinstance(psi, Psi)
+    assert (psi.some.avg10, psi.some.total_us, psi.full.total_us) == (0.0, 0, 0)  # PSI_ZERO
 
 
 def test_fake_tree_helpers_change_samples_and_remove_pods(tmp_path):

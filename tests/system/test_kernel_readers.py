@@ -16,6 +16,7 @@ from system.cgroup_readers import CgroupReader
 from system.cgroup_version import CgroupHierarchy, CgroupMode, detect_hierarchy
 from system.host import Host
 from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox
+from tests.system.door import write_value
 
 pytestmark = pytest.mark.kernel
 
@@ -65,8 +66,8 @@ def _procs(name: str, *controllers: str) -> list[Path]:
 def test_quota_throttles_a_busy_cgroup(v1):
     files, name = v1
     reader = CgroupReader(files, keep_open=False)
-    files.write("cpu.cfs_period_us", name, 100_000)
-    files.write("cpu.cfs_quota_us", name, 10_000)  # 0.1 CPU
+    write_value(files, "cpu.cfs_period_us", name, 100_000)
+    write_value(files, "cpu.cfs_quota_us", name, 10_000)  # 0.1 CPU
     before = reader.throttling(name)
     assert (before.nr_periods, before.nr_throttled, before.throttled_ns) == (0, 0, 0)
     _join_and_run(_procs(name, "cpu", "cpuacct"), BUSY, "0.6").wait(timeout=60)

@@ -106,7 +106,8 @@ def test_readers_on_a_fake_proc(tmp_path):
     assert read_cpu_ticks(host).user == 8253
     assert read_meminfo(host).total_bytes > 0
     assert read_loadavg(host).threads > 0
-    assert read_node_psi(host, "memory").some.total_us >= 0
+    psi = read_node_psi(host, "memory")
+    assert (psi.some.total_us, psi.some.avg300, psi.full.total_us) == (0, 0.0, 0)  # fake: all zero
     assert read_proc_cgroups(host, 42).unified == "/a"
     with pytest.raises(Gone):
         read_proc_cgroups(host, 43)

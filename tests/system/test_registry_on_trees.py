@@ -1,5 +1,11 @@
 """Every writable resource, on v1, v2 and hybrid fake trees: write a valid value through
-CgroupFiles and find it back in the file (compared through kernel text)."""
+CgroupFiles and find it back in the file (compared through kernel text).
+
+The trees hold only names the kernel documents (test_registry_names checks them), and
+nothing here creates the file under test: a resource whose computed path is missing
+must be one this host does not offer, never one the tree forgot."""
+
+import os
 
 import pytest
 from hypothesis import given, settings
@@ -14,18 +20,21 @@ from tests.system.fake_trees import (
     build_hybrid_tree,
     build_v1_tree,
     build_v2_tree,
-    write_file,
 )
+from tests.system.door import write_value
+from tests.system.kernel_files import VENDOR_V1_FILES, VENDOR_V2_FILES
 
 CG = "kubepods/besteffort/podx"
-WRITABLE = sorted(name for name, res in REGISTRY.items() if res.writable)
+PAGE = os.sysconf("SC_PAGE_SIZE")
+WRITABLE = sorted(name for name, res in REGISTRY.items() if res.writable and not res.write_only)
 
 
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory):
     out = {}
-    for label, build in (("v1", build_v1_tree), ("v2", build_v2_tree),
-                         ("hybrid", build_hybrid_tree)):
+    builders = (("v1", lambda p: build_v1_tree(p, anolis=True)), ("v2", build_v2_tree),
+                ("hybrid", lambda p: build_hybrid_tree(p, anolis=True)))
+    for label, build in builders:
         host = build(tmp_path_factory.mktemp(label))
         for rel in ("kubepods", "kubepods/besteffort", CG):
             add_cgroup(host, rel)
@@ -37,6 +46,9 @@ def values_for(res: CgroupResource) -> st.SearchStrategy:
     validator = res.validator
     if isinstance(validator, IntRange):
         bounded = st.integers(validator.lo, min(validator.hi, 1 << 62))
+        if res.page_rounded:  # a regular file does not round to pages as the kernel does
+            bounded = st.integers(validator.lo, min(validator.hi, 1 << 50)).map(
+                lambda n: n - n % PAGE)
         return st.one_of(st.just(-1), bounded) if validator.unlimited else bounded
     if isinstance(validator, CpusetValue):
         return st.frozensets(st.integers(0, 255), max_size=16)
@@ -60,10 +72,17 @@ def test_written_value_reads_back(trees, label, name, data):
             res.subsystem)
         return
     version = files.version_for(res)
-    if not path.exists():  # optional kernel feature: present it for the test
-        write_file(path, "max 100000" if res.v2_read_modify_write else "0")
+    if not path.exists():  # only a vendor file may be absent, and then it is unsupported
+        vendor = (VENDOR_V2_FILES if version == 2 else VENDOR_V1_FILES).get(
+            res.subsystem if version == 1 else "cpu" if res.subsystem == "cpuacct"
+            else res.subsystem, frozenset())
+        assert res.file(version) in vendor, "fake tree lacks documented %s" % path.name
+        assert not files.supported(res, CG)
+        return
+    before = sorted(p.name for p in path.parent.iterdir())
     value = data.draw(values_for(res))
-    files.write(res, CG, value)
+    write_value(files, res.name, CG, value)
+    assert sorted(p.name for p in path.parent.iterdir()) == before  # wrote, created nothing
     assert res.matches(value, files.read_text(res, CG), version)
     if res.name not in ("cgroup.procs", "tasks") and not isinstance(res.validator, DeviceValue):
         assert files.read(res, CG) == res.parse(res.format(value, version, "max 100000"),
@@ -78,4 +97,10 @@ def test_out_of_range_is_refused_before_any_write(trees, name):
     if isinstance(res.validator, IntRange) and res.validator.lo < -2:
         bad = res.validator.lo - 1
     with pytest.raises(InvalidValue):
-        files.write(res, CG, bad)
+        res.validate(bad)
+    if not files.supported(res, CG):
+        return
+    before = files.read_text(res, CG)
+    with pytest.raises(InvalidValue):
+        write_value(files, res.name, CG, bad)
+    assert files.read_text(res, CG) == before

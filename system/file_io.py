@@ -1,0 +1,226 @@
+"""The one door for kernel-file IO: read and write by path, once or on kept-open fds.
+
+Readers (system.cgroup_readers), the registry shell (system.cgroup_files) and the
+executor (resourceexecutor) all move bytes through this module, so there is one write
+routine, one read routine, one errno classification and one pool of kept fds with one
+eviction rule and one budget for the whole daemon.
+
+Kept fds: an open + close of a cgroup file costs several microseconds, a pread/pwrite
+on a kept fd about one, so files used again and again stay open. A kept fd on a cgroup
+that was removed answers ENODEV: it is closed and the path opened afresh once (the
+cgroup may have been re-created under the same name); if that fails the cgroup is Gone.
+The pool is bounded (default: half the soft RLIMIT_NOFILE, at most 16384, shared by
+everyone who holds the pool) and evicts the least recently used fd first; `sweep()`
+closes fds not used since the previous sweep, `release(dir)` those of a removed cgroup.
+Not thread-safe: one owner, one event loop.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+from collections import OrderedDict
+
+from system.errors import Gone, InvalidValue, classify_os_error
+
+READ_CHUNK = 64 * 1024
+DEFAULT_FD_CAP = 16384
+
+_READ = os.O_RDONLY | os.O_CLOEXEC
+_WRITE = os.O_WRONLY | os.O_CLOEXEC
+# One-shot writes truncate so a regular file (fake trees in tests) ends up holding exactly
+# the text, as a kernel file would; kept fds skip it (kernel files ignore offset/length).
+_WRITE_ONCE = _WRITE | os.O_TRUNC
+_RDWR = os.O_RDWR | os.O_CLOEXEC
+_STALE = (errno.ENODEV, errno.ENOENT)  # a kept fd whose cgroup was removed
+
+
+def fd_budget(cap: int = DEFAULT_FD_CAP) -> int:
+    """Half the process's soft fd limit, at most `cap`: room for everything else."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return cap
+    return max(1, min(cap, soft // 2))
+
+
+def _typed(exc: OSError, path: str) -> Exception:
+    return classify_os_error(exc, path, os.path.dirname(path))
+
+
+def _ascii(text: str, path: str) -> bytes:
+    try:
+        return text.encode("ascii")
+    except UnicodeEncodeError:
+        raise InvalidValue("non-ASCII text for a kernel file", path) from None
+
+
+def read_fd_text(fd: int) -> str:
+    """Read a whole small kernel file from offset 0 of an open fd."""
+    first = os.pread(fd, READ_CHUNK, 0)
+    if len(first) < READ_CHUNK:  # the common case: the whole file in one read
+        return first.decode("ascii", "replace")
+    chunks = [first]
+    offset = len(first)
+    while True:
+        chunk = os.pread(fd, READ_CHUNK, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        if len(chunk) < READ_CHUNK:
+            break
+    return b"".join(chunks).decode("ascii", "replace")
+
+
+def read_path_text(path: str) -> str:
+    """open + read + close of one kernel file, errors typed (text not stripped)."""
+    try:
+        fd = os.open(path, _READ)
+    except OSError as exc:
+        raise _typed(exc, path) from None
+    try:
+        return read_fd_text(fd)
+    except OSError as exc:
+        raise _typed(exc, path) from None
+    finally:
+        os.close(fd)
+
+
+def write_path_text(path: str, text: str) -> None:
+    """open + one write + close of one kernel file (no O_CREAT: a wrong name fails)."""
+    data = _ascii(text, path)
+    try:
+        fd = os.open(path, _WRITE_ONCE)
+    except OSError as exc:
+        raise _typed(exc, path) from None
+    try:
+        os.write(fd, data)
+    except OSError as exc:
+        raise _typed(exc, path) from None
+    finally:
+        os.close(fd)
+
+
+class KeptFdPool:
+    """Kept-open fds keyed by path, least recently used evicted first."""
+
+    def __init__(self, max_open: int | None = None) -> None:
+        if max_open is None:
+            max_open = fd_budget()
+        if max_open < 1:
+            raise ValueError("max_open must be positive")
+        self.max_open = max_open
+        self._fds: OrderedDict[str, tuple[int, bool, bool]] = OrderedDict()  # fd, readable, writable
+        self._used: set[str] = set()  # paths touched since the last sweep
+
+    def __len__(self) -> int:
+        return len(self._fds)
+
+    def __enter__(self) -> "KeptFdPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ IO
+
+    def read(self, path: str) -> str:
+        """The file's whole text (not stripped)."""
+        fd = self._fd(path, for_write=False)
+        try:
+            return read_fd_text(fd)
+        except OSError as exc:
+            self._drop(path)
+            if exc.errno not in _STALE:
+                raise _typed(exc, path) from None
+        fd = self._fd(path, for_write=False)  # re-created under the same name?
+        try:
+            return read_fd_text(fd)
+        except OSError as exc:
+            self._drop(path)
+            if exc.errno == errno.ENODEV:
+                raise Gone("cgroup was removed", os.path.dirname(path)) from None
+            raise _typed(exc, path) from None
+
+    def write(self, path: str, text: str) -> None:
+        """One pwrite of `text` at offset 0; KernelRejected carries the errno."""
+        data = _ascii(text, path)
+        fd = self._fd(path, for_write=True)
+        try:
+            os.pwrite(fd, data, 0)
+            return
+        except OSError as exc:
+            self._drop(path)
+            if exc.errno != errno.ENODEV:
+                raise _typed(exc, path) from None
+        fd = self._fd(path, for_write=True)
+        try:
+            os.pwrite(fd, data, 0)
+        except OSError as exc:
+            self._drop(path)
+            raise _typed(exc, path) from None
+
+    # ------------------------------------------------------------ lifetime
+
+    def release(self, directory: str | os.PathLike[str]) -> int:
+        """Close kept fds of files at or below `directory` (a removed cgroup's dir)."""
+        prefix = os.fspath(directory).rstrip("/") + "/"
+        doomed = [path for path in self._fds if path.startswith(prefix)]
+        for path in doomed:
+            self._drop(path)
+        return len(doomed)
+
+    def release_file(self, path: str) -> None:
+        """Close the kept fd of one file, if any."""
+        self._drop(path)
+
+    def sweep(self) -> int:
+        """Close fds not used since the previous sweep."""
+        used = self._used
+        idle = [path for path in self._fds if path not in used]
+        for path in idle:
+            self._drop(path)
+        used.clear()
+        return len(idle)
+
+    def close(self) -> None:
+        while self._fds:
+            _, (fd, _, _) = self._fds.popitem()
+            os.close(fd)
+        self._used.clear()
+
+    # ------------------------------------------------------------ internals
+
+    def _fd(self, path: str, for_write: bool) -> int:
+        self._used.add(path)
+        kept = self._fds.get(path)
+        if kept is not None:
+            if kept[2] if for_write else kept[1]:
+                self._fds.move_to_end(path)
+                return kept[0]
+            self._drop(path)  # opened for the other direction: reopen for both
+        return self._open(path, for_write)
+
+    def _open(self, path: str, for_write: bool) -> int:
+        readable, writable = True, True
+        try:
+            fd = os.open(path, _RDWR)
+        except PermissionError:  # read-only or write-only kernel file
+            readable, writable = not for_write, for_write
+            try:
+                fd = os.open(path, _WRITE if for_write else _READ)
+            except OSError as exc:
+                raise _typed(exc, path) from None
+        except OSError as exc:
+            raise _typed(exc, path) from None
+        self._fds[path] = (fd, readable, writable)
+        while len(self._fds) > self.max_open:
+            _, (old, _, _) = self._fds.popitem(last=False)
+            os.close(old)
+        return fd
+
+    def _drop(self, path: str) -> None:
+        kept = self._fds.pop(path, None)
+        if kept is not None:
+            os.close(kept[0])
