@@ -9,7 +9,7 @@ Admissions are serialised: each sees the allocations of the ones before it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import structlog
 
@@ -158,7 +158,7 @@ class Orm:
             for allocation in await provider.allocate(container, resource, hint):
                 self.table.put(allocation)
 
-    def adopt_now(self, pod: PodRequest, running: dict[str, frozenset[int]]) -> tuple[str, ...]:
+    def adopt_now(self, pod: PodRequest, running: Mapping[str, frozenset[int]]) -> tuple[str, ...]:
         """Take the CPUs the runtime runs containers of `pod` on (container name -> cpuset)
         as their allocations, for containers not admitted yet whose cpuset is an exclusive
         allocation (see adoption.adoptable); synchronous, the checkpoint written before it
@@ -280,24 +280,19 @@ class Orm:
     async def _commit(self, sync: bool = False) -> None:
         """Write the checkpoint (under the admission lock, so in order), off the loop unless
         `sync`: the caller is answered only once the state is durable. Then tell listeners."""
+        if sync:
+            self._commit_now()
+            return
         if self.store is not None:
-            generation = self.table.generation
             blob = encode_rows(self.table.canonical_entries())
-            if sync:
-                self.store.write_blob(blob, generation)
-            else:
-                await asyncio.to_thread(self.store.write_blob, blob, generation)
+            await asyncio.to_thread(self.store.write_blob, blob, self.table.generation)
         self._notify()
 
     def _commit_now(self) -> None:
-        """_commit(sync=True) for synchronous callers (it never waits)."""
-        coroutine = self._commit(sync=True)
-        try:
-            coroutine.send(None)
-        except StopIteration:
-            return
-        coroutine.close()
-        raise RuntimeError("a synchronous commit waited; it must not")
+        """_commit on the loop, for synchronous callers (NRI handlers, informer listeners)."""
+        if self.store is not None:
+            self.store.write_blob(encode_rows(self.table.canonical_entries()), self.table.generation)
+        self._notify()
 
     def _make_durable(self) -> None:
         """Write the table now unless the checkpoint already holds this generation (a write
