@@ -77,6 +77,11 @@ class CheckpointStore:
         # carries the table generation it snapshotted, and an older one never replaces a newer.
         self._write_lock = threading.Lock()
         self._written_generation = -1
+        self._durable_generation = -1  # the newest generation whose write has completed
+
+    @property
+    def durable_generation(self) -> int:
+        return self._durable_generation
 
     def write(self, entries: Iterable[Allocation]) -> None:
         self.write_blob(encode(entries))
@@ -89,6 +94,8 @@ class CheckpointStore:
                     return False
                 self._written_generation = generation
             self._write(blob)
+            if generation is not None:
+                self._durable_generation = generation
             return True
 
     def _write(self, blob: bytes) -> None:

@@ -9,10 +9,11 @@ Admissions are serialised: each sees the allocations of the ones before it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import structlog
 
+from koordlet.orm.adoption import AdoptionConflict, adoptable, adopted_allocation
 from koordlet.orm.allocation import BUILTIN, Allocation, AllocationTable, OrmAllocations
 from koordlet.orm.builtin_cpu import BuiltinCpuProvider
 from koordlet.orm.builtin_memory import BuiltinMemoryProvider
@@ -124,6 +125,10 @@ class Orm:
     async def _admit_locked(self, pod: PodRequest, sync: bool) -> tuple[Allocation, ...]:
         todo = tuple(c for c in pod.containers if (pod.pod_uid, c.container_name) not in self._admitted)
         if not todo:
+            if sync:
+                # admitted by a background admission whose checkpoint write may still be in
+                # a worker thread: the runtime must not hear of CPUs a crash would lose
+                self._make_durable()
             return self.table.for_pod(pod.pod_uid)
         names = {c.container_name for c in todo}
         try:
@@ -152,6 +157,36 @@ class Orm:
             hint = hints.get(resource, hints.get(DEFAULT_RESOURCE_KEY))
             for allocation in await provider.allocate(container, resource, hint):
                 self.table.put(allocation)
+
+    def adopt_now(self, pod: PodRequest, running: Mapping[str, frozenset[int]]) -> tuple[str, ...]:
+        """Take the CPUs the runtime runs containers of `pod` on (container name -> cpuset)
+        as their allocations, for containers not admitted yet whose cpuset is an exclusive
+        allocation (see adoption.adoptable); synchronous, the checkpoint written before it
+        returns. A conflict is logged and the container is left to admission. Returns the
+        adopted container names."""
+        adopted: list[str] = []
+        if isinstance(self.provider_for("cpu"), PluginEndpoint):
+            return ()  # a QRM plugin owns CPU allocations: it is asked, not overridden
+        for request in pod.containers:
+            cpus = running.get(request.container_name)
+            if (cpus is None or (pod.pod_uid, request.container_name) in self._admitted
+                    or not adoptable(request, cpus)):
+                continue
+            try:
+                row = adopted_allocation(self.layout, self.allocations.reserved_cpus, self.table, request, cpus)
+            except AdoptionConflict as exc:
+                log.warning("orm_adoption_conflict", pod=pod.pod_name, namespace=pod.pod_namespace,
+                            uid=pod.pod_uid, container=request.container_name, reason=str(exc))
+                continue
+            self.table.put(row)
+            self._admitted.add((pod.pod_uid, request.container_name))
+            adopted.append(request.container_name)
+        if adopted:
+            self.rejections.pop(pod.pod_uid, None)
+            self._commit_now()
+            log.info("orm_containers_adopted", pod=pod.pod_name, namespace=pod.pod_namespace, uid=pod.pod_uid,
+                     allocations={name: self.table.get(pod.pod_uid, name, "cpu").result for name in adopted})
+        return tuple(adopted)
 
     # ------------------------------------------------------------ release
 
@@ -245,14 +280,25 @@ class Orm:
     async def _commit(self, sync: bool = False) -> None:
         """Write the checkpoint (under the admission lock, so in order), off the loop unless
         `sync`: the caller is answered only once the state is durable. Then tell listeners."""
+        if sync:
+            self._commit_now()
+            return
         if self.store is not None:
-            generation = self.table.generation
             blob = encode_rows(self.table.canonical_entries())
-            if sync:
-                self.store.write_blob(blob, generation)
-            else:
-                await asyncio.to_thread(self.store.write_blob, blob, generation)
+            await asyncio.to_thread(self.store.write_blob, blob, self.table.generation)
         self._notify()
+
+    def _commit_now(self) -> None:
+        """_commit on the loop, for synchronous callers (NRI handlers, informer listeners)."""
+        if self.store is not None:
+            self.store.write_blob(encode_rows(self.table.canonical_entries()), self.table.generation)
+        self._notify()
+
+    def _make_durable(self) -> None:
+        """Write the table now unless the checkpoint already holds this generation (a write
+        of it in flight in a worker thread finishes first: the store serialises writes)."""
+        if self.store is not None and self.store.durable_generation < self.table.generation:
+            self.store.write_blob(encode_rows(self.table.canonical_entries()), self.table.generation)
 
     def _notify(self) -> None:
         for listener in list(self._listeners):

@@ -35,16 +35,29 @@ from koordlet.orm.zones import zones_summary
 from koordlet.podresources.kubelet_devices import KubeletDevicesClient
 from koordlet.podresources.server import RATE_BURST, RATE_QPS, PodResourcesServicer, TokenBucket, start_pod_resources_server
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.model import ContainerInfo, PodEvent, PodEventKind, PodInfo
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodEvent, PodEventKind, PodInfo
 from koordlet.topology.manager import Scope
 from koordlet.topology.policy import PolicyError, new_policy, parse_policy_name
-from system.errors import SystemFileError
+from system.cpuset import parse_cpuset
+from system.errors import InvalidValue, SystemFileError
 from system.host import Host
 from system.topology import read_cpu_topology
 
 log = structlog.get_logger(__name__)
 
 CHECKPOINT_DIR = "orm"
+# not EXITED: a runtime may list what it holds as UNKNOWN; the informer drops exited ones
+_ADOPTABLE_STATES = frozenset({ContainerState.CREATED, ContainerState.RUNNING, ContainerState.UNKNOWN})
+
+
+def _cpuset(text: str | None) -> frozenset[int]:
+    """A runtime's cpuset text, or the empty set when unset or malformed."""
+    if not text:
+        return frozenset()
+    try:
+        return parse_cpuset(text)
+    except InvalidValue:
+        return frozenset()
 
 
 class OrmModule:
@@ -120,6 +133,7 @@ class OrmModule:
         if self._states is not None:
             self._unsubscribe = self._states.subscribe(self._on_pod_event)
             for pod in self._states.pods():
+                self._adopt_running(pod)
                 self._spawn(self._admit_quietly(pod))
         self._reconciler = asyncio.create_task(self._reconcile_loop(), name="orm-reconcile")
         self._ready = True
@@ -223,7 +237,24 @@ class OrmModule:
             if self.orm is not None:
                 self._spawn(self.orm.remove_pod(event.pod.uid))
         else:
+            # synchronously: on an NRI (re)Synchronize the runtime hooks decide each
+            # container's cpuset right after the informer's listeners ran
+            self._adopt_running(event.pod)
             self._spawn(self._admit_quietly(event.pod))
+
+    def _adopt_running(self, pod: PodInfo) -> None:
+        """Adopt the exclusive CPUs the runtime already runs the pod's containers on when
+        the ORM holds nothing for them (see adoption.py)."""
+        orm = self.orm
+        if orm is None:
+            return
+        running = {c.name: cpus for c in pod.containers
+                   if c.state in _ADOPTABLE_STATES and not orm.admitted(pod.uid, c.name)
+                   and (cpus := _cpuset(c.linux.cpuset_cpus))}
+        if not running:
+            return
+        request = pod_request(pod, self._config.orm_resource_names_map, self._config.cpu_manager_policy == "static")
+        orm.adopt_now(request, running)
 
     def _spawn(self, coroutine) -> None:
         task = asyncio.create_task(coroutine)
