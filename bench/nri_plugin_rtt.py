@@ -9,6 +9,8 @@ p50/p90/p99 per event loop flavour (uvloop and stdlib asyncio).
 - subprocess: the plugin runs in its own process, like a real deployment
   (--pin: both processes on CPU 0; --cross: runtime on CPU 0, plugin on CPU 1;
   neither: the scheduler places them).
+Each line also prints its floor from the same run and placement: a bare asyncio unix
+socket echo of a frame of the same size (no mux, no ttrpc, no protobuf), and the ratio.
 """
 
 from __future__ import annotations
@@ -97,6 +99,70 @@ async def _subprocess(path: Path, calls: int, uvloop: bool, plugin_cpu: int | No
             await proc.wait()
 
 
+async def _echo_serve(path: Path) -> asyncio.AbstractServer:
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                size = int.from_bytes(await reader.readexactly(4), "big")
+                writer.write(size.to_bytes(4, "big") + await reader.readexactly(size))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    return await asyncio.start_unix_server(echo, str(path))
+
+
+async def _echo_measure(path: Path, calls: int, size: int) -> list[float]:
+    for _ in range(200):  # the server may still be starting (subprocess placement)
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(path))
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            await asyncio.sleep(0.01)
+    frame = size.to_bytes(4, "big") + b"x" * size
+    perf = time.perf_counter_ns
+    samples: list[float] = []
+    for i in range(WARMUP + calls):
+        t0 = perf()
+        writer.write(frame)
+        await reader.readexactly(4 + size)
+        if i >= WARMUP:
+            samples.append((perf() - t0) / 1000.0)
+    writer.close()
+    await writer.wait_closed()
+    samples.sort()
+    return samples
+
+
+async def _echo_floor(path: Path, calls: int, size: int, subprocess: bool, uvloop: bool,
+                      plugin_cpu: int | None) -> list[float]:
+    if not subprocess:
+        server = await _echo_serve(path)
+        try:
+            return await _echo_measure(path, calls, size)
+        finally:
+            server.close()
+            await asyncio.sleep(0.01)  # let the echo handler see EOF and finish
+            await server.wait_closed()
+    args = [sys.executable, "-m", "bench.nri_plugin_rtt", "--serve-echo", str(path)]
+    if not uvloop:
+        args.append("--no-uvloop")
+    pin = (lambda: os.sched_setaffinity(0, {plugin_cpu})) if plugin_cpu is not None else None
+    proc = await asyncio.create_subprocess_exec(*args, preexec_fn=pin)
+    try:
+        return await _echo_measure(path, calls, size)
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+def _serve_echo(path: str, uvloop: bool) -> None:
+    async def serve() -> None:
+        server = await _echo_serve(Path(path))
+        await server.serve_forever()
+
+    asyncio.Runner(loop_factory=loop_factory(uvloop)).run(serve())
+
+
 def _serve_plugin(path: str, uvloop: bool) -> None:
     import logging
 
@@ -115,6 +181,7 @@ def main() -> None:
     placement.add_argument("--pin", action="store_true", help="pin runtime and plugin to CPU 0")
     placement.add_argument("--cross", action="store_true", help="runtime on CPU 0, plugin on CPU 1")
     parser.add_argument("--serve-plugin", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--serve-echo", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-uvloop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     import logging
@@ -124,6 +191,9 @@ def main() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if args.serve_plugin:
         _serve_plugin(args.serve_plugin, not args.no_uvloop)
+        return
+    if args.serve_echo:
+        _serve_echo(args.serve_echo, not args.no_uvloop)
         return
     plugin_cpu = None
     if args.pin or args.cross:
@@ -144,6 +214,8 @@ def main() -> None:
                     samples = runner.run(_inproc(path, args.calls))
                 else:
                     samples = runner.run(_subprocess(path, args.calls, uvloop, plugin_cpu))
+                floor = runner.run(_echo_floor(path.with_name("echo.sock"), args.calls, _request().ByteSize(),
+                                               mode == "subprocess", uvloop, plugin_cpu))
             except Exception as exc:  # report, do not hide, a flavour that does not work
                 print("  %-10s %-8s FAILED: %r" % (mode, "uvloop" if uvloop else "asyncio", exc))
                 continue
@@ -151,8 +223,10 @@ def main() -> None:
                 runner.close()
             print(
                 "  %-10s %-8s p50 %7.1f us  p90 %7.1f us  p99 %7.1f us  mean %7.1f us  max %8.1f us"
+                "  | floor (socket echo) p50 %6.1f us  p99 %6.1f us  ratio p50 %.2fx"
                 % (mode, name, _pct(samples, 0.5), _pct(samples, 0.9), _pct(samples, 0.99),
-                   statistics.fmean(samples), samples[-1])
+                   statistics.fmean(samples), samples[-1], _pct(floor, 0.5), _pct(floor, 0.99),
+                   _pct(samples, 0.5) / _pct(floor, 0.5))
             )
 
 

@@ -1,4 +1,6 @@
-"""Benchmark the system readers: reads/s and µs per read (p50/p99), open-per-read vs kept fd.
+"""Benchmark the system readers: reads/s and µs per read (p50/p99), open-per-read vs kept fd,
+each against its floor measured in the same run: a raw os.pread of the same file on a kept
+fd, or a raw open+read+close (the ratio column; cpu_max reads two files, its floor one).
 
     /work/venv/bin/python -m bench.system_readers [--n 20000] [--cgroup kubepods]
 
@@ -8,6 +10,7 @@ Reads only (the cgroup defaults to the hierarchy root, "").
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 
@@ -34,6 +37,26 @@ def measure(fn: Callable[[], object], n: int) -> tuple[float, float, float]:
     return n / elapsed, p50, p99
 
 
+def raw_floors(files: CgroupFiles, resource: str, cgroup: str, n: int) -> dict[str, float]:
+    """p50 µs of the bare syscalls under each reader mode, for the same file."""
+    try:
+        path = str(files.path(resource, cgroup))
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except Exception:  # noqa: BLE001 - no such file here: no floor to print
+        return {}
+
+    def open_read_close() -> None:
+        handle = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        os.read(handle, 65536)
+        os.close(handle)
+
+    try:
+        return {"kept-fd": measure(lambda: os.pread(fd, 65536, 0), n)[1],
+                "open-per-read": measure(open_read_close, n)[1]}
+    finally:
+        os.close(fd)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=20000)
@@ -43,29 +66,35 @@ def main() -> None:
     files = CgroupFiles(host)
     cg = args.cgroup
     print("hierarchy: %s  cgroup: %r  n=%d" % (files.hierarchy.mode.value, cg or "/", args.n))
-    print("%-28s %-10s %12s %9s %9s" % ("reader", "mode", "reads/s", "p50 µs", "p99 µs"))
+    print("%-28s %-10s %12s %9s %9s %9s %7s" % ("reader", "mode", "reads/s", "p50 µs", "p99 µs",
+                                                "floor µs", "ratio"))
     readers = {
         "open-per-read": CgroupReader(files, keep_open=False),
         "kept-fd": CgroupReader(files, keep_open=True),
     }
-    cases: list[tuple[str, Callable[[CgroupReader], object]]] = [
-        ("cpu_usage_ns", lambda r: r.cpu_usage_ns(cg)),
-        ("throttling (cpu.stat)", lambda r: r.throttling(cg)),
-        ("cpu_max", lambda r: r.cpu_max(cg)),
-        ("cpuset_cpus", lambda r: r.cpuset_cpus(cg)),
-        ("memory_usage_bytes", lambda r: r.memory_usage_bytes(cg)),
-        ("memory_stat", lambda r: r.memory_stat(cg)),
-        ("memory_working_set", lambda r: r.memory_working_set_bytes(cg)),
-        ("psi cpu (cgroup)", lambda r: r.psi(cg, "cpu")),
+    # (name, call, the registry resource whose file the call reads)
+    cases: list[tuple[str, Callable[[CgroupReader], object], str]] = [
+        ("cpu_usage_ns", lambda r: r.cpu_usage_ns(cg), "cpuacct.usage"),
+        ("throttling (cpu.stat)", lambda r: r.throttling(cg), "cpu.stat"),
+        ("cpu_max", lambda r: r.cpu_max(cg), "cpu.cfs_quota_us"),
+        ("cpuset_cpus", lambda r: r.cpuset_cpus(cg), "cpuset.cpus"),
+        ("memory_usage_bytes", lambda r: r.memory_usage_bytes(cg), "memory.usage_in_bytes"),
+        ("memory_stat", lambda r: r.memory_stat(cg), "memory.stat"),
+        ("memory_working_set", lambda r: r.memory_working_set_bytes(cg), "memory.stat"),
+        ("psi cpu (cgroup)", lambda r: r.psi(cg, "cpu"), "cpu.pressure"),
     ]
-    for name, case in cases:
+    for name, case, resource in cases:
+        floors = raw_floors(files, resource, cg, args.n)
         for mode, reader in readers.items():
             try:
                 rate, p50, p99 = measure(lambda: case(reader), args.n)
             except Exception as exc:  # noqa: BLE001 - print and go on with the others
                 print("%-28s %-10s unavailable: %s" % (name, mode, exc))
                 continue
-            print("%-28s %-10s %12.0f %9.2f %9.2f" % (name, mode, rate, p50, p99))
+            floor = floors.get(mode)
+            ratio = "%7.2f" % (p50 / floor) if floor else "      -"
+            print("%-28s %-10s %12.0f %9.2f %9.2f %9s %s" % (name, mode, rate, p50, p99,
+                                                             "%.2f" % floor if floor else "-", ratio))
     node_cases: list[tuple[str, Callable[[], object]]] = [
         ("/proc/stat cpu ticks", lambda: read_cpu_ticks(host)),
         ("/proc/meminfo", lambda: read_meminfo(host)),
