@@ -9,6 +9,8 @@ Mode (`--runtime-hooks-mode`):
 - bypass: no NRI; the loop does everything;
 - auto (default): both; NRI counts for readiness only when its socket existed at
   start (the stub keeps dialing, so a runtime that comes later is still served).
+Whether NRI counts is decided in `koordlet.statesinformer.sources` (`nri_wanted`),
+the same rule the states informer's `synced()` uses.
 /readyz counts the module ready only while NRI is connected and synchronized
 when NRI counts.
 """
@@ -33,6 +35,7 @@ from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin, NriFeed
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import K8sQoS, NodeInfo, Source
+from koordlet.statesinformer.sources import expected_sources, nri_enabled, nri_wanted
 from koordlet.statesinformer.store import PodStore
 from nri.stub import Stub, StubConfig
 from resourceexecutor import ResourceExecutor
@@ -68,19 +71,6 @@ def probe_host(host: Host, files: CgroupFiles | None) -> tuple[HookConfig, dict[
     caps = HostCaps(cgroup_version=version, bvt_supported=files.supported("cpu.bvt_warp_ns", probe_dir),
                     cpu_idle_supported=files.supported("cpu.idle", probe_dir))
     return HookConfig(node_cpus=cpus, host=caps), dirs
-
-
-def nri_enabled(config: Config) -> bool:
-    """Whether the NRI plugin runs at all."""
-    return (config.enable_nri_runtime_hook and config.feature_gates.enabled("NRIRuntimeHooks")
-            and config.runtime_hooks_mode != "bypass")
-
-
-def nri_wanted(config: Config) -> bool:
-    """Whether readiness waits for NRI (connected and synchronized)."""
-    if not nri_enabled(config):
-        return False
-    return config.runtime_hooks_mode != "auto" or config.nri_socket_path.exists()
 
 
 class RuntimeHooksModule:
@@ -184,7 +174,8 @@ def build_runtime_hooks(hubs: Any) -> list[RuntimeHooksModule]:
             if executor_module.executor is not None:
                 executor_module.executor.forget_cgroup(cgroup_dir)
 
-        hubs.states = PodStore(NodeInfo(config.node_name), expected=(Source.NRI,), on_cgroup_gone=forget)
+        expected = expected_sources(config) & {Source.NRI}
+        hubs.states = PodStore(NodeInfo(config.node_name), expected=expected, on_cgroup_gone=forget)
         log.info("runtime_hooks_own_states_informer", sources=["nri"])
     feed = hubs.states if all(callable(getattr(hubs.states, m, None)) for m in _FEED_METHODS) else None
     # An out-of-band allocator (the ORM's topology manager) offers `cpuset_for`; when it

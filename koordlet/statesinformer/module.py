@@ -3,17 +3,17 @@
 The NRI plugin (runtime hooks) feeds the same store through `hubs.states`; this
 module adds the bypass sources. A source that cannot be reached is logged once,
 retried every interval, and logged again when it comes back; it never stops the
-daemon. Ready when the store is synced: a first listing from the runtime (CRI or
-NRI) and, when configured, from kubelet. A host with no CRI socket at all has no
-pods to wait for: its first failed attempt counts as an empty listing.
+daemon. Ready when the store is synced: a first listing from every source that is
+expected to deliver (`koordlet.statesinformer.sources.expected_sources`: NRI when the
+hooks require it, CRI when its socket exists at start, kubelet when configured). A
+CRI socket that is absent is not an empty listing: nothing is waited for from it,
+and it is still polled in case a runtime comes later.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 import structlog
@@ -27,6 +27,7 @@ from koordlet.statesinformer.cri_poll import CriPoller
 from koordlet.statesinformer.kubelet_client import KubeletClient, KubeletError
 from koordlet.statesinformer.model import Source
 from koordlet.statesinformer.node import node_from_host
+from koordlet.statesinformer.sources import expected_sources
 from koordlet.statesinformer.store import PodStore
 
 if TYPE_CHECKING:
@@ -67,12 +68,6 @@ class StoreCollector(Collector):
         for (kind, source), count in sorted(self._store.counts().items()):
             family.add_metric([kind, source], count)
         yield family
-
-
-def _unix_socket_path(endpoint: str) -> str | None:
-    if endpoint.startswith("unix://"):
-        return endpoint[len("unix://"):]
-    return endpoint if endpoint.startswith("/") else None
 
 
 class StatesInformerModule:
@@ -134,7 +129,6 @@ class StatesInformerModule:
 
     async def _poll_cri(self, poller: CriPoller, outage: _Outage) -> None:
         assert self._cri is not None
-        listed_at = time.monotonic()
         try:
             if not self.store.source_synced(Source.CRI):
                 version = await self._cri.version()
@@ -143,9 +137,6 @@ class StatesInformerModule:
             await poller.poll_once()
         except CriError as exc:
             outage.failed(exc)
-            path = _unix_socket_path(self._cri.endpoint)
-            if exc.unavailable and path and not os.path.exists(path) and not self.store.source_synced(Source.CRI):
-                self.store.cri_listed([], [], listed_at)  # no runtime socket on this host: no pods
             return
         outage.succeeded()
 
@@ -162,10 +153,9 @@ class StatesInformerModule:
 def build_states_informer(hubs: "Hubs") -> list[StatesInformerModule]:
     """The daemon's states informer; sets `hubs.states` for the builders after it."""
     config = hubs.config
-    expected = [Source.CRI] if config.cri_endpoint else []
-    if config.kubelet_pods_url:
-        expected.append(Source.KUBELET)
+    expected = expected_sources(config)
     store = PodStore(node_from_host(config.node_name, hubs.host), expected=expected)
+    log.info("states_informer_expects", sources=sorted(source.value for source in expected))
     hubs.states = store
     executor_module = hubs.executor
 

@@ -40,7 +40,6 @@ from proto.nri.pkg.api.v1alpha1 import api_pb2
 
 log = structlog.get_logger(__name__)
 
-RUNTIME_SOURCES = frozenset({Source.NRI, Source.CRI})
 # ids removed by an event are remembered this many at most, so that a poll that
 # started before the removal cannot bring them back
 TOMBSTONE_CAPACITY = 8192
@@ -100,12 +99,14 @@ class PodStore(PodTable):
     # ---- StatesInformer (node, pods, pod, subscribe: from PodTable)
 
     def synced(self) -> bool:
-        """Every expected source has delivered its first listing; of NRI and CRI, one is enough
-        (both see the same runtime)."""
-        synced = {source for source in Source if self.source_synced(source)}
-        runtime_ok = not (self._expected & RUNTIME_SOURCES) or bool(synced & RUNTIME_SOURCES)
-        kubelet_ok = Source.KUBELET not in self._expected or Source.KUBELET in synced
-        return runtime_ok and kubelet_ok
+        """Every expected source has delivered its first complete listing (see
+        `koordlet.statesinformer.sources` for which are expected). With none expected
+        there is nothing to wait for."""
+        return all(self.source_synced(source) for source in self._expected)
+
+    @property
+    def expected(self) -> frozenset[Source]:
+        return frozenset(self._expected)
 
     def source_synced(self, source: Source) -> bool:
         """Whether `source` has delivered a complete listing."""
