@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -27,6 +27,7 @@ from koordlet.runtimehooks.module import build_runtime_hooks
 from koordlet.sdnotify import notify
 from koordlet.qosmanager.builder import build_qos_manager
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.be_suppress import BESuppressBoard
 from koordlet.statesinformer.module import build_states_informer
 from koordlet.statesinformer.node_slo_module import build_node_slo
 from koordlet.statesinformer.node_slo_source import NodeSLOSource
@@ -73,6 +74,9 @@ class Hubs:
     # Who owns exclusive CPUs besides the resource-status annotation (the runtime hooks'
     # CPUSetAllocator asks it `cpuset_for`): the ORM when it runs.
     cpuset_provider: CpusetProvider | None = None
+    # The BE tier's current CPU suppress decision: the QoS manager's CPU suppress publishes it,
+    # the runtime hooks keep BE cpusets and quotas inside it.
+    be_suppress: BESuppressBoard = field(default_factory=BESuppressBoard)
 
 
 def build_orm(hubs: Hubs) -> list[Module]:

@@ -89,6 +89,6 @@ def build_qos_manager(hubs: Hubs) -> list[Module]:
         assert hubs.states is not None and hubs.metric_cache is not None
         return QoSContext(hubs.states, hubs.metric_cache, node_slo, executor, reader,
                           EvictionPath(_evictor(hubs.config, executor, reader), metrics, time.time),
-                          metrics, QoSDirs(driver), hubs.host, topology)
+                          metrics, QoSDirs(driver), hubs.host, topology, be_suppress=hubs.be_suppress)
 
     return [QoSManager(strategies, context)]

@@ -3,6 +3,8 @@
 Reads node and pod CPU usage from the metric cache, the pods from the states informer;
 writes the BE tier's cpuset (tier, pods, containers: levelled by the executor) or its
 CFS quota, and restores the policy not in use (cpuset: every CPU but LSE's; quota: -1).
+Each decision in force is published on the hub (`ctx.be_suppress`): the runtime hooks keep
+BE containers' cpusets and BE quotas inside it instead of resetting them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from koordlet.qosmanager.cpu_suppress_policy import (
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
+from koordlet.statesinformer.be_suppress import BESuppress, quota_under_tier
 from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, NodeInfo, PodInfo
 from koordlet.statesinformer.node_slo import CPUSuppressPolicy
 from resourceexecutor import Outcome, Updater
@@ -79,19 +82,23 @@ def own_quota(container: ContainerInfo) -> int:
     return quota if quota is not None and quota > 0 else UNLIMITED_QUOTA
 
 
-def within(own: int, tier: int) -> int:
-    """A child's quota under a tier quota (-1: unlimited)."""
-    if tier == UNLIMITED_QUOTA:
-        return own
-    return tier if own == UNLIMITED_QUOTA else min(own, tier)
-
-
 def kubelet_static_policy(node: NodeInfo) -> bool:
     """Whether kubelet's CPU manager runs the static policy (koordinator's node annotation)."""
     try:
         return json.loads(node.annotations.get(CPU_MANAGER_POLICY, "{}")).get("policy") == "static"
     except (ValueError, AttributeError):
         return False
+
+
+def publish_cpus(ctx: QoSContext, cpus: frozenset[int] | None) -> None:
+    """The BE tier's cpuset as suppress leaves it (None: not suppressed), for the runtime hooks."""
+    board = ctx.be_suppress
+    board.publish(BESuppress(cpus, board.current().cfs_quota_us))
+
+
+def publish_quota(ctx: QoSContext, quota_us: int) -> None:
+    board = ctx.be_suppress
+    board.publish(BESuppress(board.current().cpus, quota_us))
 
 
 @dataclass(slots=True)
@@ -164,8 +171,10 @@ class CPUSuppress:
         self.in_force[CPUSuppressPolicy.CFS_QUOTA] = True
         new = be_cfs_quota(be_milli, current, capacity)
         if new is None:
+            publish_quota(ctx, current)
             return
         result = ctx.executor.update_levels(self.quota_levels(ctx, new), use_cache=False)
+        publish_quota(ctx, new if result.outcomes[0] in (Outcome.WRITTEN, Outcome.SKIPPED) else current)
         ctx.metrics.suppressed(CPUSuppressPolicy.CFS_QUOTA.value, new / CFS_PERIOD_US)
         if result.outcomes[0] is Outcome.WRITTEN:
             ctx.metrics.action(NAME, "cfs_quota")
@@ -179,6 +188,7 @@ class CPUSuppress:
         result = ctx.executor.update_levels(self.quota_levels(ctx, UNLIMITED_QUOTA), use_cache=False)
         if result.outcomes[0] in (Outcome.WRITTEN, Outcome.SKIPPED):
             self.in_force[CPUSuppressPolicy.CFS_QUOTA] = False
+            publish_quota(ctx, UNLIMITED_QUOTA)
         if result.outcomes[0] is Outcome.WRITTEN:
             ctx.metrics.action(NAME, "restore_cfs_quota")
             log.info("be_cpu_suppress_restored", policy="cfsQuota", cgroup=be_dir)
@@ -186,8 +196,10 @@ class CPUSuppress:
     @staticmethod
     def quota_levels(ctx: QoSContext, tier_quota: int) -> list[list[Updater]]:
         """The BE tier's quota, first of the levels. cgroup v1 refuses a parent quota below
-        a child's (EINVAL): there BE pods and containers with a quota of their own (batch
-        limits) are clamped to the tier's and get their own back as the tier grows."""
+        a child's (EINVAL): there, while the tier is limited, BE pods and containers are held
+        at the tier's quota (koordlet unsets batch quotas under the cfsQuota policy; the
+        runtime hooks' BatchResource caps to the same value), and get their own back when
+        the tier is restored."""
         be_dir = ctx.dirs.besteffort
         levels: list[list[Updater]] = [[ctx.updater("cpu.cfs_quota_us", be_dir, tier_quota)], [], []]
         if ctx.reader.files.version_for("cpu.cfs_quota_us") != 1:
@@ -196,10 +208,11 @@ class CPUSuppress:
         for pod in ctx.states.pods():
             if not pod.cgroup_parent.startswith(below):
                 continue
-            own = [(c.cgroup_dir, own_quota(c)) for c in pod.running_containers if c.cgroup_dir]
+            own = [(c.cgroup_dir, own_quota(c) if tier_quota == UNLIMITED_QUOTA else UNLIMITED_QUOTA)
+                   for c in pod.running_containers if c.cgroup_dir]
             pod_own = sum(q for _, q in own) if own and all(q > 0 for _, q in own) else UNLIMITED_QUOTA
-            levels[1].append(ctx.updater("cpu.cfs_quota_us", pod.cgroup_parent, within(pod_own, tier_quota)))
-            levels[2] += [ctx.updater("cpu.cfs_quota_us", d, within(q, tier_quota)) for d, q in own]
+            levels[1].append(ctx.updater("cpu.cfs_quota_us", pod.cgroup_parent, quota_under_tier(pod_own, tier_quota)))
+            levels[2] += [ctx.updater("cpu.cfs_quota_us", d, quota_under_tier(q, tier_quota)) for d, q in own]
         return levels
 
     # ---------------------------------------------------------------- cpuset
@@ -238,12 +251,15 @@ class CPUSuppress:
         # the same CPUs as last round: only new or changed BE pods need writing (all of them each minute)
         be_pods = [p for p in ctx.states.pods() if p.cgroup_parent.startswith(be_dir + "/")]
         pods, full = self.changes.select(be_pods, ctx.clock(), (cpus, static))
+        written = True
         if pods or full:
             upper, containers = be_tree(ctx, pods)
             # kubelet's static CPU manager owns pod-level cpusets: suppress containers only (as koordlet)
             upper_cpus = self.unsuppressed(ctx) if static else cpus
-            self._write_cpuset(ctx, [(d, upper_cpus) for d in upper] + [(d, cpus) for d in containers],
-                               "cpuset", be_milli, full)
+            written = self._write_cpuset(ctx, [(d, upper_cpus) for d in upper] + [(d, cpus) for d in containers],
+                                         "cpuset", be_milli, full)
+        if written:  # a tier left wider than `cpus` still holds the hooks' writes of `cpus`
+            publish_cpus(ctx, cpus)
         ctx.metrics.suppressed(CPUSuppressPolicy.CPUSET.value, len(cpus))
 
     @staticmethod
@@ -262,11 +278,13 @@ class CPUSuppress:
         self.last_cpus = frozenset()
         if not ctx.reader.files.exists(ctx.dirs.besteffort, "cpuset"):
             self.in_force[CPUSuppressPolicy.CPUSET] = False
+            publish_cpus(ctx, None)
             return
         upper, containers = be_tree(ctx, ctx.states.pods())
         cpus = self.unsuppressed(ctx)
         if self._write_cpuset(ctx, [(d, cpus) for d in upper + containers], "restore_cpuset", None):
             self.in_force[CPUSuppressPolicy.CPUSET] = False
+            publish_cpus(ctx, None)
 
     def _write_cpuset(self, ctx: QoSContext, targets: list[tuple[str, frozenset[int]]], action: str,
                       be_milli: int | None, full: bool = True) -> bool:

@@ -21,6 +21,7 @@ from koordlet.qosmanager.eviction import EvictionPath
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.usage import UsageView
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.be_suppress import BESuppressBoard
 from koordlet.statesinformer.node_slo import NodeSLO
 from koordlet.statesinformer.node_slo_source import NodeSLOSource
 from resourceexecutor import ResourceExecutor, Updater
@@ -49,6 +50,8 @@ class QoSContext:
     host: Host
     topology: CpuTopology | None
     clock: Callable[[], float] = time.time  # wall clock: metric cache timestamps are unix seconds
+    # where CPU suppress publishes the BE tier's state for the runtime hooks (a hub value)
+    be_suppress: BESuppressBoard = field(default_factory=BESuppressBoard)
     _updaters: dict[tuple[str, str, type, Any], Updater] = field(default_factory=dict, init=False, repr=False)
 
     def updater(self, resource: str, cgroup_dir: str, value: Any) -> Updater:

@@ -1,7 +1,8 @@
 """The hooks' configuration: koordinator's defaults, plus what the host can do.
 
-NodeSLO (`resourceQOSStrategy`) and the node's topology annotations override
-these later; until then the defaults below are what koordlet ships with. Host
+The NodeSLO in force overrides the fields it owns (`slo_rules.hook_config_from_slo`),
+and the QoS manager's CPU suppress decision is carried in `be_suppress`; until the
+module starts, the defaults below are what koordlet ships with. Host
 capabilities are probed once at start by the module (through system/), so the
 policy never names a field this host cannot hold.
 """
@@ -13,6 +14,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
 
+from koordlet.statesinformer.be_suppress import NOT_SUPPRESSED, BESuppress
 from koordlet.statesinformer.model import KoordQoSClass
 
 # koordlet's CPUShareUnitValue / CPUSharesMinValue / CFSBasePeriodValue / CFSQuotaMinValue.
@@ -72,3 +74,5 @@ class HookConfig:
     # Katalyst's reclaimed-resource map: extended resource name -> native name.
     reclaimed_resources: Mapping[str, str] = field(default_factory=_default_reclaimed_map)
     host: HostCaps = field(default_factory=HostCaps)
+    # The BE tier as CPU suppress left it: BE cpusets and quotas stay inside it.
+    be_suppress: BESuppress = NOT_SUPPRESSED

@@ -18,7 +18,7 @@ when NRI counts.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -33,9 +33,12 @@ from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import enabled_hooks
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin, NriFeed
 from koordlet.runtimehooks.reconciler import Reconciler
+from koordlet.runtimehooks.slo_rules import hook_config_from_slo, hook_config_with_suppress
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.be_suppress import BESuppressBoard
 from koordlet.statesinformer.model import K8sQoS, NodeInfo, Source
 from koordlet.statesinformer.sources import expected_sources, nri_enabled, nri_wanted
+from koordlet.statesinformer.node_slo_source import NodeSLOSource
 from koordlet.statesinformer.store import PodStore
 from nri.stub import Stub, StubConfig
 from resourceexecutor import ResourceExecutor
@@ -78,8 +81,13 @@ class RuntimeHooksModule:
 
     def __init__(self, config: Config, host: Host, states: StatesInformer, feed: NriFeed | None,
                  executor: ExecutorModule, registry: CollectorRegistry | None,
-                 provider: CpusetProvider | None = None) -> None:
+                 provider: CpusetProvider | None = None, node_slo: NodeSLOSource | None = None,
+                 be_suppress: BESuppressBoard | None = None) -> None:
         self._config = config
+        self._node_slo = node_slo
+        self._be_suppress = be_suppress
+        self._base_config = HookConfig()
+        self._unsubscribe: list[Callable[[], None]] = []
         self._host = host
         self._executor_module = executor
         self._registry = registry
@@ -101,8 +109,13 @@ class RuntimeHooksModule:
 
     async def start(self) -> None:
         executor = self.executor()
-        hook_config, qos_dirs = probe_host(self._host, executor.files if executor is not None else None)
-        self.engine.set_config(hook_config)
+        self._base_config, qos_dirs = probe_host(self._host, executor.files if executor is not None else None)
+        self.engine.set_config(self.current_rules())
+        hook_config = self.engine.config
+        if self._node_slo is not None:
+            self._unsubscribe.append(self._node_slo.subscribe(self._rules_changed))
+        if self._be_suppress is not None:
+            self._unsubscribe.append(self._be_suppress.subscribe(self._rules_changed))
         self.engine.start()
         config = self._config
         self.nri_on = nri_enabled(config) and self._feed is not None
@@ -129,7 +142,31 @@ class RuntimeHooksModule:
                  node_cpus=len(hook_config.node_cpus), cgroup_version=hook_config.host.cgroup_version,
                  bvt=hook_config.host.bvt_supported, qos_dirs=sorted(t.value for t in qos_dirs))
 
+    def current_rules(self) -> HookConfig:
+        """The probed host config with the NodeSLO in force and the BE suppress decision laid over it."""
+        config = self._base_config
+        if self._node_slo is not None:
+            config = hook_config_from_slo(self._node_slo.current(), config)
+        if self._be_suppress is not None:
+            config = hook_config_with_suppress(config, self._be_suppress.current())
+        return config
+
+    def _rules_changed(self, _value: object) -> None:
+        """A NodeSLO reload or a new suppress decision: the engine recomputes every plan when the
+        config moved, and its listeners (reconciler, NRI unsolicited updates) re-apply them."""
+        before = self.engine.config
+        self.engine.set_config(self.current_rules())
+        if self.engine.config is not before:
+            config = self.engine.config
+            log.info("runtime_hooks_rules_changed", bvt={q.value: v for q, v in config.bvt.items()},
+                     be_cpu_idle=config.be_cpu_idle, enable_cfs_quota=config.enable_cfs_quota,
+                     be_suppress_cpus=sorted(config.be_suppress.cpus) if config.be_suppress.cpus else None,
+                     be_suppress_quota_us=config.be_suppress.cfs_quota_us)
+
     async def stop(self) -> None:
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe.clear()
         if self.stub is not None:
             await self.stub.stop()
         if self.plugin is not None:
@@ -181,6 +218,10 @@ def build_runtime_hooks(hubs: Any) -> list[RuntimeHooksModule]:
     # An out-of-band allocator (the ORM's topology manager) offers `cpuset_for`; when it
     # changes its answers it calls `module.engine.allocations_changed()`.
     provider = getattr(hubs, "cpuset_provider", None)
-    module = RuntimeHooksModule(config, hubs.host, hubs.states, feed, hubs.executor, hubs.registry, provider)
+    # The rules follow the NodeSLO in force (build_node_slo ran before) and the QoS manager's
+    # BE suppress decision (hubs.be_suppress), at start and on every change.
+    module = RuntimeHooksModule(config, hubs.host, hubs.states, feed, hubs.executor, hubs.registry, provider,
+                                node_slo=getattr(hubs, "node_slo", None),
+                                be_suppress=getattr(hubs, "be_suppress", None))
     hubs.http.add_route("/api/v1/pods", module.pods_route)
     return [module]

@@ -2,7 +2,8 @@
 
 cpu.shares from the milli-CPU request (x1024/1000, at least 2), CFS quota from
 the limit (x period/1000, at least 1000 us, -1 when unlimited or when the rule
-disables quota), memory limit from the limit (-1 when unlimited). Pod level is
+disables quota; never above the BE tier's quota while CPU suppress limits it, which
+cgroup v1 refuses), memory limit from the limit (-1 when unlimited). Pod level is
 the sum over containers; one unlimited container makes the pod unlimited.
 Requests and limits come from the extended-resource-spec annotation, else from
 the kubelet spec. `extended_spec` also serves Katalyst's reclaimed resources.
@@ -10,6 +11,7 @@ the kubelet spec. `extended_spec` also serves Katalyst's reclaimed resources.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping, Sequence
 
 from koordlet.runtimehooks.allocations import CpuAllocations
@@ -18,6 +20,7 @@ from koordlet.runtimehooks.hook_config import (
     BATCH_CPU, BATCH_MEMORY, CFS_QUOTA_MIN_US, CPU_SHARES_MAX, CPU_SHARES_MIN, CPU_SHARES_PER_CORE, HookConfig,
 )
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
+from koordlet.statesinformer.be_suppress import quota_under_tier
 from koordlet.statesinformer.model import ContainerInfo, KatalystQoSLevel, KoordQoSClass, PodInfo, Resources, Source
 
 
@@ -97,4 +100,8 @@ def decide(pod: PodInfo, container: ContainerInfo | None, config: HookConfig,
     # Katalyst reclaimed_cores pods are sized from their reclaimed resources instead.
     if pod.qos.effective is not KoordQoSClass.BE or pod.qos.katalyst is KatalystQoSLevel.RECLAIMED_CORES:
         return EMPTY_SPEC
-    return extended_spec(pod, container, config, BATCH_CPU, BATCH_MEMORY)
+    spec = extended_spec(pod, container, config, BATCH_CPU, BATCH_MEMORY)
+    if spec.cfs_quota is None:
+        return spec
+    capped = quota_under_tier(spec.cfs_quota, config.be_suppress.cfs_quota_us)
+    return spec if capped == spec.cfs_quota else dataclasses.replace(spec, cfs_quota=capped)

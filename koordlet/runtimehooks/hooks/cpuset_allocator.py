@@ -4,7 +4,8 @@ LSE/LSR pods and Katalyst dedicated_cores get the CPUs bound to them (an
 out-of-band allocator's, else koord-scheduler's resource-status). LS pods share
 what is left after reserved, exclusive (LSE) and LSR CPUs; BE pods share that
 pool plus LSR CPUs, never LSE ones. SYSTEM pods get the system QoS CPUs when
-configured. Pods without a Koordinator class follow kubelet: with its static
+configured; while CPU suppress (cpuset policy) holds the BE tier, BE pods
+get the tier's cpuset instead, as koordlet's cpuset hook does. Pods without a Koordinator class follow kubelet: with its static
 CPU manager their cpuset is kubelet's, with none they share the LS pool.
 Pod-level cgroups are left alone (a parent cpuset must hold its children's).
 """
@@ -34,7 +35,9 @@ def _cpus(pod: PodInfo, container: ContainerInfo, config: HookConfig,
     if qos is KoordQoSClass.SYSTEM:
         return config.system_qos_cpus or None
     if qos is KoordQoSClass.BE:
-        return be_pool(config, allocations)
+        # while CPU suppress shrinks the BE tier, its cpuset is theirs (a child must stay inside it)
+        suppressed = config.be_suppress.cpus
+        return suppressed if suppressed else be_pool(config, allocations)
     if qos is KoordQoSClass.LS or config.cpu_manager_policy is CpuManagerPolicy.NONE:
         return share_pool(config, allocations)
     return None
