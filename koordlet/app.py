@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -30,7 +30,9 @@ from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.module import build_states_informer
 from koordlet.statesinformer.node_slo_module import build_node_slo
 from koordlet.statesinformer.node_slo_source import NodeSLOSource
+from system.file_io import KeptFdPool
 from system.host import Host
+from system.perf_access import raise_fd_limit
 
 log = structlog.get_logger(__name__)
 
@@ -47,6 +49,14 @@ def prepare_state_dir(path: Path) -> None:
 
 def host_of(config: Config) -> Host:
     return Host(config.cgroup_root_dir, config.proc_root_dir, config.sys_root_dir)
+
+
+def daemon_fd_pool() -> KeptFdPool:
+    """The daemon's one pool of kept fds (executor writes, collectors' usage reads): the soft
+    RLIMIT_NOFILE raised towards the hard limit first (systemd starts services at 1024), then
+    half of it, capped (system.file_io.fd_budget). Perf fds budget what the pool leaves."""
+    raise_fd_limit()
+    return KeptFdPool()
 
 
 @dataclass(slots=True)
@@ -73,6 +83,10 @@ class Hubs:
     # Who owns exclusive CPUs besides the resource-status annotation (the runtime hooks'
     # CPUSetAllocator asks it `cpuset_for`): the ORM when it runs.
     cpuset_provider: CpusetProvider | None = None
+    # The one kept-fd budget of the daemon: the executor's KeptFdFileIO and the collectors'
+    # UsageReader keep their fds here (LRU eviction across both), the CPI collector budgets
+    # its perf fds against what it leaves. build_daemon hands the same pool to ExecutorModule.
+    fd_pool: KeptFdPool = field(default_factory=daemon_fd_pool)
 
 
 def build_orm(hubs: Hubs) -> list[Module]:
@@ -112,12 +126,19 @@ MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
 )
 
 
+def new_hubs(config: Config, registry: CollectorRegistry, http: HttpEndpoint) -> Hubs:
+    """The hubs with the executor module, both holding the daemon's one fd pool."""
+    pool = daemon_fd_pool()
+    return Hubs(config, host_of(config), registry, http, ExecutorModule(host_of(config), registry, pool),
+                fd_pool=pool)
+
+
 def build_daemon(config: Config, builders: Iterable[ModuleBuilder] | None = None) -> Daemon:
     registry = new_registry(config.node_name)
     daemon = Daemon()
     bind_host, port = parse_addr(config.addr)
     http = HttpEndpoint(bind_host, port, registry, daemon.readiness)
-    hubs = Hubs(config, host_of(config), registry, http, ExecutorModule(host_of(config), registry))
+    hubs = new_hubs(config, registry, http)
     daemon.add(hubs.executor)
     for builder in MODULE_BUILDERS if builders is None else builders:
         for module in builder(hubs):
