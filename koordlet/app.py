@@ -31,7 +31,9 @@ from koordlet.statesinformer.be_suppress import BESuppressBoard
 from koordlet.statesinformer.module import build_states_informer
 from koordlet.statesinformer.node_slo_module import build_node_slo
 from koordlet.statesinformer.node_slo_source import NodeSLOSource
+from system.file_io import KeptFdPool
 from system.host import Host
+from system.perf_access import raise_fd_limit
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +50,14 @@ def prepare_state_dir(path: Path) -> None:
 
 def host_of(config: Config) -> Host:
     return Host(config.cgroup_root_dir, config.proc_root_dir, config.sys_root_dir)
+
+
+def daemon_fd_pool() -> KeptFdPool:
+    """The daemon's one pool of kept fds (executor writes, collectors' usage reads): the soft
+    RLIMIT_NOFILE raised towards the hard limit first (systemd starts services at 1024), then
+    half of it, capped (system.file_io.fd_budget). Perf fds budget what the pool leaves."""
+    raise_fd_limit()
+    return KeptFdPool()
 
 
 @dataclass(slots=True)
@@ -77,6 +87,10 @@ class Hubs:
     # The BE tier's current CPU suppress decision: the QoS manager's CPU suppress publishes it,
     # the runtime hooks keep BE cpusets and quotas inside it.
     be_suppress: BESuppressBoard = field(default_factory=BESuppressBoard)
+    # The one kept-fd budget of the daemon: the executor's KeptFdFileIO and the collectors'
+    # UsageReader keep their fds here (LRU eviction across both), the CPI collector budgets
+    # its perf fds against what it leaves. build_daemon hands the same pool to ExecutorModule.
+    fd_pool: KeptFdPool = field(default_factory=daemon_fd_pool)
 
 
 def build_orm(hubs: Hubs) -> list[Module]:
@@ -116,12 +130,19 @@ MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
 )
 
 
+def new_hubs(config: Config, registry: CollectorRegistry, http: HttpEndpoint) -> Hubs:
+    """The hubs with the executor module, both holding the daemon's one fd pool."""
+    pool = daemon_fd_pool()
+    return Hubs(config, host_of(config), registry, http, ExecutorModule(host_of(config), registry, pool),
+                fd_pool=pool)
+
+
 def build_daemon(config: Config, builders: Iterable[ModuleBuilder] | None = None) -> Daemon:
     registry = new_registry(config.node_name)
     daemon = Daemon()
     bind_host, port = parse_addr(config.addr)
     http = HttpEndpoint(bind_host, port, registry, daemon.readiness)
-    hubs = Hubs(config, host_of(config), registry, http, ExecutorModule(host_of(config), registry))
+    hubs = new_hubs(config, registry, http)
     daemon.add(hubs.executor)
     for builder in MODULE_BUILDERS if builders is None else builders:
         for module in builder(hubs):

@@ -101,11 +101,13 @@ def fd_cost(n_events: int, n_cpus: int) -> int:
     return n_events * n_cpus
 
 
-def fd_headroom(soft_limit: int, open_fds: int, reserve: int = DEFAULT_FD_RESERVE) -> int:
-    """fds still free for perf groups; never negative. An infinite limit counts as 2**20."""
+def fd_headroom(soft_limit: int, open_fds: int, reserve: int = DEFAULT_FD_RESERVE, promised: int = 0) -> int:
+    """fds still free for perf groups; never negative. An infinite limit counts as 2**20.
+    `promised`: fds not open yet that another user may still open (the kept-fd pool's
+    budget minus what it holds now, which `open_fds` already counts)."""
     if soft_limit == resource.RLIM_INFINITY or soft_limit < 0:
         soft_limit = _NR_OPEN_DEFAULT
-    return max(0, soft_limit - open_fds - reserve)
+    return max(0, soft_limit - open_fds - reserve - max(0, promised))
 
 
 # ------------------------------------------------------------------ IO shells
@@ -149,8 +151,9 @@ def check_cgroup_events_allowed(host: Host) -> None:
         )
 
 
-def read_fd_headroom(reserve: int = DEFAULT_FD_RESERVE, fd_dir: Path | None = None) -> int:
-    """fds this process may still open for perf groups under its RLIMIT_NOFILE soft limit.
+def read_fd_headroom(reserve: int = DEFAULT_FD_RESERVE, fd_dir: Path | None = None, promised: int = 0) -> int:
+    """fds this process may still open for perf groups under its RLIMIT_NOFILE soft limit,
+    leaving `promised` more for a kept-fd pool still below its budget.
 
     Counts /proc/self/fd (one listdir: call it once per collection cycle, not per group).
     """
@@ -162,7 +165,7 @@ def read_fd_headroom(reserve: int = DEFAULT_FD_RESERVE, fd_dir: Path | None = No
         raise PerfUnavailable(
             "cannot count open fds", errno_codes.ENOENT, PerfUnavailableReason.OTHER, directory
         ) from None
-    return fd_headroom(soft, open_fds, reserve)
+    return fd_headroom(soft, open_fds, reserve, promised)
 
 
 def raise_fd_limit(wanted: int | None = None) -> int:

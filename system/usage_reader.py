@@ -14,6 +14,7 @@ from system.cgroup_codecs import key_value_of
 from system.cgroup_files import CgroupFiles, clean_cgroup_dir, read_path_text
 from system.cgroup_readers import Throttling, inactive_file_key
 from system.errors import InvalidValue
+from system.file_io import KeptFdPool
 from system.kept_files import DEFAULT_MAX_OPEN, KeptFiles
 
 
@@ -36,15 +37,21 @@ def _path(files: CgroupFiles, resource: str, rel: str) -> tuple[str, bool]:
 
 class UsageReader:
     """Not thread-safe; ``close()`` when done. Raises the system errors (Gone when the
-    cgroup was removed, NotSupported when a controller is missing, InvalidValue)."""
+    cgroup was removed, NotSupported when a controller is missing, InvalidValue).
 
-    def __init__(self, files: CgroupFiles, max_open: int = DEFAULT_MAX_OPEN, keep_open: bool = True) -> None:
+    ``pool``: keep the fds in a shared KeptFdPool (the daemon's one budget, shared with the
+    executor); the pool's owner closes it. Without one the reader keeps its own of
+    ``max_open`` fds."""
+
+    def __init__(self, files: CgroupFiles, max_open: int = DEFAULT_MAX_OPEN, keep_open: bool = True,
+                 pool: KeptFdPool | None = None) -> None:
         self.files = files
-        self._kept = KeptFiles(max_open)
+        self._owns_pool = pool is None
+        self._kept: KeptFdPool = pool if pool is not None else KeptFiles(max_open)
         # open per read: for fake trees, whose removed files stay readable on a kept fd
-        self._read = self._kept.read_text if keep_open else read_path_text
+        self._read = self._kept.read if keep_open else read_path_text
         self._paths: dict[str, _Paths] = {}
-        self._max_paths = max(64, max_open)
+        self._max_paths = max(64, self._kept.max_open)
 
     def _resolved(self, cgroup_dir: str) -> _Paths:
         paths = self._paths.get(cgroup_dir)
@@ -88,10 +95,11 @@ class UsageReader:
         paths = self._paths.pop(cgroup_dir, None)
         if paths is not None:
             for path in (paths.cpu, paths.memory, paths.memory_stat, paths.cpu_stat):
-                self._kept.drop(path)
+                self._kept.release_file(path)
 
     def close(self) -> None:
-        self._kept.close()
+        if self._owns_pool:
+            self._kept.close()
         self._paths.clear()
 
 

@@ -53,7 +53,7 @@ def build_metrics_advisor(hubs: Hubs) -> list[Module]:
     store = MetricStore(retention_for(config))
     hubs.metric_cache = store
     collectors = collectors_for(config)
-    advisor = MetricsAdvisorModule(hubs.host, store, hubs.states, config.node_name, collectors)
+    advisor = MetricsAdvisorModule(hubs.host, store, hubs.states, config.node_name, collectors, hubs.fd_pool)
     psi = next((c for c in collectors if isinstance(c, PSICollector)), None)
     exporter = AdvisorExporter(store, hubs.states, config.node_name, advisor.scheduler.stats,
                                psi=(lambda: psi.snapshot) if psi is not None else dict)

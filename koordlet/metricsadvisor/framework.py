@@ -28,6 +28,7 @@ from koordlet.metriccache.api import MetricCache, Sample, SeriesKey
 from koordlet.statesinformer.api import StatesInformer
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
+from system.file_io import KeptFdPool
 from system.host import Host
 from system.usage_reader import UsageReader
 
@@ -53,6 +54,7 @@ class CollectContext:
     reader: CgroupReader | None = None  # general reads (PSI, cpu.max, cpusets)
     states: StatesInformer | None = None
     usage: UsageReader | None = None  # the per-second usage and throttling reads
+    fd_pool: KeptFdPool | None = None  # the daemon's kept fds: perf fds budget what it leaves
 
 
 class Collector(Protocol):

@@ -14,8 +14,8 @@ from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.cgroup_version import detect_hierarchy
 from system.errors import SystemFileError
+from system.file_io import KeptFdPool
 from system.host import Host
-from system.perf_access import raise_fd_limit
 from system.usage_reader import UsageReader
 
 log = structlog.get_logger(__name__)
@@ -25,8 +25,12 @@ class MetricsAdvisorModule:
     name = "metricsadvisor"
 
     def __init__(self, host: Host, store: MetricStore, states: StatesInformer | None, node_name: str,
-                 collectors: list[Collector]) -> None:
+                 collectors: list[Collector], fd_pool: KeptFdPool | None = None) -> None:
         self._host = host
+        # kept fds of the usage reads: the daemon's one pool (Hubs.fd_pool), shared with
+        # the executor; without one (tests, tools) the module keeps and closes its own
+        self._own_pool = fd_pool is None
+        self._fd_pool = fd_pool if fd_pool is not None else KeptFdPool()
         self._store = store
         self._states = states
         self._node_name = node_name
@@ -38,12 +42,12 @@ class MetricsAdvisorModule:
         self.unsupported: dict[str, str] = {}
 
     async def start(self) -> None:
-        ctx = CollectContext(self._host, self._store, self._node_name, states=self._states)
+        ctx = CollectContext(self._host, self._store, self._node_name, states=self._states, fd_pool=self._fd_pool)
         try:
             ctx.files = CgroupFiles(self._host, detect_hierarchy(self._host))
             # PSI and the rest read every 10 s or less often: open per read, no fds held
             ctx.reader = self._reader = CgroupReader(ctx.files, keep_open=False)
-            ctx.usage = self._usage = UsageReader(ctx.files, kept_fd_budget(raise_fd_limit()))
+            ctx.usage = self._usage = UsageReader(ctx.files, pool=self._fd_pool)
         except SystemFileError as exc:
             log.warning("cgroup_metrics_disabled", reason=str(exc))
         for collector in self._collectors:
@@ -69,6 +73,8 @@ class MetricsAdvisorModule:
             if reader is not None:
                 reader.close()
         self._reader = self._usage = None
+        if self._own_pool:
+            self._fd_pool.close()
 
     def ready(self) -> bool:
         """Ready once every collector had its first turn: a collector that keeps failing is
@@ -92,9 +98,3 @@ class MetricsAdvisorModule:
         if self._usage is not None and cgroup_dir:
             self._usage.forget(cgroup_dir)
 
-
-def kept_fd_budget(soft_limit: int) -> int:
-    """Kept fds for the usage reads (4 per cgroup): half of RLIMIT_NOFILE, the rest left to
-    sockets, sqlite and the CPI window's perf groups. Past it the oldest fds are closed and
-    reopened on use (correct, slower)."""
-    return max(256, min(soft_limit // 2, 65536))

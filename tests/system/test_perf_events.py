@@ -310,3 +310,10 @@ def test_fd_limit_is_raised_towards_the_hard_limit_never_lowered():
                          cwd=Path(__file__).resolve().parents[2], timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "ok"
+
+
+def test_fd_headroom_leaves_the_kept_fd_pool_its_unopened_budget():
+    # soft 1024, 300 open (of them 100 kept by the pool, budget 512): 412 more may come to the pool
+    assert fd_headroom(soft_limit=1024, open_fds=300, reserve=256, promised=512 - 100) == 56
+    assert fd_headroom(soft_limit=1024, open_fds=300, reserve=256, promised=600) == 0
+    assert fd_headroom(soft_limit=1024, open_fds=300, reserve=256, promised=-5) == 468

@@ -3,7 +3,8 @@ perf counter groups in cgroup mode on every online CPU, count for a 10 s window,
 close (system/perf_events.py; koordlet's performance collector).
 
 fds: containers x CPUs x 2 while a window is open, then none. The budget is what
-RLIMIT_NOFILE leaves (minus a reserve for the daemon); containers beyond it are skipped for
+RLIMIT_NOFILE leaves (minus a reserve for the daemon, and minus what the daemon's kept-fd
+pool may still open up to its budget); containers beyond it are skipped for
 that round, logged once per round with the number skipped, never an EMFILE elsewhere.
 
 Without a PMU (this VM: ENOENT for hardware events), or when perf_event_paranoid forbids
@@ -21,6 +22,7 @@ from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupport
 from koordlet.statesinformer.api import StatesInformer
 from system.cgroup_version import CgroupHierarchy
 from system.errors import SystemFileError
+from system.file_io import KeptFdPool
 from system.perf_access import PerfUnavailable, check_cgroup_events_allowed, fd_cost, read_fd_headroom
 from system.perf_events import CPI_EVENTS, CpiCollector as PerfCpi, PerfEvent, perf_cgroup_path, probe_events
 from system.topology import read_cpu_topology
@@ -38,6 +40,7 @@ class CPICollector:
         self.window = window
         self._events = events
         self._hierarchy: CgroupHierarchy | None = None
+        self._fd_pool: KeptFdPool | None = None
         self._states: StatesInformer | None = None
         self._cpus: tuple[int, ...] = ()
         self._open: list[tuple[str, str, PerfCpi]] = []
@@ -48,7 +51,7 @@ class CPICollector:
             raise CollectorUnsupported("no cgroup hierarchy on this host")
         if ctx.states is None:
             raise CollectorUnsupported("no states informer: containers are unknown")
-        self._hierarchy, self._states = ctx.files.hierarchy, ctx.states
+        self._hierarchy, self._states, self._fd_pool = ctx.files.hierarchy, ctx.states, ctx.fd_pool
         try:
             self._cpus = tuple(sorted(read_cpu_topology(ctx.host).online_cpus))
             check_cgroup_events_allowed(ctx.host)
@@ -62,7 +65,8 @@ class CPICollector:
         assert self._states is not None and self._hierarchy is not None
         self.close()
         self.skipped = 0
-        budget = read_fd_headroom()
+        pool = self._fd_pool
+        budget = read_fd_headroom(promised=pool.max_open - len(pool) if pool is not None else 0)
         per_container = fd_cost(len(self._events), len(self._cpus))
         for pod in self._states.pods():
             for container in pod.running_containers:

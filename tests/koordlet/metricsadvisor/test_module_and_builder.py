@@ -13,7 +13,7 @@ from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.builder import build_metrics_advisor, collectors_for
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
-from koordlet.metricsadvisor.module import MetricsAdvisorModule, kept_fd_budget
+from koordlet.metricsadvisor.module import MetricsAdvisorModule
 from tests.koordlet.metricsadvisor.fixtures import fake_node, make_pod
 from tests.system.fake_trees import set_cgroup_file
 
@@ -80,12 +80,6 @@ def test_the_builder_provides_the_metric_cache_hub(tmp_path: Path):
     daemon = build_daemon(Config(state_dir=tmp_path, addr="127.0.0.1:0"))
     names = [m.name for m in daemon._modules]
     assert names.index("metriccache") < names.index("metricsadvisor") < names.index("http")
-
-
-def test_kept_fds_take_half_the_limit_within_bounds():
-    assert kept_fd_budget(1024) == 512
-    assert kept_fd_budget(100) == 256
-    assert kept_fd_budget(1 << 20) == 65536
 
 
 def test_hubs_metric_cache_is_set_by_the_builder(tmp_path: Path):
