@@ -89,8 +89,8 @@ def measure(python: str, imports: str, runs: int) -> dict[str, float] | str:
 
 # What the chosen client adds to the daemon itself (run with the project's interpreter).
 DAEMON_ROWS: dict[str, str] = {
-    "daemon: import koordlet.app": "import koordlet.app",
-    "daemon + lightkube sink": "import koordlet.app\nimport koordlet.reporter.kube_sink, lightkube\n"
+    "daemon: import koordlet.daemon.wiring": "import koordlet.daemon.wiring",
+    "daemon + lightkube sink": "import koordlet.daemon.wiring\nimport koordlet.reporter.kube_sink, lightkube\n"
                                "from lightkube import AsyncClient, KubeConfig\n"
                                "from lightkube.generic_resource import create_global_resource",
 }
@@ -126,7 +126,7 @@ def main() -> None:
         base, full = daemon.values()
         assert isinstance(base, dict) and isinstance(full, dict)
         print()
-        print(f"in the daemon ({sys.executable}): koordlet.app {base['import_s'] * 1e3:.0f} ms "
+        print(f"in the daemon ({sys.executable}): koordlet.daemon.wiring {base['import_s'] * 1e3:.0f} ms "
               f"{base['rss_kib'] / 1024:.1f} MiB; + lightkube sink {full['import_s'] * 1e3:.0f} ms "
               f"{full['rss_kib'] / 1024:.1f} MiB (adds {(full['import_s'] - base['import_s']) * 1e3:.0f} ms, "
               f"{(full['rss_kib'] - base['rss_kib']) / 1024:.1f} MiB)")

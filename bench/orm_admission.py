@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 import grpc
 
-from koordlet.logs import configure_logging
+from koordlet.daemon.logs import configure_logging
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.cpu_layout import CpuLayout
 from koordlet.orm.manager import Orm

@@ -33,7 +33,7 @@ from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.resctrl import ResctrlQoS
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
-from koordlet.statesinformer.node_slo import parse_node_slo_spec
+from koordlet.slo.node_slo import parse_node_slo_spec
 from system.topology import read_cpu_topology
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 from tests.resourceexecutor.conftest import FakeTreeIO

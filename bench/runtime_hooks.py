@@ -28,7 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
-from koordlet.logs import configure_logging
+from koordlet.daemon.logs import configure_logging
 from koordlet.runtimehooks import nri_convert
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hook_config import HookConfig

@@ -7,7 +7,7 @@ import sys
 from typing import Sequence
 
 from koordlet.config import ConfigError, parse_args
-from koordlet.logs import configure_logging
+from koordlet.daemon.logs import configure_logging
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -17,7 +17,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"koordlet: {exc}", file=sys.stderr)
         return 2
     configure_logging(config.log_level, config.log_format)
-    from koordlet.app import loop_factory, run
+    from koordlet.daemon.wiring import loop_factory, run
 
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(run(config))

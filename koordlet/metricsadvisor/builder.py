@@ -19,9 +19,9 @@ from koordlet.metricsadvisor.framework import Collector
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
 
 if TYPE_CHECKING:
-    from koordlet.app import Hubs
+    from koordlet.daemon.wiring import Hubs
     from koordlet.config import Config
-    from koordlet.daemon import Module
+    from koordlet.daemon.lifecycle import Module
 
 
 def collectors_for(config: Config) -> list[Collector]:

@@ -22,8 +22,8 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from koordlet.config import Config
-from koordlet.daemon import StartupError
-from koordlet.http_endpoint import Reply, json_reply
+from koordlet.daemon.lifecycle import StartupError
+from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.orm.allocation import Allocation, OrmAllocations
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.cpu_layout import CpuLayout

@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 import structlog
 
-from koordlet.grpc_unix import serve_unix
+from koordlet.server.grpc_unix import serve_unix
 from koordlet.orm.plugin_codec import SUPPORTED_VERSIONS
 from koordlet.orm.plugin_endpoint import PluginEndpoint
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2 as pb

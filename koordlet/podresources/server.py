@@ -14,7 +14,7 @@ from pathlib import Path
 
 import grpc
 
-from koordlet.grpc_unix import serve_unix, socket_mode
+from koordlet.server.grpc_unix import serve_unix, socket_mode
 from koordlet.orm.allocation import OrmAllocations
 from koordlet.podresources.kubelet_devices import KubeletDevicesClient
 from koordlet.podresources.view import PodResourcesCache, allocatable, fill_pod, list_pods

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from koordlet.kube_client import KubeClientError, open_kube_client
+from koordlet.util.kube_client import KubeClientError, open_kube_client
 from koordlet.qosmanager.api_evictor import ApiEvictor, LightkubeEvictionApi
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_evict import CPUEvict
@@ -20,7 +20,7 @@ from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.resctrl import ResctrlQoS
-from koordlet.statesinformer.node_slo_source import StaticNodeSLO
+from koordlet.slo.source import StaticNodeSLO
 from resourceexecutor import ResourceExecutor
 from system.cgroup_layout import CgroupDriver, detect_driver
 from system.cgroup_readers import CgroupReader
@@ -28,9 +28,9 @@ from system.errors import SystemFileError
 from system.topology import read_cpu_topology
 
 if TYPE_CHECKING:
-    from koordlet.app import Hubs
+    from koordlet.daemon.wiring import Hubs
     from koordlet.config import Config
-    from koordlet.daemon import Module
+    from koordlet.daemon.lifecycle import Module
 
 log = structlog.get_logger(__name__)
 

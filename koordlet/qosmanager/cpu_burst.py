@@ -21,7 +21,7 @@ from koordlet.qosmanager.cpu_burst_policy import (
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
 from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, PodInfo
-from koordlet.statesinformer.node_slo import (
+from koordlet.slo.node_slo import (
     POD_CPU_BURST_ANNOTATION, CPUBurstStrategy, NodeSLOError, pod_cpu_burst,
 )
 from resourceexecutor import Outcome

@@ -24,7 +24,7 @@ from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.memory_evict import Candidate
 from koordlet.qosmanager.usage import UsageView
 from koordlet.statesinformer.model import KoordQoSClass, PodInfo
-from koordlet.statesinformer.node_slo import CPU_EVICT_SATISFACTION_LOWER_MAX, CPU_EVICT_SATISFACTION_UPPER_MAX
+from koordlet.slo.node_slo import CPU_EVICT_SATISFACTION_LOWER_MAX, CPU_EVICT_SATISFACTION_UPPER_MAX
 
 log = structlog.get_logger(__name__)
 

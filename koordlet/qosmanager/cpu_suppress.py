@@ -23,9 +23,9 @@ from koordlet.qosmanager.cpu_suppress_policy import (
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.statesinformer.be_suppress import BESuppress, quota_under_tier
+from koordlet.ports.be_suppress import BESuppress, quota_under_tier
 from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, NodeInfo, PodInfo
-from koordlet.statesinformer.node_slo import CPUSuppressPolicy
+from koordlet.slo.node_slo import CPUSuppressPolicy
 from resourceexecutor import Outcome, Updater
 from system.cpuset import parse_cpuset
 from system.errors import Gone, InvalidValue, SystemFileError

@@ -21,9 +21,9 @@ from koordlet.qosmanager.eviction import EvictionPath
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.usage import UsageView
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.be_suppress import BESuppressBoard
-from koordlet.statesinformer.node_slo import NodeSLO
-from koordlet.statesinformer.node_slo_source import NodeSLOSource
+from koordlet.ports.be_suppress import BESuppressBoard
+from koordlet.slo.node_slo import NodeSLO
+from koordlet.slo.source import NodeSLOSource
 from resourceexecutor import ResourceExecutor, Updater
 from system.cgroup_readers import CgroupReader
 from system.host import Host

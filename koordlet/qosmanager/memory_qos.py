@@ -28,7 +28,7 @@ import structlog
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
 from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, PodInfo
-from koordlet.statesinformer.node_slo import MemoryQOS
+from koordlet.slo.node_slo import MemoryQOS
 
 log = structlog.get_logger(__name__)
 

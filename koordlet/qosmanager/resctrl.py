@@ -17,7 +17,7 @@ import structlog
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
 from koordlet.statesinformer.model import KoordQoSClass, PodInfo
-from koordlet.statesinformer.node_slo import ResctrlQOS
+from koordlet.slo.node_slo import ResctrlQOS
 from resourceexecutor.resctrl_writer import ResctrlWriter
 from system.errors import SystemFileError
 from system.resctrl import ResctrlInfo, detect_resctrl, read_schemata

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import structlog
 
 from koordlet.config import Config
-from koordlet.kube_client import open_kube_client
+from koordlet.util.kube_client import open_kube_client
 from koordlet.reporter.batch import ReclaimThresholds
 from koordlet.reporter.kube_sink import KubeSink
 from koordlet.reporter.module import Allocatable, ReportSettings, ReportsModule
@@ -23,7 +23,7 @@ from system.procfs import read_meminfo
 from system.topology import read_online_cpus
 
 if TYPE_CHECKING:
-    from koordlet.app import Hubs
+    from koordlet.daemon.wiring import Hubs
 
 log = structlog.get_logger(__name__)
 

@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 import structlog
 
-from koordlet.daemon import StartupError
-from koordlet.kube_client import KubeClientError
+from koordlet.daemon.lifecycle import StartupError
+from koordlet.util.kube_client import KubeClientError
 from koordlet.metriccache.api import MetricCache
 from koordlet.reporter.batch import ReclaimThresholds, batch_resources
 from koordlet.reporter.katalyst_metrics import uncollected

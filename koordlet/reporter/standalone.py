@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from koordlet.http_endpoint import HttpEndpoint, Reply, json_reply
+from koordlet.server.http_endpoint import HttpEndpoint, Reply, json_reply
 from koordlet.reporter.batch import BatchResources
 from koordlet.reporter.overcommit import OvercommitResult
 

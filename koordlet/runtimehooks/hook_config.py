@@ -14,7 +14,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
 
-from koordlet.statesinformer.be_suppress import NOT_SUPPRESSED, BESuppress
+from koordlet.ports.be_suppress import NOT_SUPPRESSED, BESuppress
 from koordlet.statesinformer.model import KoordQoSClass
 
 # koordlet's CPUShareUnitValue / CPUSharesMinValue / CFSBasePeriodValue / CFSQuotaMinValue.

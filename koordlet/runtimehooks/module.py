@@ -23,10 +23,10 @@ from typing import Any, Callable
 import structlog
 from prometheus_client import CollectorRegistry
 
-from koordlet import defaults
+from koordlet.config import defaults
 from koordlet.config import Config
-from koordlet.executor_module import ExecutorModule
-from koordlet.http_endpoint import Reply, json_reply
+from koordlet.daemon.executor_module import ExecutorModule
+from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.runtimehooks.allocations import CpusetProvider
 from koordlet.runtimehooks.engine import HookEngine, plans_json
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
@@ -35,10 +35,10 @@ from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin, NriFeed
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.runtimehooks.slo_rules import hook_config_from_slo, hook_config_with_suppress
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.be_suppress import BESuppressBoard
+from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.statesinformer.model import K8sQoS, NodeInfo, Source
 from koordlet.statesinformer.sources import expected_sources, nri_enabled, nri_wanted
-from koordlet.statesinformer.node_slo_source import NodeSLOSource
+from koordlet.slo.source import NodeSLOSource
 from koordlet.statesinformer.store import PodStore
 from nri.stub import Stub, StubConfig
 from resourceexecutor import ResourceExecutor

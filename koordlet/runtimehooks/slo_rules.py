@@ -15,9 +15,9 @@ import dataclasses
 from types import MappingProxyType
 
 from koordlet.runtimehooks.hook_config import HookConfig
-from koordlet.statesinformer.be_suppress import BESuppress
+from koordlet.ports.be_suppress import BESuppress
 from koordlet.statesinformer.model import KoordQoSClass
-from koordlet.statesinformer.node_slo import CPUSuppressPolicy, NodeSLO
+from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 
 
 def hook_config_from_slo(slo: NodeSLO, base: HookConfig) -> HookConfig:

@@ -5,7 +5,7 @@ Koordinator's webhook writes for agents which cannot see the pod spec.
     {"containers": {"main": {"requests": {"kubernetes.io/batch-cpu": "500"},
                              "limits":   {"kubernetes.io/batch-memory": "1Gi"}}}}
 
-Pure. Quantities are converted with koordlet.quantity.canonical (batch-cpu is
+Pure. Quantities are converted with koordlet.apis.quantity.canonical (batch-cpu is
 already counted in milli-cores).
 """
 

@@ -3,7 +3,7 @@
 Values only: frozen, hashable where it matters, no IO. The informer builds them
 from NRI, CRI and (optionally) kubelet; every other agent reads them.
 
-Units: CPU in milli-cores, memory in bytes (see koordlet.quantity).
+Units: CPU in milli-cores, memory in bytes (see koordlet.apis.quantity).
 cgroup directories are relative to a controller's mount point, exactly as the
 resource executor takes them ("kubepods/besteffort/pod<uid>/<container id>").
 """

@@ -31,7 +31,7 @@ from koordlet.statesinformer.sources import expected_sources
 from koordlet.statesinformer.store import PodStore
 
 if TYPE_CHECKING:
-    from koordlet.app import Hubs
+    from koordlet.daemon.wiring import Hubs
 
 log = structlog.get_logger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from koordlet.quantity import QuantityError, canonical
+from koordlet.apis.quantity import QuantityError, canonical
 
 
 class ResourceListError(ValueError):
@@ -13,7 +13,7 @@ class ResourceListError(ValueError):
 
 
 def parse_resource_list(value: Any, where: str) -> Mapping[str, int]:
-    """Resource name -> quantity in its canonical unit (koordlet.quantity.canonical).
+    """Resource name -> quantity in its canonical unit (koordlet.apis.quantity.canonical).
     None reads as empty; `where` names the place in the document for the error."""
     if value is None:
         return MappingProxyType({})

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from koordlet import defaults
+from koordlet.config import defaults
 from koordlet.config import ConfigError, parse_addr, parse_args, parse_duration, parse_flag_bool
-from koordlet.features import SPECS, FeatureGateError, parse_feature_gates, resolve
+from koordlet.config.features import SPECS, FeatureGateError, parse_feature_gates, resolve
 
 
 def test_defaults_come_from_the_defaults_module():
@@ -147,7 +147,7 @@ def test_parse_flag_bool_rejects_other_words():
 
 
 def test_gates_on_for_unbuilt_features_are_named_built_ones_are_not(monkeypatch):
-    from koordlet import features
+    from koordlet.config import features
 
     unbuilt_specs = dict(features.SPECS)
     for name in ("RdtResctrl", "NodeTopologyReport"):
@@ -162,7 +162,7 @@ def test_gates_on_for_unbuilt_features_are_named_built_ones_are_not(monkeypatch)
 def test_readme_gate_table_says_which_gates_are_implemented():
     from pathlib import Path
 
-    from koordlet.features import SPECS
+    from koordlet.config.features import SPECS
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     rows = {line.split("|")[1].strip(" `"): line for line in readme.splitlines() if line.startswith("| `")}

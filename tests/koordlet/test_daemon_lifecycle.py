@@ -6,7 +6,7 @@ import asyncio
 import os
 import signal
 
-from koordlet.daemon import Daemon, StartupError
+from koordlet.daemon.lifecycle import Daemon, StartupError
 
 
 class Recorder:
@@ -72,7 +72,7 @@ async def test_sigterm_stops_the_daemon_and_a_hung_module_cannot_hold_it():
 
 
 def test_build_daemon_starts_builder_modules_between_executor_and_http(tmp_path):
-    from koordlet.app import build_daemon
+    from koordlet.daemon.wiring import build_daemon
     from koordlet.config import parse_args
 
     seen_hubs = []

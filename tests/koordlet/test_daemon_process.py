@@ -102,7 +102,7 @@ def test_unknown_feature_gate_exits_2_naming_the_gate(tmp_path):
 
 def test_help_documents_every_flag_and_gate():
     from koordlet.config import _OPTIONS
-    from koordlet.features import SPECS
+    from koordlet.config.features import SPECS
 
     out = subprocess.run(spawn(["--help"]).args, capture_output=True, text=True, timeout=15,
                          env=spawn_env(), cwd=project_root())

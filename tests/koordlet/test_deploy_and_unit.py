@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from koordlet import defaults
+from koordlet.config import defaults
 
 ROOT = Path(__file__).resolve().parents[2]
 

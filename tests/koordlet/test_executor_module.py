@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from koordlet.executor_module import ExecutorModule
+from koordlet.daemon.executor_module import ExecutorModule
 from resourceexecutor import Outcome
 from system.host import Host
 from tests.system.fake_trees import add_cgroup, build_v2_tree

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.app import new_hubs
+from koordlet.daemon.wiring import new_hubs
 from koordlet.config import Config
-from koordlet.daemon import Readiness
-from koordlet.http_endpoint import HttpEndpoint
+from koordlet.daemon.lifecycle import Readiness
+from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.metricsadvisor.builder import build_metrics_advisor
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.module import MetricsAdvisorModule

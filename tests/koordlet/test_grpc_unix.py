@@ -8,7 +8,7 @@ import socket
 import grpc
 import pytest
 
-from koordlet.grpc_unix import serve_unix
+from koordlet.server.grpc_unix import serve_unix
 
 
 async def test_a_stale_socket_file_is_replaced(tmp_path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from system.host import Host
 from tests.system.fake_trees import add_cgroup, build_topology_tree, build_v2_tree
 
-from koordlet.host_facts import host_facts
+from koordlet.util.host_facts import host_facts
 
 
 def test_v2_host_with_systemd_pods_and_four_numa_nodes(tmp_path):

@@ -9,9 +9,9 @@ import pytest
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from koordlet import defaults
-from koordlet.daemon import Readiness
-from koordlet.http_endpoint import HttpEndpoint, json_reply
+from koordlet.config import defaults
+from koordlet.daemon.lifecycle import Readiness
+from koordlet.server.http_endpoint import HttpEndpoint, json_reply
 
 
 def endpoint(registry=None, not_ready=()):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from koordlet.metriccache import Aggregate, AggregationType, Metric, SeriesKey
-from koordlet.quantity import QuantityError, base_units, milli_cpu, parse_quantity
+from koordlet.apis.quantity import QuantityError, base_units, milli_cpu, parse_quantity
 from koordlet.statesinformer import (
     ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodEventKind, PodInfo, PodQoS, SandboxState,
     StaticStates,

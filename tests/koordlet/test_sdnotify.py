@@ -2,7 +2,7 @@
 
 import socket
 
-from koordlet.sdnotify import notify
+from koordlet.daemon.sdnotify import notify
 
 
 def test_notify_sends_ready_to_the_socket(tmp_path):

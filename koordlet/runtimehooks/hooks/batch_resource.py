@@ -20,7 +20,7 @@ from koordlet.runtimehooks.hook_config import (
     BATCH_CPU, BATCH_MEMORY, CFS_QUOTA_MIN_US, CPU_SHARES_MAX, CPU_SHARES_MIN, CPU_SHARES_PER_CORE, HookConfig,
 )
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
-from koordlet.statesinformer.be_suppress import quota_under_tier
+from koordlet.ports.be_suppress import quota_under_tier
 from koordlet.statesinformer.model import ContainerInfo, KatalystQoSLevel, KoordQoSClass, PodInfo, Resources, Source
 
 

@@ -102,8 +102,8 @@ def test_label_values_are_escaped_and_values_spelled_as_go_reads_them():
 async def test_the_http_endpoint_appends_the_exporter_text_to_metrics():
     from prometheus_client import CollectorRegistry
 
-    from koordlet.daemon import Readiness
-    from koordlet.http_endpoint import HttpEndpoint
+    from koordlet.daemon.lifecycle import Readiness
+    from koordlet.server.http_endpoint import HttpEndpoint
 
     _, _, exporter, _ = setup_node()
     endpoint = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))

@@ -6,9 +6,9 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
-from koordlet.app import Hubs, MODULE_BUILDERS, build_daemon
+from koordlet.daemon.wiring import Hubs, MODULE_BUILDERS, build_daemon
 from koordlet.config import Config
-from koordlet.features import resolve
+from koordlet.config.features import resolve
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.builder import build_metrics_advisor, collectors_for
@@ -83,10 +83,10 @@ def test_the_builder_provides_the_metric_cache_hub(tmp_path: Path):
 
 
 def test_hubs_metric_cache_is_set_by_the_builder(tmp_path: Path):
-    from koordlet.app import host_of
-    from koordlet.executor_module import ExecutorModule
-    from koordlet.http_endpoint import HttpEndpoint
-    from koordlet.daemon import Readiness
+    from koordlet.daemon.wiring import host_of
+    from koordlet.daemon.executor_module import ExecutorModule
+    from koordlet.server.http_endpoint import HttpEndpoint
+    from koordlet.daemon.lifecycle import Readiness
     from prometheus_client import CollectorRegistry
 
     config = Config(state_dir=tmp_path)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from koordlet.config import parse_args
-from koordlet.logs import configure_logging
+from koordlet.daemon.logs import configure_logging
 from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule
 from koordlet.statesinformer.api import StaticStates

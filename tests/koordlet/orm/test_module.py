@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.app import Hubs, build_orm
+from koordlet.daemon.wiring import Hubs, build_orm
 from koordlet.config import ConfigError, parse_args
-from koordlet.daemon import StartupError
+from koordlet.daemon.lifecycle import StartupError
 from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule
 from koordlet.statesinformer.api import StaticStates

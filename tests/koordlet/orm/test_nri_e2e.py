@@ -13,9 +13,9 @@ import grpc
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.app import Hubs, build_orm, build_runtime_hooks_with_orm
+from koordlet.daemon.wiring import Hubs, build_orm, build_runtime_hooks_with_orm
 from koordlet.config import parse_args
-from koordlet.executor_module import ExecutorModule
+from koordlet.daemon.executor_module import ExecutorModule
 from nri.testing import RuntimePeer
 from nri.testing.relay import RuntimeOperationFailed
 from proto.k8s.podresources.v1 import api_pb2 as pr

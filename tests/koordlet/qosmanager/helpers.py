@@ -17,8 +17,8 @@ from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import (
     ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS, Resources, SandboxState,
 )
-from koordlet.statesinformer.node_slo import NodeSLO
-from koordlet.statesinformer.node_slo_source import StaticNodeSLO
+from koordlet.slo.node_slo import NodeSLO
+from koordlet.slo.source import StaticNodeSLO
 from resourceexecutor import CgroupFileIO, ResourceExecutor
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader

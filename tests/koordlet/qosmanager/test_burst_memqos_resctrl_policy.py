@@ -14,7 +14,7 @@ from koordlet.qosmanager.cpu_burst_policy import (
 )
 from koordlet.qosmanager.memory_qos import UNLIMITED, memory_qos_values
 from koordlet.qosmanager.resctrl import class_schemata, l3_mask
-from koordlet.statesinformer.node_slo import MemoryQOS, ResctrlQOS
+from koordlet.slo.node_slo import MemoryQOS, ResctrlQOS
 
 MiB = 1 << 20
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.app import Hubs
+from koordlet.daemon.wiring import Hubs
 from koordlet.config import parse_args
 from koordlet.qosmanager.builder import build_qos_manager, strategies_for
-from koordlet.statesinformer.node_slo_module import build_node_slo
+from koordlet.slo.module import build_node_slo
 from koordlet.qosmanager.eviction import CgroupKillEvictor, EvictionReason
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
-from koordlet.statesinformer.node_slo_source import NodeSLOFile, StaticNodeSLO
+from koordlet.slo.source import NodeSLOFile, StaticNodeSLO
 from tests.koordlet.qosmanager.helpers import FedMetricStore, Rig, pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree, set_cgroup_file

@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.app import Hubs
+from koordlet.daemon.wiring import Hubs
 from koordlet.config import parse_args
-from koordlet.executor_module import ExecutorModule
+from koordlet.daemon.executor_module import ExecutorModule
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.qosmanager.builder import build_qos_manager
-from koordlet.statesinformer.node_slo_module import build_node_slo
+from koordlet.slo.module import build_node_slo
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from system.cgroup_files import CgroupFiles

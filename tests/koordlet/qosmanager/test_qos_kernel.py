@@ -16,7 +16,7 @@ from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
-from koordlet.statesinformer.node_slo import parse_node_slo_spec
+from koordlet.slo.node_slo import parse_node_slo_spec
 from system.host import Host
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 

@@ -22,7 +22,7 @@ from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
-from koordlet.statesinformer.node_slo import parse_node_slo_spec
+from koordlet.slo.node_slo import parse_node_slo_spec
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.usage_reader import UsageReader

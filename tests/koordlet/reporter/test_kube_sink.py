@@ -9,7 +9,7 @@ import yaml
 pytest.importorskip("lightkube")
 
 from koordlet.config import Config  # noqa: E402
-from koordlet.kube_client import KubeClientError, open_kube_client  # noqa: E402
+from koordlet.util.kube_client import KubeClientError, open_kube_client  # noqa: E402
 from koordlet.reporter.kube_sink import CONFLICT_RETRIES, KubeSink, Outcome, SinkError  # noqa: E402
 from koordlet.reporter.nodemetric import node_metric_object  # noqa: E402
 from koordlet.reporter.policy import MetricCollectPolicy  # noqa: E402

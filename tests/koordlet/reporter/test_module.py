@@ -14,8 +14,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet.config import Config, parse_args
-from koordlet.daemon import Readiness
-from koordlet.http_endpoint import HttpEndpoint
+from koordlet.daemon.lifecycle import Readiness
+from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.metriccache.store import MetricStore
 from koordlet.reporter.builder import build_reports, settings_of
 from koordlet.reporter.module import ReportsModule, Round
@@ -252,7 +252,7 @@ async def test_a_host_without_proc_and_sys_still_reports_with_the_node_allocatab
 
 
 def test_the_daemon_starts_the_reporter_after_the_metric_cache_and_before_http(tmp_path):
-    from koordlet.app import MODULE_BUILDERS, build_daemon
+    from koordlet.daemon.wiring import MODULE_BUILDERS, build_daemon
 
     assert build_reports in MODULE_BUILDERS
     daemon = build_daemon(Config(state_dir=tmp_path, addr="127.0.0.1:0", node_name="node-1"))

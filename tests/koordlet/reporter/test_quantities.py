@@ -4,7 +4,7 @@ apimachinery resource.Quantity and time.Duration documentation)."""
 import pytest
 from hypothesis import given, strategies as st
 
-from koordlet.quantity import base_units, milli_cpu
+from koordlet.apis.quantity import base_units, milli_cpu
 from koordlet.reporter.quantities import cpu_quantity, go_duration, memory_quantity
 
 

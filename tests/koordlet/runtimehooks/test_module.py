@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet.config import ConfigError, parse_args
-from koordlet.executor_module import ExecutorModule
+from koordlet.daemon.executor_module import ExecutorModule
 from koordlet.runtimehooks.module import RuntimeHooksModule, nri_enabled, nri_wanted
 from koordlet.statesinformer.model import NodeInfo
 from koordlet.statesinformer.store import PodStore

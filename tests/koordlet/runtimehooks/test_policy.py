@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 import pytest
 
-from koordlet.features import resolve
+from koordlet.config.features import resolve
 from koordlet.runtimehooks.allocations import AllocationIndex, CpuAllocations, NO_ALLOCATIONS
 from koordlet.runtimehooks.annotations import annotation_problems
 from koordlet.runtimehooks.hook_config import CpuManagerPolicy, HookConfig, HostCaps

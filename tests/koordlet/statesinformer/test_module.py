@@ -116,7 +116,7 @@ async def test_without_cri_and_kubelet_the_store_waits_for_nothing() -> None:
 
 
 def test_the_module_is_first_among_the_daemon_builders() -> None:
-    from koordlet.app import MODULE_BUILDERS
+    from koordlet.daemon.wiring import MODULE_BUILDERS
 
     assert MODULE_BUILDERS[0] is build_states_informer
     assert StatesInformerModule.name == "statesinformer"

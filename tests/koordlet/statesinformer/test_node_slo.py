@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from koordlet.statesinformer.model import KoordQoSClass
-from koordlet.statesinformer.node_slo import (
+from koordlet.slo.node_slo import (
     CPUBurstPolicy, CPUSuppressPolicy, NodeSLO, NodeSLOError, node_slo_document, parse_node_slo_spec,
     spec_of_document,
 )
@@ -130,7 +130,7 @@ def test_document_round_trips_through_the_parser():
 
 
 def test_pod_cpu_burst_annotation():
-    from koordlet.statesinformer.node_slo import CPUBurstStrategy, pod_cpu_burst
+    from koordlet.slo.node_slo import CPUBurstStrategy, pod_cpu_burst
 
     node = CPUBurstStrategy()
     assert pod_cpu_burst(node, None) is node

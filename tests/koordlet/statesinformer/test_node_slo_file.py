@@ -6,8 +6,8 @@ import asyncio
 import json
 import os
 
-from koordlet.statesinformer.node_slo import CPUSuppressPolicy, NodeSLO
-from koordlet.statesinformer.node_slo_source import NodeSLOFile
+from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
+from koordlet.slo.source import NodeSLOFile
 
 
 def write(path, text: str, bump: int = 0) -> None:
@@ -79,11 +79,11 @@ def test_module_watches_the_file(tmp_path):
 def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
     from prometheus_client import CollectorRegistry
 
-    from koordlet.app import Hubs
+    from koordlet.daemon.wiring import Hubs
     from koordlet.config import parse_args
-    from koordlet.daemon import Readiness
-    from koordlet.http_endpoint import HttpEndpoint
-    from koordlet.statesinformer.node_slo_module import build_node_slo
+    from koordlet.daemon.lifecycle import Readiness
+    from koordlet.server.http_endpoint import HttpEndpoint
+    from koordlet.slo.module import build_node_slo
 
     path = tmp_path / "slo.yaml"
     path.write_text("resourceUsedThresholdWithBE: {enable: true}\n")
@@ -101,7 +101,7 @@ def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
 
 
 def test_validated_source_takes_cluster_objects_and_keeps_the_last_good():
-    from koordlet.statesinformer.node_slo_source import ValidatedNodeSLO
+    from koordlet.slo.source import ValidatedNodeSLO
 
     source = ValidatedNodeSLO()
     event = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "node-a"},

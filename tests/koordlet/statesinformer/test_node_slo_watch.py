@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from koordlet.config import parse_args
-from koordlet.statesinformer.node_slo import CPUSuppressPolicy, NodeSLO
-from koordlet.statesinformer.node_slo_watch import NodeSLOWatch
+from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
+from koordlet.slo.cluster_watch import NodeSLOWatch
 
 lightkube = pytest.importorskip("lightkube")
 

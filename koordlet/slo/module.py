@@ -6,15 +6,15 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from koordlet import defaults
-from koordlet.http_endpoint import json_reply
-from koordlet.statesinformer.node_slo import node_slo_document
-from koordlet.statesinformer.node_slo_source import NodeSLOFile, StaticNodeSLO
-from koordlet.statesinformer.node_slo_watch import NodeSLOWatch
+from koordlet.config import defaults
+from koordlet.server.http_endpoint import json_reply
+from koordlet.slo.node_slo import node_slo_document
+from koordlet.slo.source import NodeSLOFile, StaticNodeSLO
+from koordlet.slo.cluster_watch import NodeSLOWatch
 
 if TYPE_CHECKING:
-    from koordlet.app import Hubs
-    from koordlet.daemon import Module
+    from koordlet.daemon.wiring import Hubs
+    from koordlet.daemon.lifecycle import Module
 
 log = structlog.get_logger(__name__)
 

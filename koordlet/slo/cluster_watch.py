@@ -16,8 +16,8 @@ from typing import Any, Callable
 import structlog
 
 from koordlet.config import Config
-from koordlet.kube_client import KubeClientError, open_kube_client
-from koordlet.statesinformer.node_slo_source import ValidatedNodeSLO, cancel_task
+from koordlet.util.kube_client import KubeClientError, open_kube_client
+from koordlet.slo.source import ValidatedNodeSLO, cancel_task
 
 log = structlog.get_logger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Protocol
 import structlog
 import yaml
 
-from koordlet.statesinformer.node_slo import (
+from koordlet.slo.node_slo import (
     NodeSLO, NodeSLOError, parse_node_slo_spec, spec_of_document,
 )
 

@@ -19,8 +19,8 @@ import structlog
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from koordlet import defaults
-from koordlet.daemon import Readiness, StartupError
+from koordlet.config import defaults
+from koordlet.daemon.lifecycle import Readiness, StartupError
 
 log = structlog.get_logger(__name__)
 

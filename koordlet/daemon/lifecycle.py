@@ -14,7 +14,7 @@ from typing import Protocol, Sequence
 
 import structlog
 
-from koordlet import defaults
+from koordlet.config import defaults
 
 log = structlog.get_logger(__name__)
 

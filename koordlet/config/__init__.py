@@ -18,9 +18,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from koordlet import __version__, defaults
+from koordlet import __version__
+from koordlet.config import defaults
 from koordlet.reporter.katalyst_metrics import parse_cpu_metrics, parse_memory_metrics
-from koordlet.features import FeatureGateError, FeatureGates, describe, parse_bool, parse_feature_gates, resolve
+from koordlet.config.features import FeatureGateError, FeatureGates, describe, parse_bool, parse_feature_gates, resolve
 
 
 class ConfigError(ValueError):

@@ -13,10 +13,10 @@ from prometheus_client import CollectorRegistry
 
 from koordlet import __version__
 from koordlet.config import Config, parse_addr
-from koordlet.daemon import Daemon, Module, StartupError
-from koordlet.host_facts import log_host_facts
-from koordlet.executor_module import ExecutorModule
-from koordlet.http_endpoint import HttpEndpoint
+from koordlet.daemon.lifecycle import Daemon, Module, StartupError
+from koordlet.util.host_facts import log_host_facts
+from koordlet.daemon.executor_module import ExecutorModule
+from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.registry import new_registry
 from koordlet.metricsadvisor.builder import build_metrics_advisor
@@ -24,13 +24,13 @@ from koordlet.reporter.builder import build_reports
 from koordlet.orm.module import OrmModule
 from koordlet.runtimehooks.allocations import CpusetProvider
 from koordlet.runtimehooks.module import build_runtime_hooks
-from koordlet.sdnotify import notify
+from koordlet.daemon.sdnotify import notify
 from koordlet.qosmanager.builder import build_qos_manager
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.be_suppress import BESuppressBoard
+from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.statesinformer.module import build_states_informer
-from koordlet.statesinformer.node_slo_module import build_node_slo
-from koordlet.statesinformer.node_slo_source import NodeSLOSource
+from koordlet.slo.module import build_node_slo
+from koordlet.slo.source import NodeSLOSource
 from system.file_io import KeptFdPool
 from system.host import Host
 from system.perf_access import raise_fd_limit
