@@ -45,6 +45,7 @@ from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollect
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.exporter import AdvisorExporter
 from koordlet.metricsadvisor.framework import CollectContext
+from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import (
     ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS, SandboxState,
@@ -84,9 +85,10 @@ def usage_collectors() -> list:
 
 def setup(host: Host, pods: list[PodInfo], store: MetricStore, collectors: list,
           keep_open: bool = True) -> CollectContext:
-    files = CgroupFiles(host)
+    facts = HostFacts(host)
+    files = facts.files
     ctx = CollectContext(host, store, "bench", files, CgroupReader(files, keep_open, max_open=16384),
-                         StaticStates(NodeInfo("bench"), pods), UsageReader(files, max_open=16384))
+                         StaticStates(NodeInfo("bench"), pods), UsageReader(files, max_open=16384), facts=facts)
     for collector in collectors:
         collector.setup(ctx)
     return ctx

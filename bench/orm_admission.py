@@ -27,7 +27,7 @@ from koordlet.daemon.logs import configure_logging
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.cpu_layout import CpuLayout
 from koordlet.orm.manager import Orm
-from koordlet.podresources.server import PodResourcesServicer, start_pod_resources_server
+from koordlet.orm.podresources.server import PodResourcesServicer, start_pod_resources_server
 from koordlet.topology.policy import PolicyName, new_policy
 from koordlet.topology.request import ContainerRequest, ContainerType, PodRequest
 from koordlet.statesinformer.api import StaticStates

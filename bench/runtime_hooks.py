@@ -42,7 +42,8 @@ from nri.loop import loop_factory, uvloop_available
 from nri.stub import Stub, StubConfig
 from nri.testing import RuntimePeer
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
-from resourceexecutor import ResourceExecutor
+
+from resourceexecutor import ResourceExecutor, executor_without_cgroups
 from system.cgroup_files import CgroupFiles
 from system.cgroup_version import detect_hierarchy
 from system.host import Host
@@ -193,7 +194,7 @@ def serve_plugin(path: str, kind: str, pods_count: int) -> None:
         plugin: object = EmptyPlugin()
         if kind == "full":
             feed, engine = known(workload(pods_count), HookConfig(node_cpus=frozenset(range(64))))
-            plugin = KoordletNriPlugin(engine, feed, lambda: None)
+            plugin = KoordletNriPlugin(engine, feed, executor_without_cgroups())
         await Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=path), environ={}).run()
 
     asyncio.Runner(loop_factory=loop_factory(uvloop_available())).run(serve())
@@ -217,7 +218,7 @@ def bench_create(pods_count: int, calls: int) -> None:
     config = HookConfig(node_cpus=frozenset(range(64)))
     pods = workload(pods_count)
     feed, engine = known(pods, config)
-    plugin = KoordletNriPlugin(engine, feed, lambda: None)
+    plugin = KoordletNriPlugin(engine, feed, executor_without_cgroups())
     requests = [api.CreateContainerRequest(pod=pod, container=ctr) for pod, ctr in pods]
     direct = asyncio.run(_direct_calls(plugin, requests, calls))
     policy_only = []
@@ -293,7 +294,7 @@ def bench_reconcile(pods_count: int, runs: int) -> None:
                 pod.annotations["scheduling.koordinator.sh/resource-status"] = '{"cpuset": "%d"}' % min(node_cpus)
         feed, engine = known(pods, config)
         executor = ResourceExecutor(files)
-        reconciler = Reconciler(engine, lambda: executor, 10.0)
+        reconciler = Reconciler(engine, executor, 10.0)
         first = reconciler.reconcile_once(full=True)
         assert first is not None
         print("reconcile: %d pods, %d containers, %d cgroup files per pass; first pass wrote %d (problems %d)"

@@ -4,6 +4,7 @@ write-if-different cache, levelled batch updates and typed results.
 It knows about cgroup files, not about pods.  Public API:
 
     ResourceExecutor(files, registry=..., policy=..., clock=...)
+    executor_without_cgroups(host) -> a ResourceExecutor that refuses every write as not supported
         .updater(name, cgroup_dir, value) -> Updater
         .update(updater) -> UpdateResult
         .update_batch(updaters, rollback=False) -> BatchResult
@@ -11,7 +12,7 @@ It knows about cgroup files, not about pods.  Public API:
         .forget_cgroup(cgroup_dir)
     Outcome: WRITTEN / SKIPPED / NOT_SUPPORTED / INVALID / GONE / FAILED
 """
-from resourceexecutor.executor import ResourceExecutor
+from resourceexecutor.executor import ResourceExecutor, executor_without_cgroups
 from resourceexecutor.file_io import CgroupFileIO, KeptFdFileIO, KernelFileIO
 from resourceexecutor.outcome import BatchResult, Outcome, RollbackFailure, UpdateResult
 from resourceexecutor.updater import MergeRule, Updater, UpdaterFactory, default_merge_rules
@@ -20,5 +21,5 @@ from resourceexecutor.write_cache import CachePolicy, WriteCache
 __all__ = [
     "BatchResult", "CachePolicy", "CgroupFileIO", "KeptFdFileIO", "KernelFileIO", "MergeRule", "Outcome",
     "ResourceExecutor", "RollbackFailure", "UpdateResult", "Updater", "UpdaterFactory",
-    "WriteCache", "default_merge_rules",
+    "WriteCache", "default_merge_rules", "executor_without_cgroups",
 ]

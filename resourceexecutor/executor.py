@@ -22,6 +22,8 @@ import structlog
 from prometheus_client import CollectorRegistry
 from system.cgroup_files import CgroupFiles
 from system.cgroup_resource import CgroupResource
+from system.cgroup_version import no_hierarchy
+from system.host import Host
 from system.errors import NotSupported, SystemFileError
 
 from resourceexecutor.batch_run import BatchRun
@@ -222,3 +224,10 @@ class ResourceExecutor:
             counts = {(name, Outcome.SKIPPED): n
                       for name, n in Counter(map(_NAME_OF, updaters)).items()}
         metrics.record_batch(counts, time.perf_counter() - started)
+
+
+def executor_without_cgroups(host: Host | None = None, **kwargs: Any) -> ResourceExecutor:
+    """The executor of a host with no cgroup hierarchy: every update's outcome is
+    NOT_SUPPORTED and nothing is written. Callers never need an Optional executor."""
+    host = host if host is not None else Host()
+    return ResourceExecutor(CgroupFiles(host, no_hierarchy(host.cgroup_root)), **kwargs)

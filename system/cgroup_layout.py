@@ -11,7 +11,7 @@ systemd driver (dashes in the uid become underscores; "-" nests slices)::
     kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/
         cri-containerd-<id>.scope | docker-<id>.scope | crio-<id>.scope
 
-All functions here are pure except ``detect_driver``, which looks at the host's tree.
+All functions here are pure; ``system.cgroup_driver.detect_host_driver`` looks at the host's tree.
 """
 
 from __future__ import annotations
@@ -20,13 +20,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from system.errors import InvalidValue
 
-if TYPE_CHECKING:
-    from system.cgroup_files import CgroupFiles
-    from system.host import Host
 
 KUBEPODS = "kubepods"
 
@@ -210,17 +206,3 @@ def driver_from_names(names_at_root: Iterable[str]) -> CgroupDriver | None:
     if KUBEPODS in names:
         return CgroupDriver.CGROUPFS
     return None
-
-
-def detect_driver(source: Iterable[str] | "CgroupFiles" | "Host") -> CgroupDriver | None:
-    """Detect the driver from root dir names (pure), or from a host's tree (CgroupFiles or
-    Host: looks for kubepods.slice / kubepods under a controller root). None: neither."""
-    from system.cgroup_driver import detect_host_driver  # IO half; imported lazily
-    from system.cgroup_files import CgroupFiles
-    from system.host import Host
-
-    if isinstance(source, Host):
-        return detect_host_driver(CgroupFiles(source))
-    if isinstance(source, CgroupFiles):
-        return detect_host_driver(source)
-    return driver_from_names(source)

@@ -191,3 +191,9 @@ def detect_hierarchy(host: Host) -> CgroupHierarchy:
         v1_roots=tuple(v1),
         v2_controllers=controllers,
     )
+
+
+def no_hierarchy(root: Path) -> CgroupHierarchy:
+    """The hierarchy of a host without cgroups: no controller anywhere, so every resource
+    resolves as NotSupported (an executor over it refuses each write as unsupported)."""
+    return CgroupHierarchy(mode=CgroupMode.V1, cgroup_root=root, unified_root=None)

@@ -24,6 +24,9 @@ LOG_LEVEL = "info"
 # human-readable console lines on a terminal.
 LOG_FORMAT = "auto"
 
+# While kubelet's kubepods cgroup is absent, how often the host facts look for it again, seconds.
+HOST_DRIVER_REPROBE_SECONDS = 5.0
+
 # How long SIGTERM may take before the daemon gives up waiting for modules.
 SHUTDOWN_GRACE_SECONDS = 1.5
 

@@ -1,6 +1,6 @@
 """Module lifecycle on one asyncio loop.
 
-A module is any object with a `name`, `async start()`, `async stop()` and
+A module (koordlet.agent.Module) has a `name`, `async start()`, `async stop()` and
 `ready() -> bool`. The daemon starts modules in order, stops them in reverse,
 and turns SIGTERM/SIGINT into an orderly stop.
 """
@@ -9,41 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Sequence
 
 import structlog
 
+from koordlet.agent import Module, Readiness, StartupError
 from koordlet.config import defaults
 
 log = structlog.get_logger(__name__)
-
-
-class Module(Protocol):
-    name: str
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    def ready(self) -> bool: ...
-
-
-class StartupError(Exception):
-    """A module could not start; `exit_code` is what the process should exit with."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-@dataclass(frozen=True, slots=True)
-class Readiness:
-    not_ready: tuple[str, ...]
-
-    @property
-    def ready(self) -> bool:
-        return not self.not_ready
 
 
 class Daemon:

@@ -1,10 +1,18 @@
-"""Wiring: from a Config to a running Daemon with its modules."""
+"""The composition root: from a Config to a running Daemon.
+
+1. `build_hubs` makes every shared hub (see koordlet/hubs.py) before any agent exists.
+2. The hubs' own modules come first in start order: the executor (its kept fds are
+   closed at stop) and the metric cache (restored from disk before collectors write).
+3. Each agent of `koordlet.agents.AGENTS` that the config turns on is built from the
+   hubs; the ports it offers are laid on the hubs the agents after it receive.
+4. The HTTP endpoint starts last, once every route is added.
+Nothing below this module imports it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -12,25 +20,25 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from koordlet import __version__
+from koordlet.agent import AgentSpec, Module, StartupError
+from koordlet.agents import AGENTS
 from koordlet.config import Config, parse_addr
-from koordlet.daemon.lifecycle import Daemon, Module, StartupError
-from koordlet.util.host_facts import log_host_facts
 from koordlet.daemon.executor_module import ExecutorModule
-from koordlet.server.http_endpoint import HttpEndpoint
-from koordlet.metriccache.api import MetricCache
-from koordlet.metrics.registry import new_registry
-from koordlet.metricsadvisor.builder import build_metrics_advisor
-from koordlet.reporter.builder import build_reports
-from koordlet.orm.module import OrmModule
-from koordlet.runtimehooks.allocations import CpusetProvider
-from koordlet.runtimehooks.module import build_runtime_hooks
+from koordlet.daemon.lifecycle import Daemon
 from koordlet.daemon.sdnotify import notify
-from koordlet.qosmanager.builder import build_qos_manager
-from koordlet.statesinformer.api import StatesInformer
+from koordlet.hubs import Hubs, Routes
+from koordlet.metriccache.module import MetricCacheModule
+from koordlet.metriccache.retention import retention_for
+from koordlet.metriccache.store import MetricStore
+from koordlet.metrics.registry import new_registry
 from koordlet.ports.be_suppress import BESuppressBoard
-from koordlet.statesinformer.module import build_states_informer
-from koordlet.slo.module import build_node_slo
-from koordlet.slo.source import NodeSLOSource
+from koordlet.server.http_endpoint import HttpEndpoint
+from koordlet.slo.agent import node_slo_for
+from koordlet.statesinformer.node import node_from_facts
+from koordlet.statesinformer.sources import expected_sources
+from koordlet.statesinformer.store import PodStore
+from koordlet.util.host_facts import HostFacts
+from resourceexecutor import KeptFdFileIO, ResourceExecutor
 from system.file_io import KeptFdPool
 from system.host import Host
 from system.perf_access import raise_fd_limit
@@ -60,93 +68,53 @@ def daemon_fd_pool() -> KeptFdPool:
     return KeptFdPool()
 
 
-@dataclass(slots=True)
-class Hubs:
-    """What the daemon's modules share, built once by build_daemon.
-
-    Agents talk only through the two hubs (states informer, metric cache); a
-    builder that provides one sets it here for the builders after it. The
-    executor exists only once its module has started: read `executor.executor`
-    in a module's start(), not in its builder.
-    """
-
-    config: Config
-    host: Host
-    registry: CollectorRegistry
-    http: HttpEndpoint
-    executor: ExecutorModule
-    states: StatesInformer | None = None
-    metric_cache: MetricCache | None = None
-    node_slo: NodeSLOSource | None = None  # set by build_node_slo
-    # The ORM when --topology-policy-name is set: `.allocations` is the read API (cpuset_for,
-    # mems_for, shared_pool, subscribe), `admit_now` / `admit_pod` the admission entry points.
-    orm: OrmModule | None = None
-    # Who owns exclusive CPUs besides the resource-status annotation (the runtime hooks'
-    # CPUSetAllocator asks it `cpuset_for`): the ORM when it runs.
-    cpuset_provider: CpusetProvider | None = None
-    # The BE tier's current CPU suppress decision: the QoS manager's CPU suppress publishes it,
-    # the runtime hooks keep BE cpusets and quotas inside it.
-    be_suppress: BESuppressBoard = field(default_factory=BESuppressBoard)
-    # The one kept-fd budget of the daemon: the executor's KeptFdFileIO and the collectors'
-    # UsageReader keep their fds here (LRU eviction across both), the CPI collector budgets
-    # its perf fds against what it leaves. build_daemon hands the same pool to ExecutorModule.
-    fd_pool: KeptFdPool = field(default_factory=daemon_fd_pool)
+def build_hubs(config: Config, registry: CollectorRegistry, http: Routes,
+               facts: HostFacts | None = None, fd_pool: KeptFdPool | None = None) -> Hubs:
+    """Every shared hub, complete. `facts` and `fd_pool` default to probing this host and
+    the daemon's raised fd limit; tests pass their own."""
+    host = host_of(config)
+    facts = facts if facts is not None else HostFacts(host)
+    pool = fd_pool if fd_pool is not None else daemon_fd_pool()
+    executor = ResourceExecutor(facts.files, registry=registry, io=KeptFdFileIO(pool=pool))
+    expected = expected_sources(config)
+    log.info("states_informer_expects", sources=sorted(source.value for source in expected))
+    states = PodStore(node_from_facts(config.node_name, facts), expected=expected,
+                      on_cgroup_gone=executor.forget_cgroup)
+    return Hubs(config=config, host=host, facts=facts, registry=registry, http=http, fd_pool=pool,
+                executor=executor, states=states, metric_cache=MetricStore(retention_for(config)),
+                node_slo=node_slo_for(config), be_suppress=BESuppressBoard())
 
 
-def build_orm(hubs: Hubs) -> list[Module]:
-    """The out-of-band resource manager, when a topology policy is named. Before the runtime
-    hooks: their CPUSetAllocator takes its exclusive CPUs from here. The informer is read at
-    start (the runtime hooks' builder may provide it after this one ran)."""
-    if not hubs.config.topology_policy_name:
-        return []
-    hubs.orm = OrmModule(hubs.config, hubs.host, lambda: hubs.states, hubs.registry)
-    hubs.cpuset_provider = hubs.orm
-    hubs.http.add_route("/api/v1/topology", hubs.orm.zones_route)
-    return [hubs.orm]
+def hub_modules(hubs: Hubs) -> list[Module]:
+    """The modules that own a hub's lifecycle, started before every agent."""
+    return [ExecutorModule(hubs.executor, hubs.facts),
+            MetricCacheModule(hubs.metric_cache, hubs.config.state_dir,
+                              gc_interval=hubs.config.metric_gc_interval_seconds)]
 
 
-def build_runtime_hooks_with_orm(hubs: Hubs) -> list[Module]:
-    """The runtime hooks, told when the ORM's allocations change and asking it to admit each
-    container at NRI CreateContainer (a rejection fails the container with the reason)."""
-    modules = build_runtime_hooks(hubs)
-    if hubs.orm is not None:
-        for module in modules:
-            hubs.orm.on_allocations_changed(module.engine.allocations_changed)
-            module.admitter = hubs.orm
+def build_agents(hubs: Hubs, agents: Iterable[AgentSpec] = AGENTS) -> list[Module]:
+    """The modules of every enabled agent, in registry order."""
+    modules: list[Module] = []
+    for spec in agents:
+        if not spec.enabled(hubs.config):
+            log.debug("agent_disabled", agent=spec.name)
+            continue
+        built = spec.build(hubs)
+        modules.extend(built.modules)
+        if built.offers is not None:
+            hubs = hubs.with_ports(built.offers)
     return modules
 
 
-# Each builder looks at the config and returns the modules to run (none when its
-# feature is off). Order is start order: providers of a hub before its readers.
-ModuleBuilder = Callable[[Hubs], Iterable[Module]]
-MODULE_BUILDERS: tuple[ModuleBuilder, ...] = (
-    build_states_informer,  # provides hubs.states
-    build_metrics_advisor,  # provides hubs.metric_cache
-    build_node_slo,  # provides hubs.node_slo: before the runtime hooks (GroupIdentity reads NodeSLO.cpu_qos)
-    build_orm,
-    build_runtime_hooks_with_orm,
-    build_reports,  # reads both hubs
-    build_qos_manager,  # last: reads both hubs and the NodeSLO
-)
-
-
-def new_hubs(config: Config, registry: CollectorRegistry, http: HttpEndpoint) -> Hubs:
-    """The hubs with the executor module, both holding the daemon's one fd pool."""
-    pool = daemon_fd_pool()
-    return Hubs(config, host_of(config), registry, http, ExecutorModule(host_of(config), registry, pool),
-                fd_pool=pool)
-
-
-def build_daemon(config: Config, builders: Iterable[ModuleBuilder] | None = None) -> Daemon:
+def build_daemon(config: Config, agents: Iterable[AgentSpec] = AGENTS,
+                 facts: HostFacts | None = None) -> Daemon:
     registry = new_registry(config.node_name)
     daemon = Daemon()
     bind_host, port = parse_addr(config.addr)
     http = HttpEndpoint(bind_host, port, registry, daemon.readiness)
-    hubs = new_hubs(config, registry, http)
-    daemon.add(hubs.executor)
-    for builder in MODULE_BUILDERS if builders is None else builders:
-        for module in builder(hubs):
-            daemon.add(module)
+    hubs = build_hubs(config, registry, http, facts=facts)
+    for module in hub_modules(hubs) + build_agents(hubs, agents):
+        daemon.add(module)
     daemon.add(http)  # last: routes are all added once it listens
     return daemon
 
@@ -163,8 +131,9 @@ async def run(config: Config) -> int:
     except StartupError as exc:
         log.error("startup_failed", error=str(exc))
         return exc.exit_code
-    log_host_facts(host_of(config))
-    daemon = build_daemon(config)
+    facts = HostFacts(host_of(config))
+    facts.log()
+    daemon = build_daemon(config, facts=facts)
     task = asyncio.ensure_future(daemon.run())
     await _notify_when_started(daemon, task)
     code = await task
@@ -173,7 +142,7 @@ async def run(config: Config) -> int:
     return code
 
 
-async def _notify_when_started(daemon: Daemon, task: asyncio.Future) -> None:
+async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> None:
     """Tell systemd READY=1 once every module has started (not if start failed).
 
     Started, not ready: a module may wait long for a peer (containerd, the API

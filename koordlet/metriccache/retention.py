@@ -15,9 +15,12 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from koordlet.metriccache.api import SeriesKey
+
+if TYPE_CHECKING:
+    from koordlet.config import Config
 
 
 class Level(Enum):
@@ -81,3 +84,11 @@ class RetentionPolicy:
     def longest_seconds(self) -> float:
         return max((self.node_seconds, self.pod_seconds, self.container_seconds,
                     *self.per_metric_seconds.values()))
+
+
+def retention_for(config: Config) -> RetentionPolicy:
+    """The cache's retention from the daemon's flags."""
+    return RetentionPolicy(node_seconds=config.metric_expire_seconds,
+                           pod_seconds=config.pod_metric_expire_seconds,
+                           container_seconds=config.container_metric_expire_seconds,
+                           min_sample_interval=min(config.collect_res_used_interval_seconds, 1.0))

@@ -1,2 +1,2 @@
 """The metrics advisor: collectors on one scheduler feeding the metric cache, and the
-Prometheus figures they produce. `builder.build_metrics_advisor` wires it into the daemon."""
+Prometheus figures they produce. `agent.SPEC` is its entry in the daemon's agent registry."""

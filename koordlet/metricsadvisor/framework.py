@@ -26,6 +26,7 @@ import structlog
 
 from koordlet.metriccache.api import MetricCache, Sample, SeriesKey
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.util.host_facts import HostFacts
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.file_io import KeptFdPool
@@ -55,6 +56,7 @@ class CollectContext:
     states: StatesInformer | None = None
     usage: UsageReader | None = None  # the per-second usage and throttling reads
     fd_pool: KeptFdPool | None = None  # the daemon's kept fds: perf fds budget what it leaves
+    facts: HostFacts | None = None  # CPUs and topology, probed once by the daemon
 
 
 class Collector(Protocol):

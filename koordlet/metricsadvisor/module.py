@@ -10,12 +10,9 @@ from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.framework import CollectContext, Collector, CollectorUnsupported, Scheduler
 from koordlet.statesinformer.api import StatesInformer, Unsubscribe
 from koordlet.statesinformer.model import PodEvent, PodEventKind
-from system.cgroup_files import CgroupFiles
+from koordlet.util.host_facts import HostFacts
 from system.cgroup_readers import CgroupReader
-from system.cgroup_version import detect_hierarchy
-from system.errors import SystemFileError
 from system.file_io import KeptFdPool
-from system.host import Host
 from system.usage_reader import UsageReader
 
 log = structlog.get_logger(__name__)
@@ -24,9 +21,9 @@ log = structlog.get_logger(__name__)
 class MetricsAdvisorModule:
     name = "metricsadvisor"
 
-    def __init__(self, host: Host, store: MetricStore, states: StatesInformer | None, node_name: str,
+    def __init__(self, facts: HostFacts, store: MetricStore, states: StatesInformer | None, node_name: str,
                  collectors: list[Collector], fd_pool: KeptFdPool | None = None) -> None:
-        self._host = host
+        self._facts = facts
         # kept fds of the usage reads: the daemon's one pool (Hubs.fd_pool), shared with
         # the executor; without one (tests, tools) the module keeps and closes its own
         self._own_pool = fd_pool is None
@@ -42,14 +39,16 @@ class MetricsAdvisorModule:
         self.unsupported: dict[str, str] = {}
 
     async def start(self) -> None:
-        ctx = CollectContext(self._host, self._store, self._node_name, states=self._states, fd_pool=self._fd_pool)
-        try:
-            ctx.files = CgroupFiles(self._host, detect_hierarchy(self._host))
+        facts = self._facts
+        ctx = CollectContext(facts.host, self._store, self._node_name, states=self._states, fd_pool=self._fd_pool,
+                             facts=facts)
+        if facts.has_cgroups:
+            ctx.files = facts.files
             # PSI and the rest read every 10 s or less often: open per read, no fds held
             ctx.reader = self._reader = CgroupReader(ctx.files, keep_open=False)
             ctx.usage = self._usage = UsageReader(ctx.files, pool=self._fd_pool)
-        except SystemFileError as exc:
-            log.warning("cgroup_metrics_disabled", reason=str(exc))
+        else:
+            log.warning("cgroup_metrics_disabled", reason=facts.cgroup_error)
         for collector in self._collectors:
             try:
                 collector.setup(ctx)

@@ -2,11 +2,11 @@
 registration and PodResources, admits pods the states informer reports and releases
 the ones it deletes, and reconciles every --orm-reconcile-period.
 
-Other agents reach it through `Hubs.orm`: `cpuset_for` (the runtime hooks' CpusetProvider),
-`on_allocations_changed`, `.allocations` (OrmAllocations: cpuset_for, mems_for, shared_pool,
-subscribe), `admit_now(pod, container)` for a synchronous NRI CreateContainer and
-`admit_pod(pod)` for async callers; both raise AdmissionError with the reason to hand back
-to the runtime.
+Other agents reach it only through the ports it offers (orm/agent.py): as CpusetProvider
+(`cpuset_for`, `on_allocations_changed`) and as Admitter (`admit_now(pod, container)` for a
+synchronous NRI CreateContainer, raising AdmissionError with the reason to hand back to the
+runtime). `admit_pod(pod)` is the async entry point; `.allocations` (OrmAllocations) the
+read API of its own servers.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from koordlet.config import Config
-from koordlet.daemon.lifecycle import StartupError
+from koordlet.agent import StartupError
+from koordlet.util.host_facts import HostFacts
 from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.orm.allocation import Allocation, OrmAllocations
 from koordlet.orm.checkpoint import CheckpointStore
@@ -32,16 +33,15 @@ from koordlet.orm.metrics import OrmMetrics
 from koordlet.orm.registration import start_registration_server
 from koordlet.orm.requests import pod_request
 from koordlet.orm.zones import zones_summary
-from koordlet.podresources.kubelet_devices import KubeletDevicesClient
-from koordlet.podresources.server import RATE_BURST, RATE_QPS, PodResourcesServicer, TokenBucket, start_pod_resources_server
+from koordlet.orm.podresources.kubelet_devices import KubeletDevicesClient
+from koordlet.orm.podresources.server import RATE_BURST, RATE_QPS, PodResourcesServicer, start_pod_resources_server
+from koordlet.util.token_bucket import TokenBucket
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodEvent, PodEventKind, PodInfo
 from koordlet.topology.manager import Scope
 from koordlet.topology.policy import PolicyError, new_policy, parse_policy_name
 from system.cpuset import parse_cpuset
-from system.errors import InvalidValue, SystemFileError
-from system.host import Host
-from system.topology import read_cpu_topology
+from system.errors import InvalidValue
 
 log = structlog.get_logger(__name__)
 
@@ -63,17 +63,14 @@ def _cpuset(text: str | None) -> frozenset[int]:
 class OrmModule:
     name = "orm"
 
-    def __init__(self, config: Config, host: Host,
-                 states: StatesInformer | Callable[[], StatesInformer | None] | None,
+    def __init__(self, config: Config, facts: HostFacts, states: StatesInformer | None,
                  registry: CollectorRegistry | None = None) -> None:
-        """`states` may be a callable read at start(): the informer may be built after us."""
         self._config = config
-        self._states_of = states if callable(states) else (lambda: states)
         self._change_listeners: list[Callable[[], None]] = []
         self._registry = registry
         self._metrics: OrmMetrics | None = None
-        self._host = host
-        self._states: StatesInformer | None = None
+        self._facts = facts
+        self._states = states
         self.orm: Orm | None = None
         self._servers: list[grpc.aio.Server] = []
         self._kubelet: KubeletDevicesClient | None = None
@@ -91,10 +88,9 @@ class OrmModule:
     def build_orm(self) -> Orm:
         """The ORM from the config and the host's topology; StartupError when it cannot be used."""
         config = self._config
-        try:
-            topology = read_cpu_topology(self._host)
-        except SystemFileError as exc:
-            raise StartupError("orm: cannot read the CPU topology: %s" % exc, exit_code=2) from None
+        topology = self._facts.topology
+        if topology is None:
+            raise StartupError("orm: cannot read the CPU topology: %s" % self._facts.topology_error, exit_code=2)
         layout = CpuLayout.of(topology)
         try:
             policy = new_policy(parse_policy_name(config.topology_policy_name), layout.numa_nodes,
@@ -106,7 +102,6 @@ class OrmModule:
 
     async def start(self) -> None:
         config = self._config
-        self._states = self._states_of()
         orm = self.orm = self.build_orm()
         for listener in self._change_listeners:
             orm.on_change(listener)

@@ -20,7 +20,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import structlog
 
-from koordlet.reporter.rate_limit import STATUS_UPDATE_BURST, STATUS_UPDATE_QPS, TokenBucket
+from koordlet.util.token_bucket import TokenBucket
+
+# koordlet limits NodeMetric status updates to 0.1 QPS, burst 2
+STATUS_UPDATE_QPS = 0.1
+STATUS_UPDATE_BURST = 2
 
 if TYPE_CHECKING:
     from lightkube import AsyncClient

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import structlog
 
-from koordlet.daemon.lifecycle import StartupError
+from koordlet.agent import StartupError
 from koordlet.util.kube_client import KubeClientError
 from koordlet.metriccache.api import MetricCache
 from koordlet.reporter.batch import ReclaimThresholds, batch_resources

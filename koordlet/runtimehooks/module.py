@@ -23,31 +23,25 @@ from typing import Any, Callable
 import structlog
 from prometheus_client import CollectorRegistry
 
-from koordlet.config import defaults
-from koordlet.config import Config
-from koordlet.daemon.executor_module import ExecutorModule
-from koordlet.server.http_endpoint import Reply, json_reply
-from koordlet.runtimehooks.allocations import CpusetProvider
+from koordlet.config import Config, defaults
+from koordlet.ports import Ports
+from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.runtimehooks.engine import HookEngine, plans_json
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import enabled_hooks
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin, NriFeed
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.runtimehooks.slo_rules import hook_config_from_slo, hook_config_with_suppress
-from koordlet.statesinformer.api import StatesInformer
-from koordlet.ports.be_suppress import BESuppressBoard
-from koordlet.statesinformer.model import K8sQoS, NodeInfo, Source
-from koordlet.statesinformer.sources import expected_sources, nri_enabled, nri_wanted
+from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.slo.source import NodeSLOSource
-from koordlet.statesinformer.store import PodStore
+from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import K8sQoS
+from koordlet.statesinformer.sources import nri_enabled, nri_wanted
+from koordlet.util.host_facts import HostFacts
 from nri.stub import Stub, StubConfig
 from resourceexecutor import ResourceExecutor
-from system.cgroup_driver import detect_host_driver
-from system.cgroup_files import CgroupFiles
-from system.cgroup_layout import QoSTier, qos_dir
+from system.cgroup_layout import QoSTier
 from system.errors import SystemFileError
-from system.host import Host
-from system.topology import read_cpu_topology
 
 log = structlog.get_logger(__name__)
 
@@ -55,62 +49,60 @@ _TIERS = {K8sQoS.GUARANTEED: QoSTier.GUARANTEED, K8sQoS.BURSTABLE: QoSTier.BURST
           K8sQoS.BEST_EFFORT: QoSTier.BESTEFFORT}
 
 
-def probe_host(host: Host, files: CgroupFiles | None) -> tuple[HookConfig, dict[K8sQoS, str]]:
-    """Hook config with this host's CPUs and cgroup capabilities, and the kube-QoS dirs."""
-    try:
-        cpus = read_cpu_topology(host).online_cpus
-    except (OSError, SystemFileError, ValueError) as exc:
-        log.warning("runtime_hooks_cpus_unknown", error=str(exc))
-        cpus = frozenset()
-    if files is None:
-        return HookConfig(node_cpus=cpus), {}
-    driver = detect_host_driver(files)
-    dirs = {tier: qos_dir(driver, _TIERS[tier]) for tier in K8sQoS} if driver is not None else {}
-    probe_dir = dirs.get(K8sQoS.GUARANTEED, "")
+def qos_dirs_of(facts: HostFacts) -> dict[K8sQoS, str]:
+    """The kube QoS dirs the host has now (none until kubelet made kubepods)."""
+    dirs = facts.qos_dirs()
+    return {qos: dirs[tier] for qos, tier in _TIERS.items() if tier in dirs}
+
+
+def probe_host(facts: HostFacts) -> HookConfig:
+    """Hook config with this host's CPUs and cgroup capabilities (the kube QoS dirs, where
+    they exist, tell whether bvt and cpu.idle are offered)."""
+    cpus = facts.online_cpus
+    if not cpus:
+        log.warning("runtime_hooks_cpus_unknown", error=facts.topology_error)
+    if not facts.has_cgroups:
+        return HookConfig(node_cpus=cpus)
+    files = facts.files
+    probe_dir = qos_dirs_of(facts).get(K8sQoS.GUARANTEED, "")
     try:
         version = files.version_for("cpu.shares")
     except SystemFileError:
         version = 1
     caps = HostCaps(cgroup_version=version, bvt_supported=files.supported("cpu.bvt_warp_ns", probe_dir),
                     cpu_idle_supported=files.supported("cpu.idle", probe_dir))
-    return HookConfig(node_cpus=cpus, host=caps), dirs
+    return HookConfig(node_cpus=cpus, host=caps)
 
 
 class RuntimeHooksModule:
     name = "runtimehooks"
 
-    def __init__(self, config: Config, host: Host, states: StatesInformer, feed: NriFeed | None,
-                 executor: ExecutorModule, registry: CollectorRegistry | None,
-                 provider: CpusetProvider | None = None, node_slo: NodeSLOSource | None = None,
-                 be_suppress: BESuppressBoard | None = None) -> None:
+    def __init__(self, config: Config, facts: HostFacts, states: StatesInformer, feed: NriFeed | None,
+                 executor: ResourceExecutor, registry: CollectorRegistry | None, ports: Ports = Ports(),
+                 node_slo: NodeSLOSource | None = None, be_suppress: BESuppressBoard | None = None) -> None:
         self._config = config
         self._node_slo = node_slo
         self._be_suppress = be_suppress
         self._base_config = HookConfig()
         self._unsubscribe: list[Callable[[], None]] = []
-        self._host = host
-        self._executor_module = executor
+        self._facts = facts
+        self.executor = executor
         self._registry = registry
+        self._ports = ports
         hooks = enabled_hooks(config.feature_gates.enabled)
-        self.engine = HookEngine(states, HookConfig(), hooks, provider=provider, registry=registry)
+        self.engine = HookEngine(states, HookConfig(), hooks, provider=ports.cpusets, registry=registry)
         self._feed = feed
         self.reconciler: Reconciler | None = None
         self.plugin: KoordletNriPlugin | None = None
         self.stub: Stub | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        # An out-of-band allocator admitting containers at NRI CreateContainer (the ORM), set
-        # by the daemon's wiring before start: `admit_now(pod, container)` raises to refuse.
-        self.admitter: Any = None
         self.nri_on = False  # the plugin runs
         self.nri_required = False  # and readiness waits for it
 
-    def executor(self) -> ResourceExecutor | None:
-        return self._executor_module.executor
-
     async def start(self) -> None:
-        executor = self.executor()
-        self._base_config, qos_dirs = probe_host(self._host, executor.files if executor is not None else None)
+        self._base_config = probe_host(self._facts)
         self.engine.set_config(self.current_rules())
+        self._ports.cpusets.on_allocations_changed(self.engine.allocations_changed)
         hook_config = self.engine.config
         if self._node_slo is not None:
             self._unsubscribe.append(self._node_slo.subscribe(self._rules_changed))
@@ -123,7 +115,7 @@ class RuntimeHooksModule:
         loop = asyncio.get_running_loop()
         if config.feature_gates.enabled("CgroupReconcile"):
             self.reconciler = Reconciler(self.engine, self.executor, config.runtime_hooks_reconcile_interval,
-                                         qos_dirs=qos_dirs, registry=self._registry,
+                                         qos_dirs=lambda: qos_dirs_of(self._facts), registry=self._registry,
                                          containers_on_change=config.runtime_hooks_mode != "nri" or not self.nri_on)
             self._tasks.append(loop.create_task(self.reconciler.run()))
         if self.nri_on:
@@ -132,7 +124,7 @@ class RuntimeHooksModule:
             self.plugin = KoordletNriPlugin(
                 self.engine, self._feed, self.executor,
                 on_synchronized=(lambda: reconciler.trigger(full=True)) if reconciler is not None else (lambda: None),
-                admit=self.admitter.admit_now if self.admitter is not None else None)
+                admit=self._ports.admitter.admit_now)
             self.stub = Stub(self.plugin, name=defaults.NRI_PLUGIN_NAME, index=config.runtime_hooks_nri_plugin_index,
                              config=StubConfig(socket_path=str(config.nri_socket_path)))
             self.plugin.stub = self.stub
@@ -140,7 +132,7 @@ class RuntimeHooksModule:
         log.info("runtime_hooks_started", mode=config.runtime_hooks_mode, nri=self.nri_on,
                  nri_required=self.nri_required, reconcile=self.reconciler is not None, hooks=[h.name for h in self.engine.hooks],
                  node_cpus=len(hook_config.node_cpus), cgroup_version=hook_config.host.cgroup_version,
-                 bvt=hook_config.host.bvt_supported, qos_dirs=sorted(t.value for t in qos_dirs))
+                 bvt=hook_config.host.bvt_supported, qos_dirs=sorted(t.value for t in qos_dirs_of(self._facts)))
 
     def current_rules(self) -> HookConfig:
         """The probed host config with the NodeSLO in force and the BE suppress decision laid over it."""
@@ -190,38 +182,3 @@ class RuntimeHooksModule:
             body["reconcile"] = {"passes": self.reconciler.passes, "lastFull": last.full, "lastWrites": last.writes,
                                  "lastUpdates": last.updates, "lastSeconds": last.seconds}
         return json_reply(body)
-
-
-_FEED_METHODS = ("nri_synchronized", "nri_pod_event", "nri_container_event")
-
-
-def build_runtime_hooks(hubs: Any) -> list[RuntimeHooksModule]:
-    """MODULE_BUILDERS entry (after the states informer's): the runtime hooks, or
-    nothing when both transports are gated off or no states informer runs."""
-    config: Config = hubs.config
-    gates = config.feature_gates
-    if not (gates.enabled("NRIRuntimeHooks") or gates.enabled("CgroupReconcile")):
-        return []
-    if hubs.states is None:
-        # No states informer module ran before us: keep one fed by NRI alone, so the
-        # hooks still work (no CRI or kubelet listing then).
-        executor_module = hubs.executor
-
-        def forget(cgroup_dir: str) -> None:
-            if executor_module.executor is not None:
-                executor_module.executor.forget_cgroup(cgroup_dir)
-
-        expected = expected_sources(config) & {Source.NRI}
-        hubs.states = PodStore(NodeInfo(config.node_name), expected=expected, on_cgroup_gone=forget)
-        log.info("runtime_hooks_own_states_informer", sources=["nri"])
-    feed = hubs.states if all(callable(getattr(hubs.states, m, None)) for m in _FEED_METHODS) else None
-    # An out-of-band allocator (the ORM's topology manager) offers `cpuset_for`; when it
-    # changes its answers it calls `module.engine.allocations_changed()`.
-    provider = getattr(hubs, "cpuset_provider", None)
-    # The rules follow the NodeSLO in force (build_node_slo ran before) and the QoS manager's
-    # BE suppress decision (hubs.be_suppress), at start and on every change.
-    module = RuntimeHooksModule(config, hubs.host, hubs.states, feed, hubs.executor, hubs.registry, provider,
-                                node_slo=getattr(hubs, "node_slo", None),
-                                be_suppress=getattr(hubs, "be_suppress", None))
-    hubs.http.add_route("/api/v1/pods", module.pods_route)
-    return [module]

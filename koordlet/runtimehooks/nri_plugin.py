@@ -50,7 +50,7 @@ class NriFeed(Protocol):
 
 
 class KoordletNriPlugin:
-    def __init__(self, engine: HookEngine, feed: NriFeed, executor: Callable[[], ResourceExecutor | None],
+    def __init__(self, engine: HookEngine, feed: NriFeed, executor: ResourceExecutor,
                  on_synchronized: Callable[[], None] = lambda: None,
                  admit: Callable[[PodInfo, ContainerInfo | None], None] | None = None) -> None:
         self.engine = engine
@@ -109,8 +109,8 @@ class KoordletNriPlugin:
     def run_pod_sandbox(self, pod: api.PodSandbox) -> None:
         self._feed_pod(SandboxChange.RUN, pod)
         info = self.engine.states.pod(pod.uid)
-        executor = self._executor()
-        if info is None or executor is None or not info.cgroup_parent:
+        executor = self._executor
+        if info is None or not info.cgroup_parent:
             return
         spec = self.engine.decide(info, None, "run_pod_sandbox")
         if not spec.empty:

@@ -118,19 +118,20 @@ class ReconcileMetrics:
 
 
 class Reconciler:
-    def __init__(self, engine: HookEngine, executor: Callable[[], ResourceExecutor | None], interval: float, *,
-                 qos_dirs: Mapping[K8sQoS, str] | None = None, registry: CollectorRegistry | None = None,
-                 containers_on_change: bool = True) -> None:
+    def __init__(self, engine: HookEngine, executor: ResourceExecutor, interval: float, *,
+                 qos_dirs: Mapping[K8sQoS, str] | Callable[[], Mapping[K8sQoS, str]] | None = None,
+                 registry: CollectorRegistry | None = None, containers_on_change: bool = True) -> None:
         self.engine = engine
         self._executor = executor
         self.interval = interval
-        self.qos_dirs = dict(qos_dirs or {})
+        # the kube QoS dirs: a fixed map, or asked on every pass (the host facts' answer,
+        # empty until kubelet has made kubepods)
+        self._qos_dirs = qos_dirs if callable(qos_dirs) else (lambda fixed=dict(qos_dirs or {}): fixed)
         # False in NRI mode: NRI updates running containers on a change; the periodic
         # full pass still covers every container (drift, creations while disconnected).
         self.containers_on_change = containers_on_change
         self.metrics = ReconcileMetrics(registry)
         self._built: dict[str, tuple[PodPlan, list[Updater], list[Updater]]] = {}
-        self._built_for: ResourceExecutor | None = None
         self._wake = asyncio.Event()
         self._full_requested = True
         self._dirty: set[str] | None = set()  # pods changed since the last pass; None: all
@@ -153,16 +154,15 @@ class Reconciler:
 
     # -- one pass ---------------------------------------------------------------------
 
-    def reconcile_once(self, full: bool) -> PassResult | None:
+    @property
+    def qos_dirs(self) -> Mapping[K8sQoS, str]:
+        return self._qos_dirs()
+
+    def reconcile_once(self, full: bool) -> PassResult:
         """One pass. Full: every pod, every file read and compared. Otherwise only
         the pods changed since the last pass, trusting the executor's cache."""
-        executor = self._executor()
-        if executor is None:
-            return None
+        executor = self._executor
         started = time.perf_counter()
-        if executor is not self._built_for:
-            self._built.clear()
-            self._built_for = executor
         dirty, self._dirty = self._dirty, set()
         if full or dirty is None:
             plans = self.engine.plans()
@@ -205,10 +205,11 @@ class Reconciler:
         return outcome
 
     def _qos_updaters(self, executor: ResourceExecutor) -> list[Updater]:
-        if not self.qos_dirs or not any(h.name == "GroupIdentity" for h in self.engine.hooks):
+        qos_dirs = self.qos_dirs
+        if not qos_dirs or not any(h.name == "GroupIdentity" for h in self.engine.hooks):
             return []
-        return [u for tier, spec in qos_dir_specs(self.engine.config).items() if tier in self.qos_dirs
-                for u in updaters_for(executor, spec, self.qos_dirs[tier])]
+        return [u for tier, spec in qos_dir_specs(self.engine.config).items() if tier in qos_dirs
+                for u in updaters_for(executor, spec, qos_dirs[tier])]
 
     @staticmethod
     def _pod_updaters(executor: ResourceExecutor, plan: PodPlan) -> list[Updater]:

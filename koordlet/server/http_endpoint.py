@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from koordlet.config import defaults
-from koordlet.daemon.lifecycle import Readiness, StartupError
+from koordlet.agent import Readiness, StartupError
 
 log = structlog.get_logger(__name__)
 

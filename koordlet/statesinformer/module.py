@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import Awaitable, Callable
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -26,12 +26,7 @@ from koordlet.statesinformer.cri_client import CriClient, CriError
 from koordlet.statesinformer.cri_poll import CriPoller
 from koordlet.statesinformer.kubelet_client import KubeletClient, KubeletError
 from koordlet.statesinformer.model import Source
-from koordlet.statesinformer.node import node_from_host
-from koordlet.statesinformer.sources import expected_sources
 from koordlet.statesinformer.store import PodStore
-
-if TYPE_CHECKING:
-    from koordlet.daemon.wiring import Hubs
 
 log = structlog.get_logger(__name__)
 
@@ -78,11 +73,9 @@ class StatesInformerModule:
         store: PodStore,
         config: Config,
         registry: CollectorRegistry | None = None,
-        forget_cgroup_from: Callable[[], Callable[[str], object] | None] | None = None,
     ) -> None:
         self.store = store
         self._config = config
-        self._forget_cgroup_from = forget_cgroup_from
         self._tasks: list[asyncio.Task[None]] = []
         self._cri: CriClient | None = None  # a grpc.aio channel needs the running loop: made in start()
         self._kubelet = KubeletClient(config.kubelet_pods_url) if config.kubelet_pods_url else None
@@ -92,8 +85,6 @@ class StatesInformerModule:
     async def start(self) -> None:
         if self._config.cri_endpoint:
             self._cri = CriClient(self._config.cri_endpoint)
-        if self._forget_cgroup_from is not None:
-            self.store.on_cgroup_gone = self._forget_cgroup_from()
         if self._cri is not None:
             poller = CriPoller(self._cri, self.store, problem_log=self.store.problems)
             outage = _Outage("cri", self._cri.endpoint)
@@ -148,19 +139,3 @@ class StatesInformerModule:
             return
         outage.succeeded()
         self.store.kubelet_listed(pods)
-
-
-def build_states_informer(hubs: "Hubs") -> list[StatesInformerModule]:
-    """The daemon's states informer; sets `hubs.states` for the builders after it."""
-    config = hubs.config
-    expected = expected_sources(config)
-    store = PodStore(node_from_host(config.node_name, hubs.host), expected=expected)
-    log.info("states_informer_expects", sources=sorted(source.value for source in expected))
-    hubs.states = store
-    executor_module = hubs.executor
-
-    def forget_cgroup() -> Callable[[str], object] | None:
-        executor = executor_module.executor
-        return executor.forget_cgroup if executor is not None else None
-
-    return [StatesInformerModule(store, config, hubs.registry, forget_cgroup)]

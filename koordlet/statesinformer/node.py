@@ -1,8 +1,8 @@
 """The node as the informer knows it standalone: its name and what the host has.
 
-Capacity from the host (online CPUs in milli-cores, MemTotal in bytes). Without an
-API server there are no kubelet reservations to subtract, so allocatable equals
-capacity. A host fact that cannot be read leaves its resource out, and says so.
+Capacity from the host facts (online CPUs in milli-cores, MemTotal in bytes). Without
+an API server there are no kubelet reservations to subtract, so allocatable equals
+capacity. A host fact that could not be read leaves its resource out, and says so.
 """
 
 from __future__ import annotations
@@ -12,23 +12,20 @@ from types import MappingProxyType
 import structlog
 
 from koordlet.statesinformer.model import NodeInfo
-from system.errors import SystemFileError
-from system.host import Host
-from system.procfs import read_meminfo
-from system.topology import read_cpu_topology
+from koordlet.util.host_facts import HostFacts
 
 log = structlog.get_logger(__name__)
 
 
-def node_from_host(name: str, host: Host) -> NodeInfo:
+def node_from_facts(name: str, facts: HostFacts) -> NodeInfo:
     capacity: dict[str, int] = {}
-    try:
-        capacity["cpu"] = len(read_cpu_topology(host).online_cpus) * 1000
-    except (OSError, ValueError, SystemFileError) as exc:
-        log.warning("node_capacity_unknown", resource="cpu", error=str(exc))
-    try:
-        capacity["memory"] = read_meminfo(host).total_bytes
-    except (OSError, ValueError, SystemFileError) as exc:
-        log.warning("node_capacity_unknown", resource="memory", error=str(exc))
+    if facts.topology is not None:
+        capacity["cpu"] = len(facts.topology.online_cpus) * 1000
+    else:
+        log.warning("node_capacity_unknown", resource="cpu", error=facts.topology_error)
+    if facts.memory_bytes is not None:
+        capacity["memory"] = facts.memory_bytes
+    else:
+        log.warning("node_capacity_unknown", resource="memory", error=facts.memory_error)
     frozen = MappingProxyType(capacity)
     return NodeInfo(name=name, capacity=frozen, allocatable=frozen)

@@ -6,7 +6,8 @@ import asyncio
 import os
 import signal
 
-from koordlet.daemon.lifecycle import Daemon, StartupError
+from koordlet.agent import StartupError
+from koordlet.daemon.lifecycle import Daemon
 
 
 class Recorder:
@@ -71,14 +72,17 @@ async def test_sigterm_stops_the_daemon_and_a_hung_module_cannot_hold_it():
     assert journal[-1] == ("stop", "fast")
 
 
-def test_build_daemon_starts_builder_modules_between_executor_and_http(tmp_path):
-    from koordlet.daemon.wiring import build_daemon
+def test_hub_modules_start_before_the_agents_and_http_last(tmp_path):
+    from koordlet.agent import AgentSpec, Built
     from koordlet.config import parse_args
+    from koordlet.daemon.wiring import build_daemon
+    from koordlet.ports import Ports
 
     seen_hubs = []
 
     class Probe:
-        name = "probe"
+        def __init__(self, name: str) -> None:
+            self.name = name
 
         async def start(self) -> None: ...
 
@@ -87,14 +91,25 @@ def test_build_daemon_starts_builder_modules_between_executor_and_http(tmp_path)
         def ready(self) -> bool:
             return True
 
-    def builder(hubs):
-        seen_hubs.append(hubs)
-        return [Probe()]
+    offered = Probe("offered")
 
+    def provider(hubs):
+        seen_hubs.append(hubs)
+        return Built((Probe("provider"),), offers=Ports(admitter=offered))
+
+    def reader(hubs):
+        seen_hubs.append(hubs)
+        return Built((Probe("reader"),))
+
+    agents = [AgentSpec("provider", lambda c: True, provider), AgentSpec("off", lambda c: False, reader),
+              AgentSpec("reader", lambda c: True, reader)]
     config = parse_args(["--addr", "127.0.0.1:0", "--state-dir", str(tmp_path)])
-    daemon = build_daemon(config, builders=[builder])
-    assert daemon.readiness().not_ready == ("resourceexecutor", "probe", "http")  # none started yet, in order
-    assert seen_hubs[0].config is config and seen_hubs[0].states is None
+    daemon = build_daemon(config, agents)
+    # none started yet, in start order: hubs' modules, enabled agents in registry order, http
+    assert daemon.readiness().not_ready == ("resourceexecutor", "metriccache", "provider", "reader", "http")
+    first, second = seen_hubs
+    assert first.config is config and second.states is first.states  # one hub, shared
+    assert second.ports.admitter is offered and first.ports.admitter is not offered
 
 
 async def test_a_module_whose_start_hangs_fails_the_start_with_a_clear_error():

@@ -4,17 +4,17 @@ reads keep their fds in the same pool (Hubs.fd_pool), and a tiny budget starves 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.daemon.wiring import new_hubs
+from koordlet.daemon.wiring import build_hubs
 from koordlet.config import Config
-from koordlet.daemon.lifecycle import Readiness
+from koordlet.agent import Readiness
 from koordlet.server.http_endpoint import HttpEndpoint
-from koordlet.metricsadvisor.builder import build_metrics_advisor
+from koordlet.metricsadvisor.agent import SPEC as METRICS_ADVISOR
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
-from koordlet.metricsadvisor.module import MetricsAdvisorModule
 from resourceexecutor import KeptFdFileIO, Outcome, ResourceExecutor
 from system.cgroup_files import CgroupFiles
 from system.file_io import KeptFdPool, fd_budget
@@ -23,23 +23,21 @@ from tests.koordlet.metricsadvisor.fixtures import fake_node, make_pod
 from tests.system.fake_trees import set_cgroup_file
 
 
-async def test_the_builders_hand_one_pool_to_the_executor_and_the_collectors(tmp_path: Path) -> None:
+async def test_the_hubs_hand_one_pool_to_the_executor_and_the_collectors(tmp_path: Path) -> None:
     pod = make_pod("p1")
     host, states = fake_node(tmp_path, [pod])
     config = Config(state_dir=tmp_path / "state", proc_root_dir=host.proc_root, cgroup_root_dir=host.cgroup_root,
                     sys_root_dir=host.sys_root)
     registry = CollectorRegistry()
-    hubs = new_hubs(config, registry, HttpEndpoint(None, 0, registry, lambda: Readiness(())))
-    hubs.states = states
+    hubs = replace(build_hubs(config, registry, HttpEndpoint(None, 0, registry, lambda: Readiness(()))),
+                   states=states)
     pool = hubs.fd_pool
     assert pool.max_open == fd_budget()  # half the (raised) soft limit, capped
-    modules = build_metrics_advisor(hubs)
-    advisor = next(m for m in modules if isinstance(m, MetricsAdvisorModule))
-    await hubs.executor.start()
+    (advisor,) = METRICS_ADVISOR.build(hubs).modules
     await advisor.start()
     try:
-        executor = hubs.executor.executor
-        assert executor is not None and isinstance(executor.io, KeptFdFileIO)
+        executor = hubs.executor
+        assert isinstance(executor.io, KeptFdFileIO)
         assert executor.io.pool is pool
         for _ in range(300):  # the collectors' first usage reads keep fds in the shared pool
             if len(pool):
@@ -52,7 +50,7 @@ async def test_the_builders_hand_one_pool_to_the_executor_and_the_collectors(tmp
         assert len(pool) > read_by_collectors  # the executor's fd went into the same pool
     finally:
         await advisor.stop()
-        await hubs.executor.stop()
+        hubs.executor.close()
     assert len(pool) == 0  # stopping the executor closed the daemon's kept fds
 
 

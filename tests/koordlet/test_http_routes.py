@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
 from koordlet.config import defaults
-from koordlet.daemon.lifecycle import Readiness
+from koordlet.agent import Readiness
 from koordlet.server.http_endpoint import HttpEndpoint, json_reply
 
 

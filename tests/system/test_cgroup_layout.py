@@ -10,7 +10,7 @@ from system.cgroup_layout import (
     QoSTier,
     Runtime,
     container_dir,
-    detect_driver,
+    driver_from_names,
     parse_cgroup_path,
     pod_dir,
     qos_dir,
@@ -102,10 +102,10 @@ def test_layout_round_trip(driver, tier, uid, cid, runtime):
     assert parse_cgroup_path(pod_dir(driver, tier, uid)) == CgroupPathInfo(driver, tier, uid)
 
 
-def test_detect_driver_from_names():
-    assert detect_driver({"kubepods.slice", "system.slice"}) is S
-    assert detect_driver({"kubepods"}) is C
-    assert detect_driver(set()) is None
+def test_driver_from_names():
+    assert driver_from_names({"kubepods.slice", "system.slice"}) is S
+    assert driver_from_names({"kubepods"}) is C
+    assert driver_from_names(set()) is None
 
 
 def test_detect_host_driver_on_fake_trees(tmp_path):
@@ -116,11 +116,3 @@ def test_detect_host_driver_on_fake_trees(tmp_path):
     assert detect_host_driver(CgroupFiles(v2)) is None
     add_cgroup(v2, "kubepods")
     assert detect_host_driver(CgroupFiles(v2)) is C
-
-
-def test_detect_driver_accepts_a_host_or_files(tmp_path):
-    host = build_v1_tree(tmp_path)
-    assert detect_driver(host) is None
-    add_cgroup(host, "kubepods.slice")
-    assert detect_driver(host) is S
-    assert detect_driver(CgroupFiles(host)) is S

@@ -12,9 +12,8 @@ from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupport
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import KoordQoSClass, PodInfo
-from system.cgroup_driver import detect_host_driver
-from system.cgroup_files import CgroupFiles
-from system.cgroup_layout import QoSTier, qos_dir
+from koordlet.util.host_facts import HostFacts
+from system.cgroup_layout import QoSTier
 from system.cgroup_readers import CgroupReader
 from system.errors import SystemFileError
 
@@ -50,24 +49,20 @@ class BEResourceCollector(PeriodicCollector):
 
     def __init__(self, interval: float) -> None:
         super().__init__(interval)
-        self._files: CgroupFiles | None = None
+        self._facts: HostFacts | None = None
         self._reader: CgroupReader | None = None
         self._states: StatesInformer | None = None
-        self._dir: str | None = None
         self._last: tuple[float, int] | None = None
 
     def setup(self, ctx: CollectContext) -> None:
-        if ctx.reader is None or ctx.files is None:
+        if ctx.reader is None or ctx.facts is None:
             raise CollectorUnsupported("no cgroup hierarchy on this host")
-        self._files, self._reader, self._states = ctx.files, ctx.reader, ctx.states
+        self._facts, self._reader, self._states = ctx.facts, ctx.reader, ctx.states
 
     def _be_dir(self) -> str | None:
-        if self._dir is None:  # kubepods may appear after the daemon started
-            assert self._files is not None
-            driver = detect_host_driver(self._files)
-            if driver is not None:
-                self._dir = qos_dir(driver, QoSTier.BESTEFFORT)
-        return self._dir
+        """The besteffort tier's dir; None until kubelet made it (the facts look again)."""
+        assert self._facts is not None
+        return self._facts.qos_dirs().get(QoSTier.BESTEFFORT)
 
     def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
         assert self._reader is not None

@@ -25,7 +25,6 @@ from system.errors import SystemFileError
 from system.file_io import KeptFdPool
 from system.perf_access import PerfUnavailable, check_cgroup_events_allowed, fd_cost, read_fd_headroom
 from system.perf_events import CPI_EVENTS, CpiCollector as PerfCpi, PerfEvent, perf_cgroup_path, probe_events
-from system.topology import read_cpu_topology
 
 log = structlog.get_logger(__name__)
 
@@ -52,13 +51,15 @@ class CPICollector:
         if ctx.states is None:
             raise CollectorUnsupported("no states informer: containers are unknown")
         self._hierarchy, self._states, self._fd_pool = ctx.files.hierarchy, ctx.states, ctx.fd_pool
+        self._cpus = tuple(sorted(ctx.facts.online_cpus)) if ctx.facts is not None else ()
+        if not self._cpus:
+            raise CollectorUnsupported("the host's CPUs are unknown")
         try:
-            self._cpus = tuple(sorted(read_cpu_topology(ctx.host).online_cpus))
             check_cgroup_events_allowed(ctx.host)
             probe_events(self._hierarchy, self._events, self._cpus[0])
         except PerfUnavailable as exc:
             raise CollectorUnsupported("perf events unavailable (%s): %s" % (exc.reason.value, exc)) from exc
-        except (SystemFileError, OSError, ValueError, IndexError) as exc:
+        except (SystemFileError, OSError, ValueError) as exc:
             raise CollectorUnsupported("cannot set up perf counting: %s" % exc) from exc
 
     def begin(self, now: float) -> None:

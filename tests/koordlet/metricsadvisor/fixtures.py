@@ -6,6 +6,7 @@ from pathlib import Path
 
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.framework import CollectContext
+from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import (
     ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS, Resources, SandboxState,
@@ -41,6 +42,7 @@ def fake_node(root: Path, pods: list[PodInfo]) -> tuple[Host, StaticStates]:
 
 
 def context(host: Host, states: StaticStates | None, store: MetricStore | None = None) -> CollectContext:
-    files = CgroupFiles(host)
+    facts = HostFacts(host)
+    files = facts.files
     return CollectContext(host, store or MetricStore(), "node-a", files, CgroupReader(files, keep_open=False), states,
-                          UsageReader(files, keep_open=False))
+                          UsageReader(files, keep_open=False), facts=facts)

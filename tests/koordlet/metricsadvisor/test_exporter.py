@@ -102,7 +102,7 @@ def test_label_values_are_escaped_and_values_spelled_as_go_reads_them():
 async def test_the_http_endpoint_appends_the_exporter_text_to_metrics():
     from prometheus_client import CollectorRegistry
 
-    from koordlet.daemon.lifecycle import Readiness
+    from koordlet.agent import Readiness
     from koordlet.server.http_endpoint import HttpEndpoint
 
     _, _, exporter, _ = setup_node()

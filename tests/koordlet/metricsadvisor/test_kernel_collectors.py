@@ -21,13 +21,12 @@ from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import LABELS, PSICollector
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported
+from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import (
     ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS, SandboxState,
 )
-from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
-from system.cgroup_version import detect_hierarchy
 from system.host import Host
 from system.usage_reader import UsageReader
 from system.perf_events import PerfEvent, extension_available
@@ -87,9 +86,10 @@ def sandbox() -> Iterator[Sandbox]:
             container = ContainerInfo("ctr-" + name, "app", name, ContainerState.RUNNING, name + "/ctr")
             pod = PodInfo(name, "busy", "default", "sb", SandboxState.READY, name,
                           PodQoS(KoordQoSClass.LS), containers=(container,))
-            files = CgroupFiles(HOST, detect_hierarchy(HOST))
+            facts = HostFacts(HOST)
+            files = facts.files
             ctx = CollectContext(HOST, MetricStore(), "node", files, CgroupReader(files),
-                                 StaticStates(NodeInfo("node"), [pod]), UsageReader(files))
+                                 StaticStates(NodeInfo("node"), [pod]), UsageReader(files), facts=facts)
             try:
                 yield Sandbox(pod, roots, ctx)
             finally:

@@ -6,14 +6,16 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
-from koordlet.daemon.wiring import Hubs, MODULE_BUILDERS, build_daemon
+from koordlet.agents import AGENTS
+from koordlet.daemon.wiring import build_daemon
 from koordlet.config import Config
 from koordlet.config.features import resolve
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
-from koordlet.metricsadvisor.builder import build_metrics_advisor, collectors_for
+from koordlet.metricsadvisor.agent import SPEC, collectors_for
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
+from koordlet.util.host_facts import HostFacts
 from tests.koordlet.metricsadvisor.fixtures import fake_node, make_pod
 from tests.system.fake_trees import set_cgroup_file
 
@@ -22,7 +24,7 @@ async def test_deleted_pods_lose_their_series_at_once(tmp_path: Path):
     keep, gone = make_pod("keep"), make_pod("gone")
     host, states = fake_node(tmp_path, [keep, gone])
     store = MetricStore()
-    module = MetricsAdvisorModule(host, store, states, "node-a", [PodResourceCollector(0.02)])
+    module = MetricsAdvisorModule(HostFacts(host), store, states, "node-a", [PodResourceCollector(0.02)])
     await module.start()
     try:
         for step in range(1, 4):
@@ -43,7 +45,7 @@ async def test_a_stopped_container_loses_its_series(tmp_path: Path):
     pod = make_pod("p1", containers=2)
     host, states = fake_node(tmp_path, [pod])
     store = MetricStore()
-    module = MetricsAdvisorModule(host, store, states, "node-a", [PodResourceCollector(0.02)])
+    module = MetricsAdvisorModule(HostFacts(host), store, states, "node-a", [PodResourceCollector(0.02)])
     await module.start()
     try:
         await asyncio.sleep(0.06)
@@ -60,7 +62,7 @@ async def test_without_a_states_informer_only_node_collectors_run(tmp_path: Path
     host, _ = fake_node(tmp_path, [])
     config = Config(state_dir=tmp_path / "state", proc_root_dir=host.proc_root,
                     cgroup_root_dir=host.cgroup_root, sys_root_dir=host.sys_root)
-    module = MetricsAdvisorModule(host, MetricStore(), None, "node-a", collectors_for(config))
+    module = MetricsAdvisorModule(HostFacts(host), MetricStore(), None, "node-a", collectors_for(config))
     await module.start()
     try:
         assert {"podresource", "podthrottled"} <= set(module.unsupported)
@@ -75,23 +77,17 @@ def test_gates_choose_the_collectors():
     assert "cpi" in names({"CPICollector": True}) and "psi" not in names({"PSICollector": False})
 
 
-def test_the_builder_provides_the_metric_cache_hub(tmp_path: Path):
-    assert build_metrics_advisor in MODULE_BUILDERS
+def test_the_metric_cache_starts_before_the_advisor(tmp_path: Path):
+    assert SPEC in AGENTS
     daemon = build_daemon(Config(state_dir=tmp_path, addr="127.0.0.1:0"))
     names = [m.name for m in daemon._modules]
     assert names.index("metriccache") < names.index("metricsadvisor") < names.index("http")
 
 
-def test_hubs_metric_cache_is_set_by_the_builder(tmp_path: Path):
-    from koordlet.daemon.wiring import host_of
-    from koordlet.daemon.executor_module import ExecutorModule
-    from koordlet.server.http_endpoint import HttpEndpoint
-    from koordlet.daemon.lifecycle import Readiness
-    from prometheus_client import CollectorRegistry
+def test_the_advisor_fills_the_hubs_metric_cache_and_adds_its_metrics_text(tmp_path: Path):
+    from tests.koordlet.hubs_helper import hubs_for
 
-    config = Config(state_dir=tmp_path)
-    registry = CollectorRegistry()
-    hubs = Hubs(config, host_of(config), registry, HttpEndpoint(None, 0, registry, lambda: Readiness(())),
-                ExecutorModule(host_of(config), registry))
-    modules = build_metrics_advisor(hubs)
-    assert isinstance(hubs.metric_cache, MetricStore) and [m.name for m in modules] == ["metriccache", "metricsadvisor"]
+    hubs = hubs_for(Config(state_dir=tmp_path))
+    (module,) = SPEC.build(hubs).modules
+    assert isinstance(module, MetricsAdvisorModule) and module._store is hubs.metric_cache
+    assert len(hubs.http.metrics_text) == 1

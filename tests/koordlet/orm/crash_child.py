@@ -17,6 +17,7 @@ from koordlet.config import parse_args
 from koordlet.daemon.logs import configure_logging
 from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule
+from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo
 from system.host import Host
@@ -27,7 +28,7 @@ def module_for(root: Path, states: StaticStates) -> OrmModule:
     config = parse_args(["--state-dir", str(root / "state"), "--topology-policy-name", "single-numa-node",
                          "--reserved-cpus", "0", "--pod-resources-server-endpoint",
                          "unix:" + str(root / "pr.sock"), "--qrm-socket-dirs", str(root / "qrm")])
-    return OrmModule(config, Host.under(root / "machine"), states)
+    return OrmModule(config, HostFacts(Host.under(root / "machine")), states)
 
 
 async def serve(root: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from koordlet.util.host_facts import HostFacts
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.module import CHECKPOINT_DIR, OrmModule
 from koordlet.statesinformer.api import StaticStates
@@ -44,7 +45,7 @@ def checkpointed(tmp: Path) -> dict[str, str]:
 async def test_containers_the_runtime_runs_keep_their_cpus_after_a_release_on_an_empty_listing(
         tmp_path, state: ContainerState) -> None:
     first_states = StaticStates(NodeInfo("n"), [dedicated_pod("a"), dedicated_pod("b")])
-    first = OrmModule(config_for(tmp_path), four_cpus(tmp_path), first_states)
+    first = OrmModule(config_for(tmp_path), HostFacts(four_cpus(tmp_path)), first_states)
     await first.start()
     await settle(first)
     given = {uid: first.allocations.cpuset_for(uid, "main") for uid in ("a", "b")}
@@ -53,7 +54,7 @@ async def test_containers_the_runtime_runs_keep_their_cpus_after_a_release_on_an
 
     # restart: the informer is synced but lists nothing yet, so the checkpoint is released
     states = StaticStates(NodeInfo("n"))
-    second = OrmModule(config_for(tmp_path), four_cpus(tmp_path), states)
+    second = OrmModule(config_for(tmp_path), HostFacts(four_cpus(tmp_path)), states)
     await second.start()
     try:
         assert second.allocations.entries() == ()
@@ -71,7 +72,7 @@ async def test_containers_the_runtime_runs_keep_their_cpus_after_a_release_on_an
 
 async def test_a_runtime_cpuset_held_by_another_allocation_is_not_adopted(tmp_path) -> None:
     states = StaticStates(NodeInfo("n"), [running_on("a", "1")])
-    module = OrmModule(config_for(tmp_path), four_cpus(tmp_path), states)
+    module = OrmModule(config_for(tmp_path), HostFacts(four_cpus(tmp_path)), states)
     await module.start()
     try:
         states.put(running_on("b", "1"))
@@ -84,7 +85,7 @@ async def test_a_runtime_cpuset_held_by_another_allocation_is_not_adopted(tmp_pa
 
 async def test_shared_pool_and_reserved_cpusets_are_not_adopted(tmp_path) -> None:
     states = StaticStates(NodeInfo("n"))
-    module = OrmModule(config_for(tmp_path), four_cpus(tmp_path), states)
+    module = OrmModule(config_for(tmp_path), HostFacts(four_cpus(tmp_path)), states)
     await module.start()
     try:
         states.put(running_on("pool", "1-3"))  # asks 1 CPU, runs on the shared pool

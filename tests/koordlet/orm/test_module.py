@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.daemon.wiring import Hubs, build_orm
 from koordlet.config import ConfigError, parse_args
-from koordlet.daemon.lifecycle import StartupError
+from koordlet.agent import StartupError
 from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule
+from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import (ContainerInfo, ContainerState, K8sQoS, KatalystQoSLevel, KoordQoSClass,
                                            LinuxResources, NodeInfo, PodInfo, PodQoS, SandboxState)
@@ -51,7 +51,7 @@ async def settle(module: OrmModule) -> None:
 
 async def test_pods_are_admitted_and_released_through_the_informer(tmp_path) -> None:
     states = StaticStates(NodeInfo("n"))
-    module = OrmModule(config_for(tmp_path), host_for(tmp_path), states)
+    module = OrmModule(config_for(tmp_path), HostFacts(host_for(tmp_path)), states)
     await module.start()
     try:
         states.put(dedicated_pod("a"))
@@ -70,19 +70,19 @@ async def test_pods_are_admitted_and_released_through_the_informer(tmp_path) -> 
 
 async def test_restart_keeps_running_pods_cpus_and_drops_gone_ones(tmp_path) -> None:
     states = StaticStates(NodeInfo("n"), [dedicated_pod("a")])
-    first = OrmModule(config_for(tmp_path), host_for(tmp_path), states)
+    first = OrmModule(config_for(tmp_path), HostFacts(host_for(tmp_path)), states)
     await first.start()
     await settle(first)
     before = first.allocations.entries()
     await first.stop()
     assert before and before[0].result == "1"
 
-    second = OrmModule(config_for(tmp_path), host_for(tmp_path), states)
+    second = OrmModule(config_for(tmp_path), HostFacts(host_for(tmp_path)), states)
     await second.start()
     assert second.allocations.entries() == before
     await second.stop()
 
-    gone = OrmModule(config_for(tmp_path), host_for(tmp_path), StaticStates(NodeInfo("n")))
+    gone = OrmModule(config_for(tmp_path), HostFacts(host_for(tmp_path)), StaticStates(NodeInfo("n")))
     await gone.start()
     assert gone.allocations.entries() == ()
     await gone.stop()
@@ -90,7 +90,7 @@ async def test_restart_keeps_running_pods_cpus_and_drops_gone_ones(tmp_path) -> 
 
 async def test_admit_pod_is_the_nri_entry_point_and_counts_results(tmp_path) -> None:
     registry = CollectorRegistry()
-    module = OrmModule(config_for(tmp_path), host_for(tmp_path), None, registry)
+    module = OrmModule(config_for(tmp_path), HostFacts(host_for(tmp_path)), None, registry)
     await module.start()
     try:
         (row,) = await module.admit_pod(dedicated_pod("n"))
@@ -107,7 +107,7 @@ async def test_admit_pod_is_the_nri_entry_point_and_counts_results(tmp_path) -> 
 
 
 async def test_a_reserved_cpu_that_is_not_online_fails_start_with_exit_code_2(tmp_path) -> None:
-    module = OrmModule(config_for(tmp_path, "--reserved-cpus", "7"), host_for(tmp_path), None)
+    module = OrmModule(config_for(tmp_path, "--reserved-cpus", "7"), HostFacts(host_for(tmp_path)), None)
     with pytest.raises(StartupError, match="reserved CPUs \\[7\\] are not online") as info:
         await module.start()
     assert info.value.exit_code == 2
@@ -118,18 +118,20 @@ def test_an_unknown_policy_is_a_configuration_error(tmp_path) -> None:
         parse_args(["--topology-policy-name", "static"])
 
 
-def test_the_orm_is_built_only_with_a_policy(tmp_path) -> None:
-    class Http:
-        routes: dict = {}
+def test_the_orm_is_on_only_with_a_policy_and_offers_its_ports(tmp_path) -> None:
+    from koordlet.orm.agent import SPEC
+    from koordlet.ports.admission import ADMIT_ALL
+    from tests.koordlet.hubs_helper import hubs_for
 
-        def add_route(self, path, handler):
-            self.routes[path] = handler
-
-    off = Hubs(parse_args([]), host_for(tmp_path), None, Http(), None)
-    assert build_orm(off) == [] and off.orm is None
-    on = Hubs(config_for(tmp_path), host_for(tmp_path), None, Http(), None)
-    (module,) = build_orm(on)
-    assert on.orm is module and "/api/v1/topology" in on.http.routes
+    assert not SPEC.enabled(parse_args([]))
+    config = config_for(tmp_path)
+    assert SPEC.enabled(config)
+    hubs = hubs_for(config, facts=HostFacts(host_for(tmp_path)))
+    built = SPEC.build(hubs)
+    (module,) = built.modules
+    assert built.offers is not None and built.offers.admitter is module and built.offers.cpusets is module
+    assert hubs.with_ports(built.offers).ports.admitter is module and hubs.ports.admitter is ADMIT_ALL
+    assert "/api/v1/topology" in hubs.http.routes
 
 
 @pytest.mark.parametrize("gate", ["OOBTopologyManager", "PodResourcesServer"])

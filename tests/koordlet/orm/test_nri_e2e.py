@@ -11,11 +11,13 @@ from pathlib import Path
 
 import grpc
 import pytest
-from prometheus_client import CollectorRegistry
 
-from koordlet.daemon.wiring import Hubs, build_orm, build_runtime_hooks_with_orm
 from koordlet.config import parse_args
-from koordlet.daemon.executor_module import ExecutorModule
+from koordlet.daemon.wiring import build_agents
+from koordlet.orm.agent import SPEC as ORM
+from koordlet.runtimehooks.agent import SPEC as RUNTIME_HOOKS
+from koordlet.util.host_facts import HostFacts
+from tests.koordlet.hubs_helper import hubs_for
 from nri.testing import RuntimePeer
 from nri.testing.relay import RuntimeOperationFailed
 from proto.k8s.podresources.v1 import api_pb2 as pr
@@ -25,14 +27,6 @@ from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
 from tests.system.fake_trees import build_topology_tree
 
 DEDICATED = {"katalyst.kubewharf.io/qos_level": "dedicated_cores"}
-
-
-class Routes:
-    def __init__(self) -> None:
-        self.routes: dict = {}
-
-    def add_route(self, path, handler) -> None:
-        self.routes[path] = handler
 
 
 @pytest.fixture(params=[()], ids=["default"])
@@ -49,21 +43,19 @@ async def wired(tmp_path: Path, socket_path, extra_flags):  # noqa: F811
         "--state-dir", str(tmp_path / "state"), "--topology-policy-name", "single-numa-node",
         "--reserved-cpus", "0", "--pod-resources-server-endpoint", "unix:" + str(tmp_path / "pr.sock"),
         "--qrm-socket-dirs", str(tmp_path / "qrm")])
-    registry = CollectorRegistry()
-    hubs = Hubs(config, host, registry, Routes(), ExecutorModule(host, registry))
-    await hubs.executor.start()
-    modules = build_orm(hubs) + build_runtime_hooks_with_orm(hubs)
+    hubs = hubs_for(config, facts=HostFacts(host))
+    modules = build_agents(hubs, (ORM, RUNTIME_HOOKS))
     for module in modules:
         await module.start()
     async with RuntimePeer(socket_path) as peer:
         await peer.wait_plugins(1)
-        yield peer, hubs, tmp_path / "pr.sock"
+        yield peer, modules[0], tmp_path / "pr.sock"
     for module in reversed(modules):
         await module.stop()
 
 
 async def test_dedicated_pod_gets_its_cpu_alone_and_the_second_fails(wired) -> None:
-    peer, hubs, pr_socket = wired
+    peer, orm, pr_socket = wired
     first = nri_pod("d1", "LSR", DEDICATED)
     await peer.run_pod_sandbox(first)
     created = await peer.create_container(first, nri_container(first, "main", shares=1024, quota=100000))
@@ -86,12 +78,12 @@ async def test_dedicated_pod_gets_its_cpu_alone_and_the_second_fails(wired) -> N
     cpus = {p.name: [list(c.cpu_ids) for c in p.containers] for p in listed.pod_resources}
     assert cpus["pod-d1"] == [[1]]
     assert cpus.get("pod-s1", [[]]) == [[]]
-    assert hubs.orm.allocations.shared_pool() == {0}
+    assert orm.allocations.shared_pool() == {0}
 
 
 @pytest.mark.parametrize("extra_flags", [("--cpu-manager-policy", "static")], ids=["static"])
 async def test_static_cpu_policy_pins_a_guaranteed_ls_pod(wired) -> None:
-    peer, hubs, _ = wired
+    peer, orm, _ = wired
     guaranteed = nri_pod("g1", "LSR")  # cgroup parent kubepods/pod<uid>: Guaranteed
     guaranteed.labels["koordinator.sh/qosClass"] = "LS"
     await peer.run_pod_sandbox(guaranteed)

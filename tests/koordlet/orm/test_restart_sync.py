@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from types import SimpleNamespace
 
-from prometheus_client import CollectorRegistry
 
 from koordlet.orm.module import OrmModule
+from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo, Source
-from koordlet.statesinformer.module import build_states_informer
+from koordlet.statesinformer.agent import SPEC as STATES_INFORMER
+from tests.koordlet.hubs_helper import hubs_for
 from system.host import Host
 from tests.koordlet.orm.test_module import config_for, dedicated_pod, settle
 from tests.koordlet.statesinformer.nri_fixtures import container, sandbox, uid_of
@@ -35,7 +35,7 @@ async def test_checkpointed_allocations_wait_for_a_late_nri_synchronize(tmp_path
                         "--states-cri-sync-interval", "10ms")
 
     # before the restart: two dedicated pods hold CPUs, and the checkpoint says so
-    first = OrmModule(config, roomy_host(tmp_path), StaticStates(NodeInfo("n"), [dedicated_pod(KEPT), dedicated_pod(GONE)]))
+    first = OrmModule(config, HostFacts(roomy_host(tmp_path)), StaticStates(NodeInfo("n"), [dedicated_pod(KEPT), dedicated_pod(GONE)]))
     await first.start()
     await settle(first)
     await first.stop()
@@ -43,11 +43,10 @@ async def test_checkpointed_allocations_wait_for_a_late_nri_synchronize(tmp_path
     assert held == {KEPT, GONE}
 
     # after the restart: the daemon's own states informer, CRI absent, NRI not yet synchronized
-    hubs = SimpleNamespace(config=config, registry=CollectorRegistry(), states=None, host=roomy_host(tmp_path),
-                           executor=SimpleNamespace(executor=None))
-    (informer,) = build_states_informer(hubs)
+    hubs = hubs_for(config, facts=HostFacts(roomy_host(tmp_path)))
+    (informer,) = STATES_INFORMER.build(hubs).modules
     assert hubs.states.expected == {Source.NRI}
-    second = OrmModule(config, roomy_host(tmp_path), hubs.states)
+    second = OrmModule(config, hubs.facts, hubs.states)
     await informer.start()
     await second.start()
     try:

@@ -6,16 +6,15 @@ import asyncio
 import signal
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
-
-from koordlet.daemon.wiring import Hubs
 from koordlet.config import parse_args
-from koordlet.qosmanager.builder import build_qos_manager, strategies_for
-from koordlet.slo.module import build_node_slo
+from koordlet.qosmanager.agent import SPEC as QOS_MANAGER
+from koordlet.qosmanager.agent import strategies_for
+from koordlet.slo.agent import SPEC as NODE_SLO
 from koordlet.qosmanager.eviction import CgroupKillEvictor, EvictionReason
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
-from koordlet.slo.source import NodeSLOFile, StaticNodeSLO
+from koordlet.slo.source import NodeSLOFile, ValidatedNodeSLO
+from tests.koordlet.hubs_helper import hubs_for
 from tests.koordlet.qosmanager.helpers import FedMetricStore, Rig, pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree, set_cgroup_file
@@ -60,25 +59,31 @@ def test_gates_choose_strategies():
     assert names == ["cpu_suppress", "cpu_evict", "memory_qos"]
 
 
-def test_qos_manager_needs_both_hubs(capsys):
-    hubs = Hubs(parse_args([]), None, CollectorRegistry(), None, None, metric_cache=FedMetricStore())
-    assert build_qos_manager(hubs) == []
-    assert "qos_manager_not_started" in capsys.readouterr().out
-    hubs.states = StaticStates(NODE)
-    assert [m.name for m in build_qos_manager(hubs)] == ["qosmanager"]
+def test_qos_manager_stays_idle_on_a_host_without_cgroups(tmp_path, capsys):
+    config = parse_args(["--cgroup-root-dir", str(tmp_path / "none"), "--state-dir", str(tmp_path)])
+    assert QOS_MANAGER.enabled(config)
+    assert QOS_MANAGER.build(hubs_for(config)).modules == ()
+    assert "qos_manager_idle" in capsys.readouterr().out
+    host = build_v1_tree(tmp_path / "tree")
+    with_cgroups = parse_args(["--cgroup-root-dir", str(host.cgroup_root), "--state-dir", str(tmp_path)])
+    assert [m.name for m in QOS_MANAGER.build(hubs_for(with_cgroups)).modules] == ["qosmanager"]
+    assert not QOS_MANAGER.enabled(parse_args(["--feature-gates", "BECPUSuppress=false,CPUBurst=false,"
+                                               "CgroupReconcile=false"]))
 
 
-def test_builders_with_hubs_and_a_node_slo_file(tmp_path):
+def test_a_node_slo_file_is_the_hub_and_runs_as_the_nodeslo_module(tmp_path):
     slo_file = tmp_path / "slo.yaml"
     slo_file.write_text("resourceUsedThresholdWithBE: {enable: true}\n")
-    config = parse_args(["--node-slo-config", str(slo_file), "--state-dir", str(tmp_path)])
-    hubs = Hubs(config, None, CollectorRegistry(), None, None, StaticStates(NODE), FedMetricStore())
-    modules = build_node_slo(hubs)
-    assert isinstance(hubs.node_slo, NodeSLOFile) and modules == [hubs.node_slo]
-    manager = build_qos_manager(hubs)
-    assert [m.name for m in manager] == ["qosmanager"]
-    hubs_default = Hubs(parse_args([]), None, None, None, None)
-    assert build_node_slo(hubs_default) == [] and isinstance(hubs_default.node_slo, StaticNodeSLO)
+    host = build_v1_tree(tmp_path / "tree")
+    config = parse_args(["--node-slo-config", str(slo_file), "--state-dir", str(tmp_path),
+                         "--cgroup-root-dir", str(host.cgroup_root)])
+    hubs = hubs_for(config, states=StaticStates(NODE), metric_cache=FedMetricStore())
+    assert isinstance(hubs.node_slo, NodeSLOFile)
+    assert NODE_SLO.build(hubs).modules == (hubs.node_slo,)
+    (manager,) = QOS_MANAGER.build(hubs).modules
+    assert manager.name == "qosmanager"
+    defaults_only = hubs_for(parse_args(["--state-dir", str(tmp_path)]))
+    assert NODE_SLO.build(defaults_only).modules == () and type(defaults_only.node_slo) is ValidatedNodeSLO
     assert Path(config.node_slo_config) == slo_file
 
 
@@ -86,7 +91,7 @@ def test_evictor_per_mode(tmp_path, monkeypatch):
     import pytest as _pytest
 
     from koordlet.qosmanager.api_evictor import ApiEvictor
-    from koordlet.qosmanager.builder import _evictor
+    from koordlet.qosmanager.agent import _evictor
     from koordlet.qosmanager.eviction import DisabledEvictor
 
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)

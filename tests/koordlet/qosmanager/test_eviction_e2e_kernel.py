@@ -3,7 +3,7 @@
 A best-effort and a latency-sensitive workload (real processes) sit in real v1 cpu and
 memory cgroups made by the test. Node memory usage comes from a fake procfs root whose
 meminfo crosses the 70 % threshold; the metrics advisor's node and pod collectors feed it
-(and the pods' real memory cgroup usage) into the metric store. The QoS manager, wired by its builder with
+(and the pods' real memory cgroup usage) into the metric store. The QoS manager, built by its agent spec with
 --qos-standalone-eviction, kills the BE workload; the LS one keeps running.
 """
 
@@ -17,22 +17,19 @@ import time
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry
-
-from koordlet.daemon.wiring import Hubs
 from koordlet.config import parse_args
-from koordlet.daemon.executor_module import ExecutorModule
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.framework import CollectContext
-from koordlet.qosmanager.builder import build_qos_manager
-from koordlet.slo.module import build_node_slo
+from koordlet.qosmanager.agent import SPEC as QOS_MANAGER
+from koordlet.slo.agent import SPEC as NODE_SLO
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.host import Host
 from system.usage_reader import UsageReader
+from tests.koordlet.hubs_helper import hubs_for
 from tests.koordlet.qosmanager.helpers import FedMetricStore, container, feed, pod
 from tests.system.fake_trees import build_proc_tree
 
@@ -90,26 +87,24 @@ def test_be_workload_killed_ls_untouched(sandbox, tmp_path, monkeypatch):
                 container("cls1", "ls1", f"{name}/kubepods/burstable/podls1/cls1"),)),
         ])
         cache = FedMetricStore()
-        registry = CollectorRegistry()
-        hubs = Hubs(config, host, registry, None, ExecutorModule(host, registry), states, cache)
-        node_slo_modules = build_node_slo(hubs)
-        (manager,) = build_qos_manager(hubs)
+        hubs = hubs_for(config, states=states, metric_cache=cache)
+        node_slo_modules = NODE_SLO.build(hubs).modules
+        (manager,) = QOS_MANAGER.build(hubs).modules
 
         async def scenario() -> None:
             for module in node_slo_modules:
                 await module.start()
-            await hubs.executor.start()
             collect(host, cache, states, time.time())
             await manager.run_round()
             await manager.stop()
             for module in node_slo_modules:
                 await module.stop()
-            await hubs.executor.stop()
+            hubs.executor.close()
 
         asyncio.run(scenario())
         assert be_proc.wait(timeout=10) == -signal.SIGKILL
         assert ls_proc.poll() is None
-        assert registry.get_sample_value("koordlet_pod_eviction_total",
+        assert hubs.registry.get_sample_value("koordlet_pod_eviction_total",
                                          {"node": config.node_name, "reason": "EvictPodByNodeMemoryUsage"}) == 1
     finally:
         for proc in (be_proc, ls_proc):

@@ -1,4 +1,4 @@
-"""The reporter module as the daemon runs it: built by build_reports from the hubs, fed by
+"""The reporter module as the daemon runs it: built by its agent spec from the hubs, fed by
 a real metric store and a StaticStates informer, answering on the HTTP endpoint, writing
 the file, and sending to a local API server."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
@@ -14,15 +13,19 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from koordlet.config import Config, parse_args
-from koordlet.daemon.lifecycle import Readiness
+from koordlet.agent import Readiness
 from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.metriccache.store import MetricStore
-from koordlet.reporter.builder import build_reports, settings_of
+from koordlet.hubs import Hubs
+from koordlet.reporter.agent import SPEC as REPORTER
+from koordlet.reporter.agent import settings_of
 from koordlet.reporter.module import ReportsModule, Round
-from koordlet.reporter.rate_limit import TokenBucket
+from koordlet.util.token_bucket import TokenBucket
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo, PriorityBand
 from system.host import Host
+from koordlet.util.host_facts import HostFacts
+from tests.koordlet.hubs_helper import hubs_for
 from tests.koordlet.reporter.fixtures import GI, NOW, crd_schema, node_samples, pod, pod_samples, store
 
 WEB = pod("web", KoordQoSClass.LS, PriorityBand.PROD, cpu_request=2000, memory_request=4 * GI)
@@ -30,20 +33,14 @@ SPARK = pod("spark", KoordQoSClass.BE, PriorityBand.BATCH)
 NODE = NodeInfo("node-1", allocatable={"cpu": 16_000, "memory": 32 * GI})
 
 
-@dataclass
-class FakeHubs:
-    config: Config
-    host: Host
-    registry: CollectorRegistry
-    http: HttpEndpoint
-    states: object = None
-    metric_cache: object = None
-
-
-def hubs(tmp_path: Path, *flags: str, cache: MetricStore | None = None, states=None) -> FakeHubs:
-    config = parse_args(["--node-name", "node-1", "--kubelet-root-dir", str(tmp_path / "kubelet"), *flags])
+def hubs(tmp_path: Path, *flags: str, cache: MetricStore | None = None, states=None,
+         host: Host | None = None) -> Hubs:
+    config = parse_args(["--node-name", "node-1", "--kubelet-root-dir", str(tmp_path / "kubelet"),
+                         "--state-dir", str(tmp_path / "state"), *flags])
     http = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))
-    return FakeHubs(config, Host(), CollectorRegistry(), http, states, cache)
+    return hubs_for(config, http=http, facts=HostFacts(host) if host is not None else None,
+                    states=states if states is not None else StaticStates(NodeInfo("node-1")),
+                    metric_cache=cache if cache is not None else store())
 
 
 def filled_cache() -> MetricStore:
@@ -54,8 +51,8 @@ def filled_cache() -> MetricStore:
     return cache
 
 
-def module_of(h: FakeHubs, clock=lambda: NOW) -> ReportsModule:
-    [module] = build_reports(h)
+def module_of(h: Hubs, clock=lambda: NOW) -> ReportsModule:
+    [module] = REPORTER.build(h).modules
     module._clock = clock  # the store's samples are at NOW
     return module
 
@@ -151,11 +148,7 @@ async def test_an_unwritable_output_file_is_counted_and_retried(tmp_path):
         await module.stop()
 
 
-def test_without_a_metric_cache_there_is_no_reporter(tmp_path):
-    assert build_reports(hubs(tmp_path)) == []
-
-
-async def test_without_an_informer_the_node_figures_are_still_reported(tmp_path):
+async def test_without_pods_the_node_figures_are_still_reported(tmp_path):
     h = hubs(tmp_path, cache=filled_cache())
     module = module_of(h)
     await module.prepare()
@@ -174,7 +167,7 @@ def test_katalyst_plugin_list_turns_the_advisor_off(tmp_path):
 
 def test_both_reports_off_builds_nothing(tmp_path):
     h = hubs(tmp_path, "--feature-gates", "OvercommitReport=false,NodeMetricReport=false", cache=store())
-    assert build_reports(h) == []
+    assert not REPORTER.enabled(h.config) and REPORTER.enabled(hubs(tmp_path).config)
 
 
 async def test_cluster_mode_sends_status_and_annotations_and_follows_the_spec(tmp_path):
@@ -219,7 +212,7 @@ async def test_cluster_mode_sends_status_and_annotations_and_follows_the_spec(tm
 async def test_the_loops_run_report_and_stop_cleanly(tmp_path):
     out = tmp_path / "missing-dir" / "reports.json"
     h = hubs(tmp_path, "--report-output-file", str(out), cache=filled_cache(), states=StaticStates(NODE, [WEB]))
-    [module] = build_reports(h)
+    [module] = REPORTER.build(h).modules
     module._clock = lambda: NOW
     await module.start()
     try:
@@ -239,8 +232,7 @@ async def test_the_loops_run_report_and_stop_cleanly(tmp_path):
 
 
 async def test_a_host_without_proc_and_sys_still_reports_with_the_node_allocatable(tmp_path):
-    h = hubs(tmp_path, cache=filled_cache(), states=StaticStates(NODE, [WEB]))
-    h.host = Host.under(tmp_path / "empty-root")
+    h = hubs(tmp_path, cache=filled_cache(), states=StaticStates(NODE, [WEB]), host=Host.under(tmp_path / "empty-root"))
     module = module_of(h)
     await module.prepare()
     try:
@@ -252,9 +244,10 @@ async def test_a_host_without_proc_and_sys_still_reports_with_the_node_allocatab
 
 
 def test_the_daemon_starts_the_reporter_after_the_metric_cache_and_before_http(tmp_path):
-    from koordlet.daemon.wiring import MODULE_BUILDERS, build_daemon
+    from koordlet.agents import AGENTS
+    from koordlet.daemon.wiring import build_daemon
 
-    assert build_reports in MODULE_BUILDERS
+    assert REPORTER in AGENTS
     daemon = build_daemon(Config(state_dir=tmp_path, addr="127.0.0.1:0", node_name="node-1"))
     names = [m.name for m in daemon._modules]
     assert names.index("metriccache") < names.index("reports") < names.index("http")

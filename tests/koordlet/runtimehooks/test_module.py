@@ -10,7 +10,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet.config import ConfigError, parse_args
-from koordlet.daemon.executor_module import ExecutorModule
+from koordlet.util.host_facts import HostFacts
+from resourceexecutor import executor_without_cgroups
 from koordlet.runtimehooks.module import RuntimeHooksModule, nri_enabled, nri_wanted
 from koordlet.statesinformer.model import NodeInfo
 from koordlet.statesinformer.store import PodStore
@@ -57,9 +58,8 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
                          "--sys-root-dir", str(tmp_path), "--cgroup-root-dir", str(tmp_path)])
     registry = CollectorRegistry()
     feed = PodStore(NodeInfo("node"))
-    executor = ExecutorModule(Host(tmp_path, tmp_path, tmp_path), registry)
-    await executor.start()  # no cgroups there: no executor, NRI only
-    module = RuntimeHooksModule(config, Host(tmp_path, tmp_path, tmp_path), feed, feed, executor, registry)
+    host = Host(tmp_path, tmp_path, tmp_path)  # no cgroups there: every write refused, NRI only
+    module = RuntimeHooksModule(config, HostFacts(host), feed, feed, executor_without_cgroups(host), registry)
     await module.start()
     try:
         assert module.nri_on and not module.ready()
@@ -88,4 +88,3 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
         assert not module.ready()  # the runtime went away
     finally:
         await module.stop()
-        await executor.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from resourceexecutor import executor_without_cgroups
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
@@ -36,7 +37,7 @@ async def start(socket_path: Path, config: HookConfig, synced: list | None = Non
     feed = PodStore(NodeInfo("node"))
     engine = HookEngine(feed, config, HOOKS)
     engine.start()
-    plugin = KoordletNriPlugin(engine, feed, lambda: None,
+    plugin = KoordletNriPlugin(engine, feed, executor_without_cgroups(),
                                on_synchronized=(lambda: synced.append(1)) if synced is not None else (lambda: None))
     stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(socket_path)))
     plugin.stub = stub

@@ -127,7 +127,7 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
     nri_engine = HookEngine(nri_feed, config, HOOKS)
     nri_engine.start()
     nri_executor = ResourceExecutor(files)
-    plugin = KoordletNriPlugin(nri_engine, nri_feed, lambda: nri_executor)
+    plugin = KoordletNriPlugin(nri_engine, nri_feed, nri_executor)
     stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(socket_path)))
     plugin.stub = stub
     task = await stub.start(timeout=5)
@@ -150,7 +150,7 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
     # bypass mode, on the real kernel (container cgroups still hold kubelet's values)
     engine, executor, files = bypass_setup(pods, config)
     try:
-        result = Reconciler(engine, lambda: executor, 10.0).reconcile_once(full=True)
+        result = Reconciler(engine, executor, 10.0).reconcile_once(full=True)
         assert result is not None and result.problems == 0 and result.writes > 0
         kernel_result = {c.id: kernel_values(files, c.linux.cgroups_path) for _, cs in pods for c in cs}
     finally:
@@ -172,7 +172,7 @@ async def test_drift_is_repaired_within_one_interval(sandbox) -> None:
     make_cgroups(pods, [host.cgroup(c) for c in CONTROLLERS])
     engine, executor, files = bypass_setup(pods, config)
     interval = 0.3
-    reconciler = Reconciler(engine, lambda: executor, interval)
+    reconciler = Reconciler(engine, executor, interval)
     task = asyncio.get_running_loop().create_task(reconciler.run())
     try:
         target = pods[0][1][0].linux.cgroups_path.strip("/")

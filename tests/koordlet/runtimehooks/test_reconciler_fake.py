@@ -7,13 +7,12 @@ from pathlib import Path
 
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks import HOOKS
-from koordlet.runtimehooks.module import probe_host
+from koordlet.runtimehooks.module import probe_host, qos_dirs_of
+from koordlet.util.host_facts import HostFacts
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
 from resourceexecutor import ResourceExecutor
-from system.cgroup_files import CgroupFiles
-from system.cgroup_version import detect_hierarchy
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import add_cgroup, build_topology_tree, build_v1_tree, build_v2_tree
@@ -32,8 +31,9 @@ def setup(tmp_path: Path, tree, **kw):
         add_cgroup(host, pod.cgroup_parent)
         for c in pod.containers:
             add_cgroup(host, c.cgroup_dir)
-    files = CgroupFiles(host, detect_hierarchy(host))
-    config, qos_dirs = probe_host(host, files)
+    facts = HostFacts(host)
+    files = facts.files
+    config, qos_dirs = probe_host(facts), qos_dirs_of(facts)
     states = StaticStates(NodeInfo("n"), [be, ls])
     engine = HookEngine(states, config, HOOKS)
     engine.start()
@@ -44,7 +44,7 @@ def test_anolis_v1_qos_dirs_and_pods_get_group_identity(tmp_path: Path) -> None:
     host, files, engine, qos_dirs, _, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
     assert engine.config.host.bvt_supported and engine.config.node_cpus == frozenset(range(4))
     executor = ResourceExecutor(files, io=FakeTreeIO())
-    result = Reconciler(engine, lambda: executor, 10.0, qos_dirs=qos_dirs).reconcile_once(full=True)
+    result = Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs).reconcile_once(full=True)
     assert result.problems == 0
     bvt = {rel: files.read("cpu.bvt_warp_ns", rel) for rel in
            ("kubepods", "kubepods/burstable", "kubepods/besteffort", be.cgroup_parent, ls.cgroup_parent)}
@@ -58,7 +58,7 @@ def test_anolis_v1_qos_dirs_and_pods_get_group_identity(tmp_path: Path) -> None:
 def test_nri_mode_leaves_containers_to_nri_between_full_passes(tmp_path: Path) -> None:
     host, files, engine, qos_dirs, states, be, _ = setup(tmp_path, build_v1_tree)
     executor = ResourceExecutor(files, io=FakeTreeIO())
-    reconciler = Reconciler(engine, lambda: executor, 10.0, containers_on_change=False)
+    reconciler = Reconciler(engine, executor, 10.0, containers_on_change=False)
     reconciler.reconcile_once(full=True)
     changed = make_pod("be1", KoordQoSClass.BE, annotations={ANNOT: ext_spec(main=batch("1000", "1Gi"))})
     states.put(changed)
@@ -74,12 +74,13 @@ def test_cgroup_v2_be_pod_gets_cpu_idle_and_weight(tmp_path: Path) -> None:
     host, files, engine, qos_dirs, _, be, _ = setup(tmp_path, build_v2_tree)
     (host.cgroup_root / "kubepods" / "cpu.idle").write_text("0")
     (host.cgroup_root / be.cgroup_parent / "cpu.idle").write_text("0")
-    files = CgroupFiles(host, detect_hierarchy(host))
-    config, qos_dirs = probe_host(host, files)
+    facts = HostFacts(host)
+    files = facts.files
+    config, qos_dirs = probe_host(facts), qos_dirs_of(facts)
     assert config.host.cgroup_version == 2 and config.host.cpu_idle_supported
     engine.set_config(config)
     executor = ResourceExecutor(files, io=FakeTreeIO())
-    result = Reconciler(engine, lambda: executor, 10.0, qos_dirs=qos_dirs).reconcile_once(full=True)
+    result = Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs).reconcile_once(full=True)
     assert files.read("cpu.idle", be.cgroup_parent) == 1
     # kubelet's formula: weight = 1 + (512 - 2) * 9999 / 262142 = 20
     assert (host.cgroup_root / be.cgroup_parent / "cpu.weight").read_text().strip() == "20"

@@ -5,17 +5,19 @@ from __future__ import annotations
 import asyncio
 import socket
 from pathlib import Path
-from types import SimpleNamespace
 
 from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet.config import Config
 from koordlet.statesinformer.model import KoordQoSClass, Source
-from koordlet.statesinformer.module import StatesInformerModule, build_states_informer
-from koordlet.statesinformer.node import node_from_host
+from koordlet.statesinformer.agent import SPEC as STATES_INFORMER
+from koordlet.statesinformer.module import StatesInformerModule
+from koordlet.statesinformer.node import node_from_facts
+from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.store import PodStore
 from system.host import Host
 from tests.system.fake_trees import build_proc_tree, build_topology_tree
+from tests.koordlet.hubs_helper import hubs_for
 from tests.koordlet.statesinformer.cri_server import FakeContainer, FakeRuntime, FakeSandbox, serve
 from tests.koordlet.statesinformer.kubelet_server import FakeKubelet, pod_json
 
@@ -31,9 +33,10 @@ async def _until(predicate, timeout: float = 5.0) -> None:
 
 
 def _module(config: Config, registry: CollectorRegistry | None = None, gone=None):
-    hubs = SimpleNamespace(config=config, registry=registry or CollectorRegistry(), states=None, host=Host(),
-                           executor=SimpleNamespace(executor=SimpleNamespace(forget_cgroup=gone or (lambda d: 0))))
-    (module,) = build_states_informer(hubs)
+    hubs = hubs_for(config, registry=registry)
+    if gone is not None:
+        hubs.states.on_cgroup_gone = gone
+    (module,) = STATES_INFORMER.build(hubs).modules
     assert hubs.states is module.store
     return module, hubs
 
@@ -115,22 +118,22 @@ async def test_without_cri_and_kubelet_the_store_waits_for_nothing() -> None:
     await module.stop()
 
 
-def test_the_module_is_first_among_the_daemon_builders() -> None:
-    from koordlet.daemon.wiring import MODULE_BUILDERS
+def test_the_informer_is_the_first_agent() -> None:
+    from koordlet.agents import AGENTS
 
-    assert MODULE_BUILDERS[0] is build_states_informer
+    assert AGENTS[0] is STATES_INFORMER
     assert StatesInformerModule.name == "statesinformer"
 
 
 def test_the_node_has_the_host_cpus_and_memory_as_capacity(tmp_path: Path) -> None:
     build_topology_tree(tmp_path, sockets=2, nodes_per_socket=1, cores_per_node=4, threads_per_core=2)
     host = build_proc_tree(tmp_path, meminfo="MemTotal:       1048576 kB\nMemFree: 1 kB\nMemAvailable: 1 kB\n")
-    node = node_from_host("n1", host)
+    node = node_from_facts("n1", HostFacts(host))
     assert node.name == "n1"
     assert dict(node.capacity) == {"cpu": 16 * 1000, "memory": 1024 ** 3}
     assert node.allocatable == node.capacity
 
 
 def test_unreadable_host_facts_leave_the_resource_out(tmp_path: Path) -> None:
-    node = node_from_host("n1", Host.under(tmp_path))
+    node = node_from_facts("n1", HostFacts(Host.under(tmp_path)))
     assert dict(node.capacity) == {}

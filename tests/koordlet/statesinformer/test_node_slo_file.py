@@ -79,17 +79,17 @@ def test_module_watches_the_file(tmp_path):
 def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
     from prometheus_client import CollectorRegistry
 
-    from koordlet.daemon.wiring import Hubs
+    from koordlet.agent import Readiness
     from koordlet.config import parse_args
-    from koordlet.daemon.lifecycle import Readiness
     from koordlet.server.http_endpoint import HttpEndpoint
-    from koordlet.slo.module import build_node_slo
+    from koordlet.slo.agent import SPEC as NODE_SLO
+    from tests.koordlet.hubs_helper import hubs_for
 
     path = tmp_path / "slo.yaml"
     path.write_text("resourceUsedThresholdWithBE: {enable: true}\n")
     http = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))
-    hubs = Hubs(parse_args(["--node-slo-config", str(path)]), None, None, http, None)
-    (source,) = build_node_slo(hubs)
+    hubs = hubs_for(parse_args(["--node-slo-config", str(path), "--state-dir", str(tmp_path)]), http=http)
+    (source,) = NODE_SLO.build(hubs).modules
     source.reload()
     write(path, "resourceUsedThresholdWithBE: {enable: true, cpuSuppressThresholdPercent: 650}\n", 9)
     source.poll()

@@ -1,14 +1,11 @@
 """A token bucket (golang.org/x/time/rate's Limiter.Allow): `qps` tokens a second, at
-most `burst` saved. koordlet limits NodeMetric status updates to 0.1 QPS, burst 2."""
+most `burst` saved. The reporter limits NodeMetric status updates with one (koordlet: 0.1
+QPS, burst 2), the PodResources server its calls (kubelet: 100 QPS, burst 10)."""
 
 from __future__ import annotations
 
 import time
 from typing import Callable
-
-STATUS_UPDATE_QPS = 0.1
-STATUS_UPDATE_BURST = 2
-
 
 class TokenBucket:
     def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:

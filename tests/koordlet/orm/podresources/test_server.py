@@ -6,8 +6,9 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from koordlet.podresources.kubelet_devices import KubeletDevicesClient
-from koordlet.podresources.server import PodResourcesServicer, TokenBucket, start_pod_resources_server
+from koordlet.orm.podresources.kubelet_devices import KubeletDevicesClient
+from koordlet.orm.podresources.server import PodResourcesServicer, start_pod_resources_server
+from koordlet.util.token_bucket import TokenBucket
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import (ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo,
                                            PodQoS, SandboxState)
@@ -89,9 +90,9 @@ async def test_the_method_paths_are_kubelets(served) -> None:
 def test_token_bucket_allows_a_burst_of_ten_then_a_hundred_per_second() -> None:
     now = [0.0]
     bucket = TokenBucket(100.0, 10, clock=lambda: now[0])
-    assert [bucket.take() for _ in range(11)] == [True] * 10 + [False]
+    assert [bucket.allow() for _ in range(11)] == [True] * 10 + [False]
     now[0] += 0.01
-    assert bucket.take() and not bucket.take()
+    assert bucket.allow() and not bucket.allow()
 
 
 async def test_devices_from_kubelets_own_socket_are_merged(tmp_path, served) -> None:

@@ -1,12 +1,12 @@
-"""Wiring of the metric cache and the metrics advisor into the daemon (MODULE_BUILDERS)."""
+"""The metrics advisor agent: the collectors whose gates are on, filling the daemon's
+metric cache hub, and their figures appended to /metrics."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from koordlet.metriccache.module import MetricCacheModule
-from koordlet.metriccache.retention import RetentionPolicy
-from koordlet.metriccache.store import MetricStore
+from koordlet.agent import AgentSpec, Built
+from koordlet.config import Config
 from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector
 from koordlet.metricsadvisor.collectors.cpi import CPICollector
 from koordlet.metricsadvisor.collectors.network import NetworkCollector
@@ -19,9 +19,7 @@ from koordlet.metricsadvisor.framework import Collector
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
 
 if TYPE_CHECKING:
-    from koordlet.daemon.wiring import Hubs
-    from koordlet.config import Config
-    from koordlet.daemon.lifecycle import Module
+    from koordlet.hubs import Hubs
 
 
 def collectors_for(config: Config) -> list[Collector]:
@@ -39,24 +37,16 @@ def collectors_for(config: Config) -> list[Collector]:
     return [c for c in candidates if c.gate is None or config.feature_gates.enabled(c.gate)]
 
 
-def retention_for(config: Config) -> RetentionPolicy:
-    return RetentionPolicy(node_seconds=config.metric_expire_seconds,
-                           pod_seconds=config.pod_metric_expire_seconds,
-                           container_seconds=config.container_metric_expire_seconds,
-                           min_sample_interval=min(config.collect_res_used_interval_seconds, 1.0))
-
-
-def build_metrics_advisor(hubs: Hubs) -> list[Module]:
-    """Provides hubs.metric_cache; runs after the states informer's builder (pods from
-    hubs.states; without one, only node-level collectors run)."""
+def build(hubs: Hubs) -> Built:
     config = hubs.config
-    store = MetricStore(retention_for(config))
-    hubs.metric_cache = store
     collectors = collectors_for(config)
-    advisor = MetricsAdvisorModule(hubs.host, store, hubs.states, config.node_name, collectors, hubs.fd_pool)
+    advisor = MetricsAdvisorModule(hubs.facts, hubs.metric_cache, hubs.states, config.node_name, collectors,
+                                   hubs.fd_pool)
     psi = next((c for c in collectors if isinstance(c, PSICollector)), None)
-    exporter = AdvisorExporter(store, hubs.states, config.node_name, advisor.scheduler.stats,
+    exporter = AdvisorExporter(hubs.metric_cache, hubs.states, config.node_name, advisor.scheduler.stats,
                                psi=(lambda: psi.snapshot) if psi is not None else dict)
     hubs.http.add_metrics_text(exporter.render)
-    cache_module = MetricCacheModule(store, config.state_dir, gc_interval=config.metric_gc_interval_seconds)
-    return [cache_module, advisor]
+    return Built((advisor,))
+
+
+SPEC = AgentSpec("metricsadvisor", enabled=lambda config: True, build=build)

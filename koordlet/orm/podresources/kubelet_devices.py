@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import grpc
 import structlog
 
-from koordlet.podresources.view import KubeletDevices
+from koordlet.orm.podresources.view import KubeletDevices
 from proto.k8s.podresources.v1 import api_pb2 as pb
 from proto.k8s.podresources.v1 import api_pb2_grpc as pb_grpc
 

@@ -1,11 +1,12 @@
-"""Wiring of the reporter: `build_reports(hubs)` for app.MODULE_BUILDERS."""
+"""The reporter agent: NodeMetric, Katalyst overcommit ratios and batch resources, from the
+metric cache and the states informer, to the API server or the standalone routes."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-import structlog
 
+from koordlet.agent import AgentSpec, Built
 from koordlet.config import Config
 from koordlet.util.kube_client import open_kube_client
 from koordlet.reporter.batch import ReclaimThresholds
@@ -16,16 +17,11 @@ from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import KubeletStateFiles
 from koordlet.reporter.standalone import LatestReports, add_routes
-from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import NodeInfo
-from system.host import Host
-from system.procfs import read_meminfo
-from system.topology import read_online_cpus
+from koordlet.util.host_facts import HostFacts
 
 if TYPE_CHECKING:
-    from koordlet.daemon.wiring import Hubs
+    from koordlet.hubs import Hubs
 
-log = structlog.get_logger(__name__)
 
 OVERCOMMIT_PLUGIN = "overcommit_aware"
 
@@ -49,12 +45,10 @@ def settings_of(config: Config) -> ReportSettings:
     )
 
 
-def host_allocatable(host: Host) -> Callable[[], Allocatable]:
+def host_allocatable(facts: HostFacts) -> Callable[[], Allocatable]:
     """The host's CPUs and memory (standalone, or before the Node object is known)."""
-    def read() -> Allocatable:
-        return Allocatable(len(read_online_cpus(host)) * 1000, read_meminfo(host).total_bytes)
-
-    return read
+    allocatable = Allocatable(len(facts.online_cpus) * 1000, facts.memory_bytes or 0)
+    return lambda: allocatable
 
 
 def kube_sink_factory(config: Config) -> Callable[[], tuple[KubeSink, Callable[[], Any]]]:
@@ -65,22 +59,20 @@ def kube_sink_factory(config: Config) -> Callable[[], tuple[KubeSink, Callable[[
     return open_sink
 
 
-def build_reports(hubs: "Hubs") -> list[ReportsModule]:
-    """The reporter module, or nothing when both reports are off or there is no metric cache."""
-    config: Config = hubs.config
-    settings = settings_of(config)
-    if not (settings.node_metric or settings.overcommit):
-        return []
-    if hubs.metric_cache is None:
-        log.warning("reports_disabled", reason="no metric cache in this daemon")
-        return []
-    states = hubs.states
-    if states is None:
-        log.warning("reports_without_pods", reason="no states informer in this daemon: node figures only")
-        states = StaticStates(NodeInfo(config.node_name))
+def build(hubs: Hubs) -> Built:
+    config = hubs.config
     latest = LatestReports(config.node_name)
     add_routes(hubs.http, latest)
-    module = ReportsModule(settings, states, hubs.metric_cache, KubeletStateFiles(config.kubelet_root_dir),
-                           ReportMetrics(hubs.registry, config.node_name), latest, host_allocatable(hubs.host),
+    module = ReportsModule(settings_of(config), hubs.states, hubs.metric_cache,
+                           KubeletStateFiles(config.kubelet_root_dir),
+                           ReportMetrics(hubs.registry, config.node_name), latest, host_allocatable(hubs.facts),
                            None if config.standalone else kube_sink_factory(config))
-    return [module]
+    return Built((module,))
+
+
+def enabled(config: Config) -> bool:
+    settings = settings_of(config)
+    return settings.node_metric or settings.overcommit
+
+
+SPEC = AgentSpec("reporter", enabled=enabled, build=build)

@@ -16,30 +16,15 @@ import grpc
 
 from koordlet.server.grpc_unix import serve_unix, socket_mode
 from koordlet.orm.allocation import OrmAllocations
-from koordlet.podresources.kubelet_devices import KubeletDevicesClient
-from koordlet.podresources.view import PodResourcesCache, allocatable, fill_pod, list_pods
+from koordlet.orm.podresources.kubelet_devices import KubeletDevicesClient
+from koordlet.orm.podresources.view import PodResourcesCache, allocatable, fill_pod, list_pods
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.util.token_bucket import TokenBucket
 from proto.k8s.podresources.v1 import api_pb2 as pb
 from proto.k8s.podresources.v1 import api_pb2_grpc as pb_grpc
 
 RATE_QPS = 100.0
 RATE_BURST = 10
-
-
-class TokenBucket:
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self._rate, self._burst, self._clock = rate, float(burst), clock
-        self._tokens = float(burst)
-        self._at = clock()
-
-    def take(self) -> bool:
-        now = self._clock()
-        self._tokens = min(self._burst, self._tokens + (now - self._at) * self._rate)
-        self._at = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return True
-        return False
 
 
 class PodResourcesServicer(pb_grpc.PodResourcesListerServicer):
@@ -54,7 +39,7 @@ class PodResourcesServicer(pb_grpc.PodResourcesListerServicer):
         self._cache = PodResourcesCache()
 
     async def _admit(self, context: grpc.aio.ServicerContext) -> None:
-        if self._limiter is not None and not self._limiter.take():
+        if self._limiter is not None and not self._limiter.allow():
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "rejected by rate limit")
 
     async def _kubelet_devices(self) -> Mapping:

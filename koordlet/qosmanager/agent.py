@@ -1,5 +1,5 @@
-"""Wiring: which strategies run (feature gates), with what intervals, and the context
-they share once the executor exists."""
+"""The QoS manager agent: which strategies run (feature gates), with what intervals, and
+the context they share (the hubs, a cgroup reader, the eviction path)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from koordlet.agent import NOTHING, AgentSpec, Built
 from koordlet.util.kube_client import KubeClientError, open_kube_client
 from koordlet.qosmanager.api_evictor import ApiEvictor, LightkubeEvictionApi
 from koordlet.qosmanager.cpu_burst import CPUBurst
@@ -20,17 +21,12 @@ from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.resctrl import ResctrlQoS
-from koordlet.slo.source import StaticNodeSLO
 from resourceexecutor import ResourceExecutor
-from system.cgroup_layout import CgroupDriver, detect_driver
 from system.cgroup_readers import CgroupReader
-from system.errors import SystemFileError
-from system.topology import read_cpu_topology
 
 if TYPE_CHECKING:
-    from koordlet.daemon.wiring import Hubs
     from koordlet.config import Config
-    from koordlet.daemon.lifecycle import Module
+    from koordlet.hubs import Hubs
 
 log = structlog.get_logger(__name__)
 
@@ -63,32 +59,23 @@ def _evictor(config: Config, executor: ResourceExecutor, reader: CgroupReader) -
     return ApiEvictor(LightkubeEvictionApi(client), config.node_name)
 
 
-def build_qos_manager(hubs: Hubs) -> list[Module]:
+def build(hubs: Hubs) -> Built:
     strategies = strategies_for(hubs.config)
-    if not strategies:
-        return []
-    missing = [name for name, hub in (("states", hubs.states), ("metric_cache", hubs.metric_cache))
-               if hub is None]
-    if missing:
-        log.warning("qos_manager_not_started", missing_hubs=missing)
-        return []
+    if not hubs.facts.has_cgroups:
+        log.warning("qos_manager_idle", reason=hubs.facts.cgroup_error)
+        return NOTHING
     metrics = QoSMetrics(hubs.registry, hubs.config.node_name)
-    node_slo = hubs.node_slo if hubs.node_slo is not None else StaticNodeSLO()
+    executor = hubs.executor
 
-    def context() -> QoSContext | None:
-        executor = hubs.executor.executor
-        if executor is None:
-            return None
+    def context() -> QoSContext:
+        """Made at the manager's start: the Kubernetes evictor opens its client there."""
         reader = CgroupReader(executor.files)
-        try:
-            topology = read_cpu_topology(hubs.host)
-        except (SystemFileError, OSError) as exc:
-            log.warning("cpu_topology_unavailable", error=str(exc))
-            topology = None
-        driver = detect_driver(executor.files) or CgroupDriver.CGROUPFS
-        assert hubs.states is not None and hubs.metric_cache is not None
-        return QoSContext(hubs.states, hubs.metric_cache, node_slo, executor, reader,
+        return QoSContext(hubs.states, hubs.metric_cache, hubs.node_slo, executor, reader,
                           EvictionPath(_evictor(hubs.config, executor, reader), metrics, time.time),
-                          metrics, QoSDirs(driver), hubs.host, topology, be_suppress=hubs.be_suppress)
+                          metrics, QoSDirs(hubs.facts.driver), hubs.host, hubs.facts.topology,
+                          be_suppress=hubs.be_suppress)
 
-    return [QoSManager(strategies, context)]
+    return Built((QoSManager(strategies, context),))
+
+
+SPEC = AgentSpec("qosmanager", enabled=lambda config: bool(strategies_for(config)), build=build)

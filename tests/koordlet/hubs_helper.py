@@ -1,0 +1,41 @@
+"""Real hubs for tests: built by the daemon's own composition root, with a few of them
+replaced by what a test needs (a StaticStates, a fed metric store...)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from prometheus_client import CollectorRegistry
+
+from koordlet.config import Config
+from koordlet.daemon.wiring import build_hubs, host_of
+from koordlet.hubs import Hubs
+from koordlet.server.http_endpoint import RouteHandler
+from koordlet.util.host_facts import HostFacts
+from system.file_io import KeptFdPool
+
+
+@dataclass
+class RecordedRoutes:
+    """The HTTP routes agents added, callable by path, and the /metrics renderers."""
+
+    routes: dict[str, RouteHandler] = field(default_factory=dict)
+    metrics_text: list[Callable[[], bytes]] = field(default_factory=list)
+
+    def add_route(self, path: str, handler: RouteHandler) -> None:
+        self.routes[path] = handler
+
+    def add_metrics_text(self, render: Callable[[], bytes]) -> None:
+        self.metrics_text.append(render)
+
+
+def hubs_for(config: Config, *, facts: HostFacts | None = None, registry: CollectorRegistry | None = None,
+             http: Any = None, **replaced: Any) -> Hubs:
+    """Hubs for `config` (its host roots probed unless `facts` is given), with any hub
+    named in `replaced` swapped for the given value."""
+    hubs = build_hubs(config, registry if registry is not None else CollectorRegistry(),
+                      http if http is not None else RecordedRoutes(),
+                      facts=facts if facts is not None else HostFacts(host_of(config)),
+                      fd_pool=KeptFdPool(max_open=64))
+    return replace(hubs, **replaced) if replaced else hubs
