@@ -11,7 +11,7 @@ RUN_ADDR := $(if $(findstring --addr,$(ARGS)),,--addr 127.0.0.1:9316)
 # Extra pytest arguments for `make test`, e.g. make test PYTEST_ARGS="-k nri -x"
 PYTEST_ARGS ?=
 
-.PHONY: run test install install-test proto bench mutation clean
+.PHONY: run test install install-test proto bench mutation clean docs
 
 # The perf C extension (cffi) compiles against Python.h: Debian ships it in pythonX.Y-dev.
 HAS_HEADERS := import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
@@ -40,6 +40,10 @@ run: install
 
 test: install-test
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# README's flag table, from the options' declarations
+docs: install
+	$(PY) -m koordlet.daemon.cli README.md
 
 proto: install-test
 	$(PY) -m proto.generate

@@ -6,7 +6,8 @@ import asyncio
 import sys
 from typing import Sequence
 
-from koordlet.config import ConfigError, parse_args
+from koordlet.config import ConfigError
+from koordlet.daemon.cli import parse_args
 from koordlet.daemon.logs import configure_logging
 
 
@@ -16,7 +17,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"koordlet: {exc}", file=sys.stderr)
         return 2
-    configure_logging(config.log_level, config.log_format)
+    configure_logging(config.common.log_level, config.common.log_format)
     from koordlet.daemon.wiring import loop_factory, run
 
     with asyncio.Runner(loop_factory=loop_factory()) as runner:

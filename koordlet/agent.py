@@ -9,7 +9,7 @@ specs in build order; the daemon iterates that list and nothing else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol
 
 if TYPE_CHECKING:
@@ -61,5 +61,5 @@ class AgentSpec:
     name: str
     enabled: Callable[[Config], bool]
     build: Callable[[Hubs], Built]
-    # what the agent reads from the hubs beyond the shared ones, for the map a reader needs
-    summary: str = field(default="")
+    # the agent's section of options (koordlet/<agent>/options.py); the daemon composes them
+    options: type | None = None

@@ -63,16 +63,14 @@ STATES_KUBELET_SYNC_INTERVAL_SECONDS = 10.0
 # Off unless --topology-policy-name is given (Katalyst's "" default refuses to start).
 TOPOLOGY_POLICY_NAME = ""
 TOPOLOGY_MANAGER_SCOPE = "container"
-NUMERIC_ALIGN_RESOURCES = "cpu,memory"
+NUMERIC_ALIGN_RESOURCES = ("cpu", "memory")
 # Ours, not Katalyst's /var/lib/katalyst/pod-resources/kubelet.sock: not kubelet's own socket either.
-POD_RESOURCES_SERVER_ENDPOINT = "unix:/var/lib/koordlet/pod-resources/kubelet.sock"
+POD_RESOURCES_SERVER_ENDPOINT = Path("/var/lib/koordlet/pod-resources/kubelet.sock")
 ORM_DEVICES_PROVIDER = ""
-ORM_KUBELET_POD_RESOURCES_ENDPOINTS = "/var/lib/kubelet/pod-resources/kubelet.sock"
-ORM_RESOURCE_NAMES_MAP = ""
+ORM_KUBELET_POD_RESOURCES_ENDPOINTS = ("/var/lib/kubelet/pod-resources/kubelet.sock",)
 ORM_RECONCILE_PERIOD_SECONDS = 5.0
 # QRM plugins register on <dir>/kubelet.sock (the katalyst-agent chart's directory).
-QRM_SOCKET_DIRS = "/var/lib/katalyst/plugin-socks"
-RESERVED_CPUS = ""
+QRM_SOCKET_DIRS = (Path("/var/lib/katalyst/plugin-socks"),)
 # kubelet's default: only the classes that ask for it (dedicated_cores, LSE, LSR) get exclusive CPUs.
 CPU_MANAGER_POLICY = "none"
 # Metrics advisor (koordlet v1.1 metricsadvisor/config.go and metriccache/config.go).
@@ -102,7 +100,9 @@ MEMORY_METRICS_TO_GATHER = ("mem.usage.container",)
 # NodeMetric metricCollectPolicy in standalone mode (a cluster object's spec wins):
 # koordlet's defaults, floors 30 s and 60 s.
 REPORT_INTERVAL_SECONDS = 60
+MIN_REPORT_INTERVAL_SECONDS = 30
 AGGREGATE_DURATION_SECONDS = 300
+MIN_AGGREGATE_DURATION_SECONDS = 60
 AGGREGATE_DURATIONS_SECONDS = (300.0, 600.0, 1800.0)
 # Koordinator slo-controller: batch = allocatable - (100 - threshold)% reserve - system - non-BE usage.
 CPU_RECLAIM_THRESHOLD_PERCENT = 60

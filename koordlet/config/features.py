@@ -13,6 +13,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
+from koordlet.config.parsers import parse_bool
+
 
 class Stage(Enum):
     ALPHA = "alpha"
@@ -93,17 +95,12 @@ class FeatureGates:
         return tuple(sorted(name for name, on in self.states.items() if on and not SPECS[name].implemented))
 
 
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
-
-
-def parse_bool(name: str, text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise FeatureGateError(f"feature gate {name!r}: {text!r} is not a boolean (use true or false)")
+def gate_value(name: str, text: str) -> bool:
+    """One gate's true/false, the error naming the gate."""
+    try:
+        return parse_bool(text)
+    except ValueError as exc:
+        raise FeatureGateError(f"feature gate {name!r}: {exc}") from None
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
@@ -118,7 +115,7 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
         if not sep:
             raise FeatureGateError(f"feature gate item {item!r} must be NAME=true|false")
         _check_known(name)
-        result[name] = parse_bool(name, value)
+        result[name] = gate_value(name, value)
     return result
 
 
@@ -129,6 +126,11 @@ def resolve(overrides: Mapping[str, bool] | Iterable[tuple[str, bool]] = ()) -> 
         _check_known(name)
         states[name] = on
     return FeatureGates(MappingProxyType(states))
+
+
+def gates_from_text(text: str) -> FeatureGates:
+    """The gates a `--feature-gates` value gives: its overrides laid over the defaults."""
+    return resolve(parse_feature_gates(text))
 
 
 def _check_known(name: str) -> None:

@@ -38,6 +38,8 @@ from koordlet.statesinformer.node import node_from_facts
 from koordlet.statesinformer.sources import expected_sources
 from koordlet.statesinformer.store import PodStore
 from koordlet.util.host_facts import HostFacts
+from koordlet.metriccache.options import MetricCacheOptions
+from koordlet.metricsadvisor.options import AdvisorOptions
 from resourceexecutor import KeptFdFileIO, ResourceExecutor
 from system.file_io import KeptFdPool
 from system.host import Host
@@ -57,7 +59,7 @@ def prepare_state_dir(path: Path) -> None:
 
 
 def host_of(config: Config) -> Host:
-    return Host(config.cgroup_root_dir, config.proc_root_dir, config.sys_root_dir)
+    return Host(config.common.cgroup_root_dir, config.common.proc_root_dir, config.common.sys_root_dir)
 
 
 def daemon_fd_pool() -> KeptFdPool:
@@ -78,18 +80,19 @@ def build_hubs(config: Config, registry: CollectorRegistry, http: Routes,
     executor = ResourceExecutor(facts.files, registry=registry, io=KeptFdFileIO(pool=pool))
     expected = expected_sources(config)
     log.info("states_informer_expects", sources=sorted(source.value for source in expected))
-    states = PodStore(node_from_facts(config.node_name, facts), expected=expected,
+    states = PodStore(node_from_facts(config.common.node_name, facts), expected=expected,
                       on_cgroup_gone=executor.forget_cgroup)
     return Hubs(config=config, host=host, facts=facts, registry=registry, http=http, fd_pool=pool,
-                executor=executor, states=states, metric_cache=MetricStore(retention_for(config)),
+                executor=executor, states=states, metric_cache=MetricStore(retention_for(
+                    config[MetricCacheOptions], config[AdvisorOptions].collect_res_used_interval_seconds)),
                 node_slo=node_slo_for(config), be_suppress=BESuppressBoard())
 
 
 def hub_modules(hubs: Hubs) -> list[Module]:
     """The modules that own a hub's lifecycle, started before every agent."""
     return [ExecutorModule(hubs.executor, hubs.facts),
-            MetricCacheModule(hubs.metric_cache, hubs.config.state_dir,
-                              gc_interval=hubs.config.metric_gc_interval_seconds)]
+            MetricCacheModule(hubs.metric_cache, hubs.config.common.state_dir,
+                              gc_interval=hubs.config[MetricCacheOptions].metric_gc_interval_seconds)]
 
 
 def build_agents(hubs: Hubs, agents: Iterable[AgentSpec] = AGENTS) -> list[Module]:
@@ -108,9 +111,9 @@ def build_agents(hubs: Hubs, agents: Iterable[AgentSpec] = AGENTS) -> list[Modul
 
 def build_daemon(config: Config, agents: Iterable[AgentSpec] = AGENTS,
                  facts: HostFacts | None = None) -> Daemon:
-    registry = new_registry(config.node_name)
+    registry = new_registry(config.common.node_name)
     daemon = Daemon()
-    bind_host, port = parse_addr(config.addr)
+    bind_host, port = parse_addr(config.common.addr)
     http = HttpEndpoint(bind_host, port, registry, daemon.readiness)
     hubs = build_hubs(config, registry, http, facts=facts)
     for module in hub_modules(hubs) + build_agents(hubs, agents):
@@ -120,14 +123,14 @@ def build_daemon(config: Config, agents: Iterable[AgentSpec] = AGENTS,
 
 
 async def run(config: Config) -> int:
-    log.info("koordlet_starting", version=__version__, node=config.node_name,
-             mode="standalone" if config.standalone else "cluster",
-             feature_gates_overridden=config.feature_gates.overridden())
-    unbuilt = config.feature_gates.enabled_unimplemented()
+    log.info("koordlet_starting", version=__version__, node=config.common.node_name,
+             mode="standalone" if config.common.standalone else "cluster",
+             feature_gates_overridden=config.common.feature_gates.overridden())
+    unbuilt = config.common.feature_gates.enabled_unimplemented()
     if unbuilt:  # say so: an operator must not believe these features are running
         log.warning("feature_gates_not_implemented", gates=list(unbuilt))
     try:
-        prepare_state_dir(config.state_dir)
+        prepare_state_dir(config.common.state_dir)
     except StartupError as exc:
         log.error("startup_failed", error=str(exc))
         return exc.exit_code

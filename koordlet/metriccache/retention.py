@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Mapping
 from koordlet.metriccache.api import SeriesKey
 
 if TYPE_CHECKING:
-    from koordlet.config import Config
+    from koordlet.metriccache.options import MetricCacheOptions
 
 
 class Level(Enum):
@@ -86,9 +86,9 @@ class RetentionPolicy:
                     *self.per_metric_seconds.values()))
 
 
-def retention_for(config: Config) -> RetentionPolicy:
-    """The cache's retention from the daemon's flags."""
-    return RetentionPolicy(node_seconds=config.metric_expire_seconds,
-                           pod_seconds=config.pod_metric_expire_seconds,
-                           container_seconds=config.container_metric_expire_seconds,
-                           min_sample_interval=min(config.collect_res_used_interval_seconds, 1.0))
+def retention_for(options: MetricCacheOptions, sample_interval: float) -> RetentionPolicy:
+    """The cache's retention from its options and the collectors' sampling interval."""
+    return RetentionPolicy(node_seconds=options.metric_expire_seconds,
+                           pod_seconds=options.pod_metric_expire_seconds,
+                           container_seconds=options.container_metric_expire_seconds,
+                           min_sample_interval=min(sample_interval, 1.0))

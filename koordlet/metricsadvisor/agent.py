@@ -17,6 +17,7 @@ from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.exporter import AdvisorExporter
 from koordlet.metricsadvisor.framework import Collector
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
+from koordlet.metricsadvisor.options import AdvisorOptions
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs
@@ -24,29 +25,30 @@ if TYPE_CHECKING:
 
 def collectors_for(config: Config) -> list[Collector]:
     """Every collector whose feature gate is on, in run order (node before pods)."""
-    res = config.collect_res_used_interval_seconds
+    res = config[AdvisorOptions].collect_res_used_interval_seconds
     candidates: list[Collector] = [
         NodeResourceCollector(res),
         PodResourceCollector(res),
         PodThrottledCollector(res),
         BEResourceCollector(res),
         NetworkCollector(res),
-        PSICollector(config.psi_collector_interval_seconds),
-        CPICollector(config.cpi_collector_interval_seconds, config.collect_cpi_timewindow_seconds),
+        PSICollector(config[AdvisorOptions].psi_collector_interval_seconds),
+        CPICollector(config[AdvisorOptions].cpi_collector_interval_seconds, config[AdvisorOptions].collect_cpi_timewindow_seconds),
     ]
-    return [c for c in candidates if c.gate is None or config.feature_gates.enabled(c.gate)]
+    return [c for c in candidates if c.gate is None or config.common.feature_gates.enabled(c.gate)]
 
 
 def build(hubs: Hubs) -> Built:
     config = hubs.config
     collectors = collectors_for(config)
-    advisor = MetricsAdvisorModule(hubs.facts, hubs.metric_cache, hubs.states, config.node_name, collectors,
+    advisor = MetricsAdvisorModule(hubs.facts, hubs.metric_cache, hubs.states, config.common.node_name, collectors,
                                    hubs.fd_pool)
     psi = next((c for c in collectors if isinstance(c, PSICollector)), None)
-    exporter = AdvisorExporter(hubs.metric_cache, hubs.states, config.node_name, advisor.scheduler.stats,
+    exporter = AdvisorExporter(hubs.metric_cache, hubs.states, config.common.node_name, advisor.scheduler.stats,
                                psi=(lambda: psi.snapshot) if psi is not None else dict)
     hubs.http.add_metrics_text(exporter.render)
     return Built((advisor,))
 
 
-SPEC = AgentSpec("metricsadvisor", enabled=lambda config: True, build=build)
+SPEC = AgentSpec("metricsadvisor", enabled=lambda config: True, build=build,
+                 options=AdvisorOptions)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from koordlet.agent import AgentSpec, Built
 from koordlet.orm.module import OrmModule
 from koordlet.ports import Ports
+from koordlet.orm.options import OrmOptions
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs
@@ -22,4 +23,5 @@ def build(hubs: Hubs) -> Built:
     return Built((module,), offers=Ports(admitter=module, cpusets=module))
 
 
-SPEC = AgentSpec("orm", enabled=lambda config: bool(config.topology_policy_name), build=build)
+SPEC = AgentSpec("orm", enabled=lambda config: bool(config[OrmOptions].topology_policy_name), build=build,
+                 options=OrmOptions)

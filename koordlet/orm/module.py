@@ -40,6 +40,7 @@ from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodEvent, PodEventKind, PodInfo
 from koordlet.topology.manager import Scope
 from koordlet.topology.policy import PolicyError, new_policy, parse_policy_name
+from koordlet.orm.options import OrmOptions
 from system.cpuset import parse_cpuset
 from system.errors import InvalidValue
 
@@ -93,10 +94,10 @@ class OrmModule:
             raise StartupError("orm: cannot read the CPU topology: %s" % self._facts.topology_error, exit_code=2)
         layout = CpuLayout.of(topology)
         try:
-            policy = new_policy(parse_policy_name(config.topology_policy_name), layout.numa_nodes,
-                                config.numeric_align_resources)
-            return Orm(layout, config.reserved_cpus, policy,
-                       CheckpointStore(config.state_dir / CHECKPOINT_DIR), Scope(config.topology_manager_scope))
+            policy = new_policy(parse_policy_name(config[OrmOptions].topology_policy_name), layout.numa_nodes,
+                                config[OrmOptions].numeric_align_resources)
+            return Orm(layout, config[OrmOptions].reserved_cpus, policy,
+                       CheckpointStore(config.common.state_dir / CHECKPOINT_DIR), Scope(config[OrmOptions].topology_manager_scope))
         except (PolicyError, ValueError) as exc:
             raise StartupError("orm: %s" % exc, exit_code=2) from None
 
@@ -114,14 +115,14 @@ class OrmModule:
         if self._states is not None and self._states.synced():
             await orm.reconcile(p.uid for p in self._states.pods())
         try:
-            for socket_dir in config.qrm_socket_dirs:
+            for socket_dir in config[OrmOptions].qrm_socket_dirs:
                 self._servers.append(await start_registration_server(socket_dir, orm.register_plugin))
-            if config.orm_devices_provider == "kubelet":
-                self._kubelet = KubeletDevicesClient(config.orm_kubelet_pod_resources_endpoints)
+            if config[OrmOptions].orm_devices_provider == "kubelet":
+                self._kubelet = KubeletDevicesClient(config[OrmOptions].orm_kubelet_pod_resources_endpoints)
             servicer = PodResourcesServicer(orm.allocations, orm.layout.node_memory, self._states,
                                             self._kubelet, TokenBucket(RATE_QPS, RATE_BURST))
             self._servers.append(await start_pod_resources_server(
-                config.pod_resources_server_endpoint, servicer, config.pod_resources_socket_group))
+                config[OrmOptions].pod_resources_server_endpoint, servicer, config[OrmOptions].pod_resources_socket_group))
         except (OSError, RuntimeError) as exc:
             await self.stop()
             raise StartupError("orm: cannot serve its sockets: %s" % exc, exit_code=2) from None
@@ -133,9 +134,9 @@ class OrmModule:
         self._reconciler = asyncio.create_task(self._reconcile_loop(), name="orm-reconcile")
         self._ready = True
         log.info("orm_started", policy=orm.topology.policy.name.value, scope=orm.topology.scope.value,
-                 numa_nodes=list(orm.layout.numa_nodes), reserved=sorted(config.reserved_cpus),
+                 numa_nodes=list(orm.layout.numa_nodes), reserved=sorted(config[OrmOptions].reserved_cpus),
                  restored_pods=len(orm.table.pod_uids()),
-                 pod_resources=str(config.pod_resources_server_endpoint))
+                 pod_resources=str(config[OrmOptions].pod_resources_server_endpoint))
 
     async def stop(self) -> None:
         self._ready = False
@@ -181,7 +182,7 @@ class OrmModule:
             return
         if container is not None and pod.container_by_id(container.id) is None:
             pod = replace(pod, containers=pod.containers + (container,))
-        request = pod_request(pod, self._config.orm_resource_names_map, self._config.cpu_manager_policy == "static")
+        request = pod_request(pod, self._config[OrmOptions].orm_resource_names_map, self._config[OrmOptions].cpu_manager_policy == "static")
         start = time.perf_counter()
         try:
             self.orm.admit_now(request)
@@ -210,8 +211,8 @@ class OrmModule:
             raise RuntimeError("the ORM has not started")
         start = time.perf_counter()
         try:
-            rows = await self.orm.admit(pod_request(pod, self._config.orm_resource_names_map,
-                                                    self._config.cpu_manager_policy == "static"))
+            rows = await self.orm.admit(pod_request(pod, self._config[OrmOptions].orm_resource_names_map,
+                                                    self._config[OrmOptions].cpu_manager_policy == "static"))
         except AdmissionError:
             self._count(False, start)
             raise
@@ -248,7 +249,7 @@ class OrmModule:
                    and (cpus := _cpuset(c.linux.cpuset_cpus))}
         if not running:
             return
-        request = pod_request(pod, self._config.orm_resource_names_map, self._config.cpu_manager_policy == "static")
+        request = pod_request(pod, self._config[OrmOptions].orm_resource_names_map, self._config[OrmOptions].cpu_manager_policy == "static")
         orm.adopt_now(request, running)
 
     def _spawn(self, coroutine) -> None:
@@ -258,7 +259,7 @@ class OrmModule:
 
     async def _reconcile_loop(self) -> None:
         while True:
-            await asyncio.sleep(self._config.orm_reconcile_period)
+            await asyncio.sleep(self._config[OrmOptions].orm_reconcile_period)
             try:
                 await self.reconcile_once()
             except Exception:  # noqa: BLE001 - the loop must survive one bad round

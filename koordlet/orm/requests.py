@@ -24,17 +24,6 @@ MIN_SHARES = 2  # kubelet's floor: a BestEffort container's shares, i.e. no requ
 UNLIMITED_MEMORY = 1 << 62
 
 
-def parse_resource_names_map(text: str) -> Mapping[str, str]:
-    """"a=cpu,b=memory" -> {"a": "cpu", "b": "memory"}; ValueError on a malformed pair."""
-    result: dict[str, str] = {}
-    for pair in filter(None, (p.strip() for p in text.split(","))):
-        source, sep, target = pair.partition("=")
-        if not sep or not source.strip() or not target.strip():
-            raise ValueError("resource names map entry %r must be NAME=NAME" % pair)
-        result[source.strip()] = target.strip()
-    return MappingProxyType(result)
-
-
 def milli_from_shares(shares: int | None) -> int:
     if shares is None or shares <= MIN_SHARES:
         return 0

@@ -21,6 +21,7 @@ from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.resctrl import ResctrlQoS
+from koordlet.qosmanager.options import QoSOptions
 from resourceexecutor import ResourceExecutor
 from system.cgroup_readers import CgroupReader
 
@@ -33,15 +34,15 @@ log = structlog.get_logger(__name__)
 
 def strategies_for(config: Config) -> list[Strategy]:
     """The strategies whose feature gate is on, in koordlet's order."""
-    gates = config.feature_gates
+    gates = config.common.feature_gates
     candidates: list[Strategy] = [
-        CPUSuppress(interval=config.cpu_suppress_interval_seconds),
-        MemoryEvict(interval=config.memory_evict_interval_seconds,
-                    cool_down=config.memory_evict_cool_time_seconds),
-        CPUEvict(interval=config.cpu_evict_interval_seconds, cool_down=config.cpu_evict_cool_time_seconds),
-        CPUBurst(interval=config.reconcile_interval_seconds),
-        MemoryQoS(interval=config.reconcile_interval_seconds),
-        ResctrlQoS(interval=config.reconcile_interval_seconds),
+        CPUSuppress(interval=config[QoSOptions].cpu_suppress_interval_seconds),
+        MemoryEvict(interval=config[QoSOptions].memory_evict_interval_seconds,
+                    cool_down=config[QoSOptions].memory_evict_cool_time_seconds),
+        CPUEvict(interval=config[QoSOptions].cpu_evict_interval_seconds, cool_down=config[QoSOptions].cpu_evict_cool_time_seconds),
+        CPUBurst(interval=config[QoSOptions].reconcile_interval_seconds),
+        MemoryQoS(interval=config[QoSOptions].reconcile_interval_seconds),
+        ResctrlQoS(interval=config[QoSOptions].reconcile_interval_seconds),
     ]
     return [s for s in candidates if gates.enabled(s.gate)]
 
@@ -49,14 +50,14 @@ def strategies_for(config: Config) -> list[Strategy]:
 def _evictor(config: Config, executor: ResourceExecutor, reader: CgroupReader) -> Evictor:
     """Standalone: cgroup kills when opted in. Kubernetes mode: the Eviction API through the
     daemon's lightkube client (opened here, in the manager's start; closed at its stop)."""
-    if config.standalone:
-        return CgroupKillEvictor(executor, reader) if config.qos_standalone_eviction else DisabledEvictor()
+    if config.common.standalone:
+        return CgroupKillEvictor(executor, reader) if config[QoSOptions].qos_standalone_eviction else DisabledEvictor()
     try:
         client = open_kube_client(config)
     except KubeClientError as exc:
         log.warning("pod_eviction_unavailable", reason=str(exc))
         return DisabledEvictor()
-    return ApiEvictor(LightkubeEvictionApi(client), config.node_name)
+    return ApiEvictor(LightkubeEvictionApi(client), config.common.node_name)
 
 
 def build(hubs: Hubs) -> Built:
@@ -64,7 +65,7 @@ def build(hubs: Hubs) -> Built:
     if not hubs.facts.has_cgroups:
         log.warning("qos_manager_idle", reason=hubs.facts.cgroup_error)
         return NOTHING
-    metrics = QoSMetrics(hubs.registry, hubs.config.node_name)
+    metrics = QoSMetrics(hubs.registry, hubs.config.common.node_name)
     executor = hubs.executor
 
     def context() -> QoSContext:
@@ -78,4 +79,5 @@ def build(hubs: Hubs) -> Built:
     return Built((QoSManager(strategies, context),))
 
 
-SPEC = AgentSpec("qosmanager", enabled=lambda config: bool(strategies_for(config)), build=build)
+SPEC = AgentSpec("qosmanager", enabled=lambda config: bool(strategies_for(config)), build=build,
+                 options=QoSOptions)

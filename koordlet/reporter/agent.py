@@ -18,6 +18,7 @@ from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import KubeletStateFiles
 from koordlet.reporter.standalone import LatestReports, add_routes
 from koordlet.util.host_facts import HostFacts
+from koordlet.reporter.options import ReporterOptions
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs
@@ -28,20 +29,20 @@ OVERCOMMIT_PLUGIN = "overcommit_aware"
 
 def settings_of(config: Config) -> ReportSettings:
     return ReportSettings(
-        policy=MetricCollectPolicy(config.aggregate_duration_seconds, config.report_interval_seconds,
-                                   config.aggregate_durations),
-        node_metric=config.feature_gates.enabled("NodeMetricReport"),
-        overcommit=(config.feature_gates.enabled("OvercommitReport")
-                    and config.sysadvisor_plugin_enabled(OVERCOMMIT_PLUGIN)),
-        sync_period_seconds=max(config.realtime_overcommit_sync_period, 1.0),
-        cpu_targets=LoadTargets(config.realtime_overcommit_CPU_targetload,
-                                config.realtime_overcommit_estimated_cpuload),
-        memory_targets=LoadTargets(config.realtime_overcommit_mem_targetload,
-                                   config.realtime_overcommit_estimated_memload),
-        cpu_metrics=config.CPU_metrics_to_gather,
-        memory_metrics=config.memory_metrics_to_gather,
-        thresholds=ReclaimThresholds(config.cpu_reclaim_threshold_percent, config.memory_reclaim_threshold_percent),
-        output_file=config.report_output_file,
+        policy=MetricCollectPolicy(config[ReporterOptions].aggregate_duration_seconds, config[ReporterOptions].report_interval_seconds,
+                                   config[ReporterOptions].aggregate_durations),
+        node_metric=config.common.feature_gates.enabled("NodeMetricReport"),
+        overcommit=(config.common.feature_gates.enabled("OvercommitReport")
+                    and config[ReporterOptions].sysadvisor_plugin_enabled(OVERCOMMIT_PLUGIN)),
+        sync_period_seconds=max(config[ReporterOptions].realtime_overcommit_sync_period, 1.0),
+        cpu_targets=LoadTargets(config[ReporterOptions].realtime_overcommit_CPU_targetload,
+                                config[ReporterOptions].realtime_overcommit_estimated_cpuload),
+        memory_targets=LoadTargets(config[ReporterOptions].realtime_overcommit_mem_targetload,
+                                   config[ReporterOptions].realtime_overcommit_estimated_memload),
+        cpu_metrics=config[ReporterOptions].CPU_metrics_to_gather,
+        memory_metrics=config[ReporterOptions].memory_metrics_to_gather,
+        thresholds=ReclaimThresholds(config[ReporterOptions].cpu_reclaim_threshold_percent, config[ReporterOptions].memory_reclaim_threshold_percent),
+        output_file=config[ReporterOptions].report_output_file,
     )
 
 
@@ -54,19 +55,19 @@ def host_allocatable(facts: HostFacts) -> Callable[[], Allocatable]:
 def kube_sink_factory(config: Config) -> Callable[[], tuple[KubeSink, Callable[[], Any]]]:
     def open_sink() -> tuple[KubeSink, Callable[[], Any]]:
         client = open_kube_client(config)
-        return KubeSink(client, config.node_name), client.close
+        return KubeSink(client, config.common.node_name), client.close
 
     return open_sink
 
 
 def build(hubs: Hubs) -> Built:
     config = hubs.config
-    latest = LatestReports(config.node_name)
+    latest = LatestReports(config.common.node_name)
     add_routes(hubs.http, latest)
     module = ReportsModule(settings_of(config), hubs.states, hubs.metric_cache,
-                           KubeletStateFiles(config.kubelet_root_dir),
-                           ReportMetrics(hubs.registry, config.node_name), latest, host_allocatable(hubs.facts),
-                           None if config.standalone else kube_sink_factory(config))
+                           KubeletStateFiles(config[ReporterOptions].kubelet_root_dir),
+                           ReportMetrics(hubs.registry, config.common.node_name), latest, host_allocatable(hubs.facts),
+                           None if config.common.standalone else kube_sink_factory(config))
     return Built((module,))
 
 
@@ -75,4 +76,5 @@ def enabled(config: Config) -> bool:
     return settings.node_metric or settings.overcommit
 
 
-SPEC = AgentSpec("reporter", enabled=enabled, build=build)
+SPEC = AgentSpec("reporter", enabled=enabled, build=build,
+                 options=ReporterOptions)

@@ -10,6 +10,7 @@ is mem.usage.container (the working set the collectors gather).
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
@@ -55,3 +56,15 @@ def parse_cpu_metrics(text: str) -> tuple[str, ...]:
 
 def parse_memory_metrics(text: str) -> tuple[str, ...]:
     return parse_metric_names(text, MEMORY_METRICS)
+
+
+_PLUGIN_ITEM = re.compile(r"^(\*|-?[A-Za-z0-9_.-]+)$")
+
+
+def parse_plugin_list(text: str) -> tuple[str, ...]:
+    """Katalyst's --sysadvisor-plugins: comma-separated names, "-name" to turn one off, "*"."""
+    items = tuple(item.strip() for item in text.split(",") if item.strip())
+    for item in items:
+        if not _PLUGIN_ITEM.match(item):
+            raise ValueError(f"{item!r} is not a plugin name (use e.g. *,-overcommit_aware)")
+    return items

@@ -12,14 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from koordlet.config import parse_duration
+from koordlet.config import defaults
+from koordlet.config.parsers import parse_duration
 from koordlet.reporter.quantities import go_duration
 
-DEFAULT_AGGREGATE_DURATION_SECONDS = 300
-MIN_AGGREGATE_DURATION_SECONDS = 60
-DEFAULT_REPORT_INTERVAL_SECONDS = 60
-MIN_REPORT_INTERVAL_SECONDS = 30
-DEFAULT_DURATIONS_SECONDS = (300.0, 600.0, 1800.0)
+DEFAULT_AGGREGATE_DURATION_SECONDS = defaults.AGGREGATE_DURATION_SECONDS
+MIN_AGGREGATE_DURATION_SECONDS = defaults.MIN_AGGREGATE_DURATION_SECONDS
+DEFAULT_REPORT_INTERVAL_SECONDS = defaults.REPORT_INTERVAL_SECONDS
+MIN_REPORT_INTERVAL_SECONDS = defaults.MIN_REPORT_INTERVAL_SECONDS
+DEFAULT_DURATIONS_SECONDS = defaults.AGGREGATE_DURATIONS_SECONDS
 MEMORY_POLICIES = ("usageWithoutPageCache", "usageWithHotPageCache", "usageWithPageCache")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from koordlet.runtimehooks.options import HooksOptions
 from koordlet.agent import AgentSpec, Built
 from koordlet.config import Config
 from koordlet.runtimehooks.module import RuntimeHooksModule
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def enabled(config: Config) -> bool:
-    gates = config.feature_gates
+    gates = config.common.feature_gates
     return gates.enabled("NRIRuntimeHooks") or gates.enabled("CgroupReconcile")
 
 
@@ -27,4 +28,5 @@ def build(hubs: Hubs) -> Built:
     return Built((module,))
 
 
-SPEC = AgentSpec("runtimehooks", enabled=enabled, build=build)
+SPEC = AgentSpec("runtimehooks", enabled=enabled, build=build,
+                 options=HooksOptions)

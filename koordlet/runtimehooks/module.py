@@ -38,6 +38,7 @@ from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import K8sQoS
 from koordlet.statesinformer.sources import nri_enabled, nri_wanted
 from koordlet.util.host_facts import HostFacts
+from koordlet.runtimehooks.options import HooksOptions
 from nri.stub import Stub, StubConfig
 from resourceexecutor import ResourceExecutor
 from system.cgroup_layout import QoSTier
@@ -89,7 +90,7 @@ class RuntimeHooksModule:
         self.executor = executor
         self._registry = registry
         self._ports = ports
-        hooks = enabled_hooks(config.feature_gates.enabled)
+        hooks = enabled_hooks(config.common.feature_gates.enabled)
         self.engine = HookEngine(states, HookConfig(), hooks, provider=ports.cpusets, registry=registry)
         self._feed = feed
         self.reconciler: Reconciler | None = None
@@ -113,10 +114,10 @@ class RuntimeHooksModule:
         self.nri_on = nri_enabled(config) and self._feed is not None
         self.nri_required = self.nri_on and nri_wanted(config)
         loop = asyncio.get_running_loop()
-        if config.feature_gates.enabled("CgroupReconcile"):
-            self.reconciler = Reconciler(self.engine, self.executor, config.runtime_hooks_reconcile_interval,
+        if config.common.feature_gates.enabled("CgroupReconcile"):
+            self.reconciler = Reconciler(self.engine, self.executor, config[HooksOptions].runtime_hooks_reconcile_interval,
                                          qos_dirs=lambda: qos_dirs_of(self._facts), registry=self._registry,
-                                         containers_on_change=config.runtime_hooks_mode != "nri" or not self.nri_on)
+                                         containers_on_change=config.runtime.runtime_hooks_mode != "nri" or not self.nri_on)
             self._tasks.append(loop.create_task(self.reconciler.run()))
         if self.nri_on:
             assert self._feed is not None
@@ -125,11 +126,11 @@ class RuntimeHooksModule:
                 self.engine, self._feed, self.executor,
                 on_synchronized=(lambda: reconciler.trigger(full=True)) if reconciler is not None else (lambda: None),
                 admit=self._ports.admitter.admit_now)
-            self.stub = Stub(self.plugin, name=defaults.NRI_PLUGIN_NAME, index=config.runtime_hooks_nri_plugin_index,
-                             config=StubConfig(socket_path=str(config.nri_socket_path)))
+            self.stub = Stub(self.plugin, name=defaults.NRI_PLUGIN_NAME, index=config.runtime.runtime_hooks_nri_plugin_index,
+                             config=StubConfig(socket_path=str(config.runtime.nri_socket_path)))
             self.plugin.stub = self.stub
             self._tasks.append(loop.create_task(self.stub.run()))
-        log.info("runtime_hooks_started", mode=config.runtime_hooks_mode, nri=self.nri_on,
+        log.info("runtime_hooks_started", mode=config.runtime.runtime_hooks_mode, nri=self.nri_on,
                  nri_required=self.nri_required, reconcile=self.reconciler is not None, hooks=[h.name for h in self.engine.hooks],
                  node_cpus=len(hook_config.node_cpus), cgroup_version=hook_config.host.cgroup_version,
                  bvt=hook_config.host.bvt_supported, qos_dirs=sorted(t.value for t in qos_dirs_of(self._facts)))

@@ -18,6 +18,7 @@ from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.slo.cluster_watch import NodeSLOWatch
 from koordlet.slo.node_slo import node_slo_document
 from koordlet.slo.source import NodeSLOFile, ValidatedNodeSLO
+from koordlet.slo.options import NodeSLOOptions
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs
@@ -27,10 +28,10 @@ log = structlog.get_logger(__name__)
 
 def node_slo_for(config: Config) -> ValidatedNodeSLO:
     """The NodeSLO hub: the file source, the cluster object's watch, or the defaults."""
-    path = config.node_slo_config
+    path = config[NodeSLOOptions].node_slo_config
     if path is not None:
         return NodeSLOFile(path, poll_interval=defaults.NODE_SLO_POLL_SECONDS)
-    if not config.standalone:
+    if not config.common.standalone:
         return NodeSLOWatch(config)
     log.info("node_slo_defaults", reason="standalone without --node-slo-config")
     return ValidatedNodeSLO()
@@ -40,7 +41,7 @@ def build(hubs: Hubs) -> Built:
     """GET /api/v1/nodeslo shows the NodeSLO in force and why the last document was refused;
     the file or cluster source runs as a module."""
     source = hubs.node_slo
-    path = hubs.config.node_slo_config
+    path = hubs.config[NodeSLOOptions].node_slo_config
 
     def route(query: str) -> Reply:
         return json_reply({"source": str(path) if path is not None else "defaults",
@@ -53,4 +54,5 @@ def build(hubs: Hubs) -> Built:
     return NOTHING
 
 
-SPEC = AgentSpec("nodeslo", enabled=lambda config: True, build=build)
+SPEC = AgentSpec("nodeslo", enabled=lambda config: True, build=build,
+                 options=NodeSLOOptions)

@@ -39,7 +39,7 @@ class NodeSLOWatch(ValidatedNodeSLO):
                  client_factory: Callable[[Config], Any] = open_kube_client) -> None:
         super().__init__()
         self.config = config
-        self.node = config.node_name
+        self.node = config.common.node_name
         self.poll_interval = poll_interval
         self._client_factory = client_factory
         self._client: Any = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from koordlet.statesinformer.options import StatesOptions
 from koordlet.agent import AgentSpec, Built
 from koordlet.statesinformer.module import StatesInformerModule
 
@@ -16,4 +17,5 @@ def build(hubs: Hubs) -> Built:
     return Built((StatesInformerModule(hubs.states, hubs.config, hubs.registry),))
 
 
-SPEC = AgentSpec("statesinformer", enabled=lambda config: True, build=build)
+SPEC = AgentSpec("statesinformer", enabled=lambda config: True, build=build,
+                 options=StatesOptions)

@@ -27,6 +27,7 @@ from koordlet.statesinformer.cri_poll import CriPoller
 from koordlet.statesinformer.kubelet_client import KubeletClient, KubeletError
 from koordlet.statesinformer.model import Source
 from koordlet.statesinformer.store import PodStore
+from koordlet.statesinformer.options import StatesOptions
 
 log = structlog.get_logger(__name__)
 
@@ -78,22 +79,22 @@ class StatesInformerModule:
         self._config = config
         self._tasks: list[asyncio.Task[None]] = []
         self._cri: CriClient | None = None  # a grpc.aio channel needs the running loop: made in start()
-        self._kubelet = KubeletClient(config.kubelet_pods_url) if config.kubelet_pods_url else None
+        self._kubelet = KubeletClient(config[StatesOptions].kubelet_pods_url) if config[StatesOptions].kubelet_pods_url else None
         if registry is not None:
             registry.register(StoreCollector(store))
 
     async def start(self) -> None:
-        if self._config.cri_endpoint:
-            self._cri = CriClient(self._config.cri_endpoint)
+        if self._config.runtime.cri_endpoint:
+            self._cri = CriClient(self._config.runtime.cri_endpoint)
         if self._cri is not None:
             poller = CriPoller(self._cri, self.store, problem_log=self.store.problems)
             outage = _Outage("cri", self._cri.endpoint)
             self._tasks.append(asyncio.create_task(
-                self._loop(lambda: self._poll_cri(poller, outage), self._config.states_cri_sync_interval)))
+                self._loop(lambda: self._poll_cri(poller, outage), self._config[StatesOptions].states_cri_sync_interval)))
         if self._kubelet is not None:
             kubelet, outage = self._kubelet, _Outage("kubelet", self._kubelet.url)
             self._tasks.append(asyncio.create_task(
-                self._loop(lambda: self._poll_kubelet(kubelet, outage), self._config.states_kubelet_sync_interval)))
+                self._loop(lambda: self._poll_kubelet(kubelet, outage), self._config[StatesOptions].states_kubelet_sync_interval)))
 
     async def stop(self) -> None:
         for task in self._tasks:

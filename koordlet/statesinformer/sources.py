@@ -17,6 +17,7 @@ from typing import Callable
 
 from koordlet.config import Config
 from koordlet.statesinformer.model import Source
+from koordlet.statesinformer.options import StatesOptions
 
 PathExists = Callable[[str], bool]
 
@@ -31,27 +32,27 @@ def unix_socket_path(endpoint: str) -> str | None:
 
 def nri_enabled(config: Config) -> bool:
     """Whether the NRI plugin runs at all."""
-    return (config.enable_nri_runtime_hook and config.feature_gates.enabled("NRIRuntimeHooks")
-            and config.runtime_hooks_mode != "bypass")
+    return (config.runtime.enable_nri_runtime_hook and config.common.feature_gates.enabled("NRIRuntimeHooks")
+            and config.runtime.runtime_hooks_mode != "bypass")
 
 
 def nri_wanted(config: Config, exists: PathExists = os.path.exists) -> bool:
     """Whether readiness waits for NRI (connected and synchronized)."""
     if not nri_enabled(config):
         return False
-    return config.runtime_hooks_mode != "auto" or exists(str(config.nri_socket_path))
+    return config.runtime.runtime_hooks_mode != "auto" or exists(str(config.runtime.nri_socket_path))
 
 
 def cri_wanted(config: Config, exists: PathExists = os.path.exists) -> bool:
     """Whether readiness waits for a CRI listing."""
-    if not config.cri_endpoint:
+    if not config.runtime.cri_endpoint:
         return False
-    path = unix_socket_path(config.cri_endpoint)
+    path = unix_socket_path(config.runtime.cri_endpoint)
     return path is None or exists(path)
 
 
 def expected_sources(config: Config, exists: PathExists = os.path.exists) -> frozenset[Source]:
     """The sources `PodStore.synced()` waits for under `config` on this host."""
     wanted = {Source.NRI: nri_wanted(config, exists), Source.CRI: cri_wanted(config, exists),
-              Source.KUBELET: bool(config.kubelet_pods_url)}
+              Source.KUBELET: bool(config[StatesOptions].kubelet_pods_url)}
     return frozenset(source for source, yes in wanted.items() if yes)

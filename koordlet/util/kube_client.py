@@ -38,12 +38,12 @@ def open_kube_client(config: Config, timeout_seconds: float = REQUEST_TIMEOUT_SE
         raise KubeClientError("the Kubernetes client is not installed (pip install 'koordlet-py[kube]'): %s"
                               % exc) from None
     try:
-        if config.kubeconfig is not None:
-            kube_config = KubeConfig.from_file(config.kubeconfig)
+        if config.common.kubeconfig is not None:
+            kube_config = KubeConfig.from_file(config.common.kubeconfig)
         else:
             kube_config = KubeConfig.from_service_account()
     except (ConfigError, OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
         raise KubeClientError("cannot load kubeconfig %s: %s"
-                              % (config.kubeconfig or "(service account)", exc)) from None
+                              % (config.common.kubeconfig or "(service account)", exc)) from None
     return AsyncClient(kube_config, timeout=httpx2.Timeout(timeout_seconds), field_manager=FIELD_MANAGER,
                        trust_env=False)

@@ -39,3 +39,11 @@ def hubs_for(config: Config, *, facts: HostFacts | None = None, registry: Collec
                       facts=facts if facts is not None else HostFacts(host_of(config)),
                       fd_pool=KeptFdPool(max_open=64))
     return replace(hubs, **replaced) if replaced else hubs
+
+
+def config_of(**values: Any) -> Config:
+    """A Config from option values by field name (`state_dir=tmp_path`), the rest defaulted:
+    each value goes through its option's parser, as a flag would."""
+    from koordlet.daemon.cli import compose
+
+    return compose({name.replace("_", "-"): str(value) for name, value in values.items()})

@@ -10,32 +10,34 @@ import pytest
 from hypothesis import given, strategies as st
 
 from koordlet.config import defaults
-from koordlet.config import ConfigError, parse_addr, parse_args, parse_duration, parse_flag_bool
+from koordlet.config import ConfigError, parse_addr
+from koordlet.config.parsers import parse_bool, parse_duration
+from koordlet.daemon.cli import flag_rows, parse_args
 from koordlet.config.features import SPECS, FeatureGateError, parse_feature_gates, resolve
 
 
 def test_defaults_come_from_the_defaults_module():
     config = parse_args([])
-    assert config.addr == defaults.ADDR == ":9316"
-    assert config.cgroup_root_dir == defaults.CGROUP_ROOT_DIR
-    assert config.proc_root_dir == defaults.PROC_ROOT_DIR
-    assert config.sys_root_dir == defaults.SYS_ROOT_DIR
-    assert config.nri_socket == Path("/var/run/nri/nri.sock")
-    assert config.state_dir == Path("/var/lib/koordlet")
-    assert config.node_name  # the host name
-    assert config.kubeconfig is None
-    assert all(config.feature_gates.enabled(name) == spec.default for name, spec in SPECS.items())
+    assert config.common.addr == defaults.ADDR == ":9316"
+    assert config.common.cgroup_root_dir == defaults.CGROUP_ROOT_DIR
+    assert config.common.proc_root_dir == defaults.PROC_ROOT_DIR
+    assert config.common.sys_root_dir == defaults.SYS_ROOT_DIR
+    assert config.runtime.nri_socket == Path("/var/run/nri/nri.sock")
+    assert config.common.state_dir == Path("/var/lib/koordlet")
+    assert config.common.node_name  # the host name
+    assert config.common.kubeconfig is None
+    assert all(config.common.feature_gates.enabled(name) == spec.default for name, spec in SPECS.items())
 
 
 def test_flags_override_defaults():
     config = parse_args(["--addr", "127.0.0.1:1234", "--node-name", "n1", "--cgroup-root-dir", "/tmp/cg",
                          "--feature-gates", "CPUBurst=false,CPICollector=true"])
-    assert config.addr == "127.0.0.1:1234"
-    assert config.node_name == "n1"
-    assert config.cgroup_root_dir == Path("/tmp/cg")
-    assert not config.feature_gates.enabled("CPUBurst")
-    assert config.feature_gates.enabled("CPICollector")
-    assert config.feature_gates.overridden() == {"CPUBurst": False, "CPICollector": True}
+    assert config.common.addr == "127.0.0.1:1234"
+    assert config.common.node_name == "n1"
+    assert config.common.cgroup_root_dir == Path("/tmp/cg")
+    assert not config.common.feature_gates.enabled("CPUBurst")
+    assert config.common.feature_gates.enabled("CPICollector")
+    assert config.common.feature_gates.overridden() == {"CPUBurst": False, "CPICollector": True}
 
 
 def test_config_file_yaml_is_merged_and_flags_win(tmp_path):
@@ -43,10 +45,10 @@ def test_config_file_yaml_is_merged_and_flags_win(tmp_path):
     path.write_text("addr: 127.0.0.1:7000\nnode_name: from-file\nlog-level: debug\n"
                     "feature-gates:\n  CPUBurst: false\n")
     config = parse_args(["--config", str(path), "--node-name", "from-flag"])
-    assert config.addr == "127.0.0.1:7000"
-    assert config.node_name == "from-flag"
-    assert config.log_level == "debug"
-    assert not config.feature_gates.enabled("CPUBurst")
+    assert config.common.addr == "127.0.0.1:7000"
+    assert config.common.node_name == "from-flag"
+    assert config.common.log_level == "debug"
+    assert not config.common.feature_gates.enabled("CPUBurst")
     assert config.config_file == path
 
 
@@ -54,8 +56,8 @@ def test_config_file_json_with_gate_string(tmp_path):
     path = tmp_path / "koordlet.json"
     path.write_text(json.dumps({"state-dir": "/tmp/s", "feature-gates": "PSICollector=false"}))
     config = parse_args(["--config", str(path)])
-    assert config.state_dir == Path("/tmp/s")
-    assert not config.feature_gates.enabled("PSICollector")
+    assert config.common.state_dir == Path("/tmp/s")
+    assert not config.common.feature_gates.enabled("PSICollector")
 
 
 @pytest.mark.parametrize("content, message", [
@@ -116,10 +118,10 @@ def test_parse_addr_rejects_bad_input(addr):
 
 def test_standalone_unless_kubeconfig_or_in_pod(monkeypatch):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    assert parse_args([]).standalone
-    assert not parse_args(["--kubeconfig", "/etc/kube.conf"]).standalone
+    assert parse_args([]).common.standalone
+    assert not parse_args(["--kubeconfig", "/etc/kube.conf"]).common.standalone
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
-    assert not parse_args([]).standalone
+    assert not parse_args([]).common.standalone
 
 
 @pytest.mark.parametrize("text, seconds", [
@@ -137,13 +139,13 @@ def test_parse_duration_rejects_bad_text(text):
 
 
 @pytest.mark.parametrize("text, value", [("true", True), ("False", False), ("1", True), ("off", False)])
-def test_parse_flag_bool(text, value):
-    assert parse_flag_bool(text) is value
+def test_parse_bool(text, value):
+    assert parse_bool(text) is value
 
 
-def test_parse_flag_bool_rejects_other_words():
+def test_parse_bool_rejects_other_words():
     with pytest.raises(ValueError, match="not a boolean"):
-        parse_flag_bool("maybe")
+        parse_bool("maybe")
 
 
 def test_gates_on_for_unbuilt_features_are_named_built_ones_are_not(monkeypatch):
@@ -170,3 +172,31 @@ def test_readme_gate_table_says_which_gates_are_implemented():
         cells = [c.strip() for c in rows[name].split("|")[1:-1]]
         assert cells[1] == str(spec.default).lower(), name
         assert cells[3] == ("yes" if spec.implemented else "not yet"), name
+
+
+def test_readme_flag_table_is_the_one_the_declarations_make():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    begin, end = readme.index("<!-- flags:begin -->"), readme.index("<!-- flags:end -->")
+    table = [line for line in readme[begin:end].splitlines() if line.startswith("| `--")]
+    assert table == flag_rows(), "run `make docs` to regenerate README's flag table"
+
+
+def test_each_section_default_is_what_its_flag_parses_to():
+    """A declared default must be the value its own shown text would parse to (no literal
+    that bypasses defaults.py and disagrees with it)."""
+    from koordlet.config.command_line import BUILT_IN
+    from koordlet.config.option import declared
+    from koordlet.daemon.cli import SECTIONS
+
+    for section in BUILT_IN + SECTIONS:
+        for item in declared(section):
+            if item.option.shown_default is not None or item.default in (None, ""):
+                continue
+            assert item.option.parse(item.shown_default) == item.default, item.flag
+
+
+def test_values_below_a_documented_minimum_are_refused():
+    with pytest.raises(ConfigError, match="report-interval-seconds: 1 must be at least 30"):
+        parse_args(["--report-interval-seconds", "1"])
+    with pytest.raises(ConfigError, match="aggregate-duration-seconds: 59 must be at least 60"):
+        parse_args(["--aggregate-duration-seconds", "59"])

@@ -74,7 +74,7 @@ async def test_sigterm_stops_the_daemon_and_a_hung_module_cannot_hold_it():
 
 def test_hub_modules_start_before_the_agents_and_http_last(tmp_path):
     from koordlet.agent import AgentSpec, Built
-    from koordlet.config import parse_args
+    from koordlet.daemon.cli import parse_args
     from koordlet.daemon.wiring import build_daemon
     from koordlet.ports import Ports
 

@@ -101,14 +101,18 @@ def test_unknown_feature_gate_exits_2_naming_the_gate(tmp_path):
 
 
 def test_help_documents_every_flag_and_gate():
-    from koordlet.config import _OPTIONS
     from koordlet.config.features import SPECS
+    from koordlet.config.option import declared
+    from koordlet.daemon.cli import SECTIONS
+    from koordlet.config.command_line import BUILT_IN
 
     out = subprocess.run(spawn(["--help"]).args, capture_output=True, text=True, timeout=15,
                          env=spawn_env(), cwd=project_root())
     assert out.returncode == 0
-    for option in _OPTIONS:
-        assert f"--{option.key}" in out.stdout
+    flags = [item.flag for section in BUILT_IN + SECTIONS for item in declared(section)]
+    assert len(flags) > 60
+    for flag in flags:
+        assert f"--{flag}" in out.stdout
     for name, spec in SPECS.items():
         assert f"{name}={str(spec.default).lower()}" in out.stdout
 

@@ -46,7 +46,7 @@ def test_daemonset_has_host_access_probes_and_downward_node_name():
 
 
 def test_daemonset_args_are_all_known_flags():
-    from koordlet.config import build_parser
+    from koordlet.daemon.cli import build_parser
 
     container = documents()["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
     args = [a.replace("$(NODE_NAME)", "node-a") for a in container["args"]]
@@ -104,7 +104,7 @@ def test_systemd_unit_has_readiness_restart_state_and_keeps_cgroups_writable():
     assert "ProtectControlGroups" not in service and "ProtectKernelTunables" not in service
     exec_start = service["ExecStart"][0].split()
     assert "--state-dir=/var/lib/koordlet" in exec_start
-    from koordlet.config import build_parser
+    from koordlet.daemon.cli import build_parser
     build_parser().parse_args(exec_start[1:])
     assert unit_entries()["Install"]["WantedBy"] == ["multi-user.target"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import generate_latest
 
-from koordlet.config import parse_args
+from koordlet.daemon.cli import parse_args
 from koordlet.daemon.executor_module import ExecutorModule
 from resourceexecutor import Outcome
 from system.host import Host

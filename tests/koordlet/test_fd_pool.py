@@ -10,7 +10,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from koordlet.daemon.wiring import build_hubs
-from koordlet.config import Config
+from tests.koordlet.hubs_helper import config_of
 from koordlet.agent import Readiness
 from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.metricsadvisor.agent import SPEC as METRICS_ADVISOR
@@ -26,7 +26,7 @@ from tests.system.fake_trees import set_cgroup_file
 async def test_the_hubs_hand_one_pool_to_the_executor_and_the_collectors(tmp_path: Path) -> None:
     pod = make_pod("p1")
     host, states = fake_node(tmp_path, [pod])
-    config = Config(state_dir=tmp_path / "state", proc_root_dir=host.proc_root, cgroup_root_dir=host.cgroup_root,
+    config = config_of(state_dir=tmp_path / "state", proc_root_dir=host.proc_root, cgroup_root_dir=host.cgroup_root,
                     sys_root_dir=host.sys_root)
     registry = CollectorRegistry()
     hubs = replace(build_hubs(config, registry, HttpEndpoint(None, 0, registry, lambda: Readiness(()))),

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from koordlet.agents import AGENTS
 from koordlet.daemon.wiring import build_daemon
-from koordlet.config import Config
-from koordlet.config.features import resolve
+from tests.koordlet.hubs_helper import config_of
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.agent import SPEC, collectors_for
@@ -60,7 +59,7 @@ async def test_a_stopped_container_loses_its_series(tmp_path: Path):
 
 async def test_without_a_states_informer_only_node_collectors_run(tmp_path: Path):
     host, _ = fake_node(tmp_path, [])
-    config = Config(state_dir=tmp_path / "state", proc_root_dir=host.proc_root,
+    config = config_of(state_dir=tmp_path / "state", proc_root_dir=host.proc_root,
                     cgroup_root_dir=host.cgroup_root, sys_root_dir=host.sys_root)
     module = MetricsAdvisorModule(HostFacts(host), MetricStore(), None, "node-a", collectors_for(config))
     await module.start()
@@ -72,14 +71,14 @@ async def test_without_a_states_informer_only_node_collectors_run(tmp_path: Path
 
 
 def test_gates_choose_the_collectors():
-    names = lambda gates: {c.name for c in collectors_for(Config(feature_gates=resolve(gates)))}
-    assert {"psi", "noderesource", "network"} <= names({}) and "cpi" not in names({})
-    assert "cpi" in names({"CPICollector": True}) and "psi" not in names({"PSICollector": False})
+    names = lambda gates: {c.name for c in collectors_for(config_of(feature_gates=gates))}
+    assert {"psi", "noderesource", "network"} <= names("") and "cpi" not in names("")
+    assert "cpi" in names("CPICollector=true") and "psi" not in names("PSICollector=false")
 
 
 def test_the_metric_cache_starts_before_the_advisor(tmp_path: Path):
     assert SPEC in AGENTS
-    daemon = build_daemon(Config(state_dir=tmp_path, addr="127.0.0.1:0"))
+    daemon = build_daemon(config_of(state_dir=tmp_path, addr="127.0.0.1:0"))
     names = [m.name for m in daemon._modules]
     assert names.index("metriccache") < names.index("metricsadvisor") < names.index("http")
 
@@ -87,7 +86,7 @@ def test_the_metric_cache_starts_before_the_advisor(tmp_path: Path):
 def test_the_advisor_fills_the_hubs_metric_cache_and_adds_its_metrics_text(tmp_path: Path):
     from tests.koordlet.hubs_helper import hubs_for
 
-    hubs = hubs_for(Config(state_dir=tmp_path))
+    hubs = hubs_for(config_of(state_dir=tmp_path))
     (module,) = SPEC.build(hubs).modules
     assert isinstance(module, MetricsAdvisorModule) and module._store is hubs.metric_cache
     assert len(hubs.http.metrics_text) == 1

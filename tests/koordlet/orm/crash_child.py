@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from koordlet.config import parse_args
+from koordlet.daemon.cli import parse_args
 from koordlet.daemon.logs import configure_logging
 from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.config import ConfigError, parse_args
+from koordlet.config import ConfigError
+from koordlet.daemon.cli import parse_args
 from koordlet.agent import StartupError
 from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule
@@ -19,6 +20,7 @@ from koordlet.statesinformer.model import (ContainerInfo, ContainerState, K8sQoS
                                            LinuxResources, NodeInfo, PodInfo, PodQoS, SandboxState)
 from system.host import Host
 from tests.system.fake_trees import build_topology_tree
+from koordlet.orm.options import OrmOptions
 
 
 def config_for(tmp: Path, *extra: str):
@@ -138,4 +140,4 @@ def test_the_orm_is_on_only_with_a_policy_and_offers_its_ports(tmp_path) -> None
 def test_the_orm_gates_need_a_policy_name(gate) -> None:
     with pytest.raises(ConfigError, match="needs --topology-policy-name"):
         parse_args(["--feature-gates", gate + "=true"])
-    assert parse_args(["--feature-gates", gate + "=true", "--topology-policy-name", "none"]).topology_policy_name == "none"
+    assert parse_args(["--feature-gates", gate + "=true", "--topology-policy-name", "none"])[OrmOptions].topology_policy_name == "none"

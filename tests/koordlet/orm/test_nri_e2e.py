@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from koordlet.config import parse_args
+from koordlet.daemon.cli import parse_args
 from koordlet.daemon.wiring import build_agents
 from koordlet.orm.agent import SPEC as ORM
 from koordlet.runtimehooks.agent import SPEC as RUNTIME_HOOKS

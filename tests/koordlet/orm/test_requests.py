@@ -8,7 +8,8 @@ from types import MappingProxyType
 import pytest
 
 from koordlet.orm.requests import (container_quantities, is_guaranteed, milli_from_quota, milli_from_shares,
-                                   parse_resource_names_map, pod_request)
+                                   pod_request)
+from koordlet.config.parsers import parse_pairs
 from koordlet.statesinformer.model import (ContainerInfo, ContainerState, K8sQoS, KatalystQoSLevel,
                                            KoordQoSClass, LinuxResources, PodInfo, PodQoS, Resources,
                                            SandboxState)
@@ -29,11 +30,11 @@ def test_quota_back_to_milli_cpu(quota, period, milli) -> None:
 
 
 def test_katalysts_resource_names_map_parses() -> None:
-    assert parse_resource_names_map(KATALYST_MAP) == {
+    assert parse_pairs(KATALYST_MAP) == {
         "resource.katalyst.kubewharf.io/reclaimed_millicpu": "cpu",
         "resource.katalyst.kubewharf.io/reclaimed_memory": "memory"}
-    with pytest.raises(ValueError, match="must be NAME=NAME"):
-        parse_resource_names_map("cpu")
+    with pytest.raises(ValueError, match="is not a NAME=NAME pair"):
+        parse_pairs("cpu")
 
 
 def container(name="app", linux=None, spec=None) -> ContainerInfo:
@@ -87,7 +88,7 @@ def test_ls_pods_share_unless_the_static_cpu_policy_is_on() -> None:
 def test_the_spec_wins_over_cri_and_names_are_mapped() -> None:
     spec = Resources(requests=MappingProxyType({"resource.katalyst.kubewharf.io/reclaimed_millicpu": 3000}))
     requests, _ = container_quantities(container(linux=CRI_TWO_CPUS, spec=spec),
-                                       parse_resource_names_map(KATALYST_MAP))
+                                       parse_pairs(KATALYST_MAP))
     assert requests == {"cpu": 3000}
 
 

@@ -6,7 +6,7 @@ import asyncio
 import signal
 from pathlib import Path
 
-from koordlet.config import parse_args
+from koordlet.daemon.cli import parse_args
 from koordlet.qosmanager.agent import SPEC as QOS_MANAGER
 from koordlet.qosmanager.agent import strategies_for
 from koordlet.slo.agent import SPEC as NODE_SLO
@@ -18,6 +18,7 @@ from tests.koordlet.hubs_helper import hubs_for
 from tests.koordlet.qosmanager.helpers import FedMetricStore, Rig, pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree, set_cgroup_file
+from koordlet.slo.options import NodeSLOOptions
 
 NODE = NodeInfo("node-a", capacity={"cpu": 2000, "memory": 1 << 30})
 
@@ -84,7 +85,7 @@ def test_a_node_slo_file_is_the_hub_and_runs_as_the_nodeslo_module(tmp_path):
     assert manager.name == "qosmanager"
     defaults_only = hubs_for(parse_args(["--state-dir", str(tmp_path)]))
     assert NODE_SLO.build(defaults_only).modules == () and type(defaults_only.node_slo) is ValidatedNodeSLO
-    assert Path(config.node_slo_config) == slo_file
+    assert Path(config[NodeSLOOptions].node_slo_config) == slo_file
 
 
 def test_evictor_per_mode(tmp_path, monkeypatch):

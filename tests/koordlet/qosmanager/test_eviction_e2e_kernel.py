@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from koordlet.config import parse_args
+from koordlet.daemon.cli import parse_args
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.framework import CollectContext
@@ -105,7 +105,7 @@ def test_be_workload_killed_ls_untouched(sandbox, tmp_path, monkeypatch):
         assert be_proc.wait(timeout=10) == -signal.SIGKILL
         assert ls_proc.poll() is None
         assert hubs.registry.get_sample_value("koordlet_pod_eviction_total",
-                                         {"node": config.node_name, "reason": "EvictPodByNodeMemoryUsage"}) == 1
+                                         {"node": config.common.node_name, "reason": "EvictPodByNodeMemoryUsage"}) == 1
     finally:
         for proc in (be_proc, ls_proc):
             if proc.poll() is None:

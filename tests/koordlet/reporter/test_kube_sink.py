@@ -8,7 +8,7 @@ import yaml
 
 pytest.importorskip("lightkube")
 
-from koordlet.config import Config  # noqa: E402
+from tests.koordlet.hubs_helper import config_of  # noqa: E402
 from koordlet.util.kube_client import KubeClientError, open_kube_client  # noqa: E402
 from koordlet.reporter.kube_sink import CONFLICT_RETRIES, KubeSink, Outcome, SinkError  # noqa: E402
 from koordlet.reporter.nodemetric import node_metric_object  # noqa: E402
@@ -37,7 +37,7 @@ def kubeconfig(tmp_path: Path, server: str) -> Path:
 async def api(tmp_path):
     server = FakeApiServer()
     url = await server.start()
-    client = open_kube_client(Config(kubeconfig=kubeconfig(tmp_path, url)))
+    client = open_kube_client(config_of(kubeconfig=kubeconfig(tmp_path, url)))
     yield server, KubeSink(client, NODE, TokenBucket(1000, 1000))
     await client.close()
     await server.stop()
@@ -102,7 +102,7 @@ async def test_a_server_error_is_a_sink_error_and_writes_nothing(api):
 async def test_rate_limited_rounds_send_nothing(tmp_path):
     server = FakeApiServer()
     url = await server.start()
-    client = open_kube_client(Config(kubeconfig=kubeconfig(tmp_path, url)))
+    client = open_kube_client(config_of(kubeconfig=kubeconfig(tmp_path, url)))
     now = [0.0]
     sink = KubeSink(client, NODE, TokenBucket(0.1, 2, clock=lambda: now[0]))
     try:
@@ -140,4 +140,4 @@ async def test_kcnr_annotations_are_merge_patched(api):
 def test_an_unusable_kubeconfig_is_a_clear_error(tmp_path):
     (tmp_path / "bad").write_text("clusters: [")
     with pytest.raises(KubeClientError, match="kubeconfig"):
-        open_kube_client(Config(kubeconfig=tmp_path / "bad"))
+        open_kube_client(config_of(kubeconfig=tmp_path / "bad"))

@@ -12,7 +12,8 @@ import jsonschema
 import pytest
 from prometheus_client import CollectorRegistry
 
-from koordlet.config import Config, parse_args
+from tests.koordlet.hubs_helper import config_of
+from koordlet.daemon.cli import parse_args
 from koordlet.agent import Readiness
 from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.metriccache.store import MetricStore
@@ -248,6 +249,6 @@ def test_the_daemon_starts_the_reporter_after_the_metric_cache_and_before_http(t
     from koordlet.daemon.wiring import build_daemon
 
     assert REPORTER in AGENTS
-    daemon = build_daemon(Config(state_dir=tmp_path, addr="127.0.0.1:0", node_name="node-1"))
+    daemon = build_daemon(config_of(state_dir=tmp_path, addr="127.0.0.1:0", node_name="node-1"))
     names = [m.name for m in daemon._modules]
     assert names.index("metriccache") < names.index("reports") < names.index("http")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from koordlet.config import ConfigError, parse_args
+from koordlet.config import ConfigError
+from koordlet.daemon.cli import parse_args
 from koordlet.util.host_facts import HostFacts
 from resourceexecutor import executor_without_cgroups
 from koordlet.runtimehooks.module import RuntimeHooksModule, nri_enabled, nri_wanted
@@ -20,20 +21,24 @@ from system.host import Host
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
+from koordlet.runtimehooks.options import HooksOptions
 
 
 def test_runtime_hook_flags_and_socket_alias(tmp_path: Path) -> None:
     config = parse_args([])
-    assert (config.enable_nri_runtime_hook, config.runtime_hooks_nri_plugin_index, config.runtime_hooks_mode,
-            config.runtime_hooks_reconcile_interval) == (True, "00", "auto", 10.0)
-    assert config.nri_socket_path == Path("/var/run/nri/nri.sock")
+    assert (config.runtime.enable_nri_runtime_hook, config.runtime.runtime_hooks_nri_plugin_index,
+            config.runtime.runtime_hooks_mode, config[HooksOptions].runtime_hooks_reconcile_interval) \
+        == (True, "00", "auto", 10.0)
+    assert config.runtime.nri_socket_path == Path("/var/run/nri/nri.sock")
     old = parse_args(["--nri-socket", "/x/old.sock"])
-    assert old.nri_socket_path == Path("/x/old.sock")
+    assert old.runtime.nri_socket_path == Path("/x/old.sock")
     new = parse_args(["--nri-socket", "/x/old.sock", "--runtime-hooks-nri-socket-path", "/x/new.sock",
                       "--runtime-hooks-reconcile-interval", "1m30s", "--runtime-hooks-nri-plugin-index", "07",
                       "--runtime-hooks-mode", "bypass", "--enable-nri-runtime-hook", "false"])
-    assert (new.nri_socket_path, new.runtime_hooks_reconcile_interval, new.runtime_hooks_nri_plugin_index,
-            new.runtime_hooks_mode, new.enable_nri_runtime_hook) == (Path("/x/new.sock"), 90.0, "07", "bypass", False)
+    runtime = new.runtime
+    assert (runtime.nri_socket_path, new[HooksOptions].runtime_hooks_reconcile_interval,
+            runtime.runtime_hooks_nri_plugin_index, runtime.runtime_hooks_mode, runtime.enable_nri_runtime_hook) \
+        == (Path("/x/new.sock"), 90.0, "07", "bypass", False)
     for bad in (["--runtime-hooks-nri-plugin-index", "7"], ["--runtime-hooks-reconcile-interval", "soon"]):
         with pytest.raises(ConfigError):
             parse_args(bad)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from koordlet.config import Config
+from tests.koordlet.hubs_helper import config_of
 from koordlet.statesinformer.model import KoordQoSClass, Source
 from koordlet.statesinformer.agent import SPEC as STATES_INFORMER
 from koordlet.statesinformer.module import StatesInformerModule
@@ -51,7 +51,7 @@ async def test_cri_and_kubelet_feed_one_pod_and_the_module_becomes_ready(tmp_pat
     await kubelet.start()
     gone: list[str] = []
     registry = CollectorRegistry()
-    config = Config(cri_endpoint="unix://%s" % (tmp_path / "cri.sock"), states_cri_sync_interval=FAST,
+    config = config_of(cri_endpoint="unix://%s" % (tmp_path / "cri.sock"), states_cri_sync_interval=FAST,
                     kubelet_pods_url=kubelet.url, states_kubelet_sync_interval=FAST)
     module, hubs = _module(config, registry, gone.append)
     await module.start()
@@ -74,7 +74,7 @@ async def test_cri_and_kubelet_feed_one_pod_and_the_module_becomes_ready(tmp_pat
 
 
 async def test_a_host_without_a_cri_socket_is_ready_with_no_pods(tmp_path: Path, capsys) -> None:
-    config = Config(cri_endpoint="unix://%s" % (tmp_path / "absent.sock"), states_cri_sync_interval=FAST)
+    config = config_of(cri_endpoint="unix://%s" % (tmp_path / "absent.sock"), states_cri_sync_interval=FAST)
     module, hubs = _module(config)
     await module.start()
     try:
@@ -91,7 +91,7 @@ async def test_a_runtime_that_refuses_is_not_ready_until_it_answers(tmp_path: Pa
     path = tmp_path / "cri.sock"
     dead = socket.socket(socket.AF_UNIX)
     dead.bind(str(path))  # the socket file exists, nobody accepts: ECONNREFUSED
-    config = Config(cri_endpoint=str(path), states_cri_sync_interval=FAST)
+    config = config_of(cri_endpoint=str(path), states_cri_sync_interval=FAST)
     module, _ = _module(config)
     await module.start()
     try:
@@ -112,7 +112,7 @@ async def test_a_runtime_that_refuses_is_not_ready_until_it_answers(tmp_path: Pa
 
 
 async def test_without_cri_and_kubelet_the_store_waits_for_nothing() -> None:
-    module, hubs = _module(Config(cri_endpoint=""))
+    module, hubs = _module(config_of(cri_endpoint=""))
     await module.start()
     assert module.ready() and isinstance(hubs.states, PodStore)
     await module.stop()

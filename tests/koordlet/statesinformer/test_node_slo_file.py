@@ -80,7 +80,7 @@ def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
     from prometheus_client import CollectorRegistry
 
     from koordlet.agent import Readiness
-    from koordlet.config import parse_args
+    from koordlet.daemon.cli import parse_args
     from koordlet.server.http_endpoint import HttpEndpoint
     from koordlet.slo.agent import SPEC as NODE_SLO
     from tests.koordlet.hubs_helper import hubs_for

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from koordlet.config import parse_args
+from koordlet.daemon.cli import parse_args
 from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 from koordlet.slo.cluster_watch import NodeSLOWatch
 

@@ -16,6 +16,7 @@ from koordlet.topology.policy import PolicyName
 from proto.k8s.podresources.v1 import api_pb2 as pb
 from proto.k8s.podresources.v1 import api_pb2_grpc as pb_grpc
 from tests.koordlet.orm.helpers import GiB, dedicated, layout_of, new_orm
+from koordlet.orm.options import OrmOptions
 
 
 
@@ -143,10 +144,10 @@ async def test_list_follows_changes_to_allocations_and_pods(served) -> None:
 async def test_a_configured_group_gets_mode_0660(tmp_path) -> None:
     import os
 
-    from koordlet.config import parse_args
+    from koordlet.daemon.cli import parse_args
 
     gid = os.getgid()
-    assert parse_args(["--pod-resources-socket-group", str(gid)]).pod_resources_socket_group == gid
+    assert parse_args(["--pod-resources-socket-group", str(gid)])[OrmOptions].pod_resources_socket_group == gid
     layout = layout_of(tmp_path, "1socket-1numa")
     orm = new_orm(layout, PolicyName.NONE)
     socket = tmp_path / "shared.sock"
@@ -159,7 +160,8 @@ async def test_a_configured_group_gets_mode_0660(tmp_path) -> None:
 
 
 def test_an_unknown_group_name_is_a_configuration_error() -> None:
-    from koordlet.config import ConfigError, parse_args
+    from koordlet.config import ConfigError
+    from koordlet.daemon.cli import parse_args
 
     with pytest.raises(ConfigError, match="no group named 'no-such-group-x'"):
         parse_args(["--pod-resources-socket-group", "no-such-group-x"])

@@ -1,0 +1,170 @@
+"""Flags and config file to a Config: the sections' declarations (option.py) make the
+argparse parser, the config file's keys, the values and the README rows. Flags win over
+the file; the file wins over the declared defaults."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import socket
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Sequence
+
+import yaml
+
+from koordlet import __version__
+from koordlet.config.common import CommonOptions, RuntimeOptions
+from koordlet.config.errors import ConfigError
+from koordlet.config.features import describe
+from koordlet.config.option import Declared, declared
+from koordlet.config.root import Config
+
+BUILT_IN = (CommonOptions, RuntimeOptions)
+CONFIG_FILE_HELP = "a YAML or JSON file with the same keys (dashes or underscores); flags win"
+
+
+def _all_sections(sections: Iterable[type]) -> tuple[type, ...]:
+    extra = tuple(s for s in sections if s not in BUILT_IN)
+    return BUILT_IN + extra
+
+
+def _options(sections: Iterable[type]) -> dict[str, tuple[type, Declared]]:
+    """flag -> (section, declaration); a flag declared twice is a programming error."""
+    found: dict[str, tuple[type, Declared]] = {}
+    for section in _all_sections(sections):
+        for item in declared(section):
+            if item.flag in found:
+                raise RuntimeError(f"option --{item.flag} is declared twice ({found[item.flag][0].__name__}, "
+                                   f"{section.__name__})")
+            found[item.flag] = (section, item)
+    return found
+
+
+def build_parser(sections: Iterable[type] = ()) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="koordlet",
+        description="Node-local colocation agent: NRI plugin, cgroup QoS, metrics, topology.",
+        epilog="feature gates (name=default (stage)):\n" + describe(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        argument_default=argparse.SUPPRESS,  # only flags given on the command line appear
+    )
+    for flag, (_, item) in _options(sections).items():
+        parser.add_argument(f"--{flag}", dest=flag, metavar=flag.split("-")[-1].upper(),
+                            choices=item.option.choices,
+                            help=f"{item.option.help} (default: {item.shown_default})".replace("`", ""))
+    parser.add_argument("--config", dest="config", metavar="FILE", help=CONFIG_FILE_HELP)
+    parser.add_argument("--version", action="version", version=f"koordlet-py {__version__}")
+    return parser
+
+
+def load_config_file(path: Path, known: Iterable[str]) -> dict[str, Any]:
+    """Read a YAML/JSON mapping whose keys are flag names (dashes or underscores)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    kind = "JSON" if path.suffix == ".json" else "YAML"
+    try:
+        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"config file {path} is not valid {kind}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of flag names to values")
+    names = set(known)
+    result: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = str(raw_key).replace("_", "-")
+        if key not in names:
+            raise ConfigError(f"config file {path}: unknown key {raw_key!r}")
+        result[key] = value
+    return result
+
+
+def parse_args(argv: Sequence[str] | None, sections: Iterable[type] = ()) -> Config:
+    """Flags over file over defaults. Raises ConfigError on any bad value."""
+    sections = _all_sections(sections)
+    namespace = vars(build_parser(sections).parse_args(argv))
+    config_path = Path(namespace.pop("config")) if "config" in namespace else None
+    options = _options(sections)
+    merged: dict[str, Any] = load_config_file(config_path, options) if config_path else {}
+    merged.update(namespace)
+    return compose(merged, sections, config_path)
+
+
+def compose(values: Mapping[str, Any], sections: Iterable[type] = (), config_path: Path | None = None) -> Config:
+    """A Config from raw values by flag name (text, or YAML scalars), the rest defaulted."""
+    sections = _all_sections(sections)
+    options = _options(sections)
+    per_section: dict[type, dict[str, Any]] = {section: {} for section in sections}
+    for flag, raw in values.items():
+        section, item = options[flag]
+        per_section[section][item.name] = _value(item, raw)
+    common = per_section[CommonOptions]
+    if not common.get("node_name"):
+        common["node_name"] = socket.gethostname()
+    built = {section: _section(section, kwargs) for section, kwargs in per_section.items()}
+    config = Config(common=built.pop(CommonOptions), runtime=built.pop(RuntimeOptions),
+                    sections=MappingProxyType(built), config_file=config_path)
+    parse_addr(config.common.addr)
+    for section in built.values():
+        check = getattr(section, "check", None)
+        if check is not None:
+            check(config)
+    return config
+
+
+def _section(section: type, kwargs: dict[str, Any]) -> Any:
+    try:
+        return section(**kwargs)
+    except ValueError as exc:  # a section's own cross-field rule (__post_init__)
+        raise ConfigError(str(exc)) from exc
+
+
+def _value(item: Declared, raw: Any) -> Any:
+    if raw is None:
+        return None
+    if item.flag == "feature-gates" and isinstance(raw, dict):  # a config file may give a mapping
+        raw = ",".join(f"{name}={str(value).lower() if isinstance(value, bool) else value}"
+                       for name, value in raw.items())
+    if isinstance(raw, (dict, list)):
+        raise ConfigError(f"{item.flag}: expected a single value, got {type(raw).__name__}")
+    text = str(raw).lower() if isinstance(raw, bool) else str(raw)  # YAML gives true, not "true"
+    try:
+        value = item.option.parse(text)
+    except ValueError as exc:
+        raise ConfigError(f"{item.flag}: {exc}") from exc
+    if item.option.choices and value not in item.option.choices:
+        raise ConfigError(f"{item.flag}: {raw!r} is not one of {', '.join(item.option.choices)}")
+    return value
+
+
+def parse_addr(addr: str) -> tuple[str | None, int]:
+    """Split `[host]:port` into (host or None for all interfaces, port)."""
+    host, sep, port_text = addr.rpartition(":")
+    if not sep:
+        raise ConfigError(f"addr {addr!r} must be [host]:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigError(f"addr {addr!r}: port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"addr {addr!r}: port out of range")
+    return (host or None), port
+
+
+def flag_rows(sections: Iterable[type] = ()) -> list[str]:
+    """The README's flag table rows, one per declared option."""
+    rows = [f"| `--{flag}` | `{item.shown_default}` | {item.option.help.replace('|', '&#124;')} |"
+            for flag, (_, item) in _options(sections).items()]
+    rows.append(f"| `--config` | `none` | {CONFIG_FILE_HELP} |")
+    return rows
+
+
+def section_fields(section: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(section))

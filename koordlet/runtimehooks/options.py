@@ -1,0 +1,18 @@
+"""The runtime hooks' own option; how the runtime is reached is koordlet.config.RuntimeOptions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from koordlet.config import defaults
+from koordlet.config.option import option
+from koordlet.config.parsers import parse_positive_duration
+
+
+@dataclass(frozen=True, slots=True)
+class HooksOptions:
+    runtime_hooks_reconcile_interval: float = option(
+        defaults.RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS,
+        "period of the reconcile loop's full drift pass (it also runs at once on a pod change and after every"
+        " NRI (re)synchronize)",
+        parse_positive_duration, shown_default="10s")

@@ -1,0 +1,23 @@
+"""The states informer's bypass sources: how often CRI is listed, and kubelet's /pods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from koordlet.config import defaults
+from koordlet.config.option import option
+from koordlet.config.parsers import parse_positive_duration
+
+
+@dataclass(frozen=True, slots=True)
+class StatesOptions:
+    states_cri_sync_interval: float = option(
+        defaults.STATES_CRI_SYNC_INTERVAL_SECONDS,
+        "how often the states informer lists over CRI (status calls only for new containers)",
+        parse_positive_duration, shown_default="10s")
+    kubelet_pods_url: str = option(
+        "", "kubelet's read-only `/pods` (e.g. `http://127.0.0.1:10255/pods`) for priority, QoS class and "
+        "container requests/limits; empty = off")
+    states_kubelet_sync_interval: float = option(
+        defaults.STATES_KUBELET_SYNC_INTERVAL_SECONDS, "how often the states informer reads kubelet's /pods",
+        parse_positive_duration, shown_default="10s")
