@@ -36,7 +36,8 @@ from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.statesinformer.model import NodeInfo
-from koordlet.statesinformer.store import ContainerChange, PodStore, SandboxChange
+from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
+from koordlet.statesinformer.store import PodStore
 from nri.events import PLUGIN_SERVICE, Event
 from nri.loop import loop_factory, uvloop_available
 from nri.stub import Stub, StubConfig
@@ -78,8 +79,9 @@ def workload(count: int, root: str = "") -> list[tuple[api.PodSandbox, api.Conta
 
 
 def known(pods, config: HookConfig) -> tuple[PodStore, HookEngine]:
-    feed = PodStore(NodeInfo("node"))
-    engine = HookEngine(feed, config, HOOKS)
+    store = PodStore(NodeInfo("node"))
+    feed = NriFeed(store)
+    engine = HookEngine(store, config, HOOKS)
     engine.start()
     for pod, ctr in pods:
         feed.nri_pod_event(SandboxChange.RUN, pod)
@@ -180,7 +182,7 @@ def bench_event_set(pods_count: int, calls: int) -> None:
         with tempfile.TemporaryDirectory(prefix="rh-bench-", dir="/tmp") as tmp:
             runner = asyncio.Runner(loop_factory=loop_factory(uvloop_available()))
             try:
-                results[name] = runner.run(cri_create_path(Path(tmp) / "e.sock", cls(engine, feed, lambda: None),
+                results[name] = runner.run(cri_create_path(Path(tmp) / "e.sock", cls(engine, feed, executor_without_cgroups()),
                                                            pods, calls))
             finally:
                 runner.close()

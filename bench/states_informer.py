@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo
-from koordlet.statesinformer.store import ContainerChange, PodStore
+from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed
+from koordlet.statesinformer.store import PodStore
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 
 PODS = 1000
@@ -72,7 +73,8 @@ def main() -> None:
     events: list[object] = []
     store = PodStore(NodeInfo("bench"), on_cgroup_gone=lambda d: None)
     store.subscribe(events.append)
-    store.nri_synchronized([p[0] for p in pods], [c for p in pods for c in p[1]])
+    feed = NriFeed(store)
+    feed.nri_synchronized([p[0] for p in pods], [c for p in pods for c in p[1]])
     assert len(store.pods()) == PODS
 
     asks = []
@@ -89,14 +91,14 @@ def main() -> None:
         for i in range(ROUNDS):
             sandbox, containers = pods[(i * 7919) % PODS]
             t0 = time.perf_counter_ns()
-            store.nri_container_event(ContainerChange.UPDATED, sandbox, containers[0], asks[i % 2])
+            feed.nri_container_event(ContainerChange.UPDATED, sandbox, containers[0], asks[i % 2])
             t1 = time.perf_counter_ns()
-            store.nri_container_event(ContainerChange.STARTED, sandbox, containers[1])
+            feed.nri_container_event(ContainerChange.STARTED, sandbox, containers[1])
             t2 = time.perf_counter_ns()
             extra = copy.copy(containers[1])
             extra.id, extra.name = "x%063d" % i, "extra"
-            store.nri_container_event(ContainerChange.CREATED, sandbox, extra)
-            store.nri_container_event(ContainerChange.REMOVED, sandbox, extra)
+            feed.nri_container_event(ContainerChange.CREATED, sandbox, extra)
+            feed.nri_container_event(ContainerChange.REMOVED, sandbox, extra)
             t3 = time.perf_counter_ns()
             known = table[containers[0].id]
             dataclasses.replace(known, state=ContainerState.RUNNING)

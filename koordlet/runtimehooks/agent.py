@@ -11,6 +11,7 @@ from koordlet.runtimehooks.options import HooksOptions
 from koordlet.agent import AgentSpec, Built
 from koordlet.config import Config
 from koordlet.runtimehooks.module import RuntimeHooksModule
+from koordlet.statesinformer.nri_feed import NriFeed
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs
@@ -22,7 +23,7 @@ def enabled(config: Config) -> bool:
 
 
 def build(hubs: Hubs) -> Built:
-    module = RuntimeHooksModule(hubs.config, hubs.facts, hubs.states, hubs.states, hubs.executor, hubs.registry,
+    module = RuntimeHooksModule(hubs.config, hubs.facts, hubs.states, NriFeed(hubs.states), hubs.executor, hubs.registry,
                                 hubs.ports, node_slo=hubs.node_slo, be_suppress=hubs.be_suppress)
     hubs.http.add_route("/api/v1/pods", module.pods_route)
     return Built((module,))

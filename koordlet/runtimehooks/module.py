@@ -29,13 +29,14 @@ from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.runtimehooks.engine import HookEngine, plans_json
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import enabled_hooks
-from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin, NriFeed
+from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.runtimehooks.slo_rules import hook_config_from_slo, hook_config_with_suppress
 from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.slo.source import NodeSLOSource
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import K8sQoS
+from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.statesinformer.sources import nri_enabled, nri_wanted
 from koordlet.util.host_facts import HostFacts
 from koordlet.runtimehooks.options import HooksOptions
@@ -78,7 +79,7 @@ def probe_host(facts: HostFacts) -> HookConfig:
 class RuntimeHooksModule:
     name = "runtimehooks"
 
-    def __init__(self, config: Config, facts: HostFacts, states: StatesInformer, feed: NriFeed | None,
+    def __init__(self, config: Config, facts: HostFacts, states: StatesInformer, feed: NriFeed,
                  executor: ResourceExecutor, registry: CollectorRegistry | None, ports: Ports = Ports(),
                  node_slo: NodeSLOSource | None = None, be_suppress: BESuppressBoard | None = None) -> None:
         self._config = config
@@ -111,7 +112,7 @@ class RuntimeHooksModule:
             self._unsubscribe.append(self._be_suppress.subscribe(self._rules_changed))
         self.engine.start()
         config = self._config
-        self.nri_on = nri_enabled(config) and self._feed is not None
+        self.nri_on = nri_enabled(config)
         self.nri_required = self.nri_on and nri_wanted(config)
         loop = asyncio.get_running_loop()
         if config.common.feature_gates.enabled("CgroupReconcile"):
@@ -120,7 +121,6 @@ class RuntimeHooksModule:
                                          containers_on_change=config.runtime.runtime_hooks_mode != "nri" or not self.nri_on)
             self._tasks.append(loop.create_task(self.reconciler.run()))
         if self.nri_on:
-            assert self._feed is not None
             reconciler = self.reconciler
             self.plugin = KoordletNriPlugin(
                 self.engine, self._feed, self.executor,

@@ -18,7 +18,7 @@ never from inside a handler (containerd would wait on its own lock).
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Iterable, Protocol
+from typing import Callable
 
 import structlog
 
@@ -28,7 +28,7 @@ from koordlet.runtimehooks.reconciler import updaters_for
 from koordlet.runtimehooks.spec import ResourceSpec
 from koordlet.statesinformer.from_nri import container_info
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
-from koordlet.statesinformer.store import ContainerChange, SandboxChange
+from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
 from nri.stub import NotConnected, Stub
 from nri.ttrpc.status import TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
@@ -36,17 +36,6 @@ from resourceexecutor import ResourceExecutor
 from system.cpuset import format_cpuset
 
 log = structlog.get_logger(__name__)
-
-
-class NriFeed(Protocol):
-    """How NRI events reach the states informer (statesinformer.store.PodStore)."""
-
-    def nri_synchronized(self, pods: Iterable[api.PodSandbox], containers: Iterable[api.Container]) -> None: ...
-
-    def nri_pod_event(self, kind: SandboxChange, sandbox: api.PodSandbox) -> None: ...
-
-    def nri_container_event(self, kind: ContainerChange, sandbox: api.PodSandbox, container: api.Container,
-                            linux_resources: api.LinuxResources | None = None) -> None: ...
 
 
 class KoordletNriPlugin:

@@ -6,7 +6,6 @@ cgroup parents and paths come in the runtime's spelling (cgroupfs path or system
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -27,7 +26,6 @@ _STATE = {
 
 
 _NO_UNIFIED: Mapping[str, str] = MappingProxyType({})
-_LINUX_FIELDS = tuple(f.name for f in fields(LinuxResources) if f.name != "unified")
 
 
 def container_state(state: int) -> ContainerState:
@@ -46,16 +44,6 @@ def linux_resources(resources: api_pb2.LinuxResources) -> LinuxResources:
         memory_limit=memory.limit.value if memory.HasField("limit") else None,
         unified=MappingProxyType(dict(resources.unified)) if resources.unified else _NO_UNIFIED,
     )
-
-
-def updated_linux_resources(previous: LinuxResources, update: api_pb2.LinuxResources) -> LinuxResources:
-    """kubelet's new ask (UpdateContainerRequest.linux_resources) over its previous one:
-    what the update sets wins, the rest (cpusets kubelet does not resize) stays."""
-    fresh = linux_resources(update)
-    changes = {name: getattr(fresh, name) for name in _LINUX_FIELDS if getattr(fresh, name) is not None}
-    if fresh.unified:
-        changes["unified"] = fresh.unified
-    return replace(previous, **changes)
 
 
 def sandbox_view(sandbox: api_pb2.PodSandbox) -> SandboxView:

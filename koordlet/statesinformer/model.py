@@ -10,7 +10,7 @@ resource executor takes them ("kubepods/besteffort/pod<uid>/<container id>").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
@@ -137,6 +137,18 @@ class LinuxResources:
     cpuset_mems: str | None = None
     memory_limit: int | None = None
     unified: Mapping[str, str] = field(default_factory=_empty_str)
+
+    def overlaid(self, update: LinuxResources) -> LinuxResources:
+        """A new ask over this one (kubelet's UpdateContainerResources): what the update sets
+        wins, the rest (cpusets kubelet does not resize) stays."""
+        changes: dict[str, object] = {name: value for name in _LINUX_SCALARS
+                                      if (value := getattr(update, name)) is not None}
+        if update.unified:
+            changes["unified"] = update.unified
+        return replace(self, **changes) if changes else self
+
+
+_LINUX_SCALARS = ("cpu_shares", "cpu_quota", "cpu_period", "cpuset_cpus", "cpuset_mems", "memory_limit")
 
 
 @dataclass(frozen=True, slots=True)

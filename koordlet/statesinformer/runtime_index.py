@@ -14,7 +14,7 @@ from koordlet.statesinformer.runtime_view import SandboxView
 
 
 class RuntimeIndex:
-    __slots__ = ("source", "synced", "sandboxes", "containers", "seen_at", "origins",
+    __slots__ = ("source", "synced", "sandboxes", "containers", "seen_at",
                  "_uid_sandboxes", "_uid_containers", "_container_sandbox")
 
     def __init__(self, source: Source) -> None:
@@ -23,22 +23,17 @@ class RuntimeIndex:
         self.sandboxes: dict[str, SandboxView] = {}
         self.containers: dict[str, ContainerInfo] = {}
         self.seen_at: dict[str, float] = {}  # sandbox or container id -> clock reading
-        # sandbox id -> the message its view was converted from, so that an unchanged
-        # sandbox (every container event carries one) is not converted again
-        self.origins: dict[str, object] = {}
         self._uid_sandboxes: dict[str, set[str]] = {}
         self._uid_containers: dict[str, set[str]] = {}
         self._container_sandbox: dict[str, str] = {}
 
-    def put_sandbox(self, view: SandboxView, now: float, origin: object = None) -> str:
+    def put_sandbox(self, view: SandboxView, now: float) -> str:
         sandbox_id, uid = view.pod.sandbox_id, view.pod.uid
         old = self.sandboxes.get(sandbox_id)
         if old is not None and old.pod.uid != uid:
             self.drop_sandbox(sandbox_id)
         self.sandboxes[sandbox_id] = view
         self.seen_at[sandbox_id] = now
-        if origin is not None:
-            self.origins[sandbox_id] = origin
         self._uid_sandboxes.setdefault(uid, set()).add(sandbox_id)
         return uid
 
@@ -46,7 +41,6 @@ class RuntimeIndex:
         """Forget the sandbox; its containers go with it. Returns the pod uid, if known."""
         view = self.sandboxes.pop(sandbox_id, None)
         self.seen_at.pop(sandbox_id, None)
-        self.origins.pop(sandbox_id, None)
         if view is None:
             return None
         uid = view.pod.uid
@@ -74,11 +68,6 @@ class RuntimeIndex:
         _discard(self._uid_containers, container.pod_uid, container_id)
         return container.pod_uid
 
-    def converted(self, sandbox_id: str, origin: object) -> SandboxView | None:
-        """The view already made from an equal message, if any."""
-        known = self.origins.get(sandbox_id)
-        return self.sandboxes[sandbox_id] if known is not None and known == origin else None
-
     def sandbox_views(self, uid: str) -> list[SandboxView]:
         return [self.sandboxes[s] for s in self._uid_sandboxes.get(uid, ())]
 
@@ -100,7 +89,7 @@ class RuntimeIndex:
 
     def clear(self) -> set[str]:
         uids = self.uids()
-        for table in (self.sandboxes, self.containers, self.seen_at, self.origins, self._uid_sandboxes,
+        for table in (self.sandboxes, self.containers, self.seen_at, self._uid_sandboxes,
                       self._uid_containers):
             table.clear()
         self._container_sandbox.clear()

@@ -3,9 +3,9 @@
 Readers use the `StatesInformer` protocol (node, pods, pod, subscribe, synced).
 Feeders call the methods below, all on the event loop:
 
-- the NRI plugin: `nri_synchronized(pods, containers)` after every (re)Synchronize
-  (replaces NRI's view wholesale), `nri_pod_event(kind, sandbox)` and
-  `nri_container_event(kind, sandbox, container)` per event, with the NRI protos;
+- NRI, through nri_feed.NriFeed (which converts the plugin's messages): `nri_listed` after
+  every (re)Synchronize (replaces NRI's view wholesale), `nri_sandbox_seen`,
+  `nri_sandbox_removed`, `nri_container_seen`, `nri_container_gone` per event;
 - the CRI poll: `cri_listed(sandboxes, containers, listed_at)` (replaces CRI's view);
 - the kubelet poll: `kubelet_listed(pods)` (replaces kubelet's view).
 
@@ -21,58 +21,25 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import replace
-from enum import Enum
 from typing import Callable, Iterable, Mapping
 
 import structlog
 
 from koordlet.statesinformer.api import PodTable
 from koordlet.statesinformer.from_kubelet import KubeletPod
-from koordlet.statesinformer.from_nri import container_info, sandbox_view, updated_linux_resources
 from koordlet.statesinformer.merge import merge_pod
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, NodeInfo, PodEvent, PodEventKind, PodInfo, SandboxState, Source,
+    ContainerInfo, ContainerState, LinuxResources, NodeInfo, PodEvent, PodEventKind, PodInfo, SandboxState, Source,
 )
 from koordlet.statesinformer.problems import ProblemLog
 from koordlet.statesinformer.runtime_index import RuntimeIndex
 from koordlet.statesinformer.runtime_view import SandboxView
-from proto.nri.pkg.api.v1alpha1 import api_pb2
 
 log = structlog.get_logger(__name__)
 
 # ids removed by an event are remembered this many at most, so that a poll that
 # started before the removal cannot bring them back
 TOMBSTONE_CAPACITY = 8192
-
-
-class SandboxChange(Enum):
-    """NRI pod sandbox events."""
-
-    RUN = "RunPodSandbox"
-    UPDATE = "UpdatePodSandbox"
-    STOP = "StopPodSandbox"
-    REMOVE = "RemovePodSandbox"
-
-
-class ContainerChange(Enum):
-    """NRI container events, by what they mean for the container."""
-
-    CREATED = "CreateContainer"
-    STARTED = "StartContainer"
-    UPDATED = "UpdateContainer"
-    STOPPED = "StopContainer"
-    REMOVED = "RemoveContainer"
-
-
-# What the event itself says about the state: containerd's CreateContainer carries
-# state UNKNOWN and its StartContainer still CREATED (seen on 2.3.4).
-_EVENT_STATE = {ContainerChange.CREATED: ContainerState.CREATED, ContainerChange.STARTED: ContainerState.RUNNING}
-
-_POD_EVENT_CHANGE = {
-    PodEventKind.ADDED: SandboxChange.RUN,
-    PodEventKind.UPDATED: SandboxChange.UPDATE,
-    PodEventKind.DELETED: SandboxChange.REMOVE,
-}
 
 
 class PodStore(PodTable):
@@ -123,82 +90,72 @@ class PodStore(PodTable):
         """Count `source` in synced() (a feeder says it exists)."""
         self._expected.add(source)
 
-    # ---- feeding: NRI
+    # ---- feeding: NRI's event stream (converted by nri_feed.NriFeed)
 
-    def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
+    def nri_listed(self, sandboxes: Iterable[SandboxView], containers: Iterable[tuple[str, ContainerInfo]]) -> None:
+        """NRI's whole view after a (re)Synchronize: sandboxes and (sandbox id, container) pairs."""
         now = self._clock()
         known = dict(self._nri.containers)
-        converted = {sid: (self._nri.origins.get(sid), view) for sid, view in self._nri.sandboxes.items()}
         touched = self._nri.clear()
-        for sandbox in pods:
-            origin, view = converted.get(sandbox.id, (None, None))
-            if view is None or origin != sandbox:
-                view = sandbox_view(sandbox)
-            touched.add(self._nri.put_sandbox(view, now, sandbox))
-        for container in containers:
-            view = self._nri.sandboxes.get(container.pod_sandbox_id)
-            if view is None:
-                continue  # a container without a sandbox NRI listed: nothing to attach it to
-            uid = view.pod.uid
-            info, problems = container_info(container, uid)
-            self._problems.report(uid, view.pod.name, problems)
+        for view in sandboxes:
+            touched.add(self._nri.put_sandbox(view, now))
+        for sandbox_id, info in containers:
             if info.state is not ContainerState.EXITED:
-                info = _keep_ask(info, known.get(info.id), None, None)
-                touched.add(self._nri.put_container(info, container.pod_sandbox_id, now))
+                info = _keep_ask(info, known.get(info.id), created=False, ask=None)
+                touched.add(self._nri.put_container(info, sandbox_id, now))
         touched |= self._drop_unconfirmed(self._cri, self._nri, now)
         self._nri.synced = True
         self._refresh(touched)
 
-    def nri_pod_event(self, kind: SandboxChange | PodEventKind, sandbox: api_pb2.PodSandbox) -> None:
-        change = _POD_EVENT_CHANGE[kind] if isinstance(kind, PodEventKind) else kind
-        if not self._usable(change.value, sandbox):
+    def nri_sandbox_seen(self, view: SandboxView, stopped: bool = False) -> None:
+        """A sandbox ran or changed; `stopped`: it stopped (not ready; its containers are gone)."""
+        if self._removed(view.pod.sandbox_id):
             return
         now = self._clock()
-        if change is SandboxChange.REMOVE:
-            uid = self._forget_sandbox(sandbox.id, sandbox.uid, now)
-        else:
-            view = self._nri.converted(sandbox.id, sandbox) or sandbox_view(sandbox)
-            if change is SandboxChange.STOP:
-                view = _not_ready(view)
-                for index in (self._nri, self._cri):
-                    for container in list(index.pod_containers(sandbox.uid)):
-                        self._tombstone(container.id, now)
-                        index.drop_container(container.id)
-            uid = self._nri.put_sandbox(view, now, sandbox)
-        self._refresh({uid})
-
-    def nri_container_event(
-        self,
-        kind: ContainerChange,
-        sandbox: api_pb2.PodSandbox,
-        container: api_pb2.Container,
-        linux_resources: api_pb2.LinuxResources | None = None,
-    ) -> None:
-        """One container event. `linux_resources`: UpdateContainerRequest.linux_resources,
-        kubelet's new ask. ContainerInfo.linux keeps what kubelet asked for: taken at
-        CreateContainer (before any plugin adjusted it), changed only by an update's ask;
-        later events carry the adjusted values and do not overwrite it."""
-        if not self._usable(kind.value, sandbox):
-            return
-        now = self._clock()
-        touched = {self._nri.put_sandbox(self._container_event_sandbox(sandbox), now, sandbox)}
-        if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
-            self._tombstone(container.id, now)
+        view = self._as_known(view)
+        if stopped:
+            view = _not_ready(view)
             for index in (self._nri, self._cri):
-                uid = index.drop_container(container.id)
-                if uid is not None:
-                    touched.add(uid)
-        else:
-            info, problems = container_info(container, sandbox.uid)
-            self._problems.report(sandbox.uid, sandbox.name, problems)
-            state = _EVENT_STATE.get(kind)
-            if state is None and info.state is ContainerState.UNKNOWN:
-                known = self._nri.containers.get(info.id)
-                state = known.state if known is not None else None
-            if state is not None and state is not info.state:
-                info = replace(info, state=state)
-            info = _keep_ask(info, self._nri.containers.get(info.id), kind, linux_resources)
-            touched.add(self._nri.put_container(info, container.pod_sandbox_id or sandbox.id, now))
+                for container in list(index.pod_containers(view.pod.uid)):
+                    self._tombstone(container.id, now)
+                    index.drop_container(container.id)
+        self._refresh({self._nri.put_sandbox(view, now)})
+
+    def nri_sandbox_removed(self, sandbox_id: str, uid: str) -> None:
+        if self._removed(sandbox_id):
+            return
+        self._refresh({self._forget_sandbox(sandbox_id, uid, self._clock())})
+
+    def nri_container_seen(self, sandbox: SandboxView, info: ContainerInfo, sandbox_id: str, *, created: bool,
+                           state: ContainerState | None, ask: LinuxResources | None) -> None:
+        """A container event. `state`: what the event itself says (created, started), over the
+        message's own. `ask`: kubelet's new ask from an update. ContainerInfo.linux keeps what
+        kubelet asked for: taken at creation (before any plugin adjusted it), changed only by
+        an update's ask; later events carry the adjusted values and do not overwrite it."""
+        if self._removed(sandbox.pod.sandbox_id):
+            return
+        now = self._clock()
+        touched = {self._nri.put_sandbox(self._as_known(sandbox), now)}
+        known = self._nri.containers.get(info.id)
+        if state is None and info.state is ContainerState.UNKNOWN and known is not None:
+            state = known.state
+        if state is not None and state is not info.state:
+            info = replace(info, state=state)
+        info = _keep_ask(info, known, created=created, ask=ask)
+        touched.add(self._nri.put_container(info, sandbox_id, now))
+        self._refresh(touched)
+
+    def nri_container_gone(self, sandbox: SandboxView, container_id: str) -> None:
+        """The container stopped or was removed."""
+        if self._removed(sandbox.pod.sandbox_id):
+            return
+        now = self._clock()
+        touched = {self._nri.put_sandbox(self._as_known(sandbox), now)}
+        self._tombstone(container_id, now)
+        for index in (self._nri, self._cri):
+            uid = index.drop_container(container_id)
+            if uid is not None:
+                touched.add(uid)
         self._refresh(touched)
 
     # ---- feeding: CRI and kubelet
@@ -253,26 +210,18 @@ class PodStore(PodTable):
 
     # ---- internals
 
-    def _usable(self, event: str, sandbox: api_pb2.PodSandbox) -> bool:
-        """An event names a pod we can keep, and not one already removed (a late event
-        must not bring a removed sandbox back)."""
-        if not sandbox.id or not sandbox.uid:
-            log.warning("nri_event_without_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
-            return False
-        if sandbox.id in self._tombstones:
-            log.debug("nri_event_for_removed_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
-            return False
-        return True
+    def _removed(self, sandbox_id: str) -> bool:
+        """A late event must not bring a removed sandbox back."""
+        if sandbox_id in self._tombstones:
+            log.debug("nri_event_for_removed_pod", sandbox_id=sandbox_id)
+            return True
+        return False
 
-    def _container_event_sandbox(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
-        """The sandbox a container event carries; a sandbox already stopped stays stopped."""
-        view = self._nri.converted(sandbox.id, sandbox)
-        if view is not None:
-            return view
-        view = sandbox_view(sandbox)
-        known = self._nri.sandboxes.get(sandbox.id)
-        if known is not None and known.pod.state is SandboxState.NOT_READY:
-            view = _not_ready(view)
+    def _as_known(self, view: SandboxView) -> SandboxView:
+        """A sandbox already stopped stays stopped (its id is never run again)."""
+        known = self._nri.sandboxes.get(view.pod.sandbox_id)
+        if known is not None and known.pod.state is SandboxState.NOT_READY and view.pod.state is not known.pod.state:
+            return _not_ready(view)
         return view
 
     def _forget_sandbox(self, sandbox_id: str, uid: str, now: float) -> str:
@@ -356,14 +305,10 @@ def _not_ready(view: SandboxView) -> SandboxView:
     return replace(view, pod=replace(view.pod, state=SandboxState.NOT_READY))
 
 
-def _keep_ask(
-    info: ContainerInfo,
-    known: ContainerInfo | None,
-    kind: ContainerChange | None,
-    update: api_pb2.LinuxResources | None,
-) -> ContainerInfo:
-    """`info` with the Linux resources kubelet asked for (see nri_container_event)."""
-    if kind is ContainerChange.CREATED or known is None:
+def _keep_ask(info: ContainerInfo, known: ContainerInfo | None, *, created: bool,
+              ask: LinuxResources | None) -> ContainerInfo:
+    """`info` with the Linux resources kubelet asked for (see PodStore.nri_container_seen)."""
+    if created or known is None:
         return info  # at creation, or first sight later: the values carried are all we have
-    asked = known.linux if update is None else updated_linux_resources(known.linux, update)
+    asked = known.linux if ask is None else known.linux.overlaid(ask)
     return info if asked == info.linux else replace(info, linux=asked)

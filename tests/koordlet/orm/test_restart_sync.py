@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 
 
+from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.orm.module import OrmModule
 from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
@@ -58,7 +59,7 @@ async def test_checkpointed_allocations_wait_for_a_late_nri_synchronize(tmp_path
         assert {e.pod_uid for e in second.allocations.entries()} == {KEPT, GONE}
 
         kept = sandbox(1, tier="guaranteed")
-        hubs.states.nri_synchronized([kept], [container(kept, "c1")])
+        NriFeed(hubs.states).nri_synchronized([kept], [container(kept, "c1")])
         assert informer.ready()
         await second.reconcile_once()
         await settle(second)

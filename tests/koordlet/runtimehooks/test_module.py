@@ -15,6 +15,7 @@ from koordlet.util.host_facts import HostFacts
 from resourceexecutor import executor_without_cgroups
 from koordlet.runtimehooks.module import RuntimeHooksModule, nri_enabled, nri_wanted
 from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.statesinformer.store import PodStore
 from nri.testing import RuntimePeer
 from system.host import Host
@@ -64,7 +65,7 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
     registry = CollectorRegistry()
     feed = PodStore(NodeInfo("node"))
     host = Host(tmp_path, tmp_path, tmp_path)  # no cgroups there: every write refused, NRI only
-    module = RuntimeHooksModule(config, HostFacts(host), feed, feed, executor_without_cgroups(host), registry)
+    module = RuntimeHooksModule(config, HostFacts(host), feed, NriFeed(feed), executor_without_cgroups(host), registry)
     await module.start()
     try:
         assert module.nri_on and not module.ready()

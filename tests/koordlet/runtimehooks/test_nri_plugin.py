@@ -12,6 +12,7 @@ from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.statesinformer.store import PodStore
 from nri.events import Event
 from nri.masks import events_of
@@ -34,8 +35,9 @@ class Harness:
 async def start(socket_path: Path, config: HookConfig, synced: list | None = None) -> Harness:
     peer = RuntimePeer(socket_path)
     await peer.start()
-    feed = PodStore(NodeInfo("node"))
-    engine = HookEngine(feed, config, HOOKS)
+    store = PodStore(NodeInfo("node"))
+    feed = NriFeed(store)
+    engine = HookEngine(store, config, HOOKS)
     engine.start()
     plugin = KoordletNriPlugin(engine, feed, executor_without_cgroups(),
                                on_synchronized=(lambda: synced.append(1)) if synced is not None else (lambda: None))

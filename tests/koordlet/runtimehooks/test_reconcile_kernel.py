@@ -14,7 +14,8 @@ from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.statesinformer.model import NodeInfo
-from koordlet.statesinformer.store import ContainerChange, PodStore, SandboxChange
+from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
+from koordlet.statesinformer.store import PodStore
 from nri.stub import Stub, StubConfig
 from nri.testing import RuntimePeer
 from resourceexecutor import ResourceExecutor
@@ -101,12 +102,13 @@ def kernel_values(files: CgroupFiles, cgroup_dir: str) -> tuple:
 
 
 def bypass_setup(pods, config):
-    feed = PodStore(NodeInfo("node"))
+    store = PodStore(NodeInfo("node"))
+    feed = NriFeed(store)
     for pod, containers in pods:
         feed.nri_pod_event(SandboxChange.RUN, pod)
         for ctr in containers:
             feed.nri_container_event(ContainerChange.CREATED, pod, ctr)
-    engine = HookEngine(feed, config, HOOKS)
+    engine = HookEngine(store, config, HOOKS)
     engine.start()
     files = CgroupFiles(Host(), detect_hierarchy(Host()))
     executor = ResourceExecutor(files)
@@ -123,8 +125,9 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
     # NRI mode, through the peer's model of containerd; pod cgroups through the executor
     peer = RuntimePeer(socket_path)
     await peer.start()
-    nri_feed = PodStore(NodeInfo("node"))
-    nri_engine = HookEngine(nri_feed, config, HOOKS)
+    nri_store = PodStore(NodeInfo("node"))
+    nri_feed = NriFeed(nri_store)
+    nri_engine = HookEngine(nri_store, config, HOOKS)
     nri_engine.start()
     nri_executor = ResourceExecutor(files)
     plugin = KoordletNriPlugin(nri_engine, nri_feed, nri_executor)

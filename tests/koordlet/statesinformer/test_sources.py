@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.daemon.cli import parse_args
 from koordlet.statesinformer.model import NodeInfo, Source
 from koordlet.statesinformer.sources import expected_sources, unix_socket_path
@@ -62,7 +63,7 @@ def test_unix_socket_path(endpoint, path) -> None:
 
 def deliver(store: PodStore, source: Source) -> None:
     if source is NRI:
-        store.nri_synchronized([], [])
+        NriFeed(store).nri_synchronized([], [])
     elif source is CRI:
         store.cri_listed([], [], 0.0)
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +13,8 @@ from koordlet.statesinformer.model import (
     ContainerState, K8sQoS, KoordQoSClass, NodeInfo, PodEvent, PodEventKind, PodInfo, Resources,
     SandboxState, Source,
 )
-from koordlet.statesinformer.store import ContainerChange, PodStore, SandboxChange
+from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
+from koordlet.statesinformer.store import PodStore
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 from tests.koordlet.statesinformer.nri_capture import plugin_requests
 from tests.koordlet.statesinformer.nri_fixtures import container, container_dir, sandbox, uid_of
@@ -37,6 +40,16 @@ class Clock:
     def __call__(self) -> float:
         self.now += 1.0
         return self.now
+
+
+_FEEDS: weakref.WeakKeyDictionary[PodStore, NriFeed] = weakref.WeakKeyDictionary()
+
+
+def nri(store: PodStore) -> NriFeed:
+    """The store's NRI adapter (one per store, as the plugin holds one)."""
+    if store not in _FEEDS:
+        _FEEDS[store] = NriFeed(store)
+    return _FEEDS[store]
 
 
 def new_store(**kwargs) -> tuple[PodStore, Recorder, Clock]:
@@ -70,11 +83,11 @@ _CONTAINER_METHODS = {"CreateContainer": ContainerChange.CREATED, "StartContaine
 def feed_capture(store: PodStore) -> None:
     for method, request in plugin_requests():
         if method == "Synchronize":
-            store.nri_synchronized(request.pods, request.containers)
+            nri(store).nri_synchronized(request.pods, request.containers)
         elif method in _SANDBOX_METHODS:
-            store.nri_pod_event(_SANDBOX_METHODS[method], request.pod)
+            nri(store).nri_pod_event(_SANDBOX_METHODS[method], request.pod)
         elif method in _CONTAINER_METHODS:
-            store.nri_container_event(_CONTAINER_METHODS[method], request.pod, request.container)
+            nri(store).nri_container_event(_CONTAINER_METHODS[method], request.pod, request.container)
 
 
 def test_the_captured_containerd_session_ends_with_nothing_known_and_every_cgroup_forgotten() -> None:
@@ -103,12 +116,12 @@ def test_the_captured_update_changes_the_container_linux_resources() -> None:
     updates: list[PodInfo] = []
     for method, request in plugin_requests():
         if method == "Synchronize":
-            store.nri_synchronized(request.pods, request.containers)
+            nri(store).nri_synchronized(request.pods, request.containers)
         elif method == "RunPodSandbox":
-            store.nri_pod_event(SandboxChange.RUN, request.pod)
+            nri(store).nri_pod_event(SandboxChange.RUN, request.pod)
         elif method in ("CreateContainer", "StartContainer", "UpdateContainer"):
             update = request.linux_resources if method == "UpdateContainer" else None
-            store.nri_container_event(_CONTAINER_METHODS[method], request.pod, request.container, update)
+            nri(store).nri_container_event(_CONTAINER_METHODS[method], request.pod, request.container, update)
             updates.append(store.pod(request.pod.uid))
     created, started, updated = (pod.containers[0] for pod in updates)
     # containerd 2.3.4 sent CreateContainer with state UNKNOWN and StartContainer with CREATED
@@ -126,24 +139,24 @@ def test_feeding_the_same_facts_again_emits_nothing() -> None:
     store, rec, _ = new_store()
     sb = sandbox(1)
     ctr = container(sb, "c1")
-    store.nri_synchronized([sb], [ctr])
+    nri(store).nri_synchronized([sb], [ctr])
     assert rec.kinds() == [(PodEventKind.ADDED, uid_of(1))]
-    store.nri_synchronized([sb], [ctr])
-    store.nri_pod_event(SandboxChange.UPDATE, sb)
-    store.nri_container_event(ContainerChange.UPDATED, sb, ctr)
+    nri(store).nri_synchronized([sb], [ctr])
+    nri(store).nri_pod_event(SandboxChange.UPDATE, sb)
+    nri(store).nri_container_event(ContainerChange.UPDATED, sb, ctr)
     assert len(rec.events) == 1
 
 
 def test_a_changed_container_emits_one_update_with_the_previous_pod() -> None:
     store, rec, _ = new_store()
     sb = sandbox(1)
-    store.nri_synchronized([sb], [container(sb, "c1", shares=100)])
+    nri(store).nri_synchronized([sb], [container(sb, "c1", shares=100)])
     adjusted = container(sb, "c1", shares=150)  # what a plugin made of it: not kubelet's ask
-    store.nri_container_event(ContainerChange.UPDATED, sb, adjusted)
+    nri(store).nri_container_event(ContainerChange.UPDATED, sb, adjusted)
     assert len(rec.events) == 1
     ask = api_pb2.LinuxResources()
     ask.cpu.shares.value = 200
-    store.nri_container_event(ContainerChange.UPDATED, sb, adjusted, ask)
+    nri(store).nri_container_event(ContainerChange.UPDATED, sb, adjusted, ask)
     event = rec.events[-1]
     assert event.kind is PodEventKind.UPDATED
     assert event.previous.containers[0].linux.cpu_shares == 100
@@ -153,22 +166,22 @@ def test_a_changed_container_emits_one_update_with_the_previous_pod() -> None:
 def test_a_stopped_container_is_forgotten_and_its_cgroup_released() -> None:
     store, rec, _ = new_store()
     sb = sandbox(1, "besteffort")
-    store.nri_synchronized([sb], [container(sb, "c1"), container(sb, "c2", name="side")])
-    store.nri_container_event(ContainerChange.STOPPED, sb, container(sb, "c1", state=api_pb2.CONTAINER_STOPPED))
+    nri(store).nri_synchronized([sb], [container(sb, "c1"), container(sb, "c2", name="side")])
+    nri(store).nri_container_event(ContainerChange.STOPPED, sb, container(sb, "c1", state=api_pb2.CONTAINER_STOPPED))
     assert [c.id for c in store.pod(uid_of(1)).containers] == ["c2"]
     assert rec.gone == [container_dir(sb, "c1")]
-    store.nri_container_event(ContainerChange.REMOVED, sb, container(sb, "c1", state=api_pb2.CONTAINER_STOPPED))
+    nri(store).nri_container_event(ContainerChange.REMOVED, sb, container(sb, "c1", state=api_pb2.CONTAINER_STOPPED))
     assert rec.gone == [container_dir(sb, "c1")]  # once, not again at removal
 
 
 def test_stop_sandbox_marks_it_not_ready_and_remove_deletes_the_pod() -> None:
     store, rec, _ = new_store()
     sb = sandbox(1)
-    store.nri_synchronized([sb], [container(sb, "c1")])
-    store.nri_pod_event(SandboxChange.STOP, sb)
+    nri(store).nri_synchronized([sb], [container(sb, "c1")])
+    nri(store).nri_pod_event(SandboxChange.STOP, sb)
     pod = store.pod(uid_of(1))
     assert pod.state is SandboxState.NOT_READY and pod.containers == ()
-    store.nri_pod_event(PodEventKind.DELETED, sb)  # the model's kinds are accepted too
+    nri(store).nri_pod_event(PodEventKind.DELETED, sb)  # the model's kinds are accepted too
     assert store.pod(uid_of(1)) is None
     assert rec.kinds()[-1] == (PodEventKind.DELETED, uid_of(1))
     assert rec.gone == [container_dir(sb, "c1"), sb.linux.cgroup_parent.lstrip("/")]
@@ -177,11 +190,11 @@ def test_stop_sandbox_marks_it_not_ready_and_remove_deletes_the_pod() -> None:
 def test_a_late_event_does_not_bring_a_removed_pod_back() -> None:
     store, rec, _ = new_store()
     sb = sandbox(1)
-    store.nri_synchronized([sb], [container(sb, "c1")])
-    store.nri_pod_event(SandboxChange.REMOVE, sb)
+    nri(store).nri_synchronized([sb], [container(sb, "c1")])
+    nri(store).nri_pod_event(SandboxChange.REMOVE, sb)
     for change in ContainerChange:
-        store.nri_container_event(change, sb, container(sb, "c1"))
-    store.nri_pod_event(SandboxChange.UPDATE, sb)
+        nri(store).nri_container_event(change, sb, container(sb, "c1"))
+    nri(store).nri_pod_event(SandboxChange.UPDATE, sb)
     assert store.pods() == ()
     assert rec.kinds() == [(PodEventKind.ADDED, uid_of(1)), (PodEventKind.DELETED, uid_of(1))]
 
@@ -189,8 +202,8 @@ def test_a_late_event_does_not_bring_a_removed_pod_back() -> None:
 def test_an_event_without_a_pod_changes_nothing() -> None:
     store, rec, _ = new_store()
     nameless = api_pb2.PodSandbox(id="sb-x")  # no uid
-    store.nri_pod_event(SandboxChange.RUN, nameless)
-    store.nri_container_event(ContainerChange.CREATED, api_pb2.PodSandbox(), container(sandbox(1), "c1"))
+    nri(store).nri_pod_event(SandboxChange.RUN, nameless)
+    nri(store).nri_container_event(ContainerChange.CREATED, api_pb2.PodSandbox(), container(sandbox(1), "c1"))
     assert store.pods() == () and rec.events == []
     assert {k: v for k, v in store.counts().items() if v} == {}
 
@@ -204,8 +217,8 @@ def test_a_listener_that_raises_stays_subscribed() -> None:
         raise RuntimeError("boom")
 
     store.subscribe(bad)
-    store.nri_pod_event(SandboxChange.RUN, sandbox(1))
-    store.nri_pod_event(SandboxChange.RUN, sandbox(2))
+    nri(store).nri_pod_event(SandboxChange.RUN, sandbox(1))
+    nri(store).nri_pod_event(SandboxChange.RUN, sandbox(2))
     assert len(calls) == 2 and len(rec.events) == 2
 
 
@@ -215,7 +228,7 @@ def test_unsubscribe_stops_events() -> None:
     unsubscribe = store.subscribe(seen.append)
     unsubscribe()
     unsubscribe()
-    store.nri_pod_event(SandboxChange.RUN, sandbox(1))
+    nri(store).nri_pod_event(SandboxChange.RUN, sandbox(1))
     assert seen == []
 
 
@@ -224,7 +237,7 @@ def test_unsubscribe_stops_events() -> None:
 def test_cri_and_nri_views_of_one_pod_merge_into_one_pod() -> None:
     store, rec, clock = new_store(expected=[Source.CRI])
     sb = sandbox(1)
-    store.nri_pod_event(SandboxChange.RUN, sb)
+    nri(store).nri_pod_event(SandboxChange.RUN, sb)
     listed_at = clock()
     store.cri_listed(*cri_listing((sb, [container(sb, "c1")])), listed_at)
     pod = store.pod(uid_of(1))
@@ -236,9 +249,9 @@ def test_cri_and_nri_views_of_one_pod_merge_into_one_pod() -> None:
 def test_a_cri_listing_taken_before_a_removal_does_not_bring_the_container_back() -> None:
     store, rec, clock = new_store()
     sb = sandbox(1)
-    store.nri_synchronized([sb], [container(sb, "c1")])
+    nri(store).nri_synchronized([sb], [container(sb, "c1")])
     listed_at = clock()  # the poll starts ...
-    store.nri_container_event(ContainerChange.REMOVED, sb, container(sb, "c1"))  # ... the container goes ...
+    nri(store).nri_container_event(ContainerChange.REMOVED, sb, container(sb, "c1"))  # ... the container goes ...
     store.cri_listed(*cri_listing((sb, [container(sb, "c1")])), listed_at)  # ... the poll's answer still has it
     assert store.pod(uid_of(1)).containers == ()
     assert rec.gone == [container_dir(sb, "c1")]
@@ -247,7 +260,7 @@ def test_a_cri_listing_taken_before_a_removal_does_not_bring_the_container_back(
 def test_a_cri_listing_drops_what_nri_reported_earlier_and_the_runtime_no_longer_has() -> None:
     store, rec, clock = new_store()
     old, new = sandbox(1), sandbox(2)
-    store.nri_synchronized([old], [container(old, "c1")])  # NRI then disconnects and misses the removal
+    nri(store).nri_synchronized([old], [container(old, "c1")])  # NRI then disconnects and misses the removal
     store.cri_listed(*cri_listing((new, [])), clock())
     assert [p.uid for p in store.pods()] == [uid_of(2)]
     assert store.counts()[("pods", "nri")] == 0
@@ -259,7 +272,7 @@ def test_a_cri_poll_begun_before_a_synchronize_does_not_bring_back_what_it_dropp
     listing = cri_listing((gone, [container(gone, "c1")]), (kept, []))
     store.cri_listed(*listing, clock())
     listed_at = clock()  # a poll starts, and will still see pod 1 ...
-    store.nri_synchronized([kept], [])  # ... which the runtime no longer has when NRI resyncs
+    nri(store).nri_synchronized([kept], [])  # ... which the runtime no longer has when NRI resyncs
     assert [p.uid for p in store.pods()] == [uid_of(2)]
     store.cri_listed(*listing, listed_at)
     assert [p.uid for p in store.pods()] == [uid_of(2)]
@@ -270,7 +283,7 @@ def test_a_cri_poll_begun_before_a_synchronize_does_not_bring_back_what_it_dropp
 def test_a_pod_nri_reported_after_the_listing_began_survives_it() -> None:
     store, _, clock = new_store()
     listed_at = clock()
-    store.nri_pod_event(SandboxChange.RUN, sandbox(1))
+    nri(store).nri_pod_event(SandboxChange.RUN, sandbox(1))
     store.cri_listed([], [], listed_at)
     assert store.pod(uid_of(1)) is not None
 
@@ -278,7 +291,7 @@ def test_a_pod_nri_reported_after_the_listing_began_survives_it() -> None:
 def test_kubelet_adds_priority_spec_and_qos_but_no_pods_of_its_own() -> None:
     store, rec, _ = new_store(expected=[Source.KUBELET])
     sb = sandbox(1, "besteffort")
-    store.nri_synchronized([sb], [container(sb, "c1")])
+    nri(store).nri_synchronized([sb], [container(sb, "c1")])
     assert store.pod(uid_of(1)).qos.effective is KoordQoSClass.BE  # from the besteffort cgroup parent
     assert not store.synced()
     spec = Resources(requests={"cpu": 500}, limits={"cpu": 1000})
@@ -302,7 +315,7 @@ def test_an_invalid_label_is_logged_once_per_pod(capsys) -> None:
     store, _, _ = new_store()
     sb = sandbox(1, labels={"koordinator.sh/qosClass": "GOLD"})
     for _ in range(3):
-        store.nri_synchronized([sb], [])
+        nri(store).nri_synchronized([sb], [])
     out = capsys.readouterr()
     assert (out.out + out.err).count("pod_input_invalid") == 1
     assert store.pod(uid_of(1)).qos.effective is KoordQoSClass.LS
@@ -338,26 +351,26 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
         sb = sb_of(n)
         ctr = container(sb, "c%d-%d" % (n, c), name="n%d" % c)
         if what == "run":
-            store.nri_pod_event(SandboxChange.RUN, sb)
+            nri(store).nri_pod_event(SandboxChange.RUN, sb)
             live.add(n)
         elif what == "stop":
-            store.nri_pod_event(SandboxChange.STOP, sb)
+            nri(store).nri_pod_event(SandboxChange.STOP, sb)
             live.add(n)
             running.pop(n, None)
         elif what == "remove":
-            store.nri_pod_event(SandboxChange.REMOVE, sb)
+            nri(store).nri_pod_event(SandboxChange.REMOVE, sb)
             live.discard(n)
             running.pop(n, None)
             generation[n] = generation.get(n, 0) + 1
         elif what in ("create", "start", "update"):
             kind = {"create": ContainerChange.CREATED, "start": ContainerChange.STARTED,
                     "update": ContainerChange.UPDATED}[what]
-            store.nri_container_event(kind, sb, ctr)
+            nri(store).nri_container_event(kind, sb, ctr)
             live.add(n)
             running.setdefault(n, set()).add(c)
         elif what in ("stop_c", "remove_c"):
             kind = ContainerChange.STOPPED if what == "stop_c" else ContainerChange.REMOVED
-            store.nri_container_event(kind, sb, ctr)
+            nri(store).nri_container_event(kind, sb, ctr)
             live.add(n)
             running.get(n, set()).discard(c)
         elif what == "cri":  # a poll that lists exactly what the model says is there, taken now
@@ -365,7 +378,7 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
                                    for k in sorted(running.get(m, ()))]) for m in sorted(live)]
             store.cri_listed(*cri_listing(*pairs), clock())
         else:
-            store.nri_synchronized(
+            nri(store).nri_synchronized(
                 [sb_of(m) for m in live],
                 [container(sb_of(m), "c%d-%d" % (m, k), name="n%d" % k) for m in live for k in running.get(m, ())])
         assert {p.uid for p in store.pods()} == {uid_of(m) for m in live}
@@ -373,7 +386,7 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
         for m in live:
             assert {x.id for x in store.pod(uid_of(m)).containers} == {"c%d-%d" % (m, k) for k in running.get(m, ())}
     for m in list(live):
-        store.nri_pod_event(SandboxChange.REMOVE, sb_of(m))
+        nri(store).nri_pod_event(SandboxChange.REMOVE, sb_of(m))
     assert store.pods() == () and mirror == {}
     counts = store.counts()
     assert all(v == 0 for k, v in counts.items() if k[0] != "tombstones")

@@ -1,0 +1,117 @@
+"""NRI events into the states informer: the one place that knows NRI's messages.
+
+The NRI plugin (runtime hooks) hands every event here with containerd's protobufs; this
+adapter checks that it names a pod, converts it with `from_nri` (a sandbox message equal
+to the last one of its id is not converted again: every container event carries one) and
+feeds the PodStore in the store's own, runtime-neutral terms. The CRI poll does the same
+for CRI's listings (cri_poll.py).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Iterable
+
+import structlog
+
+from koordlet.statesinformer.from_nri import container_info, linux_resources, sandbox_view
+from koordlet.statesinformer.model import ContainerState, PodEventKind
+from koordlet.statesinformer.runtime_view import SandboxView
+from koordlet.statesinformer.store import PodStore
+from proto.nri.pkg.api.v1alpha1 import api_pb2
+
+log = structlog.get_logger(__name__)
+
+
+class SandboxChange(Enum):
+    """NRI pod sandbox events."""
+
+    RUN = "RunPodSandbox"
+    UPDATE = "UpdatePodSandbox"
+    STOP = "StopPodSandbox"
+    REMOVE = "RemovePodSandbox"
+
+
+class ContainerChange(Enum):
+    """NRI container events, by what they mean for the container."""
+
+    CREATED = "CreateContainer"
+    STARTED = "StartContainer"
+    UPDATED = "UpdateContainer"
+    STOPPED = "StopContainer"
+    REMOVED = "RemoveContainer"
+
+
+# What the event itself says about the state: containerd's CreateContainer carries
+# state UNKNOWN and its StartContainer still CREATED (seen on 2.3.4).
+_EVENT_STATE = {ContainerChange.CREATED: ContainerState.CREATED, ContainerChange.STARTED: ContainerState.RUNNING}
+
+_POD_EVENT_CHANGE = {
+    PodEventKind.ADDED: SandboxChange.RUN,
+    PodEventKind.UPDATED: SandboxChange.UPDATE,
+    PodEventKind.DELETED: SandboxChange.REMOVE,
+}
+
+
+class NriFeed:
+    """What the NRI plugin feeds (runtimehooks.nri_plugin.NriFeed), over one PodStore."""
+
+    def __init__(self, store: PodStore) -> None:
+        self.store = store
+        self._views: dict[str, tuple[api_pb2.PodSandbox, SandboxView]] = {}
+
+    def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
+        """NRI's whole view after a (re)Synchronize: it replaces what NRI said before."""
+        views = {sandbox.id: self._view(sandbox) for sandbox in pods}
+        self._views = {sid: entry for sid, entry in self._views.items() if sid in views}
+        listed = []
+        for container in containers:
+            view = views.get(container.pod_sandbox_id)
+            if view is None:
+                continue  # a container without a sandbox NRI listed: nothing to attach it to
+            info, problems = container_info(container, view.pod.uid)
+            self.store.problems.report(view.pod.uid, view.pod.name, problems)
+            listed.append((container.pod_sandbox_id, info))
+        self.store.nri_listed(views.values(), listed)
+
+    def nri_pod_event(self, kind: SandboxChange | PodEventKind, sandbox: api_pb2.PodSandbox) -> None:
+        change = _POD_EVENT_CHANGE[kind] if isinstance(kind, PodEventKind) else kind
+        if not _names_a_pod(change.value, sandbox):
+            return
+        if change is SandboxChange.REMOVE:
+            self._views.pop(sandbox.id, None)
+            self.store.nri_sandbox_removed(sandbox.id, sandbox.uid)
+        else:
+            self.store.nri_sandbox_seen(self._view(sandbox), stopped=change is SandboxChange.STOP)
+
+    def nri_container_event(self, kind: ContainerChange, sandbox: api_pb2.PodSandbox, container: api_pb2.Container,
+                            linux_resources_update: api_pb2.LinuxResources | None = None) -> None:
+        """One container event. `linux_resources_update`: UpdateContainerRequest.linux_resources,
+        kubelet's new ask (the store keeps what kubelet asked for, see PodStore.nri_container_seen)."""
+        if not _names_a_pod(kind.value, sandbox):
+            return
+        view = self._view(sandbox)
+        if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
+            self.store.nri_container_gone(view, container.id)
+            return
+        info, problems = container_info(container, sandbox.uid)
+        self.store.problems.report(sandbox.uid, sandbox.name, problems)
+        ask = linux_resources(linux_resources_update) if linux_resources_update is not None else None
+        self.store.nri_container_seen(view, info, container.pod_sandbox_id or sandbox.id,
+                                      created=kind is ContainerChange.CREATED, state=_EVENT_STATE.get(kind),
+                                      ask=ask)
+
+    def _view(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
+        known = self._views.get(sandbox.id)
+        if known is not None and known[0] == sandbox:
+            return known[1]
+        view = sandbox_view(sandbox)
+        self._views[sandbox.id] = (sandbox, view)
+        return view
+
+
+def _names_a_pod(event: str, sandbox: api_pb2.PodSandbox) -> bool:
+    if not sandbox.id or not sandbox.uid:
+        log.warning("nri_event_without_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+        return False
+    return True
