@@ -12,52 +12,50 @@ import structlog
 
 from koordlet.metriccache.sqlite_persistence import PersistenceError, SqlitePersistence
 from koordlet.metriccache.store import DB_FILE_NAME, MetricStore
+from koordlet.util.periodic import FirstRun, Periodic
 
 log = structlog.get_logger(__name__)
 
 
 class MetricCacheModule:
+    """One periodic task: flush queued rows every `flush_interval`, and after a flush expire
+    old samples once `gc_interval` has passed (one after the other: one sqlite connection);
+    ready while it runs."""
+
     name = "metriccache"
 
     def __init__(self, store: MetricStore, state_dir: Path | None,
                  flush_interval: float = 10.0, gc_interval: float = 300.0) -> None:
         self.store = store
         self._state_dir = state_dir
-        self._flush_interval = flush_interval
         self._gc_interval = gc_interval
-        self._task: asyncio.Task | None = None
+        self._next_gc = time.monotonic() + gc_interval
+        self._loop = Periodic("metriccache-maintain", self._maintain, flush_interval,
+                              first_run=FirstRun.AFTER_INTERVAL, event="metric_cache_maintenance_failed")
 
     async def start(self) -> None:
         if self._state_dir is not None:
             persistence = await asyncio.to_thread(open_or_set_aside, self._state_dir / DB_FILE_NAME)
             if persistence is not None:
                 await asyncio.to_thread(self.store.attach, persistence)
-        self._task = asyncio.create_task(self._maintain(), name="metriccache-maintain")
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._loop.stop()
         await asyncio.to_thread(self.store.close)
 
     def ready(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._loop.alive()
 
     async def _maintain(self) -> None:
-        next_gc = time.monotonic() + self._gc_interval
-        while True:
-            await asyncio.sleep(self._flush_interval)
-            try:
-                await asyncio.to_thread(self.store.flush)
-                if time.monotonic() >= next_gc:
-                    next_gc = time.monotonic() + self._gc_interval
-                    dropped = self.store.expire()
-                    deleted = await asyncio.to_thread(self.store.expire_on_disk)
-                    log.debug("metric_cache_expired", series_dropped=dropped, rows_deleted=deleted,
-                              series=len(self.store))
-            except Exception as exc:  # a full disk must not stop collection
-                log.error("metric_cache_maintenance_failed", error=repr(exc))
+        """A full disk must not stop collection: a failed round is counted and retried."""
+        await asyncio.to_thread(self.store.flush)
+        if time.monotonic() < self._next_gc:
+            return
+        self._next_gc = time.monotonic() + self._gc_interval
+        dropped = self.store.expire()
+        deleted = await asyncio.to_thread(self.store.expire_on_disk)
+        log.debug("metric_cache_expired", series_dropped=dropped, rows_deleted=deleted, series=len(self.store))
 
 
 def open_or_set_aside(path: Path) -> SqlitePersistence | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from koordlet.util.board import Signal
 from system.cpuset import format_cpuset, parse_cpuset
 
 # resourceplugin.v1alpha1 ResourceAllocationInfo.oci_property_name values for cpusets
@@ -130,7 +131,7 @@ class AllocationTable:
         self._memory_used: Counter[int] = Counter()  # NUMA node -> bytes held by NUMA-bound rows
         self._exclusive_nodes: Counter[int] = Counter()
         self._json: dict[tuple[str, str, str], str] = {}  # canonical JSON per row, for the checkpoint
-        self._listeners: list[Listener] = []
+        self._changes = Signal("orm-allocation-table")
         self.generation = 0  # bumped on every change
         for entry in entries:
             self._add(entry)
@@ -216,13 +217,11 @@ class AllocationTable:
         return [self._json[key] for key in sorted(self._json)]
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self._changes.subscribe(listener)
 
     def _changed(self) -> None:
         self.generation += 1
-        for listener in list(self._listeners):
-            listener()
+        self._changes.fire()
 
 
 class OrmAllocations:

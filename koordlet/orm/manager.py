@@ -26,6 +26,7 @@ from koordlet.topology.hint import DEFAULT_RESOURCE_KEY, ProviderHints, Topology
 from koordlet.topology.manager import Scope, TopologyAffinityError, TopologyManager
 from koordlet.topology.policy import Policy
 from koordlet.topology.request import ContainerRequest, PodRequest
+from koordlet.util.board import Signal
 
 log = structlog.get_logger(__name__)
 
@@ -56,7 +57,7 @@ class Orm:
         self.rejections: dict[str, str] = {}  # pod uid -> last reason
         self._pending_removals: dict[str, set[str]] = {}  # plugin -> pod uids it has not heard about
         self._admitted: set[tuple[str, str]] = set()  # (pod uid, container): admitted, with or without rows
-        self._listeners: list[Callable[[], None]] = []
+        self._changes = Signal("orm-allocations")
         self._lock = asyncio.Lock()
 
     # ------------------------------------------------------------ providers
@@ -275,7 +276,7 @@ class Orm:
 
     def on_change(self, listener: Callable[[], None]) -> None:
         """`listener()` after every committed change (admission, release, restore, reconcile)."""
-        self._listeners.append(listener)
+        self._changes.subscribe(listener)
 
     async def _commit(self, sync: bool = False) -> None:
         """Write the checkpoint (under the admission lock, so in order), off the loop unless
@@ -301,8 +302,4 @@ class Orm:
             self.store.write_blob(encode_rows(self.table.canonical_entries()), self.table.generation)
 
     def _notify(self) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener()
-            except Exception:  # noqa: BLE001 - a listener must not undo a committed change
-                log.exception("orm_listener_failed")
+        self._changes.fire()  # a listener's failure is logged there: it must not undo the change

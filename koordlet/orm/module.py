@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 from koordlet.config import Config
 from koordlet.agent import StartupError
 from koordlet.util.host_facts import HostFacts
+from koordlet.util.periodic import FirstRun, Periodic
 from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.orm.allocation import Allocation, OrmAllocations
 from koordlet.orm.checkpoint import CheckpointStore
@@ -76,7 +77,7 @@ class OrmModule:
         self._servers: list[grpc.aio.Server] = []
         self._kubelet: KubeletDevicesClient | None = None
         self._tasks: set[asyncio.Task] = set()
-        self._reconciler: asyncio.Task | None = None
+        self._reconciler: Periodic | None = None
         self._unsubscribe = None
         self._ready = False
 
@@ -131,7 +132,10 @@ class OrmModule:
             for pod in self._states.pods():
                 self._adopt_running(pod)
                 self._spawn(self._admit_quietly(pod))
-        self._reconciler = asyncio.create_task(self._reconcile_loop(), name="orm-reconcile")
+        self._reconciler = Periodic("orm-reconcile", self.reconcile_once, self._config[OrmOptions].orm_reconcile_period,
+                                    first_run=FirstRun.AFTER_INTERVAL, event="orm_reconcile_failed",
+                                    registry=self._registry)
+        self._reconciler.start()
         self._ready = True
         log.info("orm_started", policy=orm.topology.policy.name.value, scope=orm.topology.scope.value,
                  numa_nodes=list(orm.layout.numa_nodes), reserved=sorted(config[OrmOptions].reserved_cpus),
@@ -143,7 +147,9 @@ class OrmModule:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        tasks = [t for t in (self._reconciler, *self._tasks) if t is not None]
+        if self._reconciler is not None:
+            await self._reconciler.stop()
+        tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -159,7 +165,7 @@ class OrmModule:
             await self._kubelet.close()
 
     def ready(self) -> bool:
-        return self._ready
+        return self._ready and self._reconciler is not None and self._reconciler.alive()
 
     # ------------------------------------------------------------ what other agents call
 
@@ -256,14 +262,6 @@ class OrmModule:
         task = asyncio.create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    async def _reconcile_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._config[OrmOptions].orm_reconcile_period)
-            try:
-                await self.reconcile_once()
-            except Exception:  # noqa: BLE001 - the loop must survive one bad round
-                log.exception("orm_reconcile_failed")
 
     async def reconcile_once(self) -> None:
         """Release gone pods and admit unseen ones (once the informer has synced), then

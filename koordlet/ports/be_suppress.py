@@ -11,9 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import structlog
-
-log = structlog.get_logger(__name__)
+from koordlet.util.board import Board
 
 UNLIMITED_QUOTA = -1
 
@@ -43,26 +41,9 @@ def quota_under_tier(own: int, tier: int) -> int:
 BESuppressListener = Callable[[BESuppress], None]
 
 
-class BESuppressBoard:
-    """The one current BESuppress on the node (a hub value), with change listeners."""
+class BESuppressBoard(Board[BESuppress]):
+    """The one current BESuppress on the node (a board the root makes): CPU suppress
+    publishes, the runtime hooks subscribe."""
 
     def __init__(self) -> None:
-        self._value = NOT_SUPPRESSED
-        self._listeners: list[BESuppressListener] = []
-
-    def current(self) -> BESuppress:
-        return self._value
-
-    def publish(self, value: BESuppress) -> None:
-        if value == self._value:
-            return
-        self._value = value
-        for listener in list(self._listeners):
-            try:
-                listener(value)
-            except Exception:  # a listener's bug must not stop the others
-                log.exception("be_suppress_listener_failed")
-
-    def subscribe(self, listener: BESuppressListener) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        super().__init__("be-suppress", NOT_SUPPRESSED)

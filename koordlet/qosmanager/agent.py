@@ -76,7 +76,7 @@ def build(hubs: Hubs) -> Built:
                           metrics, QoSDirs(hubs.facts.driver), hubs.host, hubs.facts.topology,
                           be_suppress=hubs.be_suppress)
 
-    return Built((QoSManager(strategies, context),))
+    return Built((QoSManager(strategies, context, hubs.registry),))
 
 
 SPEC = AgentSpec("qosmanager", enabled=lambda config: bool(strategies_for(config)), build=build,

@@ -1,19 +1,21 @@
 """The strategy framework: what a strategy sees, and the module that runs them.
 
 A strategy has a `name`, the feature `gate` that switches it on, an `interval` and an
-async `run(ctx)`. Each enabled strategy runs in its own loop on the daemon's event loop;
-a round that raises is logged and counted, and the next round runs as usual.
+async `run(ctx)`. Each enabled strategy runs in its own `util.periodic.Periodic` on the
+daemon's event loop; a round that raises is logged once per kind and counted, and the next
+round runs as usual.
 `QoSManager.run_round()` runs every strategy once (tests, the benchmark).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Protocol, Sequence
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from koordlet.metriccache.api import MetricCache
 from koordlet.qosmanager.dirs import QoSDirs
@@ -21,6 +23,7 @@ from koordlet.qosmanager.eviction import EvictionPath
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.usage import UsageView
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.util.periodic import Periodic
 from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.slo.node_slo import NodeSLO
 from koordlet.slo.source import NodeSLOSource
@@ -80,64 +83,54 @@ class Strategy(Protocol):
     async def run(self, ctx: QoSContext) -> None: ...
 
 
-ContextFactory = Callable[[], QoSContext | None]
+ContextFactory = Callable[[], QoSContext]
 
 
 class QoSManager:
-    """A daemon module running each strategy on its own interval."""
+    """A daemon module running each strategy on its own interval (util.periodic's rules);
+    ready while every strategy's loop is alive."""
 
     name = "qosmanager"
 
-    def __init__(self, strategies: Sequence[Strategy], context: ContextFactory) -> None:
+    def __init__(self, strategies: Sequence[Strategy], context: ContextFactory,
+                 registry: CollectorRegistry | None = None) -> None:
         self.strategies = tuple(strategies)
         self._context_factory = context
+        self._registry = registry
         self.context: QoSContext | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._loops: list[Periodic] = []
 
     async def start(self) -> None:
-        self.context = self._context_factory()
-        if self.context is None:
-            log.warning("qos_manager_idle", reason="no cgroup executor on this host")
-            return
-        loop = asyncio.get_running_loop()
-        for strategy in self.strategies:
-            self._tasks.append(loop.create_task(self._loop(strategy), name=f"qos-{strategy.name}"))
+        ctx = self.context = self._context_factory()
+        self._loops = [Periodic(f"qos-{s.name}", partial(self._run_one, s, ctx), s.interval,
+                                event="qos_strategy_failed", registry=self._registry) for s in self.strategies]
+        for loop in self._loops:
+            loop.start()
         log.info("qos_manager_started", strategies=[s.name for s in self.strategies])
 
     async def run_round(self) -> None:
+        """Every strategy once, in order (tests, the benchmark)."""
         if self.context is None:
             self.context = self._context_factory()
-        assert self.context is not None, "no executor: nothing to run"
         for strategy in self.strategies:
-            await self._run_one(strategy, self.context)
-
-    async def _loop(self, strategy: Strategy) -> None:
-        assert self.context is not None
-        while True:
-            await self._run_one(strategy, self.context)
-            await asyncio.sleep(strategy.interval)
+            try:
+                await self._run_one(strategy, self.context)
+            except Exception as exc:
+                log.error("qos_strategy_failed", strategy=strategy.name, error=repr(exc))
 
     @staticmethod
     async def _run_one(strategy: Strategy, ctx: QoSContext) -> None:
         try:
             await strategy.run(ctx)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # one bad round must not stop the strategy
+        except Exception:
             ctx.metrics.round(strategy.name, "failed")
-            log.exception("qos_strategy_failed", strategy=strategy.name, error=str(exc))
-        else:
-            ctx.metrics.round(strategy.name, "ok")
+            raise  # the runner logs it once per kind and carries on
+        ctx.metrics.round(strategy.name, "ok")
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-        self._tasks.clear()
+        for loop in self._loops:
+            await loop.stop()
+        self._loops.clear()
         if self.context is not None:
             self.context.reader.close()
             close = getattr(self.context.evictions.evictor, "close", None)
@@ -145,4 +138,4 @@ class QoSManager:
                 await close()
 
     def ready(self) -> bool:
-        return True
+        return bool(self._loops) and all(loop.alive() for loop in self._loops)

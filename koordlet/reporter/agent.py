@@ -66,8 +66,9 @@ def build(hubs: Hubs) -> Built:
     add_routes(hubs.http, latest)
     module = ReportsModule(settings_of(config), hubs.states, hubs.metric_cache,
                            KubeletStateFiles(config[ReporterOptions].kubelet_root_dir),
-                           ReportMetrics(hubs.registry, config.common.node_name), latest, host_allocatable(hubs.facts),
-                           None if config.common.standalone else kube_sink_factory(config))
+                           ReportMetrics(hubs.registry, config.common.node_name), latest,
+                           host_allocatable(hubs.facts),
+                           None if config.common.standalone else kube_sink_factory(config), registry=hubs.registry)
     return Built((module,))
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from koordlet.agent import StartupError
 from koordlet.util.kube_client import KubeClientError
@@ -39,6 +40,7 @@ from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
 from koordlet.reporter.standalone import LatestReports, write_atomically
 from koordlet.reporter.steps import run_steps_on_loop
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.util.periodic import Periodic
 from system.errors import SystemFileError
 
 log = structlog.get_logger(__name__)
@@ -81,7 +83,7 @@ class ReportsModule:
                  managers: ResourceManagers, metrics: ReportMetrics, latest: LatestReports,
                  host_allocatable: Callable[[], Allocatable],
                  kube_sink_factory: Callable[[], tuple[KubeSink, Callable[[], Any]]] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, registry: CollectorRegistry | None = None) -> None:
         self._settings = settings
         self._states = states
         self._cache = cache
@@ -95,7 +97,9 @@ class ReportsModule:
         self._kube: KubeSink | None = None
         self._close_kube: Callable[[], Any] | None = None
         self._host: Allocatable | None = None
-        self._tasks: list[asyncio.Task] = []
+        self._loops: list[Periodic] = []
+        self._retry = FIRST_RETRY_SECONDS
+        self._registry = registry
         self._sent_annotations: dict[str, str] | None = None
         self._built_at = float("-inf")
         if settings.node_metric:
@@ -105,9 +109,15 @@ class ReportsModule:
     async def start(self) -> None:
         await self.prepare()
         if self._settings.node_metric:
-            self._tasks.append(asyncio.create_task(self._report_loop(), name="reports-nodemetric"))
+            self._loops.append(Periodic("reports-nodemetric", self._report_round,
+                                        lambda: self._policy.effective().report_interval_seconds,
+                                        event="nodemetric_round_failed", registry=self._registry))
         if self._settings.overcommit:
-            self._tasks.append(asyncio.create_task(self._overcommit_loop(), name="reports-overcommit"))
+            self._loops.append(Periodic("reports-overcommit", self._overcommit_round,
+                                        self._settings.sync_period_seconds, event="overcommit_round_failed",
+                                        registry=self._registry))
+        for loop in self._loops:
+            loop.start()
         log.info("reports_started", node_metric=self._settings.node_metric, overcommit=self._settings.overcommit,
                  kubernetes=self._kube is not None, output_file=str(self._settings.output_file or ""))
 
@@ -128,36 +138,35 @@ class ReportsModule:
             log.warning("overcommit_metrics_not_collected", metrics=list(ignored))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
+        for loop in self._loops:
+            await loop.stop()
+        self._loops.clear()
         if self._close_kube is not None:
             await self._close_kube()
             self._close_kube = None
 
     def ready(self) -> bool:
-        return bool(self._tasks) and not any(task.done() for task in self._tasks)
+        return bool(self._loops) and all(loop.alive() for loop in self._loops)
 
     # ------------------------------------------------------------------ NodeMetric and batch
-    async def _report_loop(self) -> None:
-        retry = FIRST_RETRY_SECONDS
-        while True:
-            interval = self._policy.effective().report_interval_seconds
-            try:
-                result = await self.report_once()
-            except Exception as exc:  # a bug in one round must not end the reports
-                self._metrics.count("nodemetric", "any", "failed")
-                log.error("nodemetric_round_failed", error=str(exc) or repr(exc), exc_info=True)
-                result = Round.FAILED
-            if result is Round.SENT:
-                retry = FIRST_RETRY_SECONDS
-                await asyncio.sleep(interval)
-            elif result is Round.NOT_READY:  # right after start: the first samples are seconds away
-                await asyncio.sleep(FIRST_RETRY_SECONDS)
-            else:
-                await asyncio.sleep(min(retry, interval))
-                retry = min(retry * 2, interval)
+    async def _report_round(self) -> float | None:
+        """One report; the delay before the next: the interval once sent, soon while there
+        is nothing to report yet, a doubling retry (up to the interval) after a failure."""
+        interval = self._policy.effective().report_interval_seconds
+        try:
+            result = await self.report_once()
+        except Exception:  # the runner logs it; the metric says a round failed
+            self._metrics.count("nodemetric", "any", "failed")
+            self._retry = min(self._retry * 2, interval)
+            raise
+        if result is Round.SENT:
+            self._retry = FIRST_RETRY_SECONDS
+            return None
+        if result is Round.NOT_READY:  # right after start: the first samples are seconds away
+            return FIRST_RETRY_SECONDS
+        delay = min(self._retry, interval)
+        self._retry = min(self._retry * 2, interval)
+        return delay
 
     def build(self) -> NodeMetricSnapshot | None:
         """Build at once (the standalone route: at most once a second)."""
@@ -234,14 +243,12 @@ class ReportsModule:
             self._policy = policy
 
     # ------------------------------------------------------------------ overcommit
-    async def _overcommit_loop(self) -> None:
-        while True:
-            try:
-                await self.overcommit_once()
-            except Exception as exc:  # keep advising next round
-                self._metrics.count("overcommit", "any", "failed")
-                log.error("overcommit_round_failed", error=str(exc) or repr(exc))
-            await asyncio.sleep(self._settings.sync_period_seconds)
+    async def _overcommit_round(self) -> None:
+        try:
+            await self.overcommit_once()
+        except Exception:  # the runner logs it and advises again next round
+            self._metrics.count("overcommit", "any", "failed")
+            raise
 
     async def overcommit_once(self) -> OvercommitResult:
         now = self._clock()

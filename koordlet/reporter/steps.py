@@ -17,20 +17,22 @@ Steps = Generator[None, None, T]
 PODS_PER_STEP = 25
 
 
+def _driven(steps: Steps[T], result: list[T]) -> Generator[None, None, None]:
+    """Yields where `steps` yields; puts its return value in `result` at the end."""
+    result.append((yield from steps))
+
+
 def run_steps(steps: Steps[T]) -> T:
     """Run to the end without yielding (tests, benches, anything off the loop)."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    result: list[T] = []
+    for _ in _driven(steps, result):
+        pass
+    return result[0]
 
 
 async def run_steps_on_loop(steps: Steps[T]) -> T:
     """Run to the end, letting other tasks run at every yield."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    result: list[T] = []
+    for _ in _driven(steps, result):
         await asyncio.sleep(0)
+    return result[0]

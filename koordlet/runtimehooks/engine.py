@@ -23,6 +23,7 @@ from koordlet.runtimehooks.policy import plan_with
 from koordlet.runtimehooks.spec import EMPTY_SPEC, PodPlan, ResourceSpec
 from koordlet.statesinformer.api import StatesInformer, Unsubscribe
 from koordlet.statesinformer.model import ContainerInfo, PodEvent, PodEventKind, PodInfo
+from koordlet.util.board import Listeners
 
 log = structlog.get_logger(__name__)
 
@@ -58,7 +59,7 @@ class HookEngine:
         self.index = AllocationIndex(provider)
         self.metrics = HookMetrics(registry)
         self._plans: dict[str, PodPlan] = {}
-        self._listeners: list[PlanListener] = []
+        self._listeners: Listeners[frozenset[str] | None] = Listeners("runtime-hook-plans")
         self._warned: set[str] = set()  # pods whose bad annotations were logged
         self._unsubscribe: Unsubscribe | None = None
 
@@ -75,7 +76,7 @@ class HookEngine:
             self._unsubscribe = None
 
     def add_listener(self, listener: PlanListener) -> None:
-        self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def set_config(self, config: HookConfig) -> None:
         """A new rule (NodeSLO, topology): every plan is recomputed."""
@@ -148,11 +149,7 @@ class HookEngine:
             self._notify(frozenset((uid,)))
 
     def _notify(self, changed: frozenset[str] | None) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(changed)
-            except Exception as exc:  # a listener bug must not stop the others
-                log.error("runtime_hook_listener_failed", error=repr(exc), exc_info=True)
+        self._listeners.notify(changed)
 
     def _warn_once(self, pod: PodInfo) -> None:
         if pod.uid in self._warned:

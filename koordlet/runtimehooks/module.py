@@ -119,7 +119,7 @@ class RuntimeHooksModule:
             self.reconciler = Reconciler(self.engine, self.executor, config[HooksOptions].runtime_hooks_reconcile_interval,
                                          qos_dirs=lambda: qos_dirs_of(self._facts), registry=self._registry,
                                          containers_on_change=config.runtime.runtime_hooks_mode != "nri" or not self.nri_on)
-            self._tasks.append(loop.create_task(self.reconciler.run()))
+            self.reconciler.start()
         if self.nri_on:
             reconciler = self.reconciler
             self.plugin = KoordletNriPlugin(
@@ -165,12 +165,14 @@ class RuntimeHooksModule:
         if self.plugin is not None:
             await self.plugin.close()
         if self.reconciler is not None:
-            self.reconciler.stop()
+            await self.reconciler.stop()
         self.engine.stop()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
 
     def ready(self) -> bool:
+        if self.reconciler is not None and not self.reconciler.alive():
+            return False
         return self.stub.is_ready if self.nri_required and self.stub is not None else True
 
     # -- GET /api/v1/pods -------------------------------------------------------------

@@ -31,6 +31,7 @@ from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks.group_identity import qos_dir_specs
 from koordlet.runtimehooks.spec import PodPlan, ResourceSpec
 from koordlet.statesinformer.model import K8sQoS
+from koordlet.util.periodic import Periodic
 from resourceexecutor import Outcome, ResourceExecutor, Updater
 from system.cgroup_resource import REGISTRY
 from system.errors import SystemFileError
@@ -132,10 +133,11 @@ class Reconciler:
         self.containers_on_change = containers_on_change
         self.metrics = ReconcileMetrics(registry)
         self._built: dict[str, tuple[PodPlan, list[Updater], list[Updater]]] = {}
-        self._wake = asyncio.Event()
         self._full_requested = True
         self._dirty: set[str] | None = set()  # pods changed since the last pass; None: all
-        self._stopping = False
+        self._next_full = 0.0
+        self._loop = Periodic("runtime-hooks-reconcile", self._pass, interval, event="runtime_hooks_reconcile_failed",
+                              registry=registry)
         self.passes = 0
         self.last: PassResult | None = None
         engine.add_listener(self._plans_changed)
@@ -143,14 +145,14 @@ class Reconciler:
     def trigger(self, full: bool = False) -> None:
         """Run a pass soon (full: read-compare every file, as after a resync)."""
         self._full_requested = self._full_requested or full
-        self._wake.set()
+        self._loop.wake()
 
     def _plans_changed(self, changed: frozenset[str] | None) -> None:
         if changed is None or self._dirty is None:
             self._dirty = None
         else:
             self._dirty |= changed
-        self._wake.set()
+        self._loop.wake()
 
     # -- one pass ---------------------------------------------------------------------
 
@@ -221,28 +223,24 @@ class Reconciler:
 
     # -- the loop ---------------------------------------------------------------------
 
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        next_full = loop.time()
-        while not self._stopping:
-            timeout = max(next_full - loop.time(), 0.0)
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            except TimeoutError:
-                pass
-            if self._stopping:
-                return
-            await asyncio.sleep(0)  # let a burst of pod events land in one pass
-            self._wake.clear()
-            full = self._full_requested or loop.time() >= next_full
-            self._full_requested = False
-            try:
-                self.reconcile_once(full)
-            except Exception as exc:  # one bad pass must not end the loop
-                log.error("runtime_hooks_reconcile_failed", error=repr(exc), exc_info=True)
-            if full:
-                next_full = loop.time() + self.interval
+    def start(self) -> None:
+        self._next_full = asyncio.get_running_loop().time()
+        self._loop.start()
 
-    def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
+    async def stop(self) -> None:
+        await self._loop.stop()
+
+    def alive(self) -> bool:
+        return self._loop.alive()
+
+    async def _pass(self) -> float:
+        """One pass when woken (changed pods) or when the full pass is due; the time to the
+        next full pass (a change wakes the loop sooner)."""
+        await asyncio.sleep(0)  # let a burst of pod events land in one pass
+        now = asyncio.get_running_loop().time()
+        full = self._full_requested or now >= self._next_full
+        self._full_requested = False
+        if full:
+            self._next_full = now + self.interval
+        self.reconcile_once(full)
+        return max(self._next_full - asyncio.get_running_loop().time(), 0.0)

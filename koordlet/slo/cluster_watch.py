@@ -9,7 +9,6 @@ or an unreachable API server keeps what is in force (koordlet's defaults at firs
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -17,7 +16,8 @@ import structlog
 
 from koordlet.config import Config
 from koordlet.util.kube_client import KubeClientError, open_kube_client
-from koordlet.slo.source import ValidatedNodeSLO, cancel_task
+from koordlet.slo.source import ValidatedNodeSLO
+from koordlet.util.periodic import Periodic
 
 log = structlog.get_logger(__name__)
 
@@ -44,7 +44,7 @@ class NodeSLOWatch(ValidatedNodeSLO):
         self._client_factory = client_factory
         self._client: Any = None
         self._resource: Any = None
-        self._task: asyncio.Task[None] | None = None
+        self._poll = Periodic("nodeslo-cluster", self.read_once, poll_interval, event="node_slo_poll_failed")
         self._unreachable_logged = False
 
     async def read_once(self) -> bool:
@@ -80,19 +80,15 @@ class NodeSLOWatch(ValidatedNodeSLO):
             log.warning("node_slo_defaults", reason=str(exc))
             return
         self._resource = node_slo_resource()
-        self._task = asyncio.get_running_loop().create_task(self._poll(), name="nodeslo-cluster")
-
-    async def _poll(self) -> None:
-        while True:
-            await self.read_once()
-            await asyncio.sleep(self.poll_interval)
+        self._poll.start()
 
     async def stop(self) -> None:
-        await cancel_task(self._task)
-        self._task = None
+        await self._poll.stop()
         if self._client is not None:
             await self._client.close()
             self._client = None
 
     def ready(self) -> bool:
-        return True
+        """Without a client the defaults are in force and nothing is polled; otherwise the
+        poll must be alive."""
+        return self._client is None or self._poll.alive()

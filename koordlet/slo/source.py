@@ -13,7 +13,6 @@ same `apply` with the node's NodeSLO object in Kubernetes mode.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -24,6 +23,8 @@ import yaml
 from koordlet.slo.node_slo import (
     NodeSLO, NodeSLOError, parse_node_slo_spec, spec_of_document,
 )
+from koordlet.util.board import Board
+from koordlet.util.periodic import FirstRun, Periodic
 
 log = structlog.get_logger(__name__)
 
@@ -40,25 +41,16 @@ class StaticNodeSLO:
     """A NodeSLO set by hand (tests, and the daemon when no source is configured)."""
 
     def __init__(self, slo: NodeSLO | None = None) -> None:
-        self._slo = slo if slo is not None else NodeSLO()
-        self._listeners: list[NodeSLOListener] = []
+        self._board: Board[NodeSLO] = Board("nodeslo", slo if slo is not None else NodeSLO())
 
     def current(self) -> NodeSLO:
-        return self._slo
+        return self._board.current()
 
     def subscribe(self, listener: NodeSLOListener) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self._board.subscribe(listener)
 
     def set(self, slo: NodeSLO) -> None:
-        if slo == self._slo:
-            return
-        self._slo = slo
-        for listener in list(self._listeners):
-            try:
-                listener(slo)
-            except Exception:  # a listener's bug must not stop the others
-                log.exception("node_slo_listener_failed")
+        self._board.publish(slo)
 
 
 def parse_node_slo_text(text: str, origin: str, json_only: bool = False) -> Any:
@@ -116,7 +108,8 @@ class NodeSLOFile(ValidatedNodeSLO):
         self.path = path
         self.poll_interval = poll_interval
         self._seen: tuple[int, int, int] | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._watch = Periodic("nodeslo-file", self.poll, poll_interval, first_run=FirstRun.AFTER_INTERVAL,
+                               event="node_slo_poll_failed")
 
     def reload(self) -> bool:
         """Read the file now. True when a new document was accepted."""
@@ -138,27 +131,10 @@ class NodeSLOFile(ValidatedNodeSLO):
 
     async def start(self) -> None:
         self.reload()
-        self._task = asyncio.get_running_loop().create_task(self._watch(), name="nodeslo-file")
-
-    async def _watch(self) -> None:
-        while True:
-            await asyncio.sleep(self.poll_interval)
-            self.poll()
+        self._watch.start()
 
     async def stop(self) -> None:
-        await cancel_task(self._task)
-        self._task = None
+        await self._watch.stop()
 
     def ready(self) -> bool:
-        return True
-
-
-async def cancel_task(task: asyncio.Task[None] | None) -> None:
-    """Cancel a source's polling task and wait for it to end."""
-    if task is None:
-        return
-    task.cancel()
-    try:
-        await task
-    except asyncio.CancelledError:
-        pass
+        return self._watch.alive()

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol
 
-import structlog
 
 from koordlet.statesinformer.model import NodeInfo, PodEvent, PodEventKind, PodInfo
+from koordlet.util.board import Listeners
 
 PodListener = Callable[[PodEvent], None]
 Unsubscribe = Callable[[], None]
-
-log = structlog.get_logger(__name__)
 
 
 class StatesInformer(Protocol):
@@ -44,7 +42,7 @@ class PodTable:
     def __init__(self, node: NodeInfo, pods: Iterable[PodInfo] = ()) -> None:
         self._node = node
         self._pods: dict[str, PodInfo] = {pod.uid: pod for pod in pods}
-        self._listeners: list[PodListener] = []
+        self._listeners: Listeners[PodEvent] = Listeners("pods")
 
     def node(self) -> NodeInfo:
         return self._node
@@ -56,20 +54,10 @@ class PodTable:
         return self._pods.get(uid)
 
     def subscribe(self, listener: PodListener) -> Unsubscribe:
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)
 
     def _emit(self, event: PodEvent) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception:
-                log.exception("pod_listener_failed", kind=event.kind.value, pod_uid=event.pod.uid)
+        self._listeners.notify(event)
 
 
 class StaticStates(PodTable):

@@ -12,9 +12,7 @@ and it is still polled in case a runtime comes later.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from typing import Awaitable, Callable
+from functools import partial
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -26,8 +24,9 @@ from koordlet.statesinformer.cri_client import CriClient, CriError
 from koordlet.statesinformer.cri_poll import CriPoller
 from koordlet.statesinformer.kubelet_client import KubeletClient, KubeletError
 from koordlet.statesinformer.model import Source
-from koordlet.statesinformer.store import PodStore
 from koordlet.statesinformer.options import StatesOptions
+from koordlet.statesinformer.store import PodStore
+from koordlet.util.periodic import Periodic
 
 log = structlog.get_logger(__name__)
 
@@ -77,9 +76,10 @@ class StatesInformerModule:
     ) -> None:
         self.store = store
         self._config = config
-        self._tasks: list[asyncio.Task[None]] = []
+        self._loops: list[Periodic] = []
         self._cri: CriClient | None = None  # a grpc.aio channel needs the running loop: made in start()
         self._kubelet = KubeletClient(config[StatesOptions].kubelet_pods_url) if config[StatesOptions].kubelet_pods_url else None
+        self._registry = registry
         if registry is not None:
             registry.register(StoreCollector(store))
 
@@ -89,35 +89,28 @@ class StatesInformerModule:
         if self._cri is not None:
             poller = CriPoller(self._cri, self.store, problem_log=self.store.problems)
             outage = _Outage("cri", self._cri.endpoint)
-            self._tasks.append(asyncio.create_task(
-                self._loop(lambda: self._poll_cri(poller, outage), self._config[StatesOptions].states_cri_sync_interval)))
+            self._loops.append(Periodic("states-cri", partial(self._poll_cri, poller, outage),
+                                        self._config[StatesOptions].states_cri_sync_interval,
+                                        event="states_poll_failed", registry=self._registry))
         if self._kubelet is not None:
             kubelet, outage = self._kubelet, _Outage("kubelet", self._kubelet.url)
-            self._tasks.append(asyncio.create_task(
-                self._loop(lambda: self._poll_kubelet(kubelet, outage), self._config[StatesOptions].states_kubelet_sync_interval)))
+            self._loops.append(Periodic("states-kubelet", partial(self._poll_kubelet, kubelet, outage),
+                                        self._config[StatesOptions].states_kubelet_sync_interval,
+                                        event="states_poll_failed", registry=self._registry))
+        for loop in self._loops:
+            loop.start()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
+        for loop in self._loops:
+            await loop.stop()
+        self._loops.clear()
         if self._cri is not None:
             await self._cri.close()
             self._cri = None
 
     def ready(self) -> bool:
-        return self.store.synced()
-
-    @staticmethod
-    async def _loop(poll: Callable[[], Awaitable[None]], interval: float) -> None:
-        while True:
-            try:
-                await poll()
-            except Exception:  # a bug in one poll must not end the loop
-                log.exception("states_poll_failed")
-            await asyncio.sleep(interval)
+        """Synced, and every source's loop alive."""
+        return self.store.synced() and all(loop.alive() for loop in self._loops)
 
     async def _poll_cri(self, poller: CriPoller, outage: _Outage) -> None:
         assert self._cri is not None

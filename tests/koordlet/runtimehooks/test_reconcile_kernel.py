@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.koordlet.util.test_periodic import until
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
@@ -147,7 +148,6 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
         nri_result = {c.id: model_values(peer.state.containers[c.id]) for _, cs in pods for c in cs}
     finally:
         await stub.stop()
-        await asyncio.gather(task, return_exceptions=True)
         await peer.stop()
         nri_executor.close()
     # bypass mode, on the real kernel (container cgroups still hold kubelet's values)
@@ -176,13 +176,10 @@ async def test_drift_is_repaired_within_one_interval(sandbox) -> None:
     engine, executor, files = bypass_setup(pods, config)
     interval = 0.3
     reconciler = Reconciler(engine, executor, interval)
-    task = asyncio.get_running_loop().create_task(reconciler.run())
+    reconciler.start()
     try:
         target = pods[0][1][0].linux.cgroups_path.strip("/")
-        for _ in range(100):
-            if reconciler.passes:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: reconciler.passes > 0)
         assert files.read("cpu.shares", target) == 512
         # a cached pass alone would not look: the executor vouches for what it wrote
         (host.cgroup("cpu") / target / "cpu.shares").write_text("4096")
@@ -190,13 +187,9 @@ async def test_drift_is_repaired_within_one_interval(sandbox) -> None:
         assert reconciler.reconcile_once(full=False).writes == 0
         assert files.read("cpu.shares", target) == 4096
         passes = reconciler.passes
-        for _ in range(int(3 * interval / 0.02)):
-            if files.read("cpu.shares", target) == 512:
-                break
-            await asyncio.sleep(0.02)
-        assert files.read("cpu.shares", target) == 512
+        await until(lambda: files.read("cpu.shares", target) == 512)
+        # repaired by the next full pass: at most the changed pass the mark woke, then it
         assert reconciler.passes - passes <= 2 and reconciler.last.full
     finally:
-        reconciler.stop()
-        await asyncio.gather(task, return_exceptions=True)
+        await reconciler.stop()
         executor.close()
