@@ -47,9 +47,8 @@ from koordlet.metricsadvisor.exporter import AdvisorExporter
 from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS, SandboxState,
-)
+from koordlet.apis.qos import KoordQoSClass, PodQoS
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.host import Host

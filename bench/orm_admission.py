@@ -31,8 +31,8 @@ from koordlet.orm.podresources.server import PodResourcesServicer, start_pod_res
 from koordlet.topology.policy import PolicyName, new_policy
 from koordlet.topology.request import ContainerRequest, ContainerType, PodRequest
 from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import (ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS,
-                                           SandboxState)
+from koordlet.apis.qos import KoordQoSClass, PodQoS
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from proto.k8s.podresources.v1 import api_pb2 as pb
 from proto.k8s.podresources.v1 import api_pb2_grpc as pb_grpc
 from system.topology import read_cpu_topology

@@ -57,7 +57,7 @@ def base_units(text: str | int | float) -> int:
 
 def canonical(resource_name: str, text: str | int | float) -> int:
     """A quantity in the canonical unit of its resource: milli-cores for "cpu", base
-    units for the rest. Extended resources such as kubernetes.io/batch-cpu and
+    units for the rest. Extended resources such as the batch CPU of koordlet.apis.keys and
     resource.katalyst.kubewharf.io/reclaimed_millicpu are published already counted
     in milli-cores, so their base unit is the milli-core."""
     if resource_name == "cpu":

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from koordlet.statesinformer.model import (ContainerInfo, K8sQoS, KatalystQoSLevel, KoordQoSClass,
-                                           PodInfo)
+from koordlet.apis.qos import KatalystQoSLevel, cpu_binding, kube_tier_name
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from system.cgroup_layout import QoSTier
 from koordlet.topology.request import ContainerRequest, ContainerType, PodRequest
 
 CPU = "cpu"
@@ -37,14 +38,8 @@ def milli_from_quota(quota: int | None, period: int | None) -> int | None:
 
 
 def is_guaranteed(pod: PodInfo) -> bool:
-    """From the QoS the informer resolved, else from the cgroup parent: a Guaranteed pod sits
-    right under kubepods ("kubepods/pod<uid>", "kubepods.slice/kubepods-pod<uid_>.slice")."""
-    if pod.qos.k8s is not None:
-        return pod.qos.k8s is K8sQoS.GUARANTEED
-    parent = pod.cgroup_parent.rstrip("/")
-    leaf = parent.rsplit("/", 1)[-1]
-    forms = ("pod" + pod.uid, "pod" + pod.uid.replace("-", "_"))
-    return "burstable" not in parent and "besteffort" not in parent and any(f in leaf for f in forms)
+    """The tier the states informer resolved (from the pod spec, else from the cgroup parent)."""
+    return pod.qos.k8s is QoSTier.GUARANTEED
 
 
 def container_quantities(container: ContainerInfo, names_map: Mapping[str, str]) -> tuple[dict[str, int], int | None]:
@@ -69,8 +64,8 @@ def container_quantities(container: ContainerInfo, names_map: Mapping[str, str])
 
 
 def wants_exclusive_class(pod: PodInfo) -> bool:
-    return (pod.qos.katalyst is KatalystQoSLevel.DEDICATED_CORES
-            or pod.qos.koord in (KoordQoSClass.LSE, KoordQoSClass.LSR))
+    """The class binds the pod to CPUs of its own (koordlet.apis.qos.cpu_binding)."""
+    return cpu_binding(pod.qos) is not None
 
 
 def pod_request(pod: PodInfo, names_map: Mapping[str, str] = MappingProxyType({}),
@@ -91,7 +86,7 @@ def pod_request(pod: PodInfo, names_map: Mapping[str, str] = MappingProxyType({}
             numa_binding=dedicated and pod.qos.numa_binding,
             numa_exclusive=dedicated and pod.qos.numa_binding and pod.qos.numa_exclusive,
             qos_level=pod.qos.katalyst.value if pod.qos.katalyst else "",
-            native_qos_class=pod.qos.k8s.value if pod.qos.k8s else "",
+            native_qos_class=kube_tier_name(pod.qos.k8s) if pod.qos.k8s else "",
             labels=pod.labels, annotations=pod.annotations,
         ))
     return PodRequest(pod.uid, pod.namespace, pod.name, tuple(containers))

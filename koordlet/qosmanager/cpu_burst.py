@@ -20,10 +20,10 @@ from koordlet.qosmanager.cpu_burst_policy import (
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, PodInfo
-from koordlet.slo.node_slo import (
-    POD_CPU_BURST_ANNOTATION, CPUBurstStrategy, NodeSLOError, pod_cpu_burst,
-)
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from koordlet.slo.node_slo import CPUBurstStrategy, NodeSLOError
+from koordlet.slo.spec import POD_CPU_BURST_ANNOTATION, pod_cpu_burst
 from resourceexecutor import Outcome
 from system.errors import SystemFileError
 

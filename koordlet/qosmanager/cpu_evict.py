@@ -18,19 +18,20 @@ from typing import Sequence
 
 import structlog
 
+from koordlet.apis import keys
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.memory_evict import Candidate
 from koordlet.qosmanager.usage import UsageView
-from koordlet.statesinformer.model import KoordQoSClass, PodInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import PodInfo
 from koordlet.slo.node_slo import CPU_EVICT_SATISFACTION_LOWER_MAX, CPU_EVICT_SATISFACTION_UPPER_MAX
 
 log = structlog.get_logger(__name__)
 
 CPU_EVICT_COOL_DOWN = 20.0
 COLLECT_INTERVAL = 1.0
-BATCH_CPU = "kubernetes.io/batch-cpu"
 # What the BE collector reports each second, in the order of BECPUSample's fields.
 BE_SERIES = (Metric.BE_CPU_LIMIT_CORES, Metric.BE_CPU_REQUEST_CORES, Metric.BE_CPU_USAGE_CORES)
 
@@ -101,7 +102,7 @@ def pod_batch_cpu_request(pod: PodInfo) -> int:
     for container in pod.containers:
         if container.spec is None:
             continue
-        request = container.spec.requests.get(BATCH_CPU, container.spec.requests.get("cpu", 0))
+        request = container.spec.requests.get(keys.BATCH_CPU, container.spec.requests.get("cpu", 0))
         total += max(0, request)
     return total
 

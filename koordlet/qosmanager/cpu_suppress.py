@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from koordlet.apis import keys
+from koordlet.apis.annotations import AnnotationError, resource_status_cpuset
+
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_suppress_policy import (
     BE_MIN_QUOTA_US, CFS_PERIOD_US, UNLIMITED_QUOTA, be_cfs_quota, be_cpuset_size, be_suppress_budget,
@@ -24,30 +27,23 @@ from koordlet.qosmanager.cpu_suppress_policy import (
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
 from koordlet.ports.be_suppress import BESuppress, quota_under_tier
-from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, NodeInfo, PodInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import ContainerInfo, NodeInfo, PodInfo
 from koordlet.slo.node_slo import CPUSuppressPolicy
 from resourceexecutor import Outcome, Updater
-from system.cpuset import parse_cpuset
-from system.errors import Gone, InvalidValue, SystemFileError
+from system.errors import Gone, SystemFileError
 from system.topology import CpuInfo
 
 log = structlog.get_logger(__name__)
 
-RESOURCE_STATUS = "scheduling.koordinator.sh/resource-status"
-CPU_MANAGER_POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
-BATCH_CPU = "kubernetes.io/batch-cpu"
 NAME = "cpu_suppress"
 
 
 def pod_cpuset(pod: PodInfo) -> frozenset[int]:
     """The CPUs the scheduler bound the pod to (resource-status annotation), or none."""
-    text = pod.annotations.get(RESOURCE_STATUS)
-    if not text:
-        return frozenset()
     try:
-        status = json.loads(text)
-        return parse_cpuset(str(status.get("cpuset", ""))) if isinstance(status, dict) else frozenset()
-    except (ValueError, InvalidValue):
+        return resource_status_cpuset(pod.annotations) or frozenset()
+    except AnnotationError:  # an invalid annotation binds nothing (the hooks read it alike)
         return frozenset()
 
 
@@ -75,7 +71,7 @@ def own_quota(container: ContainerInfo) -> int:
     """The quota a BE container has without suppression: from its batch-cpu (or cpu) limit,
     else what the runtime was asked for; -1 when unlimited."""
     if container.spec is not None:
-        limit = container.spec.limits.get(BATCH_CPU) or container.spec.limits.get("cpu")
+        limit = container.spec.limits.get(keys.BATCH_CPU) or container.spec.limits.get("cpu")
         if limit:
             return max(limit * CFS_PERIOD_US // 1000, BE_MIN_QUOTA_US)
     quota = container.linux.cpu_quota
@@ -85,7 +81,7 @@ def own_quota(container: ContainerInfo) -> int:
 def kubelet_static_policy(node: NodeInfo) -> bool:
     """Whether kubelet's CPU manager runs the static policy (koordinator's node annotation)."""
     try:
-        return json.loads(node.annotations.get(CPU_MANAGER_POLICY, "{}")).get("policy") == "static"
+        return json.loads(node.annotations.get(keys.KUBELET_CPU_MANAGER_POLICY, "{}")).get("policy") == "static"
     except (ValueError, AttributeError):
         return False
 

@@ -26,7 +26,8 @@ from typing import Callable, Iterable, Protocol
 import structlog
 
 from koordlet.qosmanager.metrics import QoSMetrics
-from koordlet.statesinformer.model import KoordQoSClass, PodInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import PodInfo
 from resourceexecutor import ResourceExecutor
 from resourceexecutor.commands import kill_cgroup
 from resourceexecutor.outcome import Outcome

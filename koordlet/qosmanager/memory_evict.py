@@ -17,7 +17,7 @@ import structlog
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.framework import QoSContext
-from koordlet.statesinformer.model import KoordQoSClass
+from koordlet.apis.qos import KoordQoSClass
 
 log = structlog.get_logger(__name__)
 

@@ -27,7 +27,8 @@ import structlog
 
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, PodInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
 from koordlet.slo.node_slo import MemoryQOS
 
 log = structlog.get_logger(__name__)

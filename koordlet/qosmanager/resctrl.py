@@ -16,7 +16,8 @@ import structlog
 
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.statesinformer.model import KoordQoSClass, PodInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import PodInfo
 from koordlet.slo.node_slo import ResctrlQOS
 from resourceexecutor.resctrl_writer import ResctrlWriter
 from system.errors import SystemFileError

@@ -9,7 +9,7 @@ koordinator slo-controller v1.1, pkg/slo-controller/noderesource/resource_calcul
 Defaults cpuReclaimThresholdPercent 60 and memoryReclaimThresholdPercent 65, i.e. a reserve
 of 40 % of CPU and 35 % of memory. A non-BE pod without usage yet counts with its request
 (the controller does the same for pods missing from NodeMetric). A pod is BE when its
-effective QoS class is BE. CPU in milli-cores (kubernetes.io/batch-cpu), memory in bytes
+effective QoS class is BE. CPU in milli-cores (keys.BATCH_CPU), memory in bytes
 (kubernetes.io/batch-memory).
 """
 
@@ -20,10 +20,10 @@ from typing import Iterable, Mapping
 
 from koordlet.reporter.nodemetric import Usage, pod_requests
 from koordlet.reporter.quantities import memory_quantity_from_bytes
-from koordlet.statesinformer.model import KoordQoSClass, PodInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import PodInfo
 
-BATCH_CPU = "kubernetes.io/batch-cpu"
-BATCH_MEMORY = "kubernetes.io/batch-memory"
+from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,8 @@ from koordlet.metriccache.api import Aggregate, Metric, MetricCache, NotEnoughDa
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.reporter.steps import PODS_PER_STEP, Steps, run_steps
 from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
-from koordlet.statesinformer.model import KoordQoSClass, PodInfo, PriorityBand
+from koordlet.apis.qos import KoordQoSClass, PriorityBand
+from koordlet.statesinformer.model import PodInfo
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
 PROD_RECLAIM_SAFETY_MARGIN_PERCENT = 10

@@ -39,11 +39,13 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-CPU_RATIO_KEY = "katalyst.kubewharf.io/cpu_overcommit_ratio"
-MEMORY_RATIO_KEY = "katalyst.kubewharf.io/memory_overcommit_ratio"
-GUARANTEED_CPUS_KEY = "katalyst.kubewharf.io/guaranteed_cpus"
-CPU_MANAGER_KEY = "katalyst.kubewharf.io/overcommit_cpu_manager"
-MEMORY_MANAGER_KEY = "katalyst.kubewharf.io/overcommit_memory_manager"
+from koordlet.apis import keys
+
+CPU_RATIO_KEY = keys.KCNR_CPU_OVERCOMMIT_RATIO
+MEMORY_RATIO_KEY = keys.KCNR_MEMORY_OVERCOMMIT_RATIO
+GUARANTEED_CPUS_KEY = keys.KCNR_GUARANTEED_CPUS
+CPU_MANAGER_KEY = keys.KCNR_OVERCOMMIT_CPU_MANAGER
+MEMORY_MANAGER_KEY = keys.KCNR_OVERCOMMIT_MEMORY_MANAGER
 ANNOTATION_KEYS = (CPU_RATIO_KEY, MEMORY_RATIO_KEY, GUARANTEED_CPUS_KEY, CPU_MANAGER_KEY, MEMORY_MANAGER_KEY)
 
 # kubelet's policy names as Katalyst reports them: CPU "none"/"static", memory "None"/"Static".

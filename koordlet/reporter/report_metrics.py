@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
 from koordlet.reporter.batch import BatchResources
 from koordlet.reporter.overcommit import OvercommitResult
 
@@ -27,8 +28,8 @@ class ReportMetrics:
         self.reports.labels(node=self._node, report=report, sink=sink, result=result).inc()
 
     def show_batch(self, batch: BatchResources) -> None:
-        self.batch.labels(node=self._node, resource="kubernetes.io/batch-cpu", unit="core").set(batch.milli_cpu / 1000)
-        self.batch.labels(node=self._node, resource="kubernetes.io/batch-memory", unit="byte").set(batch.memory_bytes)
+        self.batch.labels(node=self._node, resource=BATCH_CPU, unit="core").set(batch.milli_cpu / 1000)
+        self.batch.labels(node=self._node, resource=BATCH_MEMORY, unit="byte").set(batch.memory_bytes)
 
     def show_overcommit(self, result: OvercommitResult) -> None:
         self.ratio.labels(node=self._node, resource="cpu").set(result.cpu_ratio)

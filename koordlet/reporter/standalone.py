@@ -4,7 +4,7 @@ file written atomically.
 GET /apis/v1/nodemetric       a whole NodeMetric (slo.koordinator.sh/v1alpha1), status as reported
 GET /apis/v1/overcommit       a CustomNodeResource (node.katalyst.kubewharf.io/v1alpha1) whose
                               metadata.annotations are the agent's KCNR annotations
-GET /apis/v1/batchresources   Koordinator's batch resources (kubernetes.io/batch-cpu, -memory)
+GET /apis/v1/batchresources   Koordinator's batch resources (keys.BATCH_CPU, BATCH_MEMORY)
 
 Until the first figures exist the routes answer 503 with the reason, never a made-up zero.
 """

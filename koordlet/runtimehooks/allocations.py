@@ -10,32 +10,11 @@ from koord-scheduler's `scheduling.koordinator.sh/resource-status` annotation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
-from typing import Protocol
 
-from koordlet.runtimehooks.annotations import AnnotationError, resource_status_cpuset
-from koordlet.statesinformer.model import KatalystQoSLevel, KoordQoSClass, PodInfo
-
-
-class CpusetProvider(Protocol):
-    """An allocator that owns some containers' CPUs (the ORM plugs in here)."""
-
-    def cpuset_for(self, pod_uid: str, container_name: str) -> frozenset[int] | None: ...
-
-
-class Binding(Enum):
-    """How a pod's own CPUs may be shared."""
-
-    EXCLUSIVE = "exclusive"  # LSE, Katalyst dedicated_cores: nobody else, BE included
-    RESERVED = "reserved"  # LSR: no other LS pod; BE may run there
-
-
-def binding_of(pod: PodInfo) -> Binding | None:
-    if pod.qos.effective is KoordQoSClass.LSE or pod.qos.katalyst is KatalystQoSLevel.DEDICATED_CORES:
-        return Binding.EXCLUSIVE
-    if pod.qos.effective is KoordQoSClass.LSR:
-        return Binding.RESERVED
-    return None
+from koordlet.apis.annotations import AnnotationError, resource_status_cpuset
+from koordlet.apis.qos import CpuBinding, cpu_binding
+from koordlet.ports.cpusets import CpusetProvider
+from koordlet.statesinformer.model import PodInfo
 
 
 def bound_cpus(pod: PodInfo, provider: CpusetProvider | None, container_name: str | None = None) -> frozenset[int]:
@@ -47,7 +26,7 @@ def bound_cpus(pod: PodInfo, provider: CpusetProvider | None, container_name: st
         found = frozenset().union(*(provider.cpuset_for(pod.uid, name) or frozenset() for name in names))
         if found:
             return found
-    if binding_of(pod) is None:
+    if cpu_binding(pod.qos) is None:
         return frozenset()
     try:
         return resource_status_cpuset(pod.annotations) or frozenset()
@@ -73,14 +52,14 @@ class AllocationIndex:
 
     def __init__(self, provider: CpusetProvider | None = None) -> None:
         self.provider = provider
-        self._by_pod: dict[str, tuple[Binding, frozenset[int]]] = {}
+        self._by_pod: dict[str, tuple[CpuBinding, frozenset[int]]] = {}
         self._snapshot: CpuAllocations | None = None
 
     def put(self, pod: PodInfo) -> bool:
         """Record the pod's bound CPUs; True when the node's unions changed."""
         cpus = bound_cpus(pod, self.provider)
         # a pod the provider pinned without a binding class (kubelet-style static CPUs) is exclusive
-        binding = binding_of(pod) or (Binding.EXCLUSIVE if cpus else None)
+        binding = cpu_binding(pod.qos) or (CpuBinding.EXCLUSIVE if cpus else None)
         entry = (binding, cpus) if binding is not None and cpus else None
         if self._by_pod.get(pod.uid) == entry:
             return False
@@ -102,6 +81,6 @@ class AllocationIndex:
             exclusive: set[int] = set()
             reserved: set[int] = set()
             for binding, cpus in self._by_pod.values():
-                (exclusive if binding is Binding.EXCLUSIVE else reserved).update(cpus)
+                (exclusive if binding is CpuBinding.EXCLUSIVE else reserved).update(cpus)
             self._snapshot = CpuAllocations(frozenset(exclusive), frozenset(reserved), self.provider)
         return self._snapshot

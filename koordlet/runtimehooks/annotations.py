@@ -1,31 +1,22 @@
-"""The pod annotations the hooks read, parsed strictly: a bad value is an
-`AnnotationError` with the reason, and the hooks treat it as absent.
+"""The pod annotations the hooks read, parsed strictly (koordlet.apis.annotations): a bad
+value is an `AnnotationError` with the reason, and the hooks treat it as absent.
 
-- `node.koordinator.sh/extended-resource-spec`: what koordinator's webhook writes
-  for agents that cannot see the pod spec,
-  `{"containers": {NAME: {"requests": {...}, "limits": {...}}}}` (batch-cpu counted
-  in milli-cores: koordinator's `Value()` of the quantity, as v1.1 reads it).
-- `scheduling.koordinator.sh/resource-status`: koord-scheduler's CPU binding,
-  `{"cpuset": "0-3", "cpuSharedPools": [...]}`.
+- the extended-resource-spec: what koordinator's webhook writes for agents that cannot see
+  the pod spec, `{"containers": {NAME: {"requests": {...}, "limits": {...}}}}` (batch-cpu
+  counted in milli-cores: koordinator's `Value()` of the quantity, as v1.1 reads it);
+- the resource-status: koord-scheduler's CPU binding, `{"cpuset": "0-3", ...}`.
 """
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Mapping
 
-from koordlet.statesinformer.extended_spec import ANNOTATION_EXTENDED_RESOURCE_SPEC, parse_extended_resource_spec
+from koordlet.apis.annotations import AnnotationError, resource_status_cpuset
+from koordlet.apis.keys import EXTENDED_RESOURCE_SPEC
+from koordlet.statesinformer.extended_spec import parse_extended_resource_spec
 from koordlet.statesinformer.model import Resources
-from system.cpuset import parse_cpuset
-from system.errors import InvalidValue
 
-EXTENDED_RESOURCE_SPEC = ANNOTATION_EXTENDED_RESOURCE_SPEC
-RESOURCE_STATUS = "scheduling.koordinator.sh/resource-status"
-
-
-class AnnotationError(ValueError):
-    """An annotation the hooks read is not valid; the message says why."""
 
 
 def extended_resource_spec(annotations: Mapping[str, str]) -> Mapping[str, Resources] | None:
@@ -43,35 +34,6 @@ def _parse_extended_resource_spec(text: str) -> Mapping[str, Resources]:
     if problems:
         raise AnnotationError("%s: %s" % (EXTENDED_RESOURCE_SPEC, problems[0].reason))
     return specs
-
-
-def _json_object(text: str, key: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise AnnotationError("%s is not JSON: %s" % (key, exc)) from exc
-    if not isinstance(data, dict):
-        raise AnnotationError("%s must be a JSON object" % key)
-    return data
-
-
-def resource_status_cpuset(annotations: Mapping[str, str]) -> frozenset[int] | None:
-    """The CPUs koord-scheduler bound the pod to; None when absent or empty."""
-    text = annotations.get(RESOURCE_STATUS)
-    return None if text is None else _parse_resource_status(text)
-
-
-@lru_cache(maxsize=4096)
-def _parse_resource_status(text: str) -> frozenset[int] | None:
-    data = _json_object(text, RESOURCE_STATUS)
-    cpuset = data.get("cpuset", "")
-    if not isinstance(cpuset, str):
-        raise AnnotationError("%s: cpuset must be a cpu list string" % RESOURCE_STATUS)
-    try:
-        cpus = parse_cpuset(cpuset)
-    except InvalidValue as exc:
-        raise AnnotationError("%s: %s" % (RESOURCE_STATUS, exc)) from exc
-    return cpus or None
 
 
 def annotation_problems(annotations: Mapping[str, str], *, include_informer_owned: bool = True) -> tuple[str, ...]:

@@ -15,7 +15,8 @@ from typing import Callable, Iterable, Sequence
 import structlog
 from prometheus_client import CollectorRegistry, Histogram
 
-from koordlet.runtimehooks.allocations import AllocationIndex, CpusetProvider
+from koordlet.ports.cpusets import CpusetProvider
+from koordlet.runtimehooks.allocations import AllocationIndex
 from koordlet.runtimehooks.annotations import annotation_problems
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import Hook

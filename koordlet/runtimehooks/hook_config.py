@@ -14,8 +14,9 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
 
+from koordlet.apis.keys import RECLAIMED_MEMORY, RECLAIMED_MILLICPU
 from koordlet.ports.be_suppress import NOT_SUPPRESSED, BESuppress
-from koordlet.statesinformer.model import KoordQoSClass
+from koordlet.apis.qos import KoordQoSClass
 
 # koordlet's CPUShareUnitValue / CPUSharesMinValue / CFSBasePeriodValue / CFSQuotaMinValue.
 CPU_SHARES_PER_CORE = 1024
@@ -23,12 +24,6 @@ CPU_SHARES_MIN = 2
 CPU_SHARES_MAX = 262144
 CFS_BASE_PERIOD_US = 100_000
 CFS_QUOTA_MIN_US = 1000
-
-# Koordinator's extended resources (milli-cores / bytes) and Katalyst's reclaimed ones.
-BATCH_CPU = "kubernetes.io/batch-cpu"
-BATCH_MEMORY = "kubernetes.io/batch-memory"
-RECLAIMED_MILLICPU = "resource.katalyst.kubewharf.io/reclaimed_millicpu"
-RECLAIMED_MEMORY = "resource.katalyst.kubewharf.io/reclaimed_memory"
 
 
 class CpuManagerPolicy(Enum):

@@ -35,26 +35,20 @@ from koordlet.runtimehooks.slo_rules import hook_config_from_slo, hook_config_wi
 from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.slo.source import NodeSLOSource
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.model import K8sQoS
+from system.cgroup_layout import QoSTier
 from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.statesinformer.sources import nri_enabled, nri_wanted
 from koordlet.util.host_facts import HostFacts
 from koordlet.runtimehooks.options import HooksOptions
 from nri.stub import Stub, StubConfig
 from resourceexecutor import ResourceExecutor
-from system.cgroup_layout import QoSTier
 from system.errors import SystemFileError
 
 log = structlog.get_logger(__name__)
 
-_TIERS = {K8sQoS.GUARANTEED: QoSTier.GUARANTEED, K8sQoS.BURSTABLE: QoSTier.BURSTABLE,
-          K8sQoS.BEST_EFFORT: QoSTier.BESTEFFORT}
-
-
-def qos_dirs_of(facts: HostFacts) -> dict[K8sQoS, str]:
+def qos_dirs_of(facts: HostFacts) -> dict[QoSTier, str]:
     """The kube QoS dirs the host has now (none until kubelet made kubepods)."""
-    dirs = facts.qos_dirs()
-    return {qos: dirs[tier] for qos, tier in _TIERS.items() if tier in dirs}
+    return dict(facts.qos_dirs())
 
 
 def probe_host(facts: HostFacts) -> HookConfig:
@@ -66,7 +60,7 @@ def probe_host(facts: HostFacts) -> HookConfig:
     if not facts.has_cgroups:
         return HookConfig(node_cpus=cpus)
     files = facts.files
-    probe_dir = qos_dirs_of(facts).get(K8sQoS.GUARANTEED, "")
+    probe_dir = qos_dirs_of(facts).get(QoSTier.GUARANTEED, "")
     try:
         version = files.version_for("cpu.shares")
     except SystemFileError:

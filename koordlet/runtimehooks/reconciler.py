@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks.group_identity import qos_dir_specs
 from koordlet.runtimehooks.spec import PodPlan, ResourceSpec
-from koordlet.statesinformer.model import K8sQoS
+from system.cgroup_layout import QoSTier
 from koordlet.util.periodic import Periodic
 from resourceexecutor import Outcome, ResourceExecutor, Updater
 from system.cgroup_resource import REGISTRY
@@ -120,7 +120,7 @@ class ReconcileMetrics:
 
 class Reconciler:
     def __init__(self, engine: HookEngine, executor: ResourceExecutor, interval: float, *,
-                 qos_dirs: Mapping[K8sQoS, str] | Callable[[], Mapping[K8sQoS, str]] | None = None,
+                 qos_dirs: Mapping[QoSTier, str] | Callable[[], Mapping[QoSTier, str]] | None = None,
                  registry: CollectorRegistry | None = None, containers_on_change: bool = True) -> None:
         self.engine = engine
         self._executor = executor
@@ -157,7 +157,7 @@ class Reconciler:
     # -- one pass ---------------------------------------------------------------------
 
     @property
-    def qos_dirs(self) -> Mapping[K8sQoS, str]:
+    def qos_dirs(self) -> Mapping[QoSTier, str]:
         return self._qos_dirs()
 
     def reconcile_once(self, full: bool) -> PassResult:

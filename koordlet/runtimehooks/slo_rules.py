@@ -16,7 +16,7 @@ from types import MappingProxyType
 
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.ports.be_suppress import BESuppress
-from koordlet.statesinformer.model import KoordQoSClass
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from koordlet.statesinformer.model import KoordQoSClass
+from koordlet.apis.qos import KoordQoSClass
 from system.cpuset import format_cpuset
 
 

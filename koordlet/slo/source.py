@@ -20,9 +20,8 @@ from typing import Any, Callable, Protocol
 import structlog
 import yaml
 
-from koordlet.slo.node_slo import (
-    NodeSLO, NodeSLOError, parse_node_slo_spec, spec_of_document,
-)
+from koordlet.slo.node_slo import NodeSLO, NodeSLOError
+from koordlet.slo.spec import parse_node_slo_spec, spec_of_document
 from koordlet.util.board import Board
 from koordlet.util.periodic import FirstRun, Periodic
 

@@ -2,8 +2,8 @@
 requests/limits of extended resources (batch-cpu, batch-memory ...) that
 Koordinator's webhook writes for agents which cannot see the pod spec.
 
-    {"containers": {"main": {"requests": {"kubernetes.io/batch-cpu": "500"},
-                             "limits":   {"kubernetes.io/batch-memory": "1Gi"}}}}
+    {"containers": {"main": {"requests": {<keys.BATCH_CPU>: "500"},
+                             "limits":   {<keys.BATCH_MEMORY>: "1Gi"}}}}
 
 Pure. Quantities are converted with koordlet.apis.quantity.canonical (batch-cpu is
 already counted in milli-cores).
@@ -15,11 +15,12 @@ import json
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from koordlet.apis import keys
 from koordlet.statesinformer.model import Resources
 from koordlet.statesinformer.problems import InputProblem
 from koordlet.statesinformer.resource_list import ResourceListError, parse_resource_list
 
-ANNOTATION_EXTENDED_RESOURCE_SPEC = "node.koordinator.sh/extended-resource-spec"
+ANNOTATION_EXTENDED_RESOURCE_SPEC = keys.EXTENDED_RESOURCE_SPEC
 
 _NONE: Mapping[str, Resources] = MappingProxyType({})
 

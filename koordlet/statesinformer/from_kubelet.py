@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from koordlet.statesinformer.model import K8sQoS, Resources
+from koordlet.apis.qos import kube_tier_of
+from koordlet.statesinformer.model import Resources
+from system.cgroup_layout import QoSTier
 from koordlet.statesinformer.resource_list import ResourceListError, parse_resource_list
 
 
@@ -33,7 +35,7 @@ class KubeletPod:
     annotations: Mapping[str, str] = field(default_factory=_empty_str)
     priority: int | None = None
     priority_class_name: str = ""
-    k8s_qos: K8sQoS | None = None
+    k8s_qos: QoSTier | None = None
     container_specs: Mapping[str, Resources] = field(default_factory=_empty_specs)
 
 
@@ -72,11 +74,8 @@ def _container_specs(spec: dict[str, Any], where: str) -> Mapping[str, Resources
     return MappingProxyType(out)
 
 
-def _k8s_qos(value: Any) -> K8sQoS | None:
-    try:
-        return K8sQoS(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
+def _k8s_qos(value: Any) -> QoSTier | None:
+    return kube_tier_of(value) if isinstance(value, str) else None
 
 
 def kubelet_pod(item: Any, where: str = "pod") -> KubeletPod:

@@ -15,6 +15,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
 
+from koordlet.apis.qos import PodQoS
+
 
 
 def _empty_str() -> Mapping[str, str]:
@@ -47,72 +49,6 @@ class ContainerState(Enum):
     RUNNING = "running"
     EXITED = "exited"
     UNKNOWN = "unknown"
-
-
-class K8sQoS(Enum):
-    """The Kubernetes QoS tier, from the pod spec or the pod's cgroup parent."""
-
-    GUARANTEED = "Guaranteed"
-    BURSTABLE = "Burstable"
-    BEST_EFFORT = "BestEffort"
-
-
-class KoordQoSClass(Enum):
-    """Koordinator's label koordinator.sh/qosClass. NONE: no valid label."""
-
-    LSE = "LSE"
-    LSR = "LSR"
-    LS = "LS"
-    BE = "BE"
-    SYSTEM = "SYSTEM"
-    NONE = ""
-
-
-class PriorityBand(Enum):
-    """Koordinator's priority classes by spec.priority range."""
-
-    PROD = "koord-prod"    # 9000-9999
-    MID = "koord-mid"      # 7000-7999
-    BATCH = "koord-batch"  # 5000-5999
-    FREE = "koord-free"    # 3000-3999
-    NONE = ""
-
-
-class KatalystQoSLevel(Enum):
-    """Katalyst's annotation katalyst.kubewharf.io/qos_level."""
-
-    DEDICATED_CORES = "dedicated_cores"
-    SHARED_CORES = "shared_cores"
-    RECLAIMED_CORES = "reclaimed_cores"
-    SYSTEM_CORES = "system_cores"
-
-
-@dataclass(frozen=True, slots=True)
-class PodQoS:
-    """Every QoS fact about a pod, and the one class the policy acts on.
-
-    `effective` is what the hooks, QoS strategies and reports use: the Koordinator
-    class when the pod has one, else the class its Katalyst level or priority band
-    or Kubernetes tier implies (the resolution rule lives in statesinformer/qos.py).
-    """
-
-    effective: KoordQoSClass
-    koord: KoordQoSClass = KoordQoSClass.NONE
-    band: PriorityBand = PriorityBand.NONE
-    katalyst: KatalystQoSLevel | None = None
-    k8s: K8sQoS | None = None
-    # Katalyst's memory_enhancement / cpu_enhancement annotations, parsed JSON objects
-    # flattened to strings ({"numa_binding": "true", "numa_exclusive": "true"}).
-    memory_enhancement: Mapping[str, str] = field(default_factory=_empty_str)
-    cpu_enhancement: Mapping[str, str] = field(default_factory=_empty_str)
-
-    @property
-    def numa_binding(self) -> bool:
-        return self.memory_enhancement.get("numa_binding") == "true"
-
-    @property
-    def numa_exclusive(self) -> bool:
-        return self.memory_enhancement.get("numa_exclusive") == "true"
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,15 +31,16 @@ import json
 from types import MappingProxyType
 from typing import Mapping
 
+from koordlet.apis import keys
 from koordlet.statesinformer.problems import InputProblem
-from koordlet.statesinformer.model import K8sQoS, KatalystQoSLevel, KoordQoSClass, PodQoS, PriorityBand
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PodQoS, PriorityBand
 from system.cgroup_layout import QoSTier, parse_cgroup_path
 from system.errors import InvalidValue
 
-LABEL_KOORD_QOS = "koordinator.sh/qosClass"
-ANNOTATION_KATALYST_QOS_LEVEL = "katalyst.kubewharf.io/qos_level"
-ANNOTATION_KATALYST_MEMORY_ENHANCEMENT = "katalyst.kubewharf.io/memory_enhancement"
-ANNOTATION_KATALYST_CPU_ENHANCEMENT = "katalyst.kubewharf.io/cpu_enhancement"
+LABEL_KOORD_QOS = keys.KOORD_QOS_CLASS
+ANNOTATION_KATALYST_QOS_LEVEL = keys.KATALYST_QOS_LEVEL
+ANNOTATION_KATALYST_MEMORY_ENHANCEMENT = keys.KATALYST_MEMORY_ENHANCEMENT
+ANNOTATION_KATALYST_CPU_ENHANCEMENT = keys.KATALYST_CPU_ENHANCEMENT
 
 # Koordinator's priority classes: inclusive spec.priority ranges.
 PRIORITY_BANDS: tuple[tuple[PriorityBand, int, int], ...] = (
@@ -57,15 +58,9 @@ _BAND_CLASS = {
 }
 
 _K8S_CLASS = {
-    K8sQoS.GUARANTEED: KoordQoSClass.LS,
-    K8sQoS.BURSTABLE: KoordQoSClass.LS,
-    K8sQoS.BEST_EFFORT: KoordQoSClass.BE,
-}
-
-_TIER_K8S = {
-    QoSTier.GUARANTEED: K8sQoS.GUARANTEED,
-    QoSTier.BURSTABLE: K8sQoS.BURSTABLE,
-    QoSTier.BESTEFFORT: K8sQoS.BEST_EFFORT,
+    QoSTier.GUARANTEED: KoordQoSClass.LS,
+    QoSTier.BURSTABLE: KoordQoSClass.LS,
+    QoSTier.BESTEFFORT: KoordQoSClass.BE,
 }
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -80,7 +75,7 @@ def priority_band(priority: int | None) -> PriorityBand:
     return PriorityBand.NONE
 
 
-def k8s_qos_of_cgroup_parent(cgroup_parent: str) -> K8sQoS | None:
+def k8s_qos_of_cgroup_parent(cgroup_parent: str) -> QoSTier | None:
     """The Kubernetes tier a pod's cgroup dir sits under (cgroupfs or systemd layout);
     None when the path is not a kubelet pod path."""
     if not cgroup_parent:
@@ -91,7 +86,7 @@ def k8s_qos_of_cgroup_parent(cgroup_parent: str) -> K8sQoS | None:
         return None
     if info.pod_uid is None or info.tier is None:
         return None
-    return _TIER_K8S[info.tier]
+    return info.tier
 
 
 def _koord_class(
@@ -139,8 +134,8 @@ def _enhancement(annotations: Mapping[str, str], key: str, problems: list[InputP
     return MappingProxyType(decoded)
 
 
-def _k8s_tier(tier_or_cgroup_parent: str | K8sQoS | None) -> K8sQoS | None:
-    if isinstance(tier_or_cgroup_parent, K8sQoS) or tier_or_cgroup_parent is None:
+def _k8s_tier(tier_or_cgroup_parent: str | QoSTier | None) -> QoSTier | None:
+    if isinstance(tier_or_cgroup_parent, QoSTier) or tier_or_cgroup_parent is None:
         return tier_or_cgroup_parent
     return k8s_qos_of_cgroup_parent(tier_or_cgroup_parent)
 
@@ -161,7 +156,7 @@ def resolve_qos_checked(
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
     priority: int | None,
-    tier_or_cgroup_parent: str | K8sQoS | None,
+    tier_or_cgroup_parent: str | QoSTier | None,
 ) -> tuple[PodQoS, tuple[InputProblem, ...]]:
     """The pod's QoS facts and effective class, plus the problems met on the way."""
     problems: list[InputProblem] = []
@@ -192,7 +187,7 @@ def resolve_qos(
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
     priority: int | None,
-    tier_or_cgroup_parent: str | K8sQoS | None,
+    tier_or_cgroup_parent: str | QoSTier | None,
 ) -> PodQoS:
     """`resolve_qos_checked` without the problems."""
     return resolve_qos_checked(labels, annotations, priority, tier_or_cgroup_parent)[0]

@@ -6,9 +6,9 @@ import pytest
 
 from koordlet.metriccache import Aggregate, AggregationType, Metric, SeriesKey
 from koordlet.apis.quantity import QuantityError, base_units, milli_cpu, parse_quantity
+from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.statesinformer import (
-    ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodEventKind, PodInfo, PodQoS, SandboxState,
-    StaticStates,
+    ContainerInfo, ContainerState, NodeInfo, PodEventKind, PodInfo, SandboxState, StaticStates,
 )
 
 

@@ -7,17 +7,18 @@ quota/period when a CFS quota is set.
 
 from __future__ import annotations
 
+from koordlet.apis import keys
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, PeriodicCollector
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.model import KoordQoSClass, PodInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import PodInfo
 from koordlet.util.host_facts import HostFacts
 from system.cgroup_layout import QoSTier
 from system.cgroup_readers import CgroupReader
 from system.errors import SystemFileError
 
-BATCH_CPU = "kubernetes.io/batch-cpu"  # milli-cores, koordinator's extended resource
 
 BE_CPU = SeriesKey.of(Metric.BE_CPU_USAGE_CORES)
 BE_MEMORY = SeriesKey.of(Metric.BE_MEMORY_USAGE_BYTES)
@@ -33,7 +34,7 @@ def be_request_cores(pods: tuple[PodInfo, ...]) -> float:
             continue
         for container in pod.containers:
             if container.spec is not None:
-                milli += container.spec.requests.get(BATCH_CPU, 0)
+                milli += container.spec.requests.get(keys.BATCH_CPU, 0)
     return milli / 1000.0
 
 

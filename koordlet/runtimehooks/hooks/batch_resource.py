@@ -16,12 +16,14 @@ from typing import Mapping, Sequence
 
 from koordlet.runtimehooks.allocations import CpuAllocations
 from koordlet.runtimehooks.annotations import AnnotationError, extended_resource_spec
+from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
 from koordlet.runtimehooks.hook_config import (
-    BATCH_CPU, BATCH_MEMORY, CFS_QUOTA_MIN_US, CPU_SHARES_MAX, CPU_SHARES_MIN, CPU_SHARES_PER_CORE, HookConfig,
+    CFS_QUOTA_MIN_US, CPU_SHARES_MAX, CPU_SHARES_MIN, CPU_SHARES_PER_CORE, HookConfig,
 )
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
 from koordlet.ports.be_suppress import quota_under_tier
-from koordlet.statesinformer.model import ContainerInfo, KatalystQoSLevel, KoordQoSClass, PodInfo, Resources, Source
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass
+from koordlet.statesinformer.model import ContainerInfo, PodInfo, Resources, Source
 
 
 def _positive(values: Mapping[str, int], name: str) -> int | None:

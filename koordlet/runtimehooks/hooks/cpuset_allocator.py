@@ -15,7 +15,8 @@ from __future__ import annotations
 from koordlet.runtimehooks.allocations import CpuAllocations
 from koordlet.runtimehooks.hook_config import CpuManagerPolicy, HookConfig
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
-from koordlet.statesinformer.model import ContainerInfo, KoordQoSClass, PodInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
 
 
 def share_pool(config: HookConfig, allocations: CpuAllocations) -> frozenset[int]:

@@ -13,7 +13,9 @@ from typing import Mapping
 from koordlet.runtimehooks.allocations import CpuAllocations
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
-from koordlet.statesinformer.model import ContainerInfo, K8sQoS, KoordQoSClass, PodInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from system.cgroup_layout import QoSTier
 
 _BVT_CLASS: Mapping[KoordQoSClass, KoordQoSClass] = {
     KoordQoSClass.LSE: KoordQoSClass.LSR,
@@ -50,13 +52,13 @@ def decide(pod: PodInfo, container: ContainerInfo | None, config: HookConfig,
 
 # kubelet's QoS directories: besteffort as BE, burstable as LS; the guaranteed
 # root (kubepods itself) stays 0, as koordlet keeps it until kernels support more.
-_QOS_DIR_CLASS: Mapping[K8sQoS, KoordQoSClass] = {K8sQoS.BEST_EFFORT: KoordQoSClass.BE, K8sQoS.BURSTABLE: KoordQoSClass.LS}
+_QOS_DIR_CLASS: Mapping[QoSTier, KoordQoSClass] = {QoSTier.BESTEFFORT: KoordQoSClass.BE, QoSTier.BURSTABLE: KoordQoSClass.LS}
 
 
-def qos_dir_specs(config: HookConfig) -> dict[K8sQoS, ResourceSpec]:
+def qos_dir_specs(config: HookConfig) -> dict[QoSTier, ResourceSpec]:
     """What each kube-QoS directory's cgroup must hold (only tiers with a decision)."""
-    specs: dict[K8sQoS, ResourceSpec] = {}
-    for tier in K8sQoS:
+    specs: dict[QoSTier, ResourceSpec] = {}
+    for tier in QoSTier:
         qos = _QOS_DIR_CLASS.get(tier)
         bvt = (_bvt(qos, config) if qos is not None else 0) if config.host.bvt_supported else None
         idle = _idle(qos, config) if qos is not None else None

@@ -9,7 +9,8 @@ from koordlet.runtimehooks.allocations import CpuAllocations
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks.batch_resource import extended_spec
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
-from koordlet.statesinformer.model import ContainerInfo, KatalystQoSLevel, PodInfo
+from koordlet.apis.qos import KatalystQoSLevel
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
 
 
 def _mapped(config: HookConfig, native: str) -> str | None:

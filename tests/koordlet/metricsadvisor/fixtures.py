@@ -8,8 +8,9 @@ from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
+from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS, Resources, SandboxState,
+    ContainerInfo, ContainerState, NodeInfo, PodInfo, Resources, SandboxState,
 )
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader

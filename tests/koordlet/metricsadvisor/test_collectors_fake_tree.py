@@ -13,7 +13,7 @@ from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.framework import CollectorUnsupported
-from koordlet.statesinformer.model import KoordQoSClass
+from koordlet.apis.qos import KoordQoSClass
 from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
 from tests.system.fake_trees import remove_cgroup, set_cgroup_file, write_file
 

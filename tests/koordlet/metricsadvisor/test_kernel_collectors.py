@@ -23,9 +23,8 @@ from koordlet.metricsadvisor.collectors.psi import LABELS, PSICollector
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported
 from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS, SandboxState,
-)
+from koordlet.apis.qos import KoordQoSClass, PodQoS
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from system.cgroup_readers import CgroupReader
 from system.host import Host
 from system.usage_reader import UsageReader

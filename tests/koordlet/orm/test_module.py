@@ -16,8 +16,11 @@ from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule
 from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import (ContainerInfo, ContainerState, K8sQoS, KatalystQoSLevel, KoordQoSClass,
-                                           LinuxResources, NodeInfo, PodInfo, PodQoS, SandboxState)
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PodQoS
+from koordlet.statesinformer.model import (
+    ContainerInfo, ContainerState, LinuxResources, NodeInfo, PodInfo, SandboxState,
+)
+from system.cgroup_layout import QoSTier
 from system.host import Host
 from tests.system.fake_trees import build_topology_tree
 from koordlet.orm.options import OrmOptions
@@ -38,7 +41,7 @@ def host_for(tmp: Path) -> Host:
 def dedicated_pod(uid: str) -> PodInfo:
     linux = LinuxResources(cpu_shares=1024, cpu_quota=100000, cpu_period=100000)
     return PodInfo(uid, "pod-" + uid, "default", "sb-" + uid, SandboxState.READY, "kubepods/pod" + uid,
-                   PodQoS(KoordQoSClass.LSR, katalyst=KatalystQoSLevel.DEDICATED_CORES, k8s=K8sQoS.GUARANTEED),
+                   PodQoS(KoordQoSClass.LSR, katalyst=KatalystQoSLevel.DEDICATED_CORES, k8s=QoSTier.GUARANTEED),
                    containers=(ContainerInfo("id-" + uid, "main", uid, ContainerState.CREATED, "", linux=linux),))
 
 

@@ -3,6 +3,7 @@ conversions (1 CPU = 1024 shares; quota = milli x period / 1000)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 import pytest
@@ -10,9 +11,12 @@ import pytest
 from koordlet.orm.requests import (container_quantities, is_guaranteed, milli_from_quota, milli_from_shares,
                                    pod_request)
 from koordlet.config.parsers import parse_pairs
-from koordlet.statesinformer.model import (ContainerInfo, ContainerState, K8sQoS, KatalystQoSLevel,
-                                           KoordQoSClass, LinuxResources, PodInfo, PodQoS, Resources,
-                                           SandboxState)
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PodQoS
+from koordlet.statesinformer.model import (
+    ContainerInfo, ContainerState, LinuxResources, PodInfo, Resources, SandboxState,
+)
+from koordlet.statesinformer.qos import k8s_qos_of_cgroup_parent
+from system.cgroup_layout import QoSTier
 
 KATALYST_MAP = ("resource.katalyst.kubewharf.io/reclaimed_millicpu=cpu,"
                 "resource.katalyst.kubewharf.io/reclaimed_memory=memory")
@@ -43,6 +47,8 @@ def container(name="app", linux=None, spec=None) -> ContainerInfo:
 
 
 def pod(qos: PodQoS, containers, parent="kubepods/podu1") -> PodInfo:
+    """The pod as the informer gives it: its Kubernetes tier read off the cgroup parent."""
+    qos = replace(qos, k8s=qos.k8s or k8s_qos_of_cgroup_parent(parent))
     return PodInfo("u1", "p", "ns", "sb", SandboxState.READY, parent, qos, containers=tuple(containers))
 
 
@@ -92,13 +98,13 @@ def test_the_spec_wins_over_cri_and_names_are_mapped() -> None:
     assert requests == {"cpu": 3000}
 
 
-def test_guaranteed_from_the_cgroup_parent_for_both_drivers() -> None:
-    qos = PodQoS(KoordQoSClass.LS)
+def test_guaranteed_from_the_informers_tier_for_both_drivers() -> None:
     uid = "1234-ab"
     for parent, expected in [("kubepods/pod1234-ab", True),
                              ("kubepods.slice/kubepods-pod1234_ab.slice", True),
                              ("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234_ab.slice", False),
                              ("kubepods/besteffort/pod1234-ab", False)]:
+        qos = PodQoS(KoordQoSClass.LS, k8s=k8s_qos_of_cgroup_parent(parent))
         p = PodInfo(uid, "p", "ns", "sb", SandboxState.READY, parent, qos)
         assert is_guaranteed(p) is expected, parent
-    assert is_guaranteed(PodInfo(uid, "p", "ns", "sb", SandboxState.READY, "", PodQoS(KoordQoSClass.LS, k8s=K8sQoS.GUARANTEED)))
+    assert is_guaranteed(PodInfo(uid, "p", "ns", "sb", SandboxState.READY, "", PodQoS(KoordQoSClass.LS, k8s=QoSTier.GUARANTEED)))

@@ -14,8 +14,9 @@ from koordlet.qosmanager.eviction import EvictionPath, EvictionReason, Evictor
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.statesinformer.api import StaticStates
+from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo, PodQoS, Resources, SandboxState,
+    ContainerInfo, ContainerState, NodeInfo, PodInfo, Resources, SandboxState,
 )
 from koordlet.slo.node_slo import NodeSLO
 from koordlet.slo.source import StaticNodeSLO

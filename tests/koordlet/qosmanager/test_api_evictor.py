@@ -8,7 +8,7 @@ import pytest
 
 from koordlet.qosmanager.api_evictor import ApiEvictor, LightkubeEvictionApi
 from koordlet.qosmanager.eviction import EvictionReason
-from koordlet.statesinformer.model import KoordQoSClass
+from koordlet.apis.qos import KoordQoSClass
 from tests.koordlet.qosmanager.helpers import pod
 
 

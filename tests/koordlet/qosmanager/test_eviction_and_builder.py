@@ -12,7 +12,8 @@ from koordlet.qosmanager.agent import strategies_for
 from koordlet.slo.agent import SPEC as NODE_SLO
 from koordlet.qosmanager.eviction import CgroupKillEvictor, EvictionReason
 from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import NodeInfo
 from koordlet.slo.source import NodeSLOFile, ValidatedNodeSLO
 from tests.koordlet.hubs_helper import hubs_for
 from tests.koordlet.qosmanager.helpers import FedMetricStore, Rig, pod

@@ -24,7 +24,8 @@ from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.qosmanager.agent import SPEC as QOS_MANAGER
 from koordlet.slo.agent import SPEC as NODE_SLO
 from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import NodeInfo
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.host import Host

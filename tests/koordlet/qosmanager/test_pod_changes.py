@@ -7,8 +7,9 @@ import dataclasses
 
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
-from koordlet.slo.node_slo import parse_node_slo_spec
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.slo.spec import parse_node_slo_spec
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import add_cgroup, build_v2_tree, set_cgroup_file

@@ -15,8 +15,9 @@ import pytest
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
-from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
-from koordlet.slo.node_slo import parse_node_slo_spec
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.slo.spec import parse_node_slo_spec
 from system.host import Host
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 

@@ -13,8 +13,9 @@ from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.resctrl import ResctrlQoS
-from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
-from koordlet.slo.node_slo import parse_node_slo_spec
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.slo.spec import parse_node_slo_spec
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 from tests.system.fake_trees import (

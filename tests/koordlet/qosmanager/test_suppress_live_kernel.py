@@ -21,8 +21,9 @@ from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollect
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
-from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
-from koordlet.slo.node_slo import parse_node_slo_spec
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.slo.spec import parse_node_slo_spec
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.usage_reader import UsageReader

@@ -13,8 +13,8 @@ import yaml
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
-from koordlet.statesinformer.model import (ContainerInfo, ContainerState, KoordQoSClass, PodInfo, PodQoS,
-                                           PriorityBand, Resources, SandboxState)
+from koordlet.apis.qos import KoordQoSClass, PodQoS, PriorityBand
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo, Resources, SandboxState
 from tests.shared_reference import shared_file
 
 NOW = 1_800_000_000.0

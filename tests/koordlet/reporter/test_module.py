@@ -23,7 +23,8 @@ from koordlet.reporter.agent import settings_of
 from koordlet.reporter.module import ReportsModule, Round
 from koordlet.util.token_bucket import TokenBucket
 from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import KoordQoSClass, NodeInfo, PriorityBand
+from koordlet.apis.qos import KoordQoSClass, PriorityBand
+from koordlet.statesinformer.model import NodeInfo
 from system.host import Host
 from koordlet.util.host_facts import HostFacts
 from tests.koordlet.hubs_helper import hubs_for

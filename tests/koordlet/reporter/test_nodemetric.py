@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from koordlet.reporter.nodemetric import node_metric_object, status_document, take_snapshot
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
-from koordlet.statesinformer.model import KoordQoSClass, PriorityBand
+from koordlet.apis.qos import KoordQoSClass, PriorityBand
 from tests.koordlet.reporter.fixtures import (GI, NOW, crd_schema, node_samples, pod, pod_samples,
                                              status_validator, store)
 

@@ -6,13 +6,12 @@ import json
 from types import MappingProxyType
 from typing import Any
 
-from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, K8sQoS, KatalystQoSLevel, KoordQoSClass, PodInfo, PodQoS, Resources,
-    SandboxState, Source,
-)
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PodQoS
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo, Resources, SandboxState, Source
+from system.cgroup_layout import QoSTier
 
-TIER_DIR = {K8sQoS.BEST_EFFORT: "kubepods/besteffort", K8sQoS.BURSTABLE: "kubepods/burstable",
-            K8sQoS.GUARANTEED: "kubepods"}
+TIER_DIR = {QoSTier.BESTEFFORT: "kubepods/besteffort", QoSTier.BURSTABLE: "kubepods/burstable",
+            QoSTier.GUARANTEED: "kubepods"}
 
 
 def ext_spec(**containers: dict[str, Any]) -> str:
@@ -28,12 +27,12 @@ def batch(cpu: str | None, memory: str | None, req_cpu: str | None = None, req_m
 
 
 def make_pod(uid: str, qos: KoordQoSClass, containers: tuple[str, ...] = ("main",), *,
-             annotations: dict[str, str] | None = None, k8s: K8sQoS | None = None,
+             annotations: dict[str, str] | None = None, k8s: QoSTier | None = None,
              katalyst: KatalystQoSLevel | None = None, root: str = "",
              specs: dict[str, Resources] | None = None, sources: frozenset[Source] = frozenset({Source.NRI}),
              state: ContainerState = ContainerState.RUNNING) -> PodInfo:
-    tier = k8s or {KoordQoSClass.BE: K8sQoS.BEST_EFFORT, KoordQoSClass.LSR: K8sQoS.GUARANTEED,
-                   KoordQoSClass.LSE: K8sQoS.GUARANTEED}.get(qos, K8sQoS.BURSTABLE)
+    tier = k8s or {KoordQoSClass.BE: QoSTier.BESTEFFORT, KoordQoSClass.LSR: QoSTier.GUARANTEED,
+                   KoordQoSClass.LSE: QoSTier.GUARANTEED}.get(qos, QoSTier.BURSTABLE)
     pod_dir = "/".join(p for p in (root, TIER_DIR[tier], "pod" + uid) if p)
     infos = tuple(
         ContainerInfo(id=f"{uid}-{name}", name=name, pod_uid=uid, state=state,

@@ -20,7 +20,9 @@ from koordlet.runtimehooks.hooks import HOOKS, enabled_hooks
 from koordlet.runtimehooks.hooks.group_identity import qos_dir_specs
 from koordlet.runtimehooks.policy import decide, plan_pod
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec, combine
-from koordlet.statesinformer.model import K8sQoS, KatalystQoSLevel, KoordQoSClass, Resources, Source
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass
+from koordlet.statesinformer.model import Resources, Source
+from system.cgroup_layout import QoSTier
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod
 
 GiB = 1 << 30
@@ -169,7 +171,7 @@ def test_cpuset_bad_resource_status_is_absent(status: str) -> None:
 
 def test_cpuset_static_kubelet_and_system_and_unknown_node() -> None:
     static = replace(CONFIG, cpu_manager_policy=CpuManagerPolicy.STATIC)
-    none_class = make_pod("g", KoordQoSClass.NONE, k8s=K8sQoS.GUARANTEED)
+    none_class = make_pod("g", KoordQoSClass.NONE, k8s=QoSTier.GUARANTEED)
     assert spec_of(none_class, "main", static).cpuset_cpus is None
     assert spec_of(make_pod("ls", LS), "main", static).cpuset_cpus == frozenset(range(8))
     system = make_pod("sys", SYSTEM)
@@ -199,7 +201,7 @@ def test_group_identity_cpu_idle_for_be_on_v2_only() -> None:
 def test_qos_dirs_follow_be_and_ls_values() -> None:
     specs = qos_dir_specs(BVT_HOST)
     assert {tier: s.bvt for tier, s in specs.items()} == {
-        K8sQoS.BEST_EFFORT: -1, K8sQoS.BURSTABLE: 2, K8sQoS.GUARANTEED: 0}
+        QoSTier.BESTEFFORT: -1, QoSTier.BURSTABLE: 2, QoSTier.GUARANTEED: 0}
     assert qos_dir_specs(CONFIG) == {}
 
 

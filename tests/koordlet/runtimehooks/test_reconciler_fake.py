@@ -11,7 +11,8 @@ from koordlet.runtimehooks.module import probe_host, qos_dirs_of
 from koordlet.util.host_facts import HostFacts
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import KoordQoSClass, NodeInfo
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import NodeInfo
 from resourceexecutor import ResourceExecutor
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod
 from tests.resourceexecutor.conftest import FakeTreeIO

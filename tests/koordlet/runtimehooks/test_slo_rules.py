@@ -13,8 +13,8 @@ from koordlet.runtimehooks.hooks import batch_resource, cpuset_allocator
 from koordlet.runtimehooks.allocations import NO_ALLOCATIONS
 from koordlet.runtimehooks.slo_rules import hook_config_from_slo, hook_config_with_suppress
 from koordlet.ports.be_suppress import BESuppress, quota_under_tier
-from koordlet.statesinformer.model import KoordQoSClass as Q
-from koordlet.slo.node_slo import parse_node_slo_spec
+from koordlet.apis.qos import KoordQoSClass as Q
+from koordlet.slo.spec import parse_node_slo_spec
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod
 
 BASE = HookConfig(node_cpus=frozenset(range(4)), host=HostCaps(2, True, True))

@@ -8,7 +8,8 @@ import pytest
 
 from koordlet.statesinformer.cri_client import CriClient, CriError, grpc_target
 from koordlet.statesinformer.cri_poll import CriPoller
-from koordlet.statesinformer.model import ContainerState, K8sQoS, KoordQoSClass, NodeInfo, SandboxState, Source
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import ContainerState, NodeInfo, SandboxState, Source
 from koordlet.statesinformer.store import PodStore
 from proto.cri import api_pb2
 from system.cgroup_layout import CgroupDriver, QoSTier, container_dir, pod_dir
@@ -89,7 +90,7 @@ async def test_poll_fills_the_store_with_cgroup_dirs_and_resources(runtime) -> N
     pod = store.pod(UID)
     assert pod.sources == {Source.CRI} and pod.state is SandboxState.READY
     assert pod.cgroup_parent == pod_dir(CgroupDriver.CGROUPFS, QoSTier.BESTEFFORT, UID)
-    assert (pod.qos.effective, pod.qos.k8s) == (KoordQoSClass.BE, K8sQoS.BEST_EFFORT)
+    assert (pod.qos.effective, pod.qos.k8s) == (KoordQoSClass.BE, QoSTier.BESTEFFORT)
     (container,) = pod.containers
     assert container.cgroup_dir == container_dir(CgroupDriver.CGROUPFS, QoSTier.BESTEFFORT, UID, "c1")
     assert (container.pid, container.linux.cpu_shares, container.linux.memory_limit) == (4242, 512, None)

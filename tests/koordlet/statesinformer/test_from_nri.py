@@ -8,9 +8,8 @@ import pytest
 
 from koordlet.statesinformer.extended_spec import ANNOTATION_EXTENDED_RESOURCE_SPEC
 from koordlet.statesinformer.from_nri import container_info, container_state, linux_resources, sandbox_view
-from koordlet.statesinformer.model import (
-    ContainerState, K8sQoS, KoordQoSClass, LinuxResources, Resources, SandboxState, Source,
-)
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import ContainerState, LinuxResources, Resources, SandboxState, Source
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 from system.cgroup_layout import CgroupDriver, QoSTier, container_dir, pod_dir
 from tests.koordlet.statesinformer.nri_capture import first
@@ -31,7 +30,7 @@ def test_synchronize_from_containerd_converts_to_the_kubelet_cgroup_dirs() -> No
     assert pod.cgroup_parent == pod_dir(CgroupDriver.CGROUPFS, QoSTier.BURSTABLE, PRE_UID)
     # the capture's pod carries koordinator.sh/qosClass=LS as an annotation
     assert pod.qos.effective is KoordQoSClass.LS and pod.qos.koord is KoordQoSClass.LS
-    assert pod.qos.k8s is K8sQoS.BURSTABLE
+    assert pod.qos.k8s is QoSTier.BURSTABLE
     assert view.problems == ()
 
     (container,) = [c for c in sync.containers if c.name == "old"]
@@ -75,8 +74,8 @@ UID = "11111111-2222-3333-4444-555555555555"
 def test_systemd_driver_slices_become_real_directories(parent: str, tier: QoSTier) -> None:
     view = sandbox_view(_sandbox(parent, parent + ":cri-containerd:sb1"))
     assert view.pod.cgroup_parent == pod_dir(CgroupDriver.SYSTEMD, tier, UID)
-    assert view.pod.qos.k8s is {QoSTier.BESTEFFORT: K8sQoS.BEST_EFFORT, QoSTier.BURSTABLE: K8sQoS.BURSTABLE,
-                                QoSTier.GUARANTEED: K8sQoS.GUARANTEED}[tier]
+    assert view.pod.qos.k8s is {QoSTier.BESTEFFORT: QoSTier.BESTEFFORT, QoSTier.BURSTABLE: QoSTier.BURSTABLE,
+                                QoSTier.GUARANTEED: QoSTier.GUARANTEED}[tier]
     container = api_pb2.Container(id="abc123", pod_sandbox_id="sb1", name="c", state=api_pb2.CONTAINER_CREATED)
     container.linux.cgroups_path = parent + ":cri-containerd:abc123"
     info, problems = container_info(container, UID)

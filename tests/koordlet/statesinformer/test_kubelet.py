@@ -8,7 +8,7 @@ import pytest
 
 from koordlet.statesinformer.from_kubelet import PodListError, parse_pod_list
 from koordlet.statesinformer.kubelet_client import KubeletClient, KubeletError, PodsUrl
-from koordlet.statesinformer.model import K8sQoS
+from system.cgroup_layout import QoSTier
 from tests.koordlet.statesinformer.kubelet_server import FakeKubelet, pod_json
 
 UID = "5e1c0d8a-1111-4222-8333-444455556666"
@@ -22,7 +22,7 @@ def test_a_pod_list_gives_priority_qos_labels_and_container_specs() -> None:
                                   {"name": "side"}])]}
     (pod,) = parse_pod_list(json.dumps(doc))
     assert (pod.uid, pod.name, pod.namespace) == (UID, "web", "default")
-    assert (pod.priority, pod.priority_class_name, pod.k8s_qos) == (9500, "koord-prod", K8sQoS.GUARANTEED)
+    assert (pod.priority, pod.priority_class_name, pod.k8s_qos) == (9500, "koord-prod", QoSTier.GUARANTEED)
     assert pod.labels == {"koordinator.sh/qosClass": "LSR"}
     main = pod.container_specs["main"]
     assert dict(main.requests) == {"cpu": 2000, "memory": 1 << 30, "kubernetes.io/batch-cpu": 500}
@@ -75,7 +75,7 @@ async def test_poll_reads_the_pods(kubelet: FakeKubelet, chunked: bool) -> None:
     kubelet.pods = [pod_json(UID, priority=5500, qos="BestEffort")]
     kubelet.chunked = chunked
     (pod,) = await KubeletClient(kubelet.url).pods()
-    assert (pod.uid, pod.priority, pod.k8s_qos) == (UID, 5500, K8sQoS.BEST_EFFORT)
+    assert (pod.uid, pod.priority, pod.k8s_qos) == (UID, 5500, QoSTier.BESTEFFORT)
     assert kubelet.requests[0].startswith(b"GET /pods HTTP/1.1\r\n")
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 
 from tests.koordlet.hubs_helper import config_of
-from koordlet.statesinformer.model import KoordQoSClass, Source
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.statesinformer.model import Source
 from koordlet.statesinformer.agent import SPEC as STATES_INFORMER
 from koordlet.statesinformer.module import StatesInformerModule
 from koordlet.statesinformer.node import node_from_facts

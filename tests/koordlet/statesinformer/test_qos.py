@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from koordlet.statesinformer.model import K8sQoS, KatalystQoSLevel, KoordQoSClass, PriorityBand
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PriorityBand
+from system.cgroup_layout import QoSTier
 from koordlet.statesinformer.qos import (
     k8s_qos_of_cgroup_parent, priority_band, resolve_qos, resolve_qos_checked,
 )
@@ -40,18 +41,18 @@ def test_priority_band_boundaries(priority: int | None, band: PriorityBand) -> N
 
 
 @pytest.mark.parametrize(("parent", "tier"), [
-    ("/kubepods/besteffort/pod" + UID, K8sQoS.BEST_EFFORT),
-    ("kubepods/burstable/pod" + UID, K8sQoS.BURSTABLE),
-    ("/kubepods/pod" + UID, K8sQoS.GUARANTEED),
-    ("kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice" % SD_UID, K8sQoS.BEST_EFFORT),
-    ("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice" % SD_UID, K8sQoS.BURSTABLE),
-    ("kubepods.slice/kubepods-pod%s.slice" % SD_UID, K8sQoS.GUARANTEED),
+    ("/kubepods/besteffort/pod" + UID, QoSTier.BESTEFFORT),
+    ("kubepods/burstable/pod" + UID, QoSTier.BURSTABLE),
+    ("/kubepods/pod" + UID, QoSTier.GUARANTEED),
+    ("kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice" % SD_UID, QoSTier.BESTEFFORT),
+    ("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice" % SD_UID, QoSTier.BURSTABLE),
+    ("kubepods.slice/kubepods-pod%s.slice" % SD_UID, QoSTier.GUARANTEED),
     ("kubepods/burstable", None),  # the tier dir, not a pod
     ("kubepods", None),
     ("system.slice/containerd.service", None),
     ("", None),
 ])
-def test_k8s_tier_from_cgroup_parent(parent: str, tier: K8sQoS | None) -> None:
+def test_k8s_tier_from_cgroup_parent(parent: str, tier: QoSTier | None) -> None:
     assert k8s_qos_of_cgroup_parent(parent) is tier
 
 
@@ -87,8 +88,8 @@ GUARANTEED_PARENT = "kubepods/pod" + UID
     ({}, {}, 2999, BE_PARENT, BE),
     ({}, {}, 4000, BURSTABLE_PARENT, LS),
     ({}, {}, None, GUARANTEED_PARENT, LS),
-    ({}, {}, None, K8sQoS.BEST_EFFORT, BE),
-    ({}, {}, None, K8sQoS.GUARANTEED, LS),
+    ({}, {}, None, QoSTier.BESTEFFORT, BE),
+    ({}, {}, None, QoSTier.GUARANTEED, LS),
     # 5. nothing known
     ({}, {}, None, None, LS),
     ({}, {}, None, "not/a/kubepods/path", LS),
@@ -128,6 +129,6 @@ def test_facts_are_kept_beside_the_effective_class() -> None:
         GUARANTEED_PARENT,
     )
     assert (qos.effective, qos.koord, qos.band, qos.katalyst, qos.k8s) == (
-        LSR, LSR, PriorityBand.PROD, KatalystQoSLevel.DEDICATED_CORES, K8sQoS.GUARANTEED)
+        LSR, LSR, PriorityBand.PROD, KatalystQoSLevel.DEDICATED_CORES, QoSTier.GUARANTEED)
     assert qos.numa_binding and qos.numa_exclusive
     assert dict(qos.cpu_enhancement) == {"cpuset_pool": "dedicated"}

@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 
 from koordlet.statesinformer.from_kubelet import KubeletPod
 from koordlet.statesinformer.from_nri import container_info, sandbox_view
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import (
-    ContainerState, K8sQoS, KoordQoSClass, NodeInfo, PodEvent, PodEventKind, PodInfo, Resources,
-    SandboxState, Source,
+    ContainerState, NodeInfo, PodEvent, PodEventKind, PodInfo, Resources, SandboxState, Source,
 )
+from system.cgroup_layout import QoSTier
 from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
 from koordlet.statesinformer.store import PodStore
 from proto.nri.pkg.api.v1alpha1 import api_pb2
@@ -297,7 +298,7 @@ def test_kubelet_adds_priority_spec_and_qos_but_no_pods_of_its_own() -> None:
     spec = Resources(requests={"cpu": 500}, limits={"cpu": 1000})
     store.kubelet_listed([
         KubeletPod(uid_of(1), "pod-1", "default", labels={"app": "web"}, priority=9500,
-                   priority_class_name="koord-prod", k8s_qos=K8sQoS.BEST_EFFORT, container_specs={"main": spec}),
+                   priority_class_name="koord-prod", k8s_qos=QoSTier.BESTEFFORT, container_specs={"main": spec}),
         KubeletPod(uid_of(7), "pending", "default", priority=9500),
     ])
     assert store.synced()
@@ -400,7 +401,7 @@ def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
     import dataclasses
 
     from koordlet.statesinformer.merge import _rebuilt
-    from koordlet.statesinformer.model import PodQoS
+    from koordlet.apis.qos import PodQoS
 
     # every field set to a value unlike its default, so a field out of order shows
     values = {f.name: f"v-{f.name}" for f in dataclasses.fields(PodInfo)}

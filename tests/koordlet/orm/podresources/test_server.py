@@ -10,8 +10,8 @@ from koordlet.orm.podresources.kubelet_devices import KubeletDevicesClient
 from koordlet.orm.podresources.server import PodResourcesServicer, start_pod_resources_server
 from koordlet.util.token_bucket import TokenBucket
 from koordlet.statesinformer.api import StaticStates
-from koordlet.statesinformer.model import (ContainerInfo, ContainerState, KoordQoSClass, NodeInfo, PodInfo,
-                                           PodQoS, SandboxState)
+from koordlet.apis.qos import KoordQoSClass, PodQoS
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from koordlet.topology.policy import PolicyName
 from proto.k8s.podresources.v1 import api_pb2 as pb
 from proto.k8s.podresources.v1 import api_pb2_grpc as pb_grpc

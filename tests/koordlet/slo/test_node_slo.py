@@ -6,11 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from koordlet.statesinformer.model import KoordQoSClass
-from koordlet.slo.node_slo import (
-    CPUBurstPolicy, CPUSuppressPolicy, NodeSLO, NodeSLOError, node_slo_document, parse_node_slo_spec,
-    spec_of_document,
-)
+from koordlet.apis.qos import KoordQoSClass
+from koordlet.slo.node_slo import CPUBurstPolicy, CPUSuppressPolicy, NodeSLO, NodeSLOError
+from koordlet.slo.spec import node_slo_document, parse_node_slo_spec, spec_of_document
 
 
 def test_defaults_are_koordlets():
@@ -130,7 +128,8 @@ def test_document_round_trips_through_the_parser():
 
 
 def test_pod_cpu_burst_annotation():
-    from koordlet.slo.node_slo import CPUBurstStrategy, pod_cpu_burst
+    from koordlet.slo.node_slo import CPUBurstStrategy
+    from koordlet.slo.spec import pod_cpu_burst
 
     node = CPUBurstStrategy()
     assert pod_cpu_burst(node, None) is node
