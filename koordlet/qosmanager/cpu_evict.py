@@ -12,9 +12,7 @@ request (batch-cpu) and BE usage come from the metric cache, as the BE collector
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -22,7 +20,7 @@ from koordlet.apis import keys
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.framework import QoSContext
-from koordlet.qosmanager.memory_evict import Candidate
+from koordlet.qosmanager.victims import Candidate, CoolDown, order_cpu_victims, request_released, take_until
 from koordlet.qosmanager.usage import UsageView
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import PodInfo
@@ -69,32 +67,6 @@ def cpu_to_release(request_milli: int, real_limit_milli: int, lower_percent: int
     if gap <= 0:
         return 0
     return int(request_milli * gap)
-
-
-def _by_priority_then_pressure(a: Candidate, b: Candidate) -> int:
-    pa, pb = a.priority or 0, b.priority or 0  # the API server defaults an unset priority to 0
-    if pa == pb:
-        ra, rb = _pressure(a), _pressure(b)
-        return (rb > ra) - (rb < ra)
-    return -1 if pa < pb else 1
-
-
-def _pressure(c: Candidate) -> float:
-    return (c.usage or 0) / c.request if c.request > 0 else 0.0
-
-
-def order_cpu_victims(candidates: Sequence[Candidate]) -> list[Candidate]:
-    return sorted(candidates, key=functools.cmp_to_key(_by_priority_then_pressure))
-
-
-def take_until_request_released(ordered: Sequence[Candidate], need_milli: int) -> list[Candidate]:
-    victims, released = [], 0
-    for candidate in ordered:
-        if released >= need_milli:
-            break
-        victims.append(candidate)
-        released += candidate.request
-    return victims
 
 
 def pod_batch_cpu_request(pod: PodInfo) -> int:
@@ -144,12 +116,15 @@ class CPUEvict:
     cool_down: float = CPU_EVICT_COOL_DOWN
     name: str = "cpu_evict"
     gate: str = "BECPUEvict"
-    last_evict: float | None = None
+    _quiet: CoolDown = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._quiet = CoolDown(self.cool_down)
 
     async def run(self, ctx: QoSContext) -> None:
         strategy = ctx.slo().resource_used_threshold_with_be
         now = ctx.clock()
-        if not strategy.enable or self.last_evict is not None and now - self.last_evict < self.cool_down:
+        if not strategy.enable or self._quiet.active(now):
             return
         lower = strategy.cpu_evict_be_satisfaction_lower_percent
         upper = strategy.cpu_evict_be_satisfaction_upper_percent
@@ -175,10 +150,10 @@ class CPUEvict:
             candidates.append(Candidate(pod.uid, pod.name, pod.priority,
                                         None if used is None else int(used * 1000),
                                         pod_batch_cpu_request(pod)))
-        victims = take_until_request_released(order_cpu_victims(candidates), release)
+        victims = take_until(order_cpu_victims(candidates), release, request_released)
         message = (f"BE CPU satisfaction {last.real_limit_milli}/{last.request_milli} below "
                    f"{lower}%, release {release} milli-cores")
         log.info("cpu_evict_round", release_milli=release, victims=[v.name for v in victims], reason=message)
         if await ctx.evictions.evict([pods[v.uid] for v in victims], EvictionReason.BE_CPU_SATISFACTION,
                                      message):
-            self.last_evict = now
+            self._quiet.evicted(now)

@@ -3,36 +3,24 @@
 When node memory usage reaches memoryEvictThresholdPercent of capacity, release
 capacity * (usage% - lower%) / 100 bytes by evicting best-effort pods: lowest priority
 first, then the largest memory user; pods without usage figures after those with, by
-name. After a round that crossed the threshold nothing happens for the cool-down (4 s).
+name (qosmanager/victims.py). After an eviction nothing happens for the cool-down (4 s).
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
 
 import structlog
 
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.framework import QoSContext
+from koordlet.qosmanager.victims import Candidate, CoolDown, memory_released, order_memory_victims, take_until
 from koordlet.apis.qos import KoordQoSClass
 
 log = structlog.get_logger(__name__)
 
 MEMORY_EVICT_COOL_DOWN = 4.0
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A best-effort pod as eviction sees it; `usage` in bytes (memory) or milli-cores (cpu)."""
-
-    uid: str
-    name: str
-    priority: int | None
-    usage: int | None
-    request: int = 0
 
 
 def memory_to_release(capacity: int, used: int, threshold_percent: int, lower_percent: int) -> int:
@@ -45,44 +33,20 @@ def memory_to_release(capacity: int, used: int, threshold_percent: int, lower_pe
     return capacity * (usage_percent - lower_percent) // 100
 
 
-def _by_priority_then_usage(a: Candidate, b: Candidate) -> int:
-    pa, pb = a.priority or 0, b.priority or 0  # the API server defaults an unset priority to 0
-    if pa != pb:
-        return -1 if pa < pb else 1
-    if a.usage is not None and b.usage is not None:
-        return (b.usage > a.usage) - (b.usage < a.usage)
-    if a.usage is None and b.usage is None:
-        return (b.name > a.name) - (b.name < a.name)
-    return -1 if b.usage is None else 1
-
-
-def order_memory_victims(candidates: Sequence[Candidate]) -> list[Candidate]:
-    return sorted(candidates, key=functools.cmp_to_key(_by_priority_then_usage))
-
-
-def take_until_released(ordered: Sequence[Candidate], need: int) -> list[Candidate]:
-    """Victims in order until their usage covers `need` (unknown usage counts as 0)."""
-    victims: list[Candidate] = []
-    released = 0
-    for candidate in ordered:
-        if released >= need:
-            break
-        victims.append(candidate)
-        released += candidate.usage or 0
-    return victims
-
-
 @dataclass(slots=True)
 class MemoryEvict:
     interval: float = 1.0
     cool_down: float = MEMORY_EVICT_COOL_DOWN
     name: str = "memory_evict"
     gate: str = "BEMemoryEvict"
-    last_evict: float | None = None
+    _quiet: CoolDown = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._quiet = CoolDown(self.cool_down)
 
     async def run(self, ctx: QoSContext) -> None:
         now = ctx.clock()
-        if self.last_evict is not None and now < self.last_evict + self.cool_down:
+        if self._quiet.active(now):
             return
         strategy = ctx.slo().resource_used_threshold_with_be
         if not strategy.enable:
@@ -102,10 +66,10 @@ class MemoryEvict:
             value = usage.last(Metric.POD_MEMORY_USAGE_BYTES, pod.uid)
             candidates.append(Candidate(pod.uid, pod.name, pod.priority,
                                         None if value is None else int(value)))
-        victims = take_until_released(order_memory_victims(candidates), need)
+        victims = take_until(order_memory_victims(candidates), need, memory_released)
         message = (f"node memory usage {int(used) * 100 // capacity}% >= threshold "
                    f"{strategy.memory_evict_threshold_percent}%, release {need} bytes")
         log.info("memory_evict_round", used_bytes=int(used), capacity_bytes=capacity, need_release=need,
                  victims=[v.name for v in victims], reason=message)
-        await ctx.evictions.evict([pods[v.uid] for v in victims], EvictionReason.NODE_MEMORY_USAGE, message)
-        self.last_evict = now
+        if await ctx.evictions.evict([pods[v.uid] for v in victims], EvictionReason.NODE_MEMORY_USAGE, message):
+            self._quiet.evicted(now)

@@ -10,18 +10,19 @@ Listeners hear which pods changed (None: all of them).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable, Iterable, Sequence
 
 import structlog
 from prometheus_client import CollectorRegistry, Histogram
 
 from koordlet.ports.cpusets import CpusetProvider
-from koordlet.runtimehooks.allocations import AllocationIndex
+from koordlet.runtimehooks.allocations import AllocationIndex, CpuAllocations
 from koordlet.runtimehooks.annotations import annotation_problems
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import Hook
-from koordlet.runtimehooks.policy import plan_with
-from koordlet.runtimehooks.spec import EMPTY_SPEC, PodPlan, ResourceSpec
+from koordlet.runtimehooks.policy import decide, plan_with
+from koordlet.runtimehooks.spec import PodPlan, ResourceSpec
 from koordlet.statesinformer.api import StatesInformer, Unsubscribe
 from koordlet.statesinformer.model import ContainerInfo, PodEvent, PodEventKind, PodInfo
 from koordlet.util.board import Listeners
@@ -39,16 +40,24 @@ class HookMetrics:
         self.duration = Histogram(
             "koordlet_runtime_hook_duration_seconds", "time one runtime hook took to decide, by stage",
             ("hook", "stage"), registry=registry, buckets=_HOOK_BUCKETS) if registry is not None else None
-        self._children: dict[tuple[str, str], object] = {}
 
-    def observer(self, hook: str, stage: str):  # -> a child Histogram, or None
+    def timed(self, hook: Hook, stage: str) -> Hook:
+        """`hook` with its decisions timed into koordlet_runtime_hook_duration_seconds{hook,stage}
+        (the hook itself without a registry)."""
         if self.duration is None:
-            return None
-        key = (hook, stage)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = self.duration.labels(hook, stage)
-        return child
+            return hook
+        child = self.duration.labels(hook.name, stage)
+        inner, clock = hook.decide, time.perf_counter
+
+        def decide_timed(pod: PodInfo, container: ContainerInfo | None, config: HookConfig,
+                         allocations: CpuAllocations) -> ResourceSpec:
+            started = clock()
+            try:
+                return inner(pod, container, config, allocations)
+            finally:
+                child.observe(clock() - started)
+
+        return replace(hook, decide=decide_timed)
 
 
 class HookEngine:
@@ -60,6 +69,7 @@ class HookEngine:
         self.index = AllocationIndex(provider)
         self.metrics = HookMetrics(registry)
         self._plans: dict[str, PodPlan] = {}
+        self._timed: dict[str, tuple[Hook, ...]] = {}
         self._listeners: Listeners[frozenset[str] | None] = Listeners("runtime-hook-plans")
         self._warned: set[str] = set()  # pods whose bad annotations were logged
         self._unsubscribe: Unsubscribe | None = None
@@ -99,22 +109,21 @@ class HookEngine:
     # -- decisions ------------------------------------------------------------------
 
     def decide(self, pod: PodInfo, container: ContainerInfo | None, stage: str) -> ResourceSpec:
-        """One cgroup's spec, each hook timed; a debug line per decision."""
+        """One cgroup's spec (policy.decide over the enabled hooks, each timed for `stage`);
+        a debug line per decision."""
         self._warn_once(pod)
-        config, allocations = self.config, self.index.snapshot()
-        spec = EMPTY_SPEC
-        clock = time.perf_counter
-        for hook in self.hooks:
-            started = clock()
-            part = hook.decide(pod, container, config, allocations)
-            observer = self.metrics.observer(hook.name, stage)
-            if observer is not None:
-                observer.observe(clock() - started)  # type: ignore[attr-defined]
-            spec = spec.merged(part)
+        spec = decide(pod, container, self.config, self.index.snapshot(), self._timed_hooks(stage))
         # the spec object itself: rendering it costs only when debug lines are on
         log.debug("runtime_hook_decision", stage=stage, pod=pod.uid, container=container.name if container else None,
                   qos=pod.qos.effective.value, spec=spec)
         return spec
+
+    def _timed_hooks(self, stage: str) -> tuple[Hook, ...]:
+        """The hooks, each wrapped to observe its time into the stage's histogram."""
+        timed = self._timed.get(stage)
+        if timed is None:
+            timed = self._timed[stage] = tuple(self.metrics.timed(hook, stage) for hook in self.hooks)
+        return timed
 
     def plan(self, pod: PodInfo) -> PodPlan:
         plan = self._plans.get(pod.uid)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from koordlet.qosmanager.cpu_evict import (
-    BECPUSample, be_usage_high_enough, cpu_to_release, order_cpu_victims, release_for,
-    satisfaction_config_valid, take_until_request_released,
+    BECPUSample, be_usage_high_enough, cpu_to_release, release_for, satisfaction_config_valid,
 )
-from koordlet.qosmanager.memory_evict import (
-    Candidate, memory_to_release, order_memory_victims, take_until_released,
+from koordlet.qosmanager.memory_evict import memory_to_release
+from koordlet.qosmanager.victims import (
+    Candidate, CoolDown, memory_released, order_cpu_victims, order_memory_victims, request_released, take_until,
 )
 
 GiB = 1 << 30
@@ -33,9 +33,9 @@ def test_memory_victims_priority_then_usage_then_unknown_by_name():
 
 def test_memory_victims_stop_once_enough_is_released():
     ordered = [Candidate("x", "x", 1, 3 * GiB), Candidate("y", "y", 1, 2 * GiB), Candidate("z", "z", 1, GiB)]
-    assert [c.uid for c in take_until_released(ordered, 4 * GiB)] == ["x", "y"]
-    assert [c.uid for c in take_until_released(ordered, 3 * GiB)] == ["x"]
-    assert take_until_released(ordered, 0) == []
+    assert [c.uid for c in take_until(ordered, 4 * GiB, memory_released)] == ["x", "y"]
+    assert [c.uid for c in take_until(ordered, 3 * GiB, memory_released)] == ["x"]
+    assert take_until(ordered, 0, memory_released) == []
 
 
 @pytest.mark.parametrize("lower, upper, valid", [
@@ -77,4 +77,11 @@ def test_cpu_victims_priority_then_usage_over_request():
             Candidate("c", "c", 3000, 100, 1_000), Candidate("d", "d", None, 3_000, 1_000)]
     ordered = order_cpu_victims(pods)
     assert [c.uid for c in ordered] == ["d", "c", "b", "a"]  # no priority counts as 0, the lowest
-    assert [c.uid for c in take_until_request_released(ordered, 1_500)] == ["d", "c"]
+    assert [c.uid for c in take_until(ordered, 1_500, request_released)] == ["d", "c"]
+
+
+def test_a_cool_down_starts_only_with_an_eviction_that_happened():
+    quiet = CoolDown(4.0)
+    assert not quiet.active(100.0)
+    quiet.evicted(100.0)
+    assert quiet.active(103.9) and not quiet.active(104.0)

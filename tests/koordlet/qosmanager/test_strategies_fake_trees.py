@@ -319,3 +319,19 @@ def test_cpuset_with_kubelet_static_policy_suppresses_containers_only(tmp_path):
     assert read(host, "cpuset", "kubepods/besteffort/podbe1", "cpuset.cpus") == "0-3"
     assert read(host, "cpuset", "kubepods/besteffort", "cpuset.cpus") == "0-3"
     rig.close()
+
+
+def test_a_failed_memory_eviction_starts_no_cool_down(tmp_path):
+    from tests.koordlet.qosmanager.helpers import RecordingEvictor
+
+    rig = Rig(build_v1_tree(tmp_path), NodeInfo("node-a", capacity={"cpu": 4000, "memory": 16 * GiB}),
+              evictor=RecordingEvictor(succeed=False), io=FakeTreeIO())
+    rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {"enable": True}}))
+    rig.states.put(pod("be1", KoordQoSClass.BE, "kubepods/besteffort/podbe1", priority=5000))
+    strategy = MemoryEvict()
+    for _ in range(2):  # the same second: a cool-down would keep the second round quiet
+        rig.cache.put(Metric.NODE_MEMORY_USAGE_BYTES, 12 * GiB, rig.clock())
+        rig.cache.put(Metric.POD_MEMORY_USAGE_BYTES, 2 * GiB, rig.clock(), "be1")
+        run(strategy, rig)
+    assert [uid for uid, _ in rig.evictor.calls] == ["be1", "be1"]
+    rig.close()
