@@ -11,7 +11,7 @@ RUN_ADDR := $(if $(findstring --addr,$(ARGS)),,--addr 127.0.0.1:9316)
 # Extra pytest arguments for `make test`, e.g. make test PYTEST_ARGS="-k nri -x"
 PYTEST_ARGS ?=
 
-.PHONY: run test install install-test proto bench mutation clean docs
+.PHONY: run test lint install install-test proto bench mutation clean docs
 
 # The perf C extension (cffi) compiles against Python.h: Debian ships it in pythonX.Y-dev.
 HAS_HEADERS := import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
@@ -22,27 +22,37 @@ $(PY):
 	  python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev; }
 	$(PY) -m pip install -q --upgrade pip
 
-# One venv, one sentinel: `make run` after `make test` (or the reverse) installs nothing.
+# One venv: `make run` installs what the daemon needs, `make test` adds the test tools;
+# each sentinel says what is in, so running both in any order installs each set once.
 $(VENV)/.installed: $(PY) setup.cfg setup.py pyproject.toml system/_perf_build.py
+	$(PY) -m pip install -q -e '.[fast]'
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[fast,test]'
 	touch $@
 
-$(VENV)/.installed-mutation: $(VENV)/.installed
+$(VENV)/.installed-mutation: $(VENV)/.installed-test
 	$(PY) -m pip install -q -e '.[mutation]'
 	touch $@
 
 install: $(VENV)/.installed
-install-test: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
 
 # Runs the daemon standalone on this host. Metrics stay on loopback unless ARGS says otherwise.
 run: install
 	$(VENV)/bin/koordlet $(RUN_ADDR) $(ARGS)
 
-test: install-test
+test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Type check (mypy, setup.cfg [mypy]) and lint (ruff, pyproject.toml): part of `make test`.
+lint: install-test
+	$(VENV)/bin/mypy
+	$(VENV)/bin/ruff check .
+
 # README's flag table, from the options' declarations
-docs: install
+docs: install-test
 	$(PY) -m koordlet.daemon.cli README.md
 
 proto: install-test

@@ -117,7 +117,7 @@ def run_benchmarks(dirs: list[str], args: argparse.Namespace,
     print("built 2 x %d updaters in %.1f ms (%.2f us each)"
           % (updates, (time.perf_counter() - build_start) * 1e3,
              (time.perf_counter() - build_start) / (2 * updates) * 1e6))
-    for key, batch in batches.items():
+    for batch in batches.values():
         problems = [r for r in batch if r.problem is not None]
         if problems:
             raise SystemExit("refused updater: %r" % problems[0].problem)

@@ -35,6 +35,7 @@ from pathlib import Path
 import structlog
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
+from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
@@ -45,11 +46,9 @@ from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollect
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.exporter import AdvisorExporter
 from koordlet.metricsadvisor.framework import CollectContext
-from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
-from system.cgroup_files import CgroupFiles
+from koordlet.util.host_facts import HostFacts
 from system.cgroup_readers import CgroupReader
 from system.host import Host
 from system.usage_reader import UsageReader
@@ -148,7 +147,7 @@ def bench_cycles(label: str, host: Host, pods: list[PodInfo], cycles: int) -> No
         collectors = usage_collectors()
         ctx = setup(host, pods, store, collectors, keep_open)
 
-        def one(i: int) -> None:
+        def one(i: int, collectors=collectors, store=store) -> None:
             now = T0 + i
             for collector in collectors:
                 store.append_at(now, collector.collect(now))
@@ -159,7 +158,8 @@ def bench_cycles(label: str, host: Host, pods: list[PodInfo], cycles: int) -> No
         try:
             psi.setup(ctx)
             psi.collect(T0)
-            psi_costs = cycle_cpu_ms(lambda i: store.append_at(T0 + 10 * i, psi.collect(T0 + 10 * i)), max(3, cycles // 3))
+            psi_costs = cycle_cpu_ms(lambda i, store=store, psi=psi: store.append_at(T0 + 10 * i, psi.collect(T0 + 10 * i)),
+                                     max(3, cycles // 3))
         except Exception as exc:  # noqa: BLE001 - report and go on
             print("psi-%s      unavailable: %s" % (label, exc))
             psi_costs = []
@@ -169,7 +169,7 @@ def bench_cycles(label: str, host: Host, pods: list[PodInfo], cycles: int) -> No
         ctx.usage.close()
     floor_usage = raw_floor(usage_paths(ctx, pods), cycles)
     floor_psi = raw_floor(psi_paths(ctx, pods), max(3, cycles // 3))
-    for keep_open, (usage, psi_costs, series) in results.items():
+    for keep_open, (usage, psi_costs, _series) in results.items():
         mode = "kept fds" if keep_open else "open/read"
         report("cycle-%s" % label, usage, floor_usage, mode)
         if psi_costs:

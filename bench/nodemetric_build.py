@@ -21,6 +21,7 @@ import time
 import tracemalloc
 from typing import Any, Callable
 
+from koordlet.apis.qos import KoordQoSClass, PodQoS, PriorityBand
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
@@ -29,7 +30,6 @@ from koordlet.reporter.overcommit import SEED_CPU, SEED_MEMORY, advise
 from koordlet.reporter.overcommit_load import node_load
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.reporter.steps import PODS_PER_STEP
-from koordlet.apis.qos import KoordQoSClass, PodQoS, PriorityBand
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo, Resources, SandboxState
 
 NOW = 1_800_000_000.0

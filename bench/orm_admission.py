@@ -23,16 +23,16 @@ from types import MappingProxyType
 
 import grpc
 
+from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.daemon.logs import configure_logging
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.cpu_layout import CpuLayout
 from koordlet.orm.manager import Orm
 from koordlet.orm.podresources.server import PodResourcesServicer, start_pod_resources_server
+from koordlet.statesinformer.api import StaticStates
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from koordlet.topology.policy import PolicyName, new_policy
 from koordlet.topology.request import ContainerRequest, ContainerType, PodRequest
-from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass, PodQoS
-from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from proto.k8s.podresources.v1 import api_pb2 as pb
 from proto.k8s.podresources.v1 import api_pb2_grpc as pb_grpc
 from system.topology import read_cpu_topology

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import structlog
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_evict import CPUEvict
@@ -32,9 +33,8 @@ from koordlet.qosmanager.framework import QoSManager
 from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.resctrl import ResctrlQoS
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import NodeInfo
 from koordlet.slo.spec import parse_node_slo_spec
+from koordlet.statesinformer.model import NodeInfo
 from system.topology import read_cpu_topology
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 from tests.resourceexecutor.conftest import FakeTreeIO

@@ -43,7 +43,6 @@ from nri.loop import loop_factory, uvloop_available
 from nri.stub import Stub, StubConfig
 from nri.testing import RuntimePeer
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
-
 from resourceexecutor import ResourceExecutor, executor_without_cgroups
 from system.cgroup_files import CgroupFiles
 from system.cgroup_version import detect_hierarchy

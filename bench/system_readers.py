@@ -87,7 +87,7 @@ def main() -> None:
         floors = raw_floors(files, resource, cg, args.n)
         for mode, reader in readers.items():
             try:
-                rate, p50, p99 = measure(lambda: case(reader), args.n)
+                rate, p50, p99 = measure(lambda case=case, reader=reader: case(reader), args.n)
             except Exception as exc:  # noqa: BLE001 - print and go on with the others
                 print("%-28s %-10s unavailable: %s" % (name, mode, exc))
                 continue

@@ -18,7 +18,6 @@ Agents meet through small typed ports:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Protocol
 
 from prometheus_client import CollectorRegistry
 
@@ -26,23 +25,13 @@ from koordlet.config import Config
 from koordlet.metriccache.store import MetricStore
 from koordlet.ports import Ports
 from koordlet.ports.be_suppress import BESuppressBoard
+from koordlet.server.http_endpoint import Routes
 from koordlet.slo.source import ValidatedNodeSLO
 from koordlet.statesinformer.store import PodStore
 from koordlet.util.host_facts import HostFacts
 from resourceexecutor import ResourceExecutor
 from system.file_io import KeptFdPool
 from system.host import Host
-
-if TYPE_CHECKING:
-    from koordlet.server.http_endpoint import RouteHandler
-
-
-class Routes(Protocol):
-    """The part of the HTTP endpoint agents use: read-only routes and /metrics text."""
-
-    def add_route(self, path: str, handler: RouteHandler) -> None: ...
-
-    def add_metrics_text(self, render: Callable[[], bytes]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.resources
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -81,12 +82,28 @@ def _generated_files(root: Path) -> dict[str, bytes]:
     return found
 
 
-def stale_files() -> list[str]:
-    """Paths (relative to the project root) whose committed content differs from a fresh run."""
+# NRI's enum Field has a value named None: protoc's stub declares `None: ...`, which is no
+# Python (the runtime module is fine: the value is reached as Field.Value("None")).
+_KEYWORD_MEMBER = re.compile(rb"^(\s*)None: (.*)$", re.M)
+
+
+def _typeable(stub: bytes) -> bytes:
+    """A .pyi protoc wrote, with declarations a type checker cannot parse turned into comments."""
+    return _KEYWORD_MEMBER.sub(rb'\1# None: \2  (a keyword: Field.Value("None") at run time)', stub)
+
+
+def _fresh_files() -> dict[str, bytes]:
+    """What a fresh protoc run generates, stubs made typeable."""
     with tempfile.TemporaryDirectory(prefix="proto-gen-") as tmp:
         fresh_root = Path(tmp)
         _run_protoc(fresh_root)
         fresh = _generated_files(fresh_root)
+    return {name: _typeable(content) if name.endswith(".pyi") else content for name, content in fresh.items()}
+
+
+def stale_files() -> list[str]:
+    """Paths (relative to the project root) whose committed content differs from a fresh run."""
+    fresh = _fresh_files()
     committed = _generated_files(PROJECT_ROOT)
     names = sorted(set(fresh) | set(committed))
     return [name for name in names if fresh.get(name) != committed.get(name)]
@@ -94,10 +111,7 @@ def stale_files() -> list[str]:
 
 def regenerate() -> list[str]:
     """Write fresh generated files into the tree; remove generated files without a source."""
-    with tempfile.TemporaryDirectory(prefix="proto-gen-") as tmp:
-        fresh_root = Path(tmp)
-        _run_protoc(fresh_root)
-        fresh = _generated_files(fresh_root)
+    fresh = _fresh_files()
     committed = _generated_files(PROJECT_ROOT)
     changed: list[str] = []
     for name in sorted(set(committed) - set(fresh)):

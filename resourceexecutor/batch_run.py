@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from system.errors import Gone, NotSupported, SystemFileError
-
 from resourceexecutor.file_io import CgroupFileIO
 from resourceexecutor.levelled_order import Step, derive_levels, levelled_schedule
 from resourceexecutor.outcome import PROBLEM_OUTCOMES, Outcome, RollbackFailure
 from resourceexecutor.updater import CacheKey, Updater
 from resourceexecutor.write_cache import WriteCache
+from system.errors import Gone, NotSupported, SystemFileError
 
 _SETTLED = (Outcome.GONE, Outcome.NOT_SUPPORTED, Outcome.INVALID)
 
@@ -106,11 +105,11 @@ class BatchRun:
                 canonical = updater.merge(current, updater.canonical)  # type: ignore[misc]
                 if canonical == current:
                     continue
-                text = updater.text if canonical == updater.canonical else updater.format(canonical)
+                text = updater.wanted if canonical == updater.canonical else updater.format(canonical)
             else:
                 if entry.text == updater.text:
                     continue
-                text, canonical = updater.text, updater.canonical
+                text, canonical = updater.wanted, updater.canonical
             try:
                 write(index, updater, text, text, canonical, None)
             except SystemFileError as exc:
@@ -160,15 +159,15 @@ class BatchRun:
         if entry is not None and entry.text == updater.text:
             return  # holds it already (e.g. pass one wrote the same): outcome stays
         if entry is not None and not self._must_read(updater):
-            self._write(index, updater, updater.text, updater.text, updater.canonical, None)
+            self._write(index, updater, updater.wanted, updater.wanted, updater.canonical, None)
             return
         current_text = self.io.read(updater.path)
         if updater.parse(current_text) == updater.canonical:
-            self._remember(updater, updater.text, updater.canonical)
+            self._remember(updater, updater.wanted, updater.canonical)
             return
         text = updater.format(updater.value, current_text) if updater.read_modify_write \
-            else updater.text
-        self._write(index, updater, text, updater.text, updater.canonical, current_text)
+            else updater.wanted
+        self._write(index, updater, text, updater.wanted, updater.canonical, current_text)
 
     def _write_merged(self, index: int, updater: Updater) -> None:
         merge = updater.merge

@@ -6,10 +6,10 @@ the same "1" twice means two kills. Each call writes once, through the executor'
 from __future__ import annotations
 
 import structlog
-from system.errors import Gone, NotSupported, SystemFileError
 
 from resourceexecutor.executor import ResourceExecutor
 from resourceexecutor.outcome import Outcome
+from system.errors import Gone, NotSupported, SystemFileError
 
 log = structlog.get_logger(__name__)
 

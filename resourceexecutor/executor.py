@@ -20,11 +20,6 @@ from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry
-from system.cgroup_files import CgroupFiles
-from system.cgroup_resource import CgroupResource
-from system.cgroup_version import no_hierarchy
-from system.host import Host
-from system.errors import NotSupported, SystemFileError
 
 from resourceexecutor.batch_run import BatchRun
 from resourceexecutor.file_io import CgroupFileIO, KeptFdFileIO
@@ -38,6 +33,11 @@ from resourceexecutor.outcome import (
 )
 from resourceexecutor.updater import CacheKey, Updater, UpdaterFactory
 from resourceexecutor.write_cache import CachePolicy, WriteCache
+from system.cgroup_files import CgroupFiles
+from system.cgroup_resource import CgroupResource
+from system.cgroup_version import no_hierarchy
+from system.errors import NotSupported, SystemFileError
+from system.host import Host
 
 log = structlog.get_logger(__name__)
 

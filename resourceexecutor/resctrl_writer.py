@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 import structlog
+
 from system.errors import classify_os_error
 from system.host import Host
 from system.resctrl import format_schemata, read_schemata, read_tasks, resctrl_group_dir

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from resourceexecutor.levelled_order import MergeFn, larger_limit, union_cpuset
 from system.cgroup_files import CgroupFiles
 from system.cgroup_resource import REGISTRY, CgroupResource, MergeKind, get_resource
 from system.errors import NotSupported, SystemFileError
-
-from resourceexecutor.levelled_order import MergeFn, larger_limit, union_cpuset
 
 CacheKey = tuple[str, str]  # (resource name, clean cgroup dir)
 
@@ -80,6 +79,13 @@ class Updater:
     merge: MergeFn | None
     read_modify_write: bool
     problem: SystemFileError | None = None
+
+    @property
+    def wanted(self) -> str:
+        """`text` of an updater without a problem (the only ones that reach a write)."""
+        if self.text is None:
+            raise ValueError("%s has no text to write: %s" % (self.name, self.problem))
+        return self.text
 
     def format(self, value: Any, current_text: str | None = None) -> str:
         """Kernel text for another canonical value of this resource (merges, restores)."""

@@ -40,8 +40,11 @@ class Decision(Enum):
 
 
 class Keyed(Protocol):
-    key: Hashable
-    text: str | None
+    @property
+    def key(self) -> Hashable: ...
+
+    @property
+    def text(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)

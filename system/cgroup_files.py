@@ -61,8 +61,8 @@ class CgroupFiles:
         res = get_resource(resource)
         hit = self._located.get(res.name)
         if hit is None:
-            version, root = self.locate(res)
-            hit = self._located[res.name] = (version, str(root))
+            version, root_path = self.locate(res)
+            hit = self._located[res.name] = (version, str(root_path))
         version, root = hit
         rel = clean_cgroup_dir(cgroup_dir)
         name = res.v1_file if version == 1 else res.v2_file

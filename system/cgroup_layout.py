@@ -23,7 +23,6 @@ from enum import Enum
 
 from system.errors import InvalidValue
 
-
 KUBEPODS = "kubepods"
 
 

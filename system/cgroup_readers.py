@@ -13,9 +13,9 @@ from typing import Any
 
 from system.cgroup_codecs import UNLIMITED, key_value_of, parse_key_values
 from system.cgroup_files import CgroupFiles
-from system.file_io import KeptFdPool, read_path_text
 from system.cgroup_resource import CgroupResource, get_resource
 from system.errors import InvalidValue, NotSupported
+from system.file_io import KeptFdPool, read_path_text
 from system.kept_files import DEFAULT_MAX_OPEN, KeptFiles
 from system.psi import PSI_RESOURCES, Psi
 

@@ -45,7 +45,7 @@ def parse_cgroup_mounts(text: str) -> tuple[CgroupMount, ...]:
         fstype = tail[0]
         if fstype not in ("cgroup", "cgroup2"):
             continue
-        controllers = frozenset()
+        controllers: frozenset[str] = frozenset()
         if fstype == "cgroup":
             controllers = frozenset(
                 opt for opt in tail[2].split(",") if opt and opt not in _NOT_CONTROLLERS

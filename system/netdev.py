@@ -105,7 +105,7 @@ def read_link_speed(host: Host, interface: str) -> int | None:
     path = directory / "speed"
     try:
         text = Path(path).read_text()
-    except OSError as exc:
+    except OSError:
         if directory.is_dir():
             return None  # EINVAL from the driver, or no speed file for this device type
         raise NotSupported("no such interface", directory) from None

@@ -61,5 +61,7 @@ def declared(section: type) -> Iterator[Declared]:
     for field in dataclasses.fields(section):
         found = field.metadata.get(_META)
         if isinstance(found, Option):
-            default = field.default if field.default is not dataclasses.MISSING else field.default_factory()  # type: ignore[misc]
+            default = field.default
+            if default is dataclasses.MISSING and field.default_factory is not dataclasses.MISSING:
+                default = field.default_factory()
             yield Declared(field.name, field.name.replace("_", "-"), default, found)

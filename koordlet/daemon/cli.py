@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from koordlet.agents import AGENTS
-from koordlet.config import Config
-from koordlet.config import command_line
+from koordlet.config import Config, command_line
 from koordlet.metriccache.options import MetricCacheOptions
 
 # the metric cache is a hub, not an agent: its section is the daemon's to add

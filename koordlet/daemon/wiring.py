@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -28,9 +28,11 @@ from koordlet.daemon.lifecycle import Daemon
 from koordlet.daemon.sdnotify import notify
 from koordlet.hubs import Hubs, Routes
 from koordlet.metriccache.module import MetricCacheModule
+from koordlet.metriccache.options import MetricCacheOptions
 from koordlet.metriccache.retention import retention_for
 from koordlet.metriccache.store import MetricStore
 from koordlet.metrics.registry import new_registry
+from koordlet.metricsadvisor.options import AdvisorOptions
 from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.slo.agent import node_slo_for
@@ -38,8 +40,6 @@ from koordlet.statesinformer.node import node_from_facts
 from koordlet.statesinformer.sources import expected_sources
 from koordlet.statesinformer.store import PodStore
 from koordlet.util.host_facts import HostFacts
-from koordlet.metriccache.options import MetricCacheOptions
-from koordlet.metricsadvisor.options import AdvisorOptions
 from resourceexecutor import KeptFdFileIO, ResourceExecutor
 from system.file_io import KeptFdPool
 from system.host import Host
@@ -151,8 +151,9 @@ async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> Non
     Started, not ready: a module may wait long for a peer (containerd, the API
     server) and /readyz reports that; systemd only needs to know start-up is over.
     """
-    started = asyncio.ensure_future(daemon.started.wait())
-    await asyncio.wait({started, task}, return_when=asyncio.FIRST_COMPLETED)
+    started: asyncio.Future[Any] = asyncio.ensure_future(daemon.started.wait())
+    waiting: list[asyncio.Future[Any]] = [started, task]
+    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     if daemon.started.is_set():
         notify("READY=1")
     started.cancel()

@@ -5,7 +5,13 @@ implementation (rings in memory, node and pod series persisted in sqlite).
 """
 
 from koordlet.metriccache.api import (
-    Aggregate, AggregationType, Metric, MetricCache, NotEnoughData, Sample, SeriesKey,
+    Aggregate,
+    AggregationType,
+    Metric,
+    MetricCache,
+    NotEnoughData,
+    Sample,
+    SeriesKey,
 )
 from koordlet.metriccache.retention import Level, RetentionPolicy
 from koordlet.metriccache.store import MetricStore

@@ -25,15 +25,16 @@ if TYPE_CHECKING:
 
 def collectors_for(config: Config) -> list[Collector]:
     """Every collector whose feature gate is on, in run order (node before pods)."""
-    res = config[AdvisorOptions].collect_res_used_interval_seconds
+    options = config[AdvisorOptions]
+    res = options.collect_res_used_interval_seconds
     candidates: list[Collector] = [
         NodeResourceCollector(res),
         PodResourceCollector(res),
         PodThrottledCollector(res),
         BEResourceCollector(res),
         NetworkCollector(res),
-        PSICollector(config[AdvisorOptions].psi_collector_interval_seconds),
-        CPICollector(config[AdvisorOptions].cpi_collector_interval_seconds, config[AdvisorOptions].collect_cpi_timewindow_seconds),
+        PSICollector(options.psi_collector_interval_seconds),
+        CPICollector(options.cpi_collector_interval_seconds, options.collect_cpi_timewindow_seconds),
     ]
     return [c for c in candidates if c.gate is None or config.common.feature_gates.enabled(c.gate)]
 
@@ -43,7 +44,7 @@ def build(hubs: Hubs) -> Built:
     collectors = collectors_for(config)
     advisor = MetricsAdvisorModule(hubs.facts, hubs.metric_cache, hubs.states, config.common.node_name, collectors,
                                    hubs.fd_pool)
-    psi = next((c for c in collectors if isinstance(c, PSICollector)), None)
+    psi = next(iter(c for c in collectors if isinstance(c, PSICollector)), None)
     exporter = AdvisorExporter(hubs.metric_cache, hubs.states, config.common.node_name, advisor.scheduler.stats,
                                psi=(lambda: psi.snapshot) if psi is not None else dict)
     hubs.http.add_metrics_text(exporter.render)

@@ -63,10 +63,18 @@ class CollectContext:
 
 
 class Collector(Protocol):
-    name: str
-    gate: str | None
-    interval: float
-    window: float  # 0 for one-phase collectors
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def gate(self) -> str | None: ...
+
+    @property
+    def interval(self) -> float: ...
+
+    @property
+    def window(self) -> float:  # 0 for one-phase collectors
+        ...
 
     def setup(self, ctx: CollectContext) -> None: ...
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from koordlet.agent import AgentSpec, Built
 from koordlet.orm.module import OrmModule
-from koordlet.ports import Ports
 from koordlet.orm.options import OrmOptions
+from koordlet.ports import Ports
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs

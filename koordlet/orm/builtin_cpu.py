@@ -76,7 +76,7 @@ class BuiltinCpuProvider:
         free = self.free_cpus()
         try:
             if request.numa_exclusive:
-                if nodes is None or not hint.preferred:  # no placement chosen: the fewest whole nodes
+                if nodes is None or hint is None or not hint.preferred:  # no placement: the fewest whole nodes
                     nodes = self._exclusive_nodes_for(count, free)
                 elif not set(nodes) <= set(self._untouched_nodes()):
                     raise NotEnoughCpus("NUMA nodes %s are not free for an exclusive pod" % list(nodes))

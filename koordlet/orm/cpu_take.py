@@ -9,7 +9,7 @@ spreading across the machine.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 
 from koordlet.orm.cpu_layout import CpuLayout
 
@@ -18,7 +18,7 @@ class NotEnoughCpus(Exception):
     """Fewer free CPUs than asked for in the allowed NUMA nodes."""
 
 
-def _take_whole(groups: Mapping[Hashable, frozenset[int]], free: set[int], need: int, taken: list[int]) -> int:
+def _take_whole(groups: Mapping[int, frozenset[int]], free: set[int], need: int, taken: list[int]) -> int:
     for key in sorted(groups, key=lambda k: (min(groups[k]) if groups[k] else 0)):
         group = groups[key]
         if group and len(group) <= need and group <= free:

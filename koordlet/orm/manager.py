@@ -185,8 +185,9 @@ class Orm:
         if adopted:
             self.rejections.pop(pod.pod_uid, None)
             self._commit_now()
+            rows = {name: self.table.get(pod.pod_uid, name, "cpu") for name in adopted}
             log.info("orm_containers_adopted", pod=pod.pod_name, namespace=pod.pod_namespace, uid=pod.pod_uid,
-                     allocations={name: self.table.get(pod.pod_uid, name, "cpu").result for name in adopted})
+                     allocations={name: row.result for name, row in rows.items() if row is not None})
         return tuple(adopted)
 
     # ------------------------------------------------------------ release

@@ -21,27 +21,27 @@ import grpc
 import structlog
 from prometheus_client import CollectorRegistry
 
-from koordlet.config import Config
 from koordlet.agent import StartupError
-from koordlet.util.host_facts import HostFacts
-from koordlet.util.periodic import FirstRun, Periodic
-from koordlet.server.http_endpoint import Reply, json_reply
+from koordlet.config import Config
 from koordlet.orm.allocation import Allocation, OrmAllocations
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.cpu_layout import CpuLayout
 from koordlet.orm.manager import AdmissionDeferred, AdmissionError, Orm
 from koordlet.orm.metrics import OrmMetrics
+from koordlet.orm.options import OrmOptions
+from koordlet.orm.podresources.kubelet_devices import KubeletDevicesClient
+from koordlet.orm.podresources.server import RATE_BURST, RATE_QPS, PodResourcesServicer, start_pod_resources_server
 from koordlet.orm.registration import start_registration_server
 from koordlet.orm.requests import pod_request
 from koordlet.orm.zones import zones_summary
-from koordlet.orm.podresources.kubelet_devices import KubeletDevicesClient
-from koordlet.orm.podresources.server import RATE_BURST, RATE_QPS, PodResourcesServicer, start_pod_resources_server
-from koordlet.util.token_bucket import TokenBucket
+from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodEvent, PodEventKind, PodInfo
 from koordlet.topology.manager import Scope
 from koordlet.topology.policy import PolicyError, new_policy, parse_policy_name
-from koordlet.orm.options import OrmOptions
+from koordlet.util.host_facts import HostFacts
+from koordlet.util.periodic import FirstRun, Periodic
+from koordlet.util.token_bucket import TokenBucket
 from system.cpuset import parse_cpuset
 from system.errors import InvalidValue
 
@@ -78,7 +78,7 @@ class OrmModule:
         self._kubelet: KubeletDevicesClient | None = None
         self._tasks: set[asyncio.Task] = set()
         self._reconciler: Periodic | None = None
-        self._unsubscribe = None
+        self._unsubscribe: Callable[[], None] | None = None
         self._ready = False
 
     @property

@@ -11,8 +11,13 @@ from koordlet.config import defaults
 from koordlet.config.errors import ConfigError
 from koordlet.config.option import option
 from koordlet.config.parsers import (
-    parse_cpu_list, parse_list, parse_optional_group, parse_pairs, parse_paths,
-    parse_positive_duration, parse_unix_endpoint,
+    parse_cpu_list,
+    parse_list,
+    parse_optional_group,
+    parse_pairs,
+    parse_paths,
+    parse_positive_duration,
+    parse_unix_endpoint,
 )
 from koordlet.topology.policy import PolicyError, parse_policy_name
 

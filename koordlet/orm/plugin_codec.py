@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import MappingProxyType
+from typing import cast
 
 import structlog
 
@@ -36,7 +37,8 @@ def hint_to_pb(hint: TopologyHint | None) -> pb.TopologyHint | None:
 def resource_request(request: ContainerRequest, resource: str, hint: TopologyHint | None) -> pb.ResourceRequest:
     message = pb.ResourceRequest(
         pod_uid=request.pod_uid, pod_namespace=request.pod_namespace, pod_name=request.pod_name,
-        container_name=request.container_name, container_type=request.container_type.value,
+        container_name=request.container_name,
+        container_type=cast(pb.ContainerType, request.container_type.value),  # an enum value is its int
         container_index=request.container_index, resource_name=resource,
         resource_requests={resource: plugin_quantity(resource, request.requests.get(resource, 0))},
         labels=dict(request.labels), annotations=dict(request.annotations),

@@ -20,8 +20,8 @@ from koordlet.orm.provider import AllocationError
 from koordlet.topology.hint import ProviderHints, TopologyHint
 from koordlet.topology.request import ContainerRequest
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2 as pb
-from system.errors import InvalidValue
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2_grpc as pb_grpc
+from system.errors import InvalidValue
 
 log = structlog.get_logger(__name__)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import grpc
 import structlog
 
-from koordlet.server.grpc_unix import serve_unix
 from koordlet.orm.plugin_codec import SUPPORTED_VERSIONS
 from koordlet.orm.plugin_endpoint import PluginEndpoint
+from koordlet.server.grpc_unix import serve_unix
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2 as pb
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2_grpc as pb_grpc
 

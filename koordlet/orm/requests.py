@@ -15,8 +15,8 @@ from types import MappingProxyType
 
 from koordlet.apis.qos import KatalystQoSLevel, cpu_binding, kube_tier_name
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
-from system.cgroup_layout import QoSTier
 from koordlet.topology.request import ContainerRequest, ContainerType, PodRequest
+from system.cgroup_layout import QoSTier
 
 CPU = "cpu"
 MEMORY = "memory"

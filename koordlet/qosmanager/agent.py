@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import structlog
 
 from koordlet.agent import NOTHING, AgentSpec, Built
-from koordlet.util.kube_client import KubeClientError, open_kube_client
 from koordlet.qosmanager.api_evictor import ApiEvictor, LightkubeEvictionApi
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_evict import CPUEvict
@@ -20,8 +19,9 @@ from koordlet.qosmanager.framework import QoSContext, QoSManager, Strategy
 from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.metrics import QoSMetrics
-from koordlet.qosmanager.resctrl import ResctrlQoS
 from koordlet.qosmanager.options import QoSOptions
+from koordlet.qosmanager.resctrl import ResctrlQoS
+from koordlet.util.kube_client import KubeClientError, open_kube_client
 from resourceexecutor import ResourceExecutor
 from system.cgroup_readers import CgroupReader
 

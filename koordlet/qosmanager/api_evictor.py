@@ -49,7 +49,8 @@ class LightkubeEvictionApi:
         from lightkube.resources.core_v1 import Pod
 
         try:
-            await self.client.create(Pod.Eviction.from_dict(dict(body)), name=name, namespace=namespace)
+            eviction: Any = Pod.Eviction.from_dict(dict(body))  # lightkube types from_dict as its base class
+            await self.client.create(eviction, name=name, namespace=namespace)
         except ApiError as exc:
             return int(exc.status.code or 500), str(exc.status.message or "")
         except Exception as exc:  # httpx transport errors: the server is not reachable
@@ -63,7 +64,9 @@ class LightkubeEvictionApi:
         from lightkube.resources.core_v1 import Event
 
         try:
-            await self.client.create(Event.from_dict(dict(body)), namespace=namespace)
+            event: Any = Event.from_dict(dict(body))  # lightkube types from_dict as its base class
+            # lightkube's overloads leave namespace= out for namespaced objects; it accepts it
+            await self.client.create(event, namespace=namespace)  # type: ignore[call-overload]
         except ApiError as exc:
             raise OSError("event refused: %s" % exc.status.message) from exc
 

@@ -13,17 +13,24 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst_policy import (
-    CFS_PERIOD_US, BurstLimiter, CFSOperation, NodeBurstState, adjust_by_node, container_operation,
-    node_burst_state, static_burst_us, target_quota,
+    CFS_PERIOD_US,
+    BurstLimiter,
+    CFSOperation,
+    NodeBurstState,
+    adjust_by_node,
+    container_operation,
+    node_burst_state,
+    static_burst_us,
+    target_quota,
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import ContainerInfo, PodInfo
 from koordlet.slo.node_slo import CPUBurstStrategy, NodeSLOError
 from koordlet.slo.spec import POD_CPU_BURST_ANNOTATION, pod_cpu_burst
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
 from resourceexecutor import Outcome
 from system.errors import SystemFileError
 

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 import structlog
 
 from koordlet.apis import keys
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.framework import QoSContext
-from koordlet.qosmanager.victims import Candidate, CoolDown, order_cpu_victims, request_released, take_until
 from koordlet.qosmanager.usage import UsageView
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import PodInfo
+from koordlet.qosmanager.victims import Candidate, CoolDown, order_cpu_victims, request_released, take_until
 from koordlet.slo.node_slo import CPU_EVICT_SATISFACTION_LOWER_MAX, CPU_EVICT_SATISFACTION_UPPER_MAX
+from koordlet.statesinformer.model import PodInfo
 
 log = structlog.get_logger(__name__)
 

@@ -18,18 +18,23 @@ import structlog
 
 from koordlet.apis import keys
 from koordlet.apis.annotations import AnnotationError, resource_status_cpuset
-
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
+from koordlet.ports.be_suppress import BESuppress, quota_under_tier
 from koordlet.qosmanager.cpu_suppress_policy import (
-    BE_MIN_QUOTA_US, CFS_PERIOD_US, UNLIMITED_QUOTA, be_cfs_quota, be_cpuset_size, be_suppress_budget,
-    pick_cpus, split_between_pools,
+    BE_MIN_QUOTA_US,
+    CFS_PERIOD_US,
+    UNLIMITED_QUOTA,
+    be_cfs_quota,
+    be_cpuset_size,
+    be_suppress_budget,
+    pick_cpus,
+    split_between_pools,
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.ports.be_suppress import BESuppress, quota_under_tier
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import ContainerInfo, NodeInfo, PodInfo
 from koordlet.slo.node_slo import CPUSuppressPolicy
+from koordlet.statesinformer.model import ContainerInfo, NodeInfo, PodInfo
 from resourceexecutor import Outcome, Updater
 from system.errors import Gone, SystemFileError
 from system.topology import CpuInfo
@@ -59,7 +64,8 @@ def be_tree(ctx: QoSContext, pods: Iterable[PodInfo]) -> tuple[list[str], list[s
     states informer: walking the tree would cost a directory scan per pod."""
     root = ctx.dirs.besteffort
     below = root + "/"
-    upper, containers = [root], []
+    upper: list[str] = [root]
+    containers: list[str] = []
     for pod in pods:
         if pod.cgroup_parent.startswith(below):
             upper.append(pod.cgroup_parent)

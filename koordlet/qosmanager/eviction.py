@@ -25,8 +25,8 @@ from typing import Callable, Iterable, Protocol
 
 import structlog
 
-from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.apis.qos import KoordQoSClass
+from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.statesinformer.model import PodInfo
 from resourceexecutor import ResourceExecutor
 from resourceexecutor.commands import kill_cgroup

@@ -18,15 +18,15 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from koordlet.metriccache.api import MetricCache
+from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.qosmanager.dirs import QoSDirs
 from koordlet.qosmanager.eviction import EvictionPath
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.usage import UsageView
-from koordlet.statesinformer.api import StatesInformer
-from koordlet.util.periodic import Periodic
-from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.slo.node_slo import NodeSLO
 from koordlet.slo.source import NodeSLOSource
+from koordlet.statesinformer.api import StatesInformer
+from koordlet.util.periodic import Periodic
 from resourceexecutor import ResourceExecutor, Updater
 from system.cgroup_readers import CgroupReader
 from system.host import Host

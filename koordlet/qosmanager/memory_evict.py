@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.victims import Candidate, CoolDown, memory_released, order_memory_victims, take_until
-from koordlet.apis.qos import KoordQoSClass
 
 log = structlog.get_logger(__name__)
 

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import ContainerInfo, PodInfo
 from koordlet.slo.node_slo import MemoryQOS
+from koordlet.statesinformer.model import ContainerInfo, PodInfo
 
 log = structlog.get_logger(__name__)
 

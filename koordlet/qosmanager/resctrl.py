@@ -14,11 +14,11 @@ from typing import Iterable, Mapping
 
 import structlog
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import PodInfo
 from koordlet.slo.node_slo import ResctrlQOS
+from koordlet.statesinformer.model import PodInfo
 from resourceexecutor.resctrl_writer import ResctrlWriter
 from system.errors import SystemFileError
 from system.resctrl import ResctrlInfo, detect_resctrl, read_schemata

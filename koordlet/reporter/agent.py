@@ -5,20 +5,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-
 from koordlet.agent import AgentSpec, Built
 from koordlet.config import Config
-from koordlet.util.kube_client import open_kube_client
 from koordlet.reporter.batch import ReclaimThresholds
 from koordlet.reporter.kube_sink import KubeSink
 from koordlet.reporter.module import Allocatable, ReportSettings, ReportsModule
+from koordlet.reporter.options import ReporterOptions
 from koordlet.reporter.overcommit import LoadTargets
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import KubeletStateFiles
 from koordlet.reporter.standalone import LatestReports, add_routes
 from koordlet.util.host_facts import HostFacts
-from koordlet.reporter.options import ReporterOptions
+from koordlet.util.kube_client import open_kube_client
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs

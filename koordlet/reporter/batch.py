@@ -18,12 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.reporter.nodemetric import Usage, pod_requests
 from koordlet.reporter.quantities import memory_quantity_from_bytes
-from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import PodInfo
-
-from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ class Outcome(Enum):
     NOT_FOUND = "not_found"
 
 
-def _resources():  # type: ignore[no-untyped-def]
+def _resources():
     from lightkube.generic_resource import create_global_resource
 
     node_metric = create_global_resource("slo.koordinator.sh", "v1alpha1", "NodeMetric", "nodemetrics")

@@ -25,13 +25,17 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from koordlet.agent import StartupError
-from koordlet.util.kube_client import KubeClientError
 from koordlet.metriccache.api import MetricCache
 from koordlet.reporter.batch import ReclaimThresholds, batch_resources
 from koordlet.reporter.katalyst_metrics import uncollected
 from koordlet.reporter.kube_sink import KubeSink, Outcome
-from koordlet.reporter.nodemetric import (NodeMetricSnapshot, node_metric_object, snapshot_steps, status_document,
-                                          take_snapshot)
+from koordlet.reporter.nodemetric import (
+    NodeMetricSnapshot,
+    node_metric_object,
+    snapshot_steps,
+    status_document,
+    take_snapshot,
+)
 from koordlet.reporter.overcommit import LoadTargets, OvercommitResult, advise
 from koordlet.reporter.overcommit_load import node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
@@ -40,6 +44,7 @@ from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
 from koordlet.reporter.standalone import LatestReports, write_atomically
 from koordlet.reporter.steps import run_steps_on_loop
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.util.kube_client import KubeClientError
 from koordlet.util.periodic import Periodic
 from system.errors import SystemFileError
 

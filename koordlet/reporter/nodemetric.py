@@ -26,12 +26,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from koordlet.apis.qos import KoordQoSClass, PriorityBand
 from koordlet.metriccache.aggregation import COLD_START_RATIO, covers_window
 from koordlet.metriccache.api import Aggregate, Metric, MetricCache, NotEnoughData, SeriesKey
 from koordlet.reporter.policy import MetricCollectPolicy
-from koordlet.reporter.steps import PODS_PER_STEP, Steps, run_steps
 from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
-from koordlet.apis.qos import KoordQoSClass, PriorityBand
+from koordlet.reporter.steps import PODS_PER_STEP, Steps, run_steps
 from koordlet.statesinformer.model import PodInfo
 
 PERCENTILES = ("p50", "p90", "p95", "p99")

@@ -9,7 +9,13 @@ from pathlib import Path
 from koordlet.config import defaults
 from koordlet.config.option import option
 from koordlet.config.parsers import (
-    at_least, parse_duration, parse_duration_list, parse_load, parse_optional_path, parse_percent, parse_positive_int,
+    at_least,
+    parse_duration,
+    parse_duration_list,
+    parse_load,
+    parse_optional_path,
+    parse_percent,
+    parse_positive_int,
 )
 from koordlet.reporter.katalyst_metrics import parse_cpu_metrics, parse_memory_metrics, parse_plugin_list
 

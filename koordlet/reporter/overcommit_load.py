@@ -15,6 +15,7 @@ from koordlet.reporter.overcommit import NodeLoad
 from koordlet.reporter.steps import PODS_PER_STEP, Steps, run_steps
 from koordlet.statesinformer.model import PodInfo
 
+
 def pod_usage(cache: MetricCache, pod: PodInfo, names: Sequence[str], start: float, end: float) -> float:
     """max over metrics of Σ containers' average in [start, end]; 0 when none has data."""
     best = 0.0

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from koordlet.server.http_endpoint import HttpEndpoint, Reply, json_reply
 from koordlet.reporter.batch import BatchResources
 from koordlet.reporter.overcommit import OvercommitResult
+from koordlet.server.http_endpoint import Reply, Routes, json_reply
 
 NODEMETRIC_ROUTE = "/apis/v1/nodemetric"
 OVERCOMMIT_ROUTE = "/apis/v1/overcommit"
@@ -54,7 +54,7 @@ class LatestReports:
                 "batchResources": self.batch_document()}
 
 
-def add_routes(http: HttpEndpoint, latest: LatestReports) -> None:
+def add_routes(http: Routes, latest: LatestReports) -> None:
     def node_metric(_query: str) -> Reply:
         document = latest.refresh_node_metric() if latest.refresh_node_metric is not None else latest.node_metric
         return _or_not_ready(document, "no node usage collected yet")

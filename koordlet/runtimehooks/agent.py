@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from koordlet.runtimehooks.options import HooksOptions
 from koordlet.agent import AgentSpec, Built
 from koordlet.config import Config
 from koordlet.runtimehooks.module import RuntimeHooksModule
+from koordlet.runtimehooks.options import HooksOptions
 from koordlet.statesinformer.nri_feed import NriFeed
 
 if TYPE_CHECKING:

@@ -18,7 +18,6 @@ from koordlet.statesinformer.extended_spec import parse_extended_resource_spec
 from koordlet.statesinformer.model import Resources
 
 
-
 def extended_resource_spec(annotations: Mapping[str, str]) -> Mapping[str, Resources] | None:
     """Per-container requests/limits from the annotation (the states informer's parser,
     so hooks and informer read it alike); None when absent."""

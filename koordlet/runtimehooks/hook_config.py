@@ -15,8 +15,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 from koordlet.apis.keys import RECLAIMED_MEMORY, RECLAIMED_MILLICPU
-from koordlet.ports.be_suppress import NOT_SUPPRESSED, BESuppress
 from koordlet.apis.qos import KoordQoSClass
+from koordlet.ports.be_suppress import NOT_SUPPRESSED, BESuppress
 
 # koordlet's CPUShareUnitValue / CPUSharesMinValue / CFSBasePeriodValue / CFSQuotaMinValue.
 CPU_SHARES_PER_CORE = 1024

@@ -30,18 +30,18 @@ from koordlet.runtimehooks.engine import HookEngine, plans_json
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import enabled_hooks
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
+from koordlet.runtimehooks.options import HooksOptions
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.runtimehooks.slo_rules import hook_config_from_slo, hook_config_with_suppress
 from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.slo.source import NodeSLOSource
 from koordlet.statesinformer.api import StatesInformer
-from system.cgroup_layout import QoSTier
 from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.statesinformer.sources import nri_enabled, nri_wanted
 from koordlet.util.host_facts import HostFacts
-from koordlet.runtimehooks.options import HooksOptions
 from nri.stub import Stub, StubConfig
 from resourceexecutor import ResourceExecutor
+from system.cgroup_layout import QoSTier
 from system.errors import SystemFileError
 
 log = structlog.get_logger(__name__)
@@ -74,7 +74,7 @@ class RuntimeHooksModule:
     name = "runtimehooks"
 
     def __init__(self, config: Config, facts: HostFacts, states: StatesInformer, feed: NriFeed,
-                 executor: ResourceExecutor, registry: CollectorRegistry | None, ports: Ports = Ports(),
+                 executor: ResourceExecutor, registry: CollectorRegistry | None, ports: Ports | None = None,
                  node_slo: NodeSLOSource | None = None, be_suppress: BESuppressBoard | None = None) -> None:
         self._config = config
         self._node_slo = node_slo
@@ -84,9 +84,9 @@ class RuntimeHooksModule:
         self._facts = facts
         self.executor = executor
         self._registry = registry
-        self._ports = ports
+        self._ports = ports if ports is not None else Ports()
         hooks = enabled_hooks(config.common.feature_gates.enabled)
-        self.engine = HookEngine(states, HookConfig(), hooks, provider=ports.cpusets, registry=registry)
+        self.engine = HookEngine(states, HookConfig(), hooks, provider=self._ports.cpusets, registry=registry)
         self._feed = feed
         self.reconciler: Reconciler | None = None
         self.plugin: KoordletNriPlugin | None = None

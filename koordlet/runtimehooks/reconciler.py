@@ -30,9 +30,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks.group_identity import qos_dir_specs
 from koordlet.runtimehooks.spec import PodPlan, ResourceSpec
-from system.cgroup_layout import QoSTier
 from koordlet.util.periodic import Periodic
 from resourceexecutor import Outcome, ResourceExecutor, Updater
+from system.cgroup_layout import QoSTier
 from system.cgroup_resource import REGISTRY
 from system.errors import SystemFileError
 

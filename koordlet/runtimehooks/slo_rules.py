@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 from types import MappingProxyType
 
-from koordlet.runtimehooks.hook_config import HookConfig
-from koordlet.ports.be_suppress import BESuppress
 from koordlet.apis.qos import KoordQoSClass
+from koordlet.ports.be_suppress import BESuppress
+from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 
 

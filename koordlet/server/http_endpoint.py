@@ -12,15 +12,15 @@ import errno
 import gzip
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 import h11
 import structlog
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from koordlet.config import defaults
 from koordlet.agent import Readiness, StartupError
+from koordlet.config import defaults
 
 log = structlog.get_logger(__name__)
 
@@ -41,6 +41,14 @@ def json_reply(value: object, status: int = 200) -> Reply:
 
 # A route handler takes the query string (without "?") and answers; it runs on the loop, so it must not block.
 RouteHandler = Callable[[str], Reply]
+
+
+class Routes(Protocol):
+    """The part of the HTTP endpoint agents use: read-only routes and /metrics text."""
+
+    def add_route(self, path: str, handler: RouteHandler) -> None: ...
+
+    def add_metrics_text(self, render: Callable[[], bytes]) -> None: ...
 _BUILT_IN = frozenset({"/metrics", "/healthz", "/readyz"})
 
 

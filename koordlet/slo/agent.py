@@ -16,9 +16,9 @@ from koordlet.agent import NOTHING, AgentSpec, Built
 from koordlet.config import Config, defaults
 from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.slo.cluster_watch import NodeSLOWatch
-from koordlet.slo.spec import node_slo_document
-from koordlet.slo.source import NodeSLOFile, ValidatedNodeSLO
 from koordlet.slo.options import NodeSLOOptions
+from koordlet.slo.source import NodeSLOFile, ValidatedNodeSLO
+from koordlet.slo.spec import node_slo_document
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs

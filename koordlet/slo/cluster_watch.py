@@ -15,8 +15,8 @@ from typing import Any, Callable
 import structlog
 
 from koordlet.config import Config
-from koordlet.util.kube_client import KubeClientError, open_kube_client
 from koordlet.slo.source import ValidatedNodeSLO
+from koordlet.util.kube_client import KubeClientError, open_kube_client
 from koordlet.util.periodic import Periodic
 
 log = structlog.get_logger(__name__)
@@ -24,7 +24,7 @@ log = structlog.get_logger(__name__)
 POLL_SECONDS = 10.0
 
 
-def node_slo_resource():  # type: ignore[no-untyped-def]
+def node_slo_resource():
     from lightkube.generic_resource import create_global_resource
 
     return create_global_resource("slo.koordinator.sh", "v1alpha1", "NodeSLO", "nodeslos")

@@ -4,10 +4,8 @@ Reading documents into them, and writing them back, is slo/spec.py."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Mapping
 
 from koordlet.apis.qos import KoordQoSClass
 

@@ -17,10 +17,18 @@ from typing import Any, Callable, Mapping
 
 from koordlet.apis import keys
 from koordlet.slo.node_slo import (
-    CPU_EVICT_SATISFACTION_LOWER_MAX, CPU_EVICT_SATISFACTION_UPPER_MAX, CPUBurstPolicy, CPUBurstStrategy,
-    CPUSuppressPolicy, NodeSLO, NodeSLOError, ResctrlQOS, ResourceQOS, ResourceQOSStrategy, ResourceThresholdStrategy,
+    CPU_EVICT_SATISFACTION_LOWER_MAX,
+    CPU_EVICT_SATISFACTION_UPPER_MAX,
+    CPUBurstPolicy,
+    CPUBurstStrategy,
+    CPUSuppressPolicy,
+    NodeSLO,
+    NodeSLOError,
+    ResctrlQOS,
+    ResourceQOS,
+    ResourceQOSStrategy,
+    ResourceThresholdStrategy,
 )
-
 
 # ----------------------------------------------------------------------------- parsing
 

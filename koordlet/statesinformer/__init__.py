@@ -6,8 +6,16 @@ pods carry is koordlet.apis.qos.
 
 from koordlet.statesinformer.api import PodListener, StatesInformer, StaticStates, Unsubscribe
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, LinuxResources, NodeInfo, PodEvent, PodEventKind, PodInfo, Resources,
-    SandboxState, Source,
+    ContainerInfo,
+    ContainerState,
+    LinuxResources,
+    NodeInfo,
+    PodEvent,
+    PodEventKind,
+    PodInfo,
+    Resources,
+    SandboxState,
+    Source,
 )
 
 __all__ = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from koordlet.statesinformer.options import StatesOptions
 from koordlet.agent import AgentSpec, Built
 from koordlet.statesinformer.module import StatesInformerModule
+from koordlet.statesinformer.options import StatesOptions
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol
 
-
 from koordlet.statesinformer.model import NodeInfo, PodEvent, PodEventKind, PodInfo
 from koordlet.util.board import Listeners
 

@@ -68,7 +68,7 @@ class CriClient:
     async def close(self) -> None:
         await self._channel.close()
 
-    async def _call(self, method: str, request, extra_s: float = 0.0):  # type: ignore[no-untyped-def]
+    async def _call(self, method: str, request, extra_s: float = 0.0):
         try:
             return await getattr(self._stub, method)(request, timeout=self._timeout + extra_s)
         except grpc.aio.AioRpcError as exc:

@@ -92,10 +92,10 @@ class CriPoller:
         fresh: dict[_ContainerKey, ContainerInfo] = {}
         out: list[tuple[str, ContainerInfo]] = []
         for container in containers:
-            info = self._containers.get(key(container)) or built.get(container.id)
-            if info is not None:
-                fresh[key(container)] = info
-                out.append((container.pod_sandbox_id, info))
+            known = self._containers.get(key(container)) or built.get(container.id)
+            if known is not None:
+                fresh[key(container)] = known
+                out.append((container.pod_sandbox_id, known))
         self._containers = fresh
         return out
 

@@ -14,7 +14,12 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, LinuxResources, PodInfo, SandboxState, Source,
+    ContainerInfo,
+    ContainerState,
+    LinuxResources,
+    PodInfo,
+    SandboxState,
+    Source,
 )
 from koordlet.statesinformer.problems import InputProblem
 from koordlet.statesinformer.runtime_view import SandboxFacts, SandboxView, build_view, checked_cgroup_dir
@@ -22,7 +27,7 @@ from proto.cri import api_pb2
 
 INFO_KEY = "info"
 
-_CONTAINER_STATE = {
+_CONTAINER_STATE: dict[int, ContainerState] = {
     api_pb2.CONTAINER_CREATED: ContainerState.CREATED,
     api_pb2.CONTAINER_RUNNING: ContainerState.RUNNING,
     api_pb2.CONTAINER_EXITED: ContainerState.EXITED,

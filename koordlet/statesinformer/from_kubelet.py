@@ -14,8 +14,8 @@ from typing import Any, Mapping
 
 from koordlet.apis.qos import kube_tier_of
 from koordlet.statesinformer.model import Resources
-from system.cgroup_layout import QoSTier
 from koordlet.statesinformer.resource_list import ResourceListError, parse_resource_list
+from system.cgroup_layout import QoSTier
 
 
 def _empty_str() -> Mapping[str, str]:

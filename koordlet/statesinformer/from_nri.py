@@ -10,13 +10,18 @@ from types import MappingProxyType
 from typing import Mapping
 
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, LinuxResources, Resources, SandboxState, Source,
+    ContainerInfo,
+    ContainerState,
+    LinuxResources,
+    Resources,
+    SandboxState,
+    Source,
 )
 from koordlet.statesinformer.problems import InputProblem
 from koordlet.statesinformer.runtime_view import SandboxFacts, SandboxView, build_view, checked_cgroup_dir
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 
-_STATE = {
+_STATE: dict[int, ContainerState] = {
     api_pb2.CONTAINER_UNKNOWN: ContainerState.UNKNOWN,
     api_pb2.CONTAINER_CREATED: ContainerState.CREATED,
     api_pb2.CONTAINER_PAUSED: ContainerState.RUNNING,  # frozen, but its cgroup lives on

@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from koordlet.apis.qos import PodQoS
-
 
 
 def _empty_str() -> Mapping[str, str]:
@@ -77,8 +76,8 @@ class LinuxResources:
     def overlaid(self, update: LinuxResources) -> LinuxResources:
         """A new ask over this one (kubelet's UpdateContainerResources): what the update sets
         wins, the rest (cpusets kubelet does not resize) stays."""
-        changes: dict[str, object] = {name: value for name in _LINUX_SCALARS
-                                      if (value := getattr(update, name)) is not None}
+        changes: dict[str, Any] = {name: value for name in _LINUX_SCALARS
+                                   if (value := getattr(update, name)) is not None}
         if update.unified:
             changes["unified"] = update.unified
         return replace(self, **changes) if changes else self

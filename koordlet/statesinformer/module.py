@@ -56,7 +56,7 @@ class StoreCollector(Collector):
     def __init__(self, store: PodStore) -> None:
         self._store = store
 
-    def collect(self):  # type: ignore[no-untyped-def]
+    def collect(self):
         family = GaugeMetricFamily("koordlet_states_informer_objects",
                                    "pods and containers the states informer knows, by source (merged: what agents see)",
                                    labels=["kind", "source"])

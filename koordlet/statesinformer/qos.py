@@ -32,8 +32,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 from koordlet.apis import keys
-from koordlet.statesinformer.problems import InputProblem
 from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PodQoS, PriorityBand
+from koordlet.statesinformer.problems import InputProblem
 from system.cgroup_layout import QoSTier, parse_cgroup_path
 from system.errors import InvalidValue
 
@@ -166,6 +166,7 @@ def resolve_qos_checked(
     cpu = _enhancement(annotations, ANNOTATION_KATALYST_CPU_ENHANCEMENT, problems)
     band = priority_band(priority)
     k8s = _k8s_tier(tier_or_cgroup_parent)
+    effective: KoordQoSClass
     if koord is not KoordQoSClass.NONE:
         effective = koord
     elif level is not None:

@@ -29,7 +29,15 @@ from koordlet.statesinformer.api import PodTable
 from koordlet.statesinformer.from_kubelet import KubeletPod
 from koordlet.statesinformer.merge import merge_pod
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, LinuxResources, NodeInfo, PodEvent, PodEventKind, PodInfo, SandboxState, Source,
+    ContainerInfo,
+    ContainerState,
+    LinuxResources,
+    NodeInfo,
+    PodEvent,
+    PodEventKind,
+    PodInfo,
+    SandboxState,
+    Source,
 )
 from koordlet.statesinformer.problems import ProblemLog
 from koordlet.statesinformer.runtime_index import RuntimeIndex

@@ -30,7 +30,8 @@ class PolicyError(ValueError):
 
 
 class Policy(Protocol):
-    name: PolicyName
+    @property
+    def name(self) -> PolicyName: ...
 
     def merge(self, providers_hints: Sequence[ProviderHints]) -> tuple[dict[str, TopologyHint], bool]:
         """The hint each resource must be allocated with, and whether the pod is admitted."""

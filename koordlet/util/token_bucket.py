@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+
 class TokenBucket:
     def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
         if qps <= 0 or burst < 1:

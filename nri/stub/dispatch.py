@@ -22,10 +22,10 @@ from nri.events import (
     PLUGIN_SERVICE,
     SHUTDOWN_HANDLER,
     SHUTDOWN_RPC,
+    SPEC_BY_EVENT,
     STATE_CHANGE_RPC,
     SYNCHRONIZE_HANDLER,
     SYNCHRONIZE_RPC,
-    SPEC_BY_EVENT,
     Event,
     EventSpec,
 )

@@ -25,12 +25,12 @@ from nri.masks import InvalidEventMask, NriVersion, check_event_mask
 from nri.mux.trunk import PLUGIN_SERVICE_CONN, RUNTIME_SERVICE_CONN, Trunk
 from nri.stub.identity import index_problem, name_problem
 from nri.testing.model import apply_update
+from nri.testing.peer_plugin import PeerPlugin
 from nri.testing.relay import EventRelay, RuntimeOperationFailed
 from nri.testing.sync_split import SplitSyncFailed, plan_sync_chunks
 from nri.ttrpc.client import TtrpcClient
 from nri.ttrpc.server import TtrpcServer
 from nri.ttrpc.status import Code, TtrpcError
-from nri.testing.peer_plugin import PeerPlugin
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 
 log = structlog.get_logger(__name__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -71,7 +71,7 @@ class PeerPlugin:
         return response
 
     async def state_change(self, event: Event, pod: api.PodSandbox, container: api.Container | None, timeout: float) -> None:
-        request = api.StateChangeEvent(event=int(event), pod=pod)
+        request = api.StateChangeEvent(event=cast(api.Event, int(event)), pod=pod)  # an enum value is its int
         if container is not None:
             request.container.CopyFrom(container)
         await self.call(STATE_CHANGE_RPC, request, api.Empty, timeout)

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from koordlet.config import defaults
-from koordlet.config import ConfigError, parse_addr
+from koordlet.config import ConfigError, defaults, parse_addr
+from koordlet.config.features import SPECS, FeatureGateError, parse_feature_gates, resolve
 from koordlet.config.parsers import parse_bool, parse_duration
 from koordlet.daemon.cli import flag_rows, parse_args
-from koordlet.config.features import SPECS, FeatureGateError, parse_feature_gates, resolve
 
 
 def test_defaults_come_from_the_defaults_module():

@@ -101,10 +101,10 @@ def test_unknown_feature_gate_exits_2_naming_the_gate(tmp_path):
 
 
 def test_help_documents_every_flag_and_gate():
+    from koordlet.config.command_line import BUILT_IN
     from koordlet.config.features import SPECS
     from koordlet.config.option import declared
     from koordlet.daemon.cli import SECTIONS
-    from koordlet.config.command_line import BUILT_IN
 
     out = subprocess.run(spawn(["--help"]).args, capture_output=True, text=True, timeout=15,
                          env=spawn_env(), cwd=project_root())
@@ -119,6 +119,7 @@ def test_help_documents_every_flag_and_gate():
 
 def spawn_env():
     import os
+
     from tests.koordlet.daemon_process import PROJECT_ROOT
     return dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
 

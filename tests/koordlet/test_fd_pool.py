@@ -9,16 +9,15 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from koordlet.daemon.wiring import build_hubs
-from tests.koordlet.hubs_helper import config_of
 from koordlet.agent import Readiness
-from koordlet.server.http_endpoint import HttpEndpoint
+from koordlet.daemon.wiring import build_hubs
 from koordlet.metricsadvisor.agent import SPEC as METRICS_ADVISOR
-from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
+from koordlet.server.http_endpoint import HttpEndpoint
 from resourceexecutor import KeptFdFileIO, Outcome, ResourceExecutor
 from system.cgroup_files import CgroupFiles
 from system.file_io import KeptFdPool, fd_budget
 from system.usage_reader import UsageReader
+from tests.koordlet.hubs_helper import config_of
 from tests.koordlet.metricsadvisor.fixtures import fake_node, make_pod
 from tests.system.fake_trees import set_cgroup_file
 

@@ -3,11 +3,10 @@ kubelet's kubepods is absent."""
 
 from __future__ import annotations
 
+from koordlet.util.host_facts import HostFacts
 from system.cgroup_layout import CgroupDriver, QoSTier
 from system.host import Host
 from tests.system.fake_trees import add_cgroup, build_topology_tree, build_v1_tree, build_v2_tree
-
-from koordlet.util.host_facts import HostFacts
 
 
 def test_v2_host_with_systemd_pods_and_four_numa_nodes(tmp_path):

@@ -6,11 +6,10 @@ import gzip
 import json
 
 import pytest
-
 from prometheus_client import CollectorRegistry, Gauge
 
-from koordlet.config import defaults
 from koordlet.agent import Readiness
+from koordlet.config import defaults
 from koordlet.server.http_endpoint import HttpEndpoint, json_reply
 
 

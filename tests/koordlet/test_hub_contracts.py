@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from koordlet.metriccache import Aggregate, AggregationType, Metric, SeriesKey
-from koordlet.apis.quantity import QuantityError, base_units, milli_cpu, parse_quantity
 from koordlet.apis.qos import KoordQoSClass, PodQoS
+from koordlet.apis.quantity import QuantityError, base_units, milli_cpu, parse_quantity
+from koordlet.metriccache import Aggregate, AggregationType, Metric, SeriesKey
 from koordlet.statesinformer import (
-    ContainerInfo, ContainerState, NodeInfo, PodEventKind, PodInfo, SandboxState, StaticStates,
+    ContainerInfo,
+    ContainerState,
+    NodeInfo,
+    PodEventKind,
+    PodInfo,
+    SandboxState,
+    StaticStates,
 )
 
 

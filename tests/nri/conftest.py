@@ -11,7 +11,6 @@ import pytest
 
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 
-
 # Our end-to-end files run on both event loops: plugins run on uvloop in production.
 _BOTH_LOOPS = (
     "test_e2e",

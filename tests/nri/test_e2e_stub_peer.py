@@ -7,8 +7,8 @@ import pytest
 
 from nri.events import Event
 from nri.masks import NriVersion
-from nri.stub.deadline import DeadlinePolicy
 from nri.stub.backoff import BackoffPolicy
+from nri.stub.deadline import DeadlinePolicy
 from nri.stub.errors import NotConnected, UpdateInsideHandler
 from nri.stub.stub import Stub, StubConfig
 from nri.testing.peer import PeerConfig, RuntimePeer

@@ -14,18 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from google.protobuf import message_factory
 from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nri.mux.frame import MuxDecoder, encode_mux_frames
 from nri.ttrpc.frame import Frame, FrameDecoder, MessageType, encode_frame
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 from proto.ttrpc import request_pb2
 from tests.shared_reference import NRI_CAPTURE, shared_file
-
 
 
 def _capture_path() -> Path:

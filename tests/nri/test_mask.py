@@ -62,7 +62,7 @@ def test_event_bits_follow_event_minus_one():
     assert Event.POST_UPDATE_POD_SANDBOX.bit == 0x1000
     assert Event.VALIDATE_CONTAINER_ADJUSTMENT.bit == 0x2000
     with pytest.raises(ValueError):
-        Event.UNKNOWN.bit
+        _ = Event.UNKNOWN.bit
 
 
 def test_valid_mask_is_0x7ff_up_to_0_9_and_0x3fff_from_0_10():

@@ -9,9 +9,9 @@ from typing import Any
 
 from nri.mux.frame import encode_mux_frames
 from nri.mux.trunk import PLUGIN_SERVICE_CONN, RUNTIME_SERVICE_CONN, Trunk
+from nri.ttrpc.client import TtrpcClient
 from nri.ttrpc.envelope import encode_request
 from nri.ttrpc.frame import MessageType, encode_message
-from nri.ttrpc.client import TtrpcClient
 from nri.ttrpc.server import CallContext, TtrpcServer
 from nri.ttrpc.status import TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api

@@ -245,7 +245,8 @@ class Recorder:
         raise AdjustmentRejected("no way")
 
 
-def _dispatcher(plugin, policy=DeadlinePolicy()):
+def _dispatcher(plugin, policy: DeadlinePolicy | None = None):
+    policy = policy if policy is not None else DeadlinePolicy()
     events = {}
     d = PluginDispatcher(
         plugin,

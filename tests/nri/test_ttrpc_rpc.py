@@ -8,7 +8,7 @@ import pytest
 
 from nri.mux.trunk import PLUGIN_SERVICE_CONN
 from nri.ttrpc.envelope import encode_request
-from nri.ttrpc.frame import MAX_DATA_SIZE, HEADER, FrameDecoder, MessageType, encode_message
+from nri.ttrpc.frame import HEADER, MAX_DATA_SIZE, FrameDecoder, MessageType, encode_message
 from nri.ttrpc.server import CallContext, TtrpcServer
 from nri.ttrpc.status import Code, ConnectionClosed, MessageTooLarge, TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
@@ -48,7 +48,7 @@ async def test_concurrent_calls_are_answered_out_of_order() -> None:
         await wait_until(lambda: len(seen_ids) == 3)
         for name in ("ccc", "a", "bb"):
             gates[name].set()
-            await wait_until(lambda: name in finished)
+            await wait_until(lambda name=name: name in finished)
         assert await asyncio.wait_for(asyncio.gather(*tasks), 5) == [1, 2, 3]
         assert finished == ["ccc", "a", "bb"]
         assert sorted(seen_ids) == [1, 3, 5]

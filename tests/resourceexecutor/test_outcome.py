@@ -1,9 +1,8 @@
 """BatchResult: results by index, counts, and what counts as a problem."""
 from __future__ import annotations
 
-from system.errors import Gone, KernelRejected
-
 from resourceexecutor.outcome import BatchResult, Outcome
+from system.errors import Gone, KernelRejected
 
 
 def test_results_line_up_with_updaters_and_carry_errors():

@@ -25,7 +25,6 @@ from system.cgroup_codecs import (
 )
 from system.errors import InvalidValue
 
-
 # ---- validators
 
 @pytest.mark.parametrize("value", [5, "5", " 7 ", 10])

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from system.cgroup_files import CgroupFiles, clean_cgroup_dir
 from system.cgroup_codecs import shares_to_weight
+from system.cgroup_files import CgroupFiles, clean_cgroup_dir
 from system.cgroup_resource import REGISTRY
 from system.cgroup_version import CgroupMode, detect_hierarchy
 from system.errors import Gone, InvalidValue, NotSupported

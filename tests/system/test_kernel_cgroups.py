@@ -15,8 +15,8 @@ from system.cgroup_version import CgroupHierarchy, CgroupMode, detect_hierarchy
 from system.errors import Gone, InvalidValue, KernelRejected
 from system.host import Host
 from system.procfs import read_proc_cgroups
-from tests.system.door import write_raw, write_value
 from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox, make_child
+from tests.system.door import write_raw, write_value
 
 pytestmark = pytest.mark.kernel
 

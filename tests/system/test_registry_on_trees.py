@@ -15,13 +15,13 @@ from system.cgroup_codecs import CpusetValue, DeviceLimit, DeviceValue, IntRange
 from system.cgroup_files import CgroupFiles
 from system.cgroup_resource import REGISTRY, CgroupResource
 from system.errors import InvalidValue, NotSupported
+from tests.system.door import write_value
 from tests.system.fake_trees import (
     add_cgroup,
     build_hybrid_tree,
     build_v1_tree,
     build_v2_tree,
 )
-from tests.system.door import write_value
 from tests.system.kernel_files import VENDOR_V1_FILES, VENDOR_V2_FILES
 
 CG = "kubepods/besteffort/podx"

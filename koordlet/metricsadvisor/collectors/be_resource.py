@@ -8,17 +8,16 @@ quota/period when a CFS quota is set.
 from __future__ import annotations
 
 from koordlet.apis import keys
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, PeriodicCollector
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import PodInfo
 from koordlet.util.host_facts import HostFacts
 from system.cgroup_layout import QoSTier
 from system.cgroup_readers import CgroupReader
 from system.errors import SystemFileError
-
 
 BE_CPU = SeriesKey.of(Metric.BE_CPU_USAGE_CORES)
 BE_MEMORY = SeriesKey.of(Metric.BE_MEMORY_USAGE_BYTES)

@@ -24,7 +24,8 @@ from system.cgroup_version import CgroupHierarchy
 from system.errors import SystemFileError
 from system.file_io import KeptFdPool
 from system.perf_access import PerfUnavailable, check_cgroup_events_allowed, fd_cost, read_fd_headroom
-from system.perf_events import CPI_EVENTS, CpiCollector as PerfCpi, PerfEvent, perf_cgroup_path, probe_events
+from system.perf_events import CPI_EVENTS, PerfEvent, perf_cgroup_path, probe_events
+from system.perf_events import CpiCollector as PerfCpi
 
 log = structlog.get_logger(__name__)
 

@@ -7,6 +7,7 @@ cores. Memory: MemTotal - MemAvailable. The first CPU figure needs two readings.
 from __future__ import annotations
 
 import os
+
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, PeriodicCollector
 from koordlet.metricsadvisor.rates import node_cores

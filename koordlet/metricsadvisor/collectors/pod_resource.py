@@ -13,8 +13,8 @@ from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMO
 from koordlet.metricsadvisor.framework import CollectContext, PeriodicCollector, pods_and_reader
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
-from system.usage_reader import UsageReader
 from system.errors import SystemFileError
+from system.usage_reader import UsageReader
 
 SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
 SYS_MEMORY = SeriesKey.of(Metric.SYS_MEMORY_USAGE_BYTES)
@@ -57,7 +57,7 @@ class PodResourceCollector(PeriodicCollector):
     def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
         assert self._states is not None
         samples: list[tuple[SeriesKey, float]] = []
-        previous, tracked = self._tracked, {}
+        previous, tracked = self._tracked, dict[tuple[str, str], _Tracked]()
         self.unreadable = 0
         self._cycle += 1
         pods_cpu: float | None = 0.0

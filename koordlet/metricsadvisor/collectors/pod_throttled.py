@@ -26,7 +26,7 @@ class PodThrottledCollector(PeriodicCollector):
     def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
         assert self._states is not None
         samples: list[tuple[SeriesKey, float]] = []
-        previous, current = self._last, {}
+        previous, current = self._last, dict[tuple[str, str], tuple[SeriesKey, tuple[int, int]]]()
         for pod in self._states.pods():
             uid = pod.uid
             self._one(samples, previous, current, (uid, ""), pod.cgroup_parent, Metric.POD_CPU_THROTTLED_RATIO)

@@ -84,7 +84,7 @@ class PSICollector(PeriodicCollector):
 
     def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
         out: list[tuple[SeriesKey, float]] = []
-        previous, keys = self._keys, {}
+        previous, keys = self._keys, dict[tuple[str, str], _Keys]()
         snapshot: dict[tuple[str, str], Mapping[str, PsiReading]] = {}
         if self._node:
             assert self._host is not None

@@ -8,16 +8,15 @@ informer's pods. Like kubelet: a token bucket of 100 requests/s with a burst of 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import grpc
 
-from koordlet.server.grpc_unix import serve_unix, socket_mode
 from koordlet.orm.allocation import OrmAllocations
 from koordlet.orm.podresources.kubelet_devices import KubeletDevicesClient
 from koordlet.orm.podresources.view import PodResourcesCache, allocatable, fill_pod, list_pods
+from koordlet.server.grpc_unix import serve_unix, socket_mode
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.util.token_bucket import TokenBucket
 from proto.k8s.podresources.v1 import api_pb2 as pb
@@ -63,6 +62,7 @@ class PodResourcesServicer(pb_grpc.PodResourcesListerServicer):
         if found is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, "pod %s in namespace %s not found"
                                 % (request.pod_name, request.pod_namespace))
+            raise AssertionError("abort raises")  # grpc.aio's abort never returns
         uid, containers = found
         rows = [a for a in self._allocations.entries() if a.pod_uid == uid]
         response = pb.GetPodResourcesResponse()

@@ -14,15 +14,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Sequence
 
+from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass
+from koordlet.ports.be_suppress import quota_under_tier
 from koordlet.runtimehooks.allocations import CpuAllocations
 from koordlet.runtimehooks.annotations import AnnotationError, extended_resource_spec
-from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
 from koordlet.runtimehooks.hook_config import (
-    CFS_QUOTA_MIN_US, CPU_SHARES_MAX, CPU_SHARES_MIN, CPU_SHARES_PER_CORE, HookConfig,
+    CFS_QUOTA_MIN_US,
+    CPU_SHARES_MAX,
+    CPU_SHARES_MIN,
+    CPU_SHARES_PER_CORE,
+    HookConfig,
 )
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
-from koordlet.ports.be_suppress import quota_under_tier
-from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass
 from koordlet.statesinformer.model import ContainerInfo, PodInfo, Resources, Source
 
 

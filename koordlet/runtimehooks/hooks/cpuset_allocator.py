@@ -12,10 +12,10 @@ Pod-level cgroups are left alone (a parent cpuset must hold its children's).
 
 from __future__ import annotations
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.runtimehooks.allocations import CpuAllocations
 from koordlet.runtimehooks.hook_config import CpuManagerPolicy, HookConfig
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
-from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.runtimehooks.allocations import CpuAllocations
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
-from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
 from system.cgroup_layout import QoSTier
 

@@ -5,11 +5,11 @@ sizes BE pods from batch-cpu / batch-memory."""
 
 from __future__ import annotations
 
+from koordlet.apis.qos import KatalystQoSLevel
 from koordlet.runtimehooks.allocations import CpuAllocations
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks.batch_resource import extended_spec
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec
-from koordlet.apis.qos import KatalystQoSLevel
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
 
 

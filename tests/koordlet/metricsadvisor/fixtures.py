@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.framework import CollectContext
-from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, NodeInfo, PodInfo, Resources, SandboxState,
+    ContainerInfo,
+    ContainerState,
+    NodeInfo,
+    PodInfo,
+    Resources,
+    SandboxState,
 )
-from system.cgroup_files import CgroupFiles
+from koordlet.util.host_facts import HostFacts
 from system.cgroup_readers import CgroupReader
-from system.usage_reader import UsageReader
 from system.host import Host
+from system.usage_reader import UsageReader
 from tests.system.fake_trees import add_cgroup, build_hybrid_tree, build_proc_tree
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector, be_request_cores, real_limit_cores
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
@@ -13,7 +14,6 @@ from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.framework import CollectorUnsupported
-from koordlet.apis.qos import KoordQoSClass
 from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
 from tests.system.fake_trees import remove_cgroup, set_cgroup_file, write_file
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.collectors.cpi import CPICollector
@@ -21,14 +22,13 @@ from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import LABELS, PSICollector
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported
-from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
+from koordlet.util.host_facts import HostFacts
 from system.cgroup_readers import CgroupReader
 from system.host import Host
-from system.usage_reader import UsageReader
 from system.perf_events import PerfEvent, extension_available
+from system.usage_reader import UsageReader
 from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox, make_child
 
 pytestmark = pytest.mark.kernel

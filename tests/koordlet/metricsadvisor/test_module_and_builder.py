@@ -8,13 +8,13 @@ from pathlib import Path
 
 from koordlet.agents import AGENTS
 from koordlet.daemon.wiring import build_daemon
-from tests.koordlet.hubs_helper import config_of
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.agent import SPEC, collectors_for
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
 from koordlet.util.host_facts import HostFacts
+from tests.koordlet.hubs_helper import config_of
 from tests.koordlet.metricsadvisor.fixtures import fake_node, make_pod
 from tests.system.fake_trees import set_cgroup_file
 

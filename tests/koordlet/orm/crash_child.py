@@ -17,9 +17,9 @@ from koordlet.daemon.cli import parse_args
 from koordlet.daemon.logs import configure_logging
 from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule
-from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo
+from koordlet.util.host_facts import HostFacts
 from system.host import Host
 from tests.koordlet.orm.test_module import dedicated_pod
 

@@ -9,7 +9,6 @@ from koordlet.orm.manager import AdmissionError
 from koordlet.topology.policy import PolicyName
 from tests.koordlet.orm.helpers import GiB, dedicated, layout_of, new_orm, shared
 
-
 ALL_POLICIES = list(PolicyName)
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from koordlet.util.host_facts import HostFacts
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.module import CHECKPOINT_DIR, OrmModule
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import ContainerState, NodeInfo, PodInfo
 from koordlet.topology.policy import PolicyName
+from koordlet.util.host_facts import HostFacts
 from system.host import Host
 from tests.koordlet.orm.helpers import dedicated, layout_of, new_orm
 from tests.koordlet.orm.test_module import config_for, dedicated_pod, settle

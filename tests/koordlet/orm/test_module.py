@@ -9,21 +9,26 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from koordlet.agent import StartupError
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PodQoS
 from koordlet.config import ConfigError
 from koordlet.daemon.cli import parse_args
-from koordlet.agent import StartupError
 from koordlet.orm.manager import AdmissionError
 from koordlet.orm.module import OrmModule
-from koordlet.util.host_facts import HostFacts
+from koordlet.orm.options import OrmOptions
 from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PodQoS
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, LinuxResources, NodeInfo, PodInfo, SandboxState,
+    ContainerInfo,
+    ContainerState,
+    LinuxResources,
+    NodeInfo,
+    PodInfo,
+    SandboxState,
 )
+from koordlet.util.host_facts import HostFacts
 from system.cgroup_layout import QoSTier
 from system.host import Host
 from tests.system.fake_trees import build_topology_tree
-from koordlet.orm.options import OrmOptions
 
 
 def config_for(tmp: Path, *extra: str):

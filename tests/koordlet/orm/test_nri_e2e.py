@@ -17,11 +17,11 @@ from koordlet.daemon.wiring import build_agents
 from koordlet.orm.agent import SPEC as ORM
 from koordlet.runtimehooks.agent import SPEC as RUNTIME_HOOKS
 from koordlet.util.host_facts import HostFacts
-from tests.koordlet.hubs_helper import hubs_for
 from nri.testing import RuntimePeer
 from nri.testing.relay import RuntimeOperationFailed
 from proto.k8s.podresources.v1 import api_pb2 as pr
 from proto.k8s.podresources.v1 import api_pb2_grpc as pr_grpc
+from tests.koordlet.hubs_helper import hubs_for
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
 from tests.system.fake_trees import build_topology_tree

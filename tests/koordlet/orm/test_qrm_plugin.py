@@ -8,15 +8,14 @@ import pytest
 
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.manager import AdmissionError
-from koordlet.orm.registration import REGISTRATION_SOCKET, start_registration_server
 from koordlet.orm.podresources.server import PodResourcesServicer, start_pod_resources_server
+from koordlet.orm.registration import REGISTRATION_SOCKET, start_registration_server
 from koordlet.topology.policy import PolicyName
 from proto.k8s.podresources.v1 import api_pb2 as pr
 from proto.k8s.podresources.v1 import api_pb2_grpc as pr_grpc
 from proto.k8s.resourceplugin.v1alpha1 import api_pb2 as pb
 from tests.koordlet.orm.fake_qrm_plugin import FakeQrmPlugin
 from tests.koordlet.orm.helpers import dedicated, layout_of, new_orm
-
 
 
 @pytest.fixture

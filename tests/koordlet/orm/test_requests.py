@@ -8,12 +8,16 @@ from types import MappingProxyType
 
 import pytest
 
-from koordlet.orm.requests import (container_quantities, is_guaranteed, milli_from_quota, milli_from_shares,
-                                   pod_request)
-from koordlet.config.parsers import parse_pairs
 from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PodQoS
+from koordlet.config.parsers import parse_pairs
+from koordlet.orm.requests import container_quantities, is_guaranteed, milli_from_quota, milli_from_shares, pod_request
 from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, LinuxResources, PodInfo, Resources, SandboxState,
+    ContainerInfo,
+    ContainerState,
+    LinuxResources,
+    PodInfo,
+    Resources,
+    SandboxState,
 )
 from koordlet.statesinformer.qos import k8s_qos_of_cgroup_parent
 from system.cgroup_layout import QoSTier

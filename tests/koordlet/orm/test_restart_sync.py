@@ -7,15 +7,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-
-from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.orm.module import OrmModule
-from koordlet.util.host_facts import HostFacts
+from koordlet.statesinformer.agent import SPEC as STATES_INFORMER
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo, Source
-from koordlet.statesinformer.agent import SPEC as STATES_INFORMER
-from tests.koordlet.hubs_helper import hubs_for
+from koordlet.statesinformer.nri_feed import NriFeed
+from koordlet.util.host_facts import HostFacts
 from system.host import Host
+from tests.koordlet.hubs_helper import hubs_for
 from tests.koordlet.orm.test_module import config_for, dedicated_pod, settle
 from tests.koordlet.statesinformer.nri_fixtures import container, sandbox, uid_of
 from tests.system.fake_trees import build_topology_tree

@@ -7,19 +7,24 @@ from typing import Callable, Iterable
 
 from prometheus_client import CollectorRegistry
 
+from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.qosmanager.dirs import QoSDirs
 from koordlet.qosmanager.eviction import EvictionPath, EvictionReason, Evictor
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.metrics import QoSMetrics
-from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass, PodQoS
-from koordlet.statesinformer.model import (
-    ContainerInfo, ContainerState, NodeInfo, PodInfo, Resources, SandboxState,
-)
 from koordlet.slo.node_slo import NodeSLO
 from koordlet.slo.source import StaticNodeSLO
+from koordlet.statesinformer.api import StaticStates
+from koordlet.statesinformer.model import (
+    ContainerInfo,
+    ContainerState,
+    NodeInfo,
+    PodInfo,
+    Resources,
+    SandboxState,
+)
 from resourceexecutor import CgroupFileIO, ResourceExecutor
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader

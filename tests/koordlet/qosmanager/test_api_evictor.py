@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.qosmanager.api_evictor import ApiEvictor, LightkubeEvictionApi
 from koordlet.qosmanager.eviction import EvictionReason
-from koordlet.apis.qos import KoordQoSClass
 from tests.koordlet.qosmanager.helpers import pod
 
 

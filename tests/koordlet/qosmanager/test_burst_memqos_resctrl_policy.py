@@ -9,8 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from koordlet.qosmanager.cpu_burst_policy import (
-    BurstLimiter, CFSOperation, NodeBurstState, adjust_by_node, container_operation, node_burst_state,
-    static_burst_us, target_quota,
+    BurstLimiter,
+    CFSOperation,
+    NodeBurstState,
+    adjust_by_node,
+    container_operation,
+    node_burst_state,
+    static_burst_us,
+    target_quota,
 )
 from koordlet.qosmanager.memory_qos import UNLIMITED, memory_qos_values
 from koordlet.qosmanager.resctrl import class_schemata, l3_mask

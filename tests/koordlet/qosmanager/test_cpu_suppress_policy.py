@@ -8,7 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from koordlet.qosmanager.cpu_suppress_policy import (
-    be_cfs_quota, be_cpuset_size, be_suppress_budget, pick_cpus, split_between_pools,
+    be_cfs_quota,
+    be_cpuset_size,
+    be_suppress_budget,
+    pick_cpus,
+    split_between_pools,
 )
 from system.topology import CpuInfo
 

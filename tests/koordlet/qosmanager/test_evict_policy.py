@@ -6,11 +6,21 @@ from __future__ import annotations
 import pytest
 
 from koordlet.qosmanager.cpu_evict import (
-    BECPUSample, be_usage_high_enough, cpu_to_release, release_for, satisfaction_config_valid,
+    BECPUSample,
+    be_usage_high_enough,
+    cpu_to_release,
+    release_for,
+    satisfaction_config_valid,
 )
 from koordlet.qosmanager.memory_evict import memory_to_release
 from koordlet.qosmanager.victims import (
-    Candidate, CoolDown, memory_released, order_cpu_victims, order_memory_victims, request_released, take_until,
+    Candidate,
+    CoolDown,
+    memory_released,
+    order_cpu_victims,
+    order_memory_victims,
+    request_released,
+    take_until,
 )
 
 GiB = 1 << 30

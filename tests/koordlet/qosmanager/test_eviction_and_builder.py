@@ -6,20 +6,20 @@ import asyncio
 import signal
 from pathlib import Path
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.daemon.cli import parse_args
 from koordlet.qosmanager.agent import SPEC as QOS_MANAGER
 from koordlet.qosmanager.agent import strategies_for
-from koordlet.slo.agent import SPEC as NODE_SLO
 from koordlet.qosmanager.eviction import CgroupKillEvictor, EvictionReason
-from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import NodeInfo
+from koordlet.slo.agent import SPEC as NODE_SLO
+from koordlet.slo.options import NodeSLOOptions
 from koordlet.slo.source import NodeSLOFile, ValidatedNodeSLO
+from koordlet.statesinformer.api import StaticStates
+from koordlet.statesinformer.model import NodeInfo
 from tests.koordlet.hubs_helper import hubs_for
 from tests.koordlet.qosmanager.helpers import FedMetricStore, Rig, pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree, set_cgroup_file
-from koordlet.slo.options import NodeSLOOptions
 
 NODE = NodeInfo("node-a", capacity={"cpu": 2000, "memory": 1 << 30})
 
@@ -92,8 +92,8 @@ def test_a_node_slo_file_is_the_hub_and_runs_as_the_nodeslo_module(tmp_path):
 def test_evictor_per_mode(tmp_path, monkeypatch):
     import pytest as _pytest
 
-    from koordlet.qosmanager.api_evictor import ApiEvictor
     from koordlet.qosmanager.agent import _evictor
+    from koordlet.qosmanager.api_evictor import ApiEvictor
     from koordlet.qosmanager.eviction import DisabledEvictor
 
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.daemon.cli import parse_args
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
@@ -24,7 +26,6 @@ from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.qosmanager.agent import SPEC as QOS_MANAGER
 from koordlet.slo.agent import SPEC as NODE_SLO
 from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import NodeInfo
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader

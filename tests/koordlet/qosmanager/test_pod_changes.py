@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import NodeInfo
 from koordlet.slo.spec import parse_node_slo_spec
+from koordlet.statesinformer.model import NodeInfo
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import add_cgroup, build_v2_tree, set_cgroup_file

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import NodeInfo
 from koordlet.slo.spec import parse_node_slo_spec
+from koordlet.statesinformer.model import NodeInfo
 from system.host import Host
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
@@ -13,13 +14,17 @@ from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.resctrl import ResctrlQoS
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import NodeInfo
 from koordlet.slo.spec import parse_node_slo_spec
-from tests.resourceexecutor.conftest import FakeTreeIO
+from koordlet.statesinformer.model import NodeInfo
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
+from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import (
-    add_cgroup, build_resctrl_tree, build_v1_tree, build_v2_tree, set_cgroup_file, write_file,
+    add_cgroup,
+    build_resctrl_tree,
+    build_v1_tree,
+    build_v2_tree,
+    set_cgroup_file,
+    write_file,
 )
 
 GiB = 1 << 30

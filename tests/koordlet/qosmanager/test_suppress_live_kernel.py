@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.framework import CollectContext
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
-from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import NodeInfo
 from koordlet.slo.spec import parse_node_slo_spec
+from koordlet.statesinformer.model import NodeInfo
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.usage_reader import UsageReader

@@ -10,10 +10,10 @@ import jsonschema
 import pytest
 import yaml
 
+from koordlet.apis.qos import KoordQoSClass, PodQoS, PriorityBand
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
-from koordlet.apis.qos import KoordQoSClass, PodQoS, PriorityBand
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo, Resources, SandboxState
 from tests.shared_reference import shared_file
 

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.reporter.batch import ReclaimThresholds, batch_resources
 from koordlet.reporter.nodemetric import Usage
 from koordlet.reporter.resource_managers import KubeletStateFiles, StateFileError, parse_cpu_manager_state
-from koordlet.apis.qos import KoordQoSClass
 from tests.koordlet.reporter.fixtures import GI, pod
 
 LS = pod("ls", KoordQoSClass.LS, cpu_request=4000, memory_request=8 * GI)

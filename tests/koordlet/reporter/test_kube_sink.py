@@ -8,12 +8,12 @@ import yaml
 
 pytest.importorskip("lightkube")
 
-from tests.koordlet.hubs_helper import config_of  # noqa: E402
-from koordlet.util.kube_client import KubeClientError, open_kube_client  # noqa: E402
 from koordlet.reporter.kube_sink import CONFLICT_RETRIES, KubeSink, Outcome, SinkError  # noqa: E402
 from koordlet.reporter.nodemetric import node_metric_object  # noqa: E402
 from koordlet.reporter.policy import MetricCollectPolicy  # noqa: E402
+from koordlet.util.kube_client import KubeClientError, open_kube_client  # noqa: E402
 from koordlet.util.token_bucket import TokenBucket  # noqa: E402
+from tests.koordlet.hubs_helper import config_of  # noqa: E402
 from tests.koordlet.reporter.fake_apiserver import FakeApiServer  # noqa: E402
 
 NODE = "node-1"

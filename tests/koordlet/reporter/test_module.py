@@ -12,22 +12,21 @@ import jsonschema
 import pytest
 from prometheus_client import CollectorRegistry
 
-from tests.koordlet.hubs_helper import config_of
-from koordlet.daemon.cli import parse_args
 from koordlet.agent import Readiness
-from koordlet.server.http_endpoint import HttpEndpoint
-from koordlet.metriccache.store import MetricStore
+from koordlet.apis.qos import KoordQoSClass, PriorityBand
+from koordlet.daemon.cli import parse_args
 from koordlet.hubs import Hubs
+from koordlet.metriccache.store import MetricStore
 from koordlet.reporter.agent import SPEC as REPORTER
 from koordlet.reporter.agent import settings_of
 from koordlet.reporter.module import ReportsModule, Round
-from koordlet.util.token_bucket import TokenBucket
+from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass, PriorityBand
 from koordlet.statesinformer.model import NodeInfo
-from system.host import Host
 from koordlet.util.host_facts import HostFacts
-from tests.koordlet.hubs_helper import hubs_for
+from koordlet.util.token_bucket import TokenBucket
+from system.host import Host
+from tests.koordlet.hubs_helper import config_of, hubs_for
 from tests.koordlet.reporter.fixtures import GI, NOW, crd_schema, node_samples, pod, pod_samples, store
 
 WEB = pod("web", KoordQoSClass.LS, PriorityBand.PROD, cpu_request=2000, memory_request=4 * GI)

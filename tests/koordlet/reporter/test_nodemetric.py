@@ -4,13 +4,22 @@ cold-start rule (samples must span half the window), both of koordlet's metric c
 
 import jsonschema
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from koordlet.apis.qos import KoordQoSClass, PriorityBand
 from koordlet.reporter.nodemetric import node_metric_object, status_document, take_snapshot
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
-from koordlet.apis.qos import KoordQoSClass, PriorityBand
-from tests.koordlet.reporter.fixtures import (GI, NOW, crd_schema, node_samples, pod, pod_samples,
-                                             status_validator, store)
+from tests.koordlet.reporter.fixtures import (
+    GI,
+    NOW,
+    crd_schema,
+    node_samples,
+    pod,
+    pod_samples,
+    status_validator,
+    store,
+)
 
 POLICY = MetricCollectPolicy()
 

@@ -5,11 +5,20 @@ test cases (pkg/agent/sysadvisor/plugin/overcommitmentaware/realtime/realtime_te
 import math
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from koordlet.reporter.overcommit import (ANNOTATION_KEYS, KATALYST_CODE_MEMORY, SEED_CPU, SEED_MEMORY,
-                                          LoadTargets, NodeLoad, advise, overcommit_ratio)
 from koordlet.reporter.katalyst_metrics import MetricNamesError, parse_metric_names
+from koordlet.reporter.overcommit import (
+    ANNOTATION_KEYS,
+    KATALYST_CODE_MEMORY,
+    SEED_CPU,
+    SEED_MEMORY,
+    LoadTargets,
+    NodeLoad,
+    advise,
+    overcommit_ratio,
+)
 from koordlet.reporter.overcommit_load import node_load
 from tests.koordlet.reporter.fixtures import GI, NOW, pod, pod_samples, store
 

@@ -2,7 +2,8 @@
 apimachinery resource.Quantity and time.Duration documentation)."""
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from koordlet.apis.quantity import base_units, milli_cpu
 from koordlet.reporter.quantities import cpu_quantity, go_duration, memory_quantity

@@ -11,18 +11,18 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet.config import ConfigError
 from koordlet.daemon.cli import parse_args
-from koordlet.util.host_facts import HostFacts
-from resourceexecutor import executor_without_cgroups
 from koordlet.runtimehooks.module import RuntimeHooksModule, nri_enabled, nri_wanted
+from koordlet.runtimehooks.options import HooksOptions
 from koordlet.statesinformer.model import NodeInfo
 from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.statesinformer.store import PodStore
+from koordlet.util.host_facts import HostFacts
 from nri.testing import RuntimePeer
+from resourceexecutor import executor_without_cgroups
 from system.host import Host
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
-from koordlet.runtimehooks.options import HooksOptions
 
 
 def test_runtime_hook_flags_and_socket_alias(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from resourceexecutor import executor_without_cgroups
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
@@ -18,6 +17,7 @@ from nri.events import Event
 from nri.masks import events_of
 from nri.stub import Stub, StubConfig
 from nri.testing import RuntimePeer
+from resourceexecutor import executor_without_cgroups
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)

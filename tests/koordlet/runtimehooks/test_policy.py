@@ -12,15 +12,15 @@ from types import MappingProxyType
 
 import pytest
 
+from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass
 from koordlet.config.features import resolve
-from koordlet.runtimehooks.allocations import AllocationIndex, CpuAllocations, NO_ALLOCATIONS
+from koordlet.runtimehooks.allocations import NO_ALLOCATIONS, AllocationIndex, CpuAllocations
 from koordlet.runtimehooks.annotations import annotation_problems
 from koordlet.runtimehooks.hook_config import CpuManagerPolicy, HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import HOOKS, enabled_hooks
 from koordlet.runtimehooks.hooks.group_identity import qos_dir_specs
 from koordlet.runtimehooks.policy import decide, plan_pod
 from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec, combine
-from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass
 from koordlet.statesinformer.model import Resources, Source
 from system.cgroup_layout import QoSTier
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.koordlet.util.test_periodic import until
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
@@ -25,6 +24,7 @@ from system.cgroup_version import detect_hierarchy
 from system.host import Host
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
+from tests.koordlet.util.test_periodic import until
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
 from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox, make_child
 
@@ -134,7 +134,7 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
     plugin = KoordletNriPlugin(nri_engine, nri_feed, nri_executor)
     stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(socket_path)))
     plugin.stub = stub
-    task = await stub.start(timeout=5)
+    await stub.start(timeout=5)
     try:
         for pod, _ in pods:
             await peer.run_pod_sandbox(pod)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.module import probe_host, qos_dirs_of
-from koordlet.util.host_facts import HostFacts
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import NodeInfo
+from koordlet.util.host_facts import HostFacts
 from resourceexecutor import ResourceExecutor
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod
 from tests.resourceexecutor.conftest import FakeTreeIO

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass as Q
+from koordlet.ports.be_suppress import BESuppress, quota_under_tier
+from koordlet.runtimehooks.allocations import NO_ALLOCATIONS
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import batch_resource, cpuset_allocator
-from koordlet.runtimehooks.allocations import NO_ALLOCATIONS
 from koordlet.runtimehooks.slo_rules import hook_config_from_slo, hook_config_with_suppress
-from koordlet.ports.be_suppress import BESuppress, quota_under_tier
-from koordlet.apis.qos import KoordQoSClass as Q
 from koordlet.slo.spec import parse_node_slo_spec
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod
 

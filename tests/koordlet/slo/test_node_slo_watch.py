@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from koordlet.daemon.cli import parse_args
-from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 from koordlet.slo.cluster_watch import NodeSLOWatch
+from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 
 lightkube = pytest.importorskip("lightkube")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.cri_client import CriClient, CriError, grpc_target
 from koordlet.statesinformer.cri_poll import CriPoller
-from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import ContainerState, NodeInfo, SandboxState, Source
 from koordlet.statesinformer.store import PodStore
 from proto.cri import api_pb2

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.extended_spec import ANNOTATION_EXTENDED_RESOURCE_SPEC
 from koordlet.statesinformer.from_nri import container_info, container_state, linux_resources, sandbox_view
-from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import ContainerState, LinuxResources, Resources, SandboxState, Source
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 from system.cgroup_layout import CgroupDriver, QoSTier, container_dir, pod_dir

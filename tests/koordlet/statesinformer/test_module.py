@@ -8,19 +8,18 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from tests.koordlet.hubs_helper import config_of
 from koordlet.apis.qos import KoordQoSClass
-from koordlet.statesinformer.model import Source
 from koordlet.statesinformer.agent import SPEC as STATES_INFORMER
+from koordlet.statesinformer.model import Source
 from koordlet.statesinformer.module import StatesInformerModule
 from koordlet.statesinformer.node import node_from_facts
-from koordlet.util.host_facts import HostFacts
 from koordlet.statesinformer.store import PodStore
+from koordlet.util.host_facts import HostFacts
 from system.host import Host
-from tests.system.fake_trees import build_proc_tree, build_topology_tree
-from tests.koordlet.hubs_helper import hubs_for
+from tests.koordlet.hubs_helper import config_of, hubs_for
 from tests.koordlet.statesinformer.cri_server import FakeContainer, FakeRuntime, FakeSandbox, serve
 from tests.koordlet.statesinformer.kubelet_server import FakeKubelet, pod_json
+from tests.system.fake_trees import build_proc_tree, build_topology_tree
 
 UID = "0a1b2c3d-0000-4000-8000-00000000abcd"
 FAST = 0.05
@@ -33,7 +32,7 @@ async def _until(predicate, timeout: float = 5.0) -> None:
         await asyncio.sleep(0.01)
 
 
-def _module(config: Config, registry: CollectorRegistry | None = None, gone=None):
+def _module(config, registry: CollectorRegistry | None = None, gone=None):
     hubs = hubs_for(config, registry=registry)
     if gone is not None:
         hubs.states.on_cgroup_gone = gone

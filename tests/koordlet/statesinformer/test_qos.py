@@ -11,10 +11,13 @@ from __future__ import annotations
 import pytest
 
 from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass, PriorityBand
-from system.cgroup_layout import QoSTier
 from koordlet.statesinformer.qos import (
-    k8s_qos_of_cgroup_parent, priority_band, resolve_qos, resolve_qos_checked,
+    k8s_qos_of_cgroup_parent,
+    priority_band,
+    resolve_qos,
+    resolve_qos_checked,
 )
+from system.cgroup_layout import QoSTier
 
 UID = "6f7a1c2e-4b1d-4a55-9d1e-0c6b3f0a9e11"
 SD_UID = UID.replace("-", "_")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.daemon.cli import parse_args
 from koordlet.statesinformer.model import NodeInfo, Source
+from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.statesinformer.sources import expected_sources, unix_socket_path
 from koordlet.statesinformer.store import PodStore
 

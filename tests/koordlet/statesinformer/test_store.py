@@ -7,16 +7,23 @@ import weakref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.from_kubelet import KubeletPod
 from koordlet.statesinformer.from_nri import container_info, sandbox_view
-from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.model import (
-    ContainerState, NodeInfo, PodEvent, PodEventKind, PodInfo, Resources, SandboxState, Source,
+    ContainerState,
+    NodeInfo,
+    PodEvent,
+    PodEventKind,
+    PodInfo,
+    Resources,
+    SandboxState,
+    Source,
 )
-from system.cgroup_layout import QoSTier
 from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
 from koordlet.statesinformer.store import PodStore
 from proto.nri.pkg.api.v1alpha1 import api_pb2
+from system.cgroup_layout import QoSTier
 from tests.koordlet.statesinformer.nri_capture import plugin_requests
 from tests.koordlet.statesinformer.nri_fixtures import container, container_dir, sandbox, uid_of
 
@@ -400,8 +407,8 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
 def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
     import dataclasses
 
-    from koordlet.statesinformer.merge import _rebuilt
     from koordlet.apis.qos import PodQoS
+    from koordlet.statesinformer.merge import _rebuilt
 
     # every field set to a value unlike its default, so a field out of order shows
     values = {f.name: f"v-{f.name}" for f in dataclasses.fields(PodInfo)}

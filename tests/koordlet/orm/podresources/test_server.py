@@ -6,18 +6,17 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from koordlet.apis.qos import KoordQoSClass, PodQoS
+from koordlet.orm.options import OrmOptions
 from koordlet.orm.podresources.kubelet_devices import KubeletDevicesClient
 from koordlet.orm.podresources.server import PodResourcesServicer, start_pod_resources_server
-from koordlet.util.token_bucket import TokenBucket
 from koordlet.statesinformer.api import StaticStates
-from koordlet.apis.qos import KoordQoSClass, PodQoS
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from koordlet.topology.policy import PolicyName
+from koordlet.util.token_bucket import TokenBucket
 from proto.k8s.podresources.v1 import api_pb2 as pb
 from proto.k8s.podresources.v1 import api_pb2_grpc as pb_grpc
 from tests.koordlet.orm.helpers import GiB, dedicated, layout_of, new_orm
-from koordlet.orm.options import OrmOptions
-
 
 
 def pod(uid: str, name: str, containers=("c0",)) -> PodInfo:
