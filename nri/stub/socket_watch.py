@@ -4,8 +4,11 @@ When containerd restarts, its NRI socket disappears (dial: ENOENT) and reappears
 when it listens again; between bind() and listen() a dial is refused
 (ECONNREFUSED), as it is on a stale socket file a crashed runtime left behind.
 For those errors the stub watches the socket's directory with inotify and dials
-again as soon as something happens to the socket's name, with a short poll as
-a safety net (and as the only mechanism where inotify is unavailable). Every
+again as soon as something happens to the socket's name, with a slow poll as a
+safety net. When the directory itself does not exist yet (containerd makes
+/var/run/nri when it starts), the nearest existing ancestor is watched instead and
+the watch moves down as each directory appears: no busy polling while absent. Only
+where inotify is unavailable does the stub fall back to a short poll. Every
 other failure (permission denied, a runtime that accepts and then drops us)
 keeps the capped exponential backoff: retrying those fast would only spin.
 
@@ -45,9 +48,9 @@ class RetryKind(Enum):
 
 @dataclass(frozen=True, slots=True)
 class WatchPolicy:
-    # Longest wait between two dials while the socket is absent and inotify watches
-    # its directory (a missed event costs at most this much).
-    watched_poll: float = 1.0
+    # Longest wait between two dials while the socket is absent and inotify watches its
+    # directory or an ancestor (a safety net: a missed event costs at most this much).
+    watched_poll: float = 5.0
     # Wait between two dials while the socket file exists but refuses (the runtime is
     # between bind and listen, or left a stale file), or when inotify is unavailable.
     poll: float = 0.1
@@ -96,6 +99,9 @@ class _Inotify:
         self._add_watch = libc.inotify_add_watch
         self._add_watch.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
         self._add_watch.restype = ctypes.c_int
+        self._rm_watch = libc.inotify_rm_watch
+        self._rm_watch.argtypes = (ctypes.c_int, ctypes.c_int)
+        self._rm_watch.restype = ctypes.c_int
         fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
             code = ctypes.get_errno()
@@ -109,6 +115,9 @@ class _Inotify:
             raise OSError(code, os.strerror(code), directory)
         return int(wd)
 
+    def rm_watch(self, wd: int) -> None:
+        self._rm_watch(self.fd, wd)  # a watch the kernel dropped already: nothing to do
+
     def read(self) -> bytes:
         try:
             return os.read(self.fd, 64 * 1024)
@@ -119,12 +128,30 @@ class _Inotify:
         os.close(self.fd)
 
 
+def nearest_existing(directory: str) -> str:
+    """`directory` or its nearest ancestor that exists as a directory ("/" at worst)."""
+    while not os.path.isdir(directory):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return directory
+
+
+def next_below(watched: str, target: str) -> str:
+    """The name of the directory below `watched` on the way to `target`."""
+    rest = os.path.relpath(target, watched)
+    return rest.split(os.sep, 1)[0]
+
+
 class SocketWatcher:
     """Wakes a waiter when the socket's name appears or changes in its directory.
 
     Lives for one outage: create it at the first failed dial, close() it once a dial
-    succeeds. Falls back to plain polling where inotify or the directory is missing
-    (the directory is watched again as soon as it exists)."""
+    succeeds. While the socket's directory does not exist, its nearest existing ancestor
+    is watched and the watch moves down as directories appear (a waiter is woken only
+    once the socket's own directory is watched). Falls back to plain polling where
+    inotify is unavailable."""
 
     def __init__(self, socket_path: str, loop: asyncio.AbstractEventLoop) -> None:
         self._directory = os.path.dirname(os.path.abspath(socket_path))
@@ -132,37 +159,53 @@ class SocketWatcher:
         self._loop = loop
         self._changed = asyncio.Event()
         self._inotify: _Inotify | None = None
-        self._watching = False
+        self._watched: str | None = None  # the directory under watch now
+        self._wd = -1
         try:
             self._inotify = _Inotify()
         except (OSError, AttributeError):  # no inotify (not Linux, or no fds left): poll
             return
         loop.add_reader(self._inotify.fd, self._on_readable)
+        self._arm()
 
     @property
     def active(self) -> bool:
-        """Whether inotify is watching the socket's directory now."""
-        return self._watching
+        """Whether inotify is watching (the socket's directory, or an ancestor on its way)."""
+        return self._watched is not None
+
+    @property
+    def watching_socket_dir(self) -> bool:
+        return self._watched == self._directory
 
     def _arm(self) -> None:
-        if self._inotify is None or self._watching:
+        if self._inotify is None or self.watching_socket_dir:
+            return
+        target = nearest_existing(self._directory)
+        if target == self._watched:
             return
         try:
-            self._inotify.add_watch(self._directory)
-        except OSError:  # directory not there (yet): poll until it is
+            wd = self._inotify.add_watch(target)
+        except OSError:  # vanished between the look and the watch: try again next wait
             return
-        self._watching = True
-        # The socket may have appeared between the failed dial and this watch.
-        self._changed.set()
+        if self._watched is not None and wd != self._wd:
+            self._inotify.rm_watch(self._wd)
+        self._watched, self._wd = target, wd
+        if target == self._directory:
+            # The socket may have appeared between the failed dial and this watch.
+            self._changed.set()
 
     def _on_readable(self) -> None:
         assert self._inotify is not None
         names, ended = names_in_events(self._inotify.read())
         if ended:
-            self._watching = False
-            self._changed.set()
-        if self._name in names:
-            self._changed.set()
+            self._watched = None  # the watched directory went: find the nearest again
+            self._arm()
+            return
+        if self.watching_socket_dir:
+            if self._name in names:
+                self._changed.set()
+        elif self._watched is not None and next_below(self._watched, self._directory) in names:
+            self._arm()  # one level closer; woken once the socket's own directory is watched
 
     async def wait(self, timeout: float) -> bool:
         """Wait until the socket's name changed since the previous wait (or since the
@@ -181,4 +224,4 @@ class SocketWatcher:
             self._loop.remove_reader(self._inotify.fd)
             self._inotify.close()
             self._inotify = None
-        self._watching = False
+        self._watched = None

@@ -82,6 +82,7 @@ class Stub:
         self.config = config or StubConfig()
         self.identity: PluginIdentity = resolve_identity(name, index, env, sys.argv[0] if sys.argv else "")
         self._launched_fd = launched_socket_fd(env)
+        self.dial_attempts = 0  # every dial, for tests and diagnostics
         self._dispatcher = PluginDispatcher(
             plugin, self.config.deadline, self._on_configured, self._on_synchronized, self.config.strict_handlers
         )
@@ -157,14 +158,14 @@ class Stub:
                         outage.note(exc, delay)
                         await self._sleep(delay)
                     continue
-                outage.end()
+                outage.recovered()
                 synchronized = await self._session(trunk)
                 if self._launched_fd is not None or not self.config.reconnect:
                     return
                 failures = 0 if synchronized else failures + 1
                 await self._sleep(self.config.backoff.delay(max(failures, 1)))
         finally:
-            outage.end()
+            outage.close()
 
     async def start(self, timeout: float) -> asyncio.Task[None]:
         """Run in a background task and wait until ready (TimeoutError otherwise)."""
@@ -195,6 +196,7 @@ class Stub:
             pass
 
     async def _open_trunk(self) -> Trunk:
+        self.dial_attempts += 1
         if self._launched_fd is not None:
             return await from_inherited_fd(self._launched_fd)
         return await dial(self.config.socket_path)
@@ -340,10 +342,8 @@ class _Outage:
             waiting.cancel()
             stopping.cancel()
 
-    def end(self) -> None:
-        if self._watcher is not None:
-            self._watcher.close()
-            self._watcher = None
+    def recovered(self) -> None:
+        """A dial succeeded: the outage, if there was one, is over."""
         if self._since is not None:
             log.info(
                 "nri_runtime_available",
@@ -351,5 +351,13 @@ class _Outage:
                 down_s=round(asyncio.get_running_loop().time() - self._since, 3),
                 attempts=self._attempts,
             )
+        self.close()
+
+    def close(self) -> None:
+        """Stop watching (a stop, or the end of the outage); says nothing of a runtime that
+        never came."""
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
         self._since = None
         self._attempts = 0

@@ -47,7 +47,9 @@ class DeadlineTimer:
         # fire a timer a little early), has expired, as its own timer would have.
         self._timer = None
         due = max(self._loop.time(), self._timer_at)
-        expired = [key for key, when in self._deadlines.items() if when <= due]
+        # in deadline order, as their own timers would have fired (a blocked loop finds
+        # several due at once); equal deadlines in the order they were added
+        expired = sorted((key for key, when in self._deadlines.items() if when <= due), key=self._deadlines.__getitem__)
         for key in expired:
             del self._deadlines[key]
         for key in expired:

@@ -129,11 +129,14 @@ async def test_watcher_ignores_other_names_and_times_out(socket_path):
         watcher.close()
 
 
-async def test_watcher_polls_while_the_directory_is_missing(tmp_path):
+async def test_watcher_watches_the_nearest_ancestor_while_the_directory_is_missing(tmp_path):
     watcher = SocketWatcher(str(tmp_path / "absent" / "nri.sock"), asyncio.get_running_loop())
     try:
         assert await watcher.wait(0.01) is False
-        assert not watcher.active
+        assert watcher.active and not watcher.watching_socket_dir
+        (tmp_path / "absent").mkdir()
+        assert await watcher.wait(T) is True  # the socket's directory appeared and is watched now
+        assert watcher.watching_socket_dir
     finally:
         watcher.close()
 
