@@ -9,8 +9,9 @@ specs in build order; the daemon iterates that list and nothing else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from koordlet.config import Config
@@ -27,6 +28,13 @@ class Module(Protocol):
     def ready(self) -> bool: ...
 
 
+@runtime_checkable
+class Degradable(Protocol):
+    """A module that can work on in a degraded way says why (None while it is not)."""
+
+    def degraded(self) -> str | None: ...
+
+
 class StartupError(Exception):
     """A module could not start; `exit_code` is what the process should exit with."""
 
@@ -37,7 +45,11 @@ class StartupError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Readiness:
+    """Modules not ready (by name), and modules working in a degraded way (name -> why:
+    a full disk under the state dir, say): /readyz says both."""
+
     not_ready: tuple[str, ...]
+    degraded: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def ready(self) -> bool:

@@ -32,6 +32,14 @@ SHUTDOWN_GRACE_SECONDS = 1.5
 
 # HTTP server limits: an idle keep-alive connection is closed after this long.
 HTTP_IDLE_TIMEOUT_SECONDS = 30.0
+# A request's head (request line and headers) must arrive whole within this long of its
+# first byte: a client trickling bytes cannot hold a connection open.
+HTTP_HEAD_TIMEOUT_SECONDS = 5.0
+# Connections served at once; the last HTTP_PROBE_RESERVE of them serve only /healthz and
+# /readyz (liveness and readiness probes always answer), beyond the cap a connection is
+# closed at once.
+HTTP_MAX_CONNECTIONS = 64
+HTTP_PROBE_RESERVE = 8
 # Responses larger than this are gzip-compressed when the client accepts it.
 HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).
@@ -46,6 +54,10 @@ MEMORY_EVICT_COOL_TIME_SECONDS = 4
 CPU_EVICT_COOL_TIME_SECONDS = 20
 # How often a --node-slo-config file is checked for changes, seconds.
 NODE_SLO_POLL_SECONDS = 1.0
+# A NodeSLO document larger than this is refused (a real one is a few KiB).
+NODE_SLO_MAX_BYTES = 1 << 20
+# How much of a refusal's reason /api/v1/nodeslo and the logs quote.
+NODE_SLO_ERROR_CHARS = 512
 
 # Runtime hooks (koordlet's NRI plugin identity and flags).
 NRI_PLUGIN_NAME = "koordlet_nri"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from types import MappingProxyType
 from typing import Sequence
 
 import structlog
 
-from koordlet.agent import Module, Readiness, StartupError
+from koordlet.agent import Degradable, Module, Readiness, StartupError
 from koordlet.config import defaults
 
 log = structlog.get_logger(__name__)
@@ -33,8 +34,10 @@ class Daemon:
         self._modules.append(module)
 
     def readiness(self) -> Readiness:
+        degraded = {m.name: why for m in self._started if isinstance(m, Degradable) and (why := m.degraded())}
         return Readiness(tuple(m.name for m in self._started if not _is_ready(m))
-                         + tuple(m.name for m in self._modules if m not in self._started))
+                         + tuple(m.name for m in self._modules if m not in self._started),
+                         MappingProxyType(degraded))
 
     def request_stop(self) -> None:
         self._stop_requested.set()

@@ -12,8 +12,6 @@ Nothing below this module imports it.
 from __future__ import annotations
 
 import asyncio
-import os
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import structlog
@@ -26,6 +24,7 @@ from koordlet.config import Config, parse_addr
 from koordlet.daemon.executor_module import ExecutorModule
 from koordlet.daemon.lifecycle import Daemon
 from koordlet.daemon.sdnotify import notify
+from koordlet.daemon.state_dir import StateDirLock, prepare_state_dir
 from koordlet.hubs import Hubs, Routes
 from koordlet.metriccache.module import MetricCacheModule
 from koordlet.metriccache.options import MetricCacheOptions
@@ -46,16 +45,6 @@ from system.host import Host
 from system.perf_access import raise_fd_limit
 
 log = structlog.get_logger(__name__)
-
-
-def prepare_state_dir(path: Path) -> None:
-    """Create the state directory (0700) or fail with a clear error."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StartupError(f"cannot create state dir {path}: {exc.strerror or exc}", exit_code=2) from exc
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise StartupError(f"state dir {path} is not writable", exit_code=2)
 
 
 def host_of(config: Config) -> Host:
@@ -82,10 +71,12 @@ def build_hubs(config: Config, registry: CollectorRegistry, http: Routes,
     log.info("states_informer_expects", sources=sorted(source.value for source in expected))
     states = PodStore(node_from_facts(config.common.node_name, facts), expected=expected,
                       on_cgroup_gone=executor.forget_cgroup)
+    node_slo = node_slo_for(config)
+    node_slo.count_refusals_on(registry)
     return Hubs(config=config, host=host, facts=facts, registry=registry, http=http, fd_pool=pool,
                 executor=executor, states=states, metric_cache=MetricStore(retention_for(
                     config[MetricCacheOptions], config[AdvisorOptions].collect_res_used_interval_seconds)),
-                node_slo=node_slo_for(config), be_suppress=BESuppressBoard())
+                node_slo=node_slo, be_suppress=BESuppressBoard())
 
 
 def hub_modules(hubs: Hubs) -> list[Module]:
@@ -129,8 +120,10 @@ async def run(config: Config) -> int:
     unbuilt = config.common.feature_gates.enabled_unimplemented()
     if unbuilt:  # say so: an operator must not believe these features are running
         log.warning("feature_gates_not_implemented", gates=list(unbuilt))
+    lock = StateDirLock(config.common.state_dir)
     try:
         prepare_state_dir(config.common.state_dir)
+        lock.acquire()
     except StartupError as exc:
         log.error("startup_failed", error=str(exc))
         return exc.exit_code
@@ -141,6 +134,7 @@ async def run(config: Config) -> int:
     await _notify_when_started(daemon, task)
     code = await task
     notify("STOPPING=1")
+    lock.release()
     log.info("koordlet_exiting", exit_code=code)
     return code
 

@@ -35,7 +35,20 @@ _SCHEMA = (
 
 
 class PersistenceError(RuntimeError):
-    """The sample file cannot be used (corrupt, newer schema, unwritable)."""
+    """The sample file cannot be used. `corrupt`: the file itself is bad (not a database,
+    malformed, a schema this version cannot read); otherwise the environment is (a full
+    or read-only disk, permissions, IO): the file is kept and opening it is tried again."""
+
+    def __init__(self, message: str, corrupt: bool) -> None:
+        super().__init__(message)
+        self.corrupt = corrupt
+
+
+def _roll_back(db: sqlite3.Connection) -> None:
+    """Undo an open transaction; sqlite may already have (a full disk at COMMIT), and a
+    ROLLBACK then would only hide the first error behind "no transaction is active"."""
+    if db.in_transaction:
+        db.execute("ROLLBACK")
 
 
 def _labels_text(key: SeriesKey) -> str:
@@ -57,8 +70,10 @@ class SqlitePersistence:
             for statement in _SCHEMA:
                 self._db.execute(statement)
             self._check_version()
-        except sqlite3.DatabaseError as exc:
-            raise PersistenceError("metric cache file %s: %s" % (path, exc)) from exc
+        except sqlite3.OperationalError as exc:  # cannot open, disk full, read-only, IO, locked
+            raise PersistenceError("metric cache file %s: %s" % (path, exc), corrupt=False) from exc
+        except sqlite3.DatabaseError as exc:  # not a database, malformed
+            raise PersistenceError("metric cache file %s: %s" % (path, exc), corrupt=True) from exc
         self._ids: dict[SeriesKey, int] = {}
 
     def _check_version(self) -> None:
@@ -66,7 +81,8 @@ class SqlitePersistence:
         if row is None:
             self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
         elif row[0] != str(SCHEMA_VERSION):
-            raise PersistenceError("schema version %s, this koordlet reads %d" % (row[0], SCHEMA_VERSION))
+            raise PersistenceError("schema version %s, this koordlet reads %d" % (row[0], SCHEMA_VERSION),
+                                   corrupt=True)
 
     def close(self) -> None:
         self._db.close()
@@ -98,7 +114,7 @@ class SqlitePersistence:
             count = len(batch)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _roll_back(db)
             self._ids.clear()  # ids created in the rolled-back transaction are gone
             raise
         return count
@@ -118,7 +134,7 @@ class SqlitePersistence:
                     db.execute("DELETE FROM series WHERE id = ?", (row[0],))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _roll_back(db)
             self._ids.clear()
             raise
 
@@ -134,7 +150,7 @@ class SqlitePersistence:
             db.execute("DELETE FROM series WHERE id NOT IN (SELECT DISTINCT series_id FROM samples)")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _roll_back(db)
             raise
         self._ids.clear()
         return deleted

@@ -1,10 +1,9 @@
 """The ORM checkpoint: every allocation, written atomically with a checksum.
 
 Format (JSON): {"version": 1, "data": {"entries": [Allocation.to_json()...]},
-"checksum": sha256 of the canonical JSON of "data"}. Written as temp file + fsync +
-rename + fsync of the directory, so a crash leaves the old or the new file, never half.
-A file that does not verify is moved aside (<name>.corrupt-<unix time ns>) and reported;
-it is never trusted.
+"checksum": sha256 of the canonical JSON of "data"}. Written by util.durable.write_atomically, so a crash leaves the old or the new file, never
+half. A file that does not verify (or a directory in its place) is moved aside
+(<name>.corrupt-<unix time ns>, the newest few kept) and reported; it is never trusted.
 """
 
 from __future__ import annotations
@@ -13,13 +12,13 @@ import hashlib
 import json
 import os
 import threading
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import structlog
 
 from koordlet.orm.allocation import Allocation, canonical_json
+from koordlet.util.durable import move_aside, write_atomically
 from system.errors import InvalidValue
 
 log = structlog.get_logger(__name__)
@@ -78,6 +77,7 @@ class CheckpointStore:
         self._write_lock = threading.Lock()
         self._written_generation = -1
         self._durable_generation = -1  # the newest generation whose write has completed
+        self.write_error: str | None = None  # why the last write failed (a full disk...), None once one works
 
     @property
     def durable_generation(self) -> int:
@@ -89,35 +89,39 @@ class CheckpointStore:
     def write_blob(self, blob: bytes, generation: int | None = None) -> bool:
         """Write `blob` durably; False (nothing written) when a newer generation is already on disk."""
         with self._write_lock:
+            previous = self._written_generation
             if generation is not None:
                 if generation <= self._written_generation:
                     return False
                 self._written_generation = generation
-            self._write(blob)
+            try:
+                self._write(blob)
+            except OSError as exc:
+                self._written_generation = previous  # not on disk: a later write may try again
+                if self.write_error is None:
+                    log.error("orm_checkpoint_write_failed", path=str(self.path), error=exc.strerror or str(exc))
+                self.write_error = "checkpoint %s: %s" % (self.path, exc.strerror or exc)
+                raise
+            if self.write_error is not None:
+                log.info("orm_checkpoint_write_recovered", path=str(self.path))
+                self.write_error = None
             if generation is not None:
                 self._durable_generation = generation
             return True
 
     def _write(self, blob: bytes) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(blob)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(self.path, blob)
 
     def load(self) -> tuple[Allocation, ...]:
-        """The checkpointed allocations; () when there is none or it was corrupt (moved aside)."""
+        """The checkpointed allocations; () when there is none, or when what is there is not
+        a checkpoint (a directory, a corrupt file: moved aside). A file that exists but cannot
+        be read (permissions, IO) raises OSError: the caller decides (it is kept)."""
+        if os.path.lexists(self.path) and not self.path.is_file():
+            aside = move_aside(self.path)
+            log.error("orm_checkpoint_corrupt", path=str(self.path), moved_to=str(aside),
+                      reason="not a regular file")
+            return ()
         try:
             blob = self.path.read_bytes()
         except FileNotFoundError:
@@ -125,8 +129,7 @@ class CheckpointStore:
         try:
             entries = decode(blob)
         except CorruptCheckpoint as exc:
-            aside = self.path.with_name("%s.corrupt-%d" % (self.path.name, time.time_ns()))
-            os.replace(self.path, aside)
+            aside = move_aside(self.path)
             log.error("orm_checkpoint_corrupt", path=str(self.path), moved_to=str(aside), reason=str(exc))
             return ()
         log.info("orm_checkpoint_loaded", path=str(self.path), entries=len(entries))

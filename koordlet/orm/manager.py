@@ -296,6 +296,10 @@ class Orm:
             self.store.write_blob(encode_rows(self.table.canonical_entries()), self.table.generation)
         self._notify()
 
+    def make_durable(self) -> None:
+        """Write the table now if the checkpoint lags it (after a failed write)."""
+        self._make_durable()
+
     def _make_durable(self) -> None:
         """Write the table now unless the checkpoint already holds this generation (a write
         of it in flight in a worker thread finishes first: the store serialises writes)."""

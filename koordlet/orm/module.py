@@ -80,6 +80,7 @@ class OrmModule:
         self._reconciler: Periodic | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._ready = False
+        self._load_error: str | None = None
 
     @property
     def allocations(self) -> OrmAllocations:
@@ -112,7 +113,11 @@ class OrmModule:
                 self._registry, lambda: len(orm.allocations.online_cpus - orm.allocations.shared_pool()),
                 lambda: sum(1 for p in orm.plugins.values() if not p.stopped))
         assert orm.store is not None
-        orm.restore(orm.store.load())
+        try:
+            orm.restore(orm.store.load())
+        except OSError as exc:  # there, but unreadable: kept as it is; the runtime's cpusets are adopted
+            self._load_error = "checkpoint %s unreadable: %s" % (orm.store.path, exc.strerror or exc)
+            log.error("orm_checkpoint_unreadable", path=str(orm.store.path), error=exc.strerror or str(exc))
         if self._states is not None and self._states.synced():
             await orm.reconcile(p.uid for p in self._states.pods())
         try:
@@ -165,7 +170,15 @@ class OrmModule:
             await self._kubelet.close()
 
     def ready(self) -> bool:
-        return self._ready and self._reconciler is not None and self._reconciler.alive()
+        """Running, and able to keep what it decides: a checkpoint it cannot write means
+        admissions fail, and the node must say so."""
+        store = self.orm.store if self.orm is not None else None
+        writable = store is None or store.write_error is None
+        return self._ready and writable and self._reconciler is not None and self._reconciler.alive()
+
+    def degraded(self) -> str | None:
+        store = self.orm.store if self.orm is not None else None
+        return (store.write_error if store is not None else None) or self._load_error
 
     # ------------------------------------------------------------ what other agents call
 
@@ -268,6 +281,9 @@ class OrmModule:
         refresh the allocations of plugins that asked to be reconciled."""
         if self.orm is None:
             return
+        store = self.orm.store
+        if store is not None and store.write_error is not None:
+            await asyncio.to_thread(self.orm.make_durable)  # retried every round until the disk takes it
         if self._states is not None and self._states.synced():
             pods = self._states.pods()
             await self.orm.reconcile(p.uid for p in pods)

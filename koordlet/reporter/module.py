@@ -41,7 +41,7 @@ from koordlet.reporter.overcommit_load import node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
 from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
-from koordlet.reporter.standalone import LatestReports, write_atomically
+from koordlet.reporter.standalone import LatestReports, write_report_file
 from koordlet.reporter.steps import run_steps_on_loop
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.util.kube_client import KubeClientError
@@ -216,7 +216,7 @@ class ReportsModule:
         path = self._settings.output_file
         assert path is not None
         try:
-            await asyncio.to_thread(write_atomically, path, self._latest.file_document())
+            await asyncio.to_thread(write_report_file, path, self._latest.file_document())
         except OSError as exc:
             self._metrics.count("nodemetric", "file", "failed")
             log.error("report_file_failed", path=str(path), error=str(exc))

@@ -12,8 +12,6 @@ Until the first figures exist the routes answer 503 with the reason, never a mad
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +19,7 @@ from typing import Any, Callable
 from koordlet.reporter.batch import BatchResources
 from koordlet.reporter.overcommit import OvercommitResult
 from koordlet.server.http_endpoint import Reply, Routes, json_reply
+from koordlet.util.durable import write_atomically
 
 NODEMETRIC_ROUTE = "/apis/v1/nodemetric"
 OVERCOMMIT_ROUTE = "/apis/v1/overcommit"
@@ -71,21 +70,9 @@ def _or_not_ready(document: dict[str, Any] | None, reason: str) -> Reply:
     return json_reply(document)
 
 
-def write_atomically(path: Path, document: dict[str, Any]) -> None:
-    """Temp file in the same directory, fsync, rename over `path`: a reader sees the old
-    file or the new one, never half of one. Blocking: call it from a worker thread."""
+def write_report_file(path: Path, document: dict[str, Any]) -> None:
+    """The reports as one JSON file, replaced atomically (util.durable). Blocking: call it
+    from a worker thread."""
     data = json.dumps(document, separators=(",", ":"), sort_keys=True).encode() + b"\n"
-    fd, temp = tempfile.mkstemp(prefix="." + path.name + ".", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomically(path, data, mode=0o644)
+

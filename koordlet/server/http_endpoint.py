@@ -3,6 +3,13 @@ routes that modules add (`add_route`), such as /api/v1/pods.
 
 HTTP/1.1 parsing is h11's (a sans-IO state machine); this module owns only the
 socket and the routing. Everything runs on the daemon's event loop.
+
+Limits (koordlet.config.defaults): a request's head must arrive whole within
+HTTP_HEAD_TIMEOUT_SECONDS of its first byte, an idle keep-alive connection is closed
+after HTTP_IDLE_TIMEOUT_SECONDS, at most HTTP_MAX_CONNECTIONS are served at once and the
+last HTTP_PROBE_RESERVE of those answer only the probes (/healthz, /readyz). No route takes
+a body: a request that carries one is answered (405, or 413 for GET/HEAD) and the
+connection closed without reading it.
 """
 
 from __future__ import annotations
@@ -49,7 +56,14 @@ class Routes(Protocol):
     def add_route(self, path: str, handler: RouteHandler) -> None: ...
 
     def add_metrics_text(self, render: Callable[[], bytes]) -> None: ...
+
 _BUILT_IN = frozenset({"/metrics", "/healthz", "/readyz"})
+_PROBES = frozenset({"/healthz", "/readyz"})
+# what a log line or an error answer quotes of a request, at most
+_QUOTED = 120
+
+
+
 
 
 class HttpEndpoint:
@@ -58,7 +72,17 @@ class HttpEndpoint:
     name = "http"
 
     def __init__(self, host: str | None, port: int, registry: CollectorRegistry,
-                 readiness: Callable[[], Readiness]) -> None:
+                 readiness: Callable[[], Readiness], *,
+                 head_timeout: float = defaults.HTTP_HEAD_TIMEOUT_SECONDS,
+                 idle_timeout: float = defaults.HTTP_IDLE_TIMEOUT_SECONDS,
+                 max_connections: int = defaults.HTTP_MAX_CONNECTIONS,
+                 probe_reserve: int = defaults.HTTP_PROBE_RESERVE) -> None:
+        if not 0 <= probe_reserve < max_connections:
+            raise ValueError("the probe reserve must be below the connection cap")
+        self._head_timeout = head_timeout
+        self._idle_timeout = idle_timeout
+        self._max_connections = max_connections
+        self._probe_reserve = probe_reserve
         self._host = host
         self._port = port
         self._registry = registry
@@ -97,6 +121,7 @@ class HttpEndpoint:
         log.info("http_listening", addr=[sock.getsockname()[:2] for sock in self._server.sockets])
 
     async def stop(self) -> None:
+        """Stop listening and close every client connection (their tasks end quietly)."""
         if self._server is None:
             return
         self._server.close()
@@ -105,6 +130,10 @@ class HttpEndpoint:
         await asyncio.gather(*self._connections, return_exceptions=True)
         await self._server.wait_closed()
         self._server = None
+
+    @property
+    def connections(self) -> int:
+        return len(self._connections)
 
     def ready(self) -> bool:
         return self._server is not None
@@ -123,10 +152,13 @@ class HttpEndpoint:
             return Reply(200, b"ok\n"), False
         if path == "/readyz":
             state = self._readiness()
-            if state.ready:
-                return Reply(200, b'{"ready":true}\n', "application/json"), False
-            body = json.dumps({"ready": False, "notReady": list(state.not_ready)}).encode() + b"\n"
-            return Reply(503, body, "application/json"), False
+            answer: dict[str, object] = {"ready": state.ready}
+            if not state.ready:
+                answer["notReady"] = list(state.not_ready)
+            if state.degraded:
+                answer["degraded"] = dict(state.degraded)
+            body = json.dumps(answer, separators=(",", ":")).encode() + b"\n"
+            return Reply(200 if state.ready else 503, body, "application/json"), False
         handler = self._routes.get(path)
         if handler is None:
             return Reply(404, b"not found\n"), False
@@ -140,38 +172,70 @@ class HttpEndpoint:
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if len(self._connections) >= self._max_connections:
+            writer.close()  # over the cap: not even a probe (the reserve is below it)
+            return
+        probes_only = len(self._connections) >= self._max_connections - self._probe_reserve
         self._connections.add(task)
         conn = h11.Connection(h11.SERVER)
         try:
-            await self._conversation(conn, reader, writer)
+            await self._conversation(conn, reader, writer, probes_only)
         except (ConnectionError, asyncio.TimeoutError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            pass  # the endpoint is stopping: the connection just closes
         except h11.RemoteProtocolError as exc:
-            log.debug("http_bad_request", error=str(exc))
+            log.debug("http_bad_request", error=str(exc)[:_QUOTED])
             await _try_send_error(conn, writer, exc.error_status_hint)
         finally:
             self._connections.discard(task)
             writer.close()
 
     async def _conversation(self, conn: h11.Connection, reader: asyncio.StreamReader,
-                            writer: asyncio.StreamWriter) -> None:
-        request: h11.Request | None = None
+                            writer: asyncio.StreamWriter, probes_only: bool) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._idle_timeout  # idle until a request's first byte
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                data = await asyncio.wait_for(reader.read(_READ_CHUNK), defaults.HTTP_IDLE_TIMEOUT_SECONDS)
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return  # the head took too long, or the connection sat idle: close it
+                data = await asyncio.wait_for(reader.read(_READ_CHUNK), remaining)
+                if data and conn.their_state is h11.IDLE and not conn.trailing_data[0]:
+                    deadline = min(deadline, loop.time() + self._head_timeout)
                 conn.receive_data(data)
                 continue
             if isinstance(event, h11.Request):
-                request = event
-            elif isinstance(event, h11.EndOfMessage) and request is not None:
-                await self._respond(conn, writer, request)
-                request = None
+                if _has_body(event) or (probes_only and _path(event) not in _PROBES):
+                    await self._refuse(conn, writer, event, probes_only)
+                    return
+                await self._respond(conn, writer, event)
                 if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
                     return
-                conn.start_next_cycle()
+                if conn.their_state is h11.SEND_BODY:
+                    conn.next_event()  # the (empty) EndOfMessage of a bodyless request
+                if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+                    conn.start_next_cycle()
+                deadline = loop.time() + self._idle_timeout
             elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                 return
+
+    async def _refuse(self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request,
+                      probes_only: bool) -> None:
+        """Answer without reading a body, then close: 405/413 for a body, 503 past the reserve."""
+        if probes_only and not _has_body(request):
+            status, body = 503, b"too many connections: only /healthz and /readyz are served\n"
+        elif request.method in (b"GET", b"HEAD"):
+            status, body = 413, b"no route takes a request body\n"
+        else:
+            status, body = 405, b"method not allowed\n"
+        writer.write(conn.send(h11.Response(status_code=status, headers=[
+            ("content-type", "text/plain; charset=utf-8"), ("content-length", str(len(body))),
+            ("connection", "close")])))
+        writer.write(conn.send(h11.Data(data=body)))
+        writer.write(conn.send(h11.EndOfMessage()))
+        await writer.drain()
 
     async def _respond(self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request) -> None:
         accept = _header(request, b"accept-encoding")
@@ -200,6 +264,15 @@ def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:
 
 def _header(request: h11.Request, name: bytes) -> bytes:
     return b",".join(value for key, value in request.headers if key == name)
+
+
+def _has_body(request: h11.Request) -> bool:
+    length = _header(request, b"content-length")
+    return bool(_header(request, b"transfer-encoding")) or (bool(length) and length.strip() != b"0")
+
+
+def _path(request: h11.Request) -> str:
+    return request.target.decode("ascii", "replace").partition("?")[0]
 
 
 async def _try_send_error(conn: h11.Connection, writer: asyncio.StreamWriter, status: int) -> None:

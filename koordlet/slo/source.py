@@ -13,16 +13,20 @@ same `apply` with the node's NodeSLO object in Kubernetes mode.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 import structlog
-import yaml
+from prometheus_client import CollectorRegistry, Counter
 
+from koordlet.config import defaults
 from koordlet.slo.node_slo import NodeSLO, NodeSLOError
 from koordlet.slo.spec import parse_node_slo_spec, spec_of_document
+from koordlet.util import safe_yaml
 from koordlet.util.board import Board
+from koordlet.util.bounded_read import FileRefused, bounded, read_text_file
 from koordlet.util.periodic import FirstRun, Periodic
 
 log = structlog.get_logger(__name__)
@@ -53,11 +57,27 @@ class StaticNodeSLO:
 
 
 def parse_node_slo_text(text: str, origin: str, json_only: bool = False) -> Any:
-    """YAML (or JSON) text to data; NodeSLOError (field "document") when it is neither."""
+    """YAML (or JSON) text to data; NodeSLOError (field "document") when it is neither, when
+    its aliases would expand it beyond a bound, or when it is empty (an empty document is
+    a mistake, not "every default": the last good NodeSLO stays)."""
     try:
-        return json.loads(text) if json_only else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise NodeSLOError("document", f"{origin} is not valid {'JSON' if json_only else 'YAML'}: {exc}") from None
+        data = json.loads(text) if json_only else safe_yaml.load(text)
+    except (ValueError, RecursionError) as exc:
+        kind = "JSON" if json_only else "YAML"
+        raise NodeSLOError("document", bounded(f"{origin} is not valid {kind}: {exc}")) from None
+    if data is None:
+        raise NodeSLOError("document", f"{origin} is empty (no NodeSLO in it)")
+    return data
+
+
+def read_node_slo_file(path: Path) -> Any:
+    """The document in the file (a regular file of at most NODE_SLO_MAX_BYTES, UTF-8),
+    parsed; NodeSLOError naming why not. Blocking: run it off the event loop."""
+    try:
+        text = read_text_file(path, defaults.NODE_SLO_MAX_BYTES)
+    except FileRefused as exc:
+        raise NodeSLOError("document", str(exc)) from None
+    return parse_node_slo_text(text, str(path), json_only=path.suffix == ".json")
 
 
 class ValidatedNodeSLO(StaticNodeSLO):
@@ -69,6 +89,13 @@ class ValidatedNodeSLO(StaticNodeSLO):
     def __init__(self) -> None:
         super().__init__()
         self.last_error: str | None = None
+        self.refusals = 0
+        self._refused: Counter | None = None
+
+    def count_refusals_on(self, registry: CollectorRegistry) -> None:
+        """koordlet_node_slo_refused_total on the daemon's registry."""
+        self._refused = Counter("koordlet_node_slo_refused", "NodeSLO documents refused (the last good one stayed).",
+                                registry=registry)
 
     def apply(self, document: Any, origin: str) -> bool:
         """Validate a NodeSLO object or bare spec; True when it changed the NodeSLO in force."""
@@ -83,8 +110,11 @@ class ValidatedNodeSLO(StaticNodeSLO):
         return changed
 
     def refuse(self, error: NodeSLOError, origin: str) -> bool:
-        self.last_error = str(error)
-        log.error("node_slo_rejected", origin=origin, field=error.field, error=str(error),
+        self.last_error = bounded(str(error), defaults.NODE_SLO_ERROR_CHARS)
+        self.refusals += 1
+        if self._refused is not None:
+            self._refused.inc()
+        log.error("node_slo_rejected", origin=origin, field=bounded(error.field), error=self.last_error,
                   kept="last good NodeSLO")
         return False
 
@@ -110,26 +140,25 @@ class NodeSLOFile(ValidatedNodeSLO):
         self._watch = Periodic("nodeslo-file", self.poll, poll_interval, first_run=FirstRun.AFTER_INTERVAL,
                                event="node_slo_poll_failed")
 
-    def reload(self) -> bool:
-        """Read the file now. True when a new document was accepted."""
+    async def reload(self) -> bool:
+        """Read the file now (read and parsed in a worker thread). True when a new document
+        was accepted."""
         self._seen = _identity(self.path)
         origin = str(self.path)
         try:
-            data = parse_node_slo_text(self.path.read_text(), origin, json_only=self.path.suffix == ".json")
-        except OSError as exc:
-            return self.refuse(NodeSLOError("document", f"cannot read {origin}: {exc.strerror or exc}"), origin)
+            data = await asyncio.to_thread(read_node_slo_file, self.path)
         except NodeSLOError as exc:
             return self.refuse(exc, origin)
         return self.apply(data, origin)
 
-    def poll(self) -> bool:
+    async def poll(self) -> bool:
         """Reload when the file's identity changed since the last read."""
         if _identity(self.path) == self._seen:
             return False
-        return self.reload()
+        return await self.reload()
 
     async def start(self) -> None:
-        self.reload()
+        await self.reload()
         self._watch.start()
 
     async def stop(self) -> None:

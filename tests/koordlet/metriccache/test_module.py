@@ -35,7 +35,8 @@ async def test_a_corrupt_file_is_set_aside_and_a_new_one_started(tmp_path: Path)
     module = MetricCacheModule(MetricStore(), tmp_path)
     await module.start()
     assert module.store.persistent
-    assert (tmp_path / (DB_FILE_NAME + ".corrupt")).read_bytes().startswith(b"garbage")
+    (aside,) = tmp_path.glob(DB_FILE_NAME + ".corrupt-*")
+    assert aside.read_bytes().startswith(b"garbage")
     await module.stop()
 
 

@@ -8,6 +8,7 @@ import os
 
 from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 from koordlet.slo.source import NodeSLOFile
+from tests.koordlet.util.test_periodic import until
 
 
 def write(path, text: str, bump: int = 0) -> None:
@@ -16,45 +17,45 @@ def write(path, text: str, bump: int = 0) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + bump))  # same-size edits still look new
 
 
-def test_reload_on_change_and_last_good_kept(tmp_path, capsys):
+async def test_reload_on_change_and_last_good_kept(tmp_path, capsys):
     path = tmp_path / "nodeslo.yaml"
     write(path, "resourceUsedThresholdWithBE: {enable: true, cpuSuppressThresholdPercent: 65,"
                 " cpuSuppressPolicy: cpuset}\n")
     source = NodeSLOFile(path)
     seen: list[NodeSLO] = []
     source.subscribe(seen.append)
-    assert source.reload()
+    assert await source.reload()
     good = source.current()
     assert good.resource_used_threshold_with_be.enable
-    assert source.poll() is False  # unchanged file: not read again
+    assert await source.poll() is False  # unchanged file: not read again
 
     write(path, "resourceUsedThresholdWithBE: {enable: true, cpuSuppressPolicy: cfsQuota}\n", 1)
-    assert source.poll()
+    assert await source.poll()
     assert source.current().resource_used_threshold_with_be.cpu_suppress_policy is CPUSuppressPolicy.CFS_QUOTA
     good = source.current()
 
     write(path, "resourceQOSStrategy: {beClass: {resctrlQOS: {mbaPercent: 55}}}\n", 2)
-    assert source.poll() is False
+    assert await source.poll() is False
     assert source.current() is good
     assert "resourceQOSStrategy.beClass.resctrlQOS.mbaPercent" in (source.last_error or "")
     assert "node_slo_rejected" in capsys.readouterr().out
 
     write(path, "{not yaml", 3)
-    assert source.poll() is False and source.current() is good
+    assert await source.poll() is False and source.current() is good
     path.unlink()
-    assert source.poll() is False and source.current() is good
+    assert await source.poll() is False and source.current() is good
     assert len(seen) == 2  # two accepted changes, nothing for the refused ones
 
 
-def test_json_file_and_whole_object(tmp_path):
+async def test_json_file_and_whole_object(tmp_path):
     path = tmp_path / "nodeslo.json"
     path.write_text(json.dumps({"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO",
                                 "spec": {"cpuBurstStrategy": {"policy": "auto"}}}))
     source = NodeSLOFile(path)
-    source.reload()
+    await source.reload()
     assert source.current().cpu_burst_strategy.policy.value == "auto"
     path.write_text("policy: auto\n")  # YAML is not JSON
-    source.reload()
+    await source.reload()
     assert source.last_error and "not valid JSON" in source.last_error
 
 
@@ -66,17 +67,14 @@ def test_module_watches_the_file(tmp_path):
         source = NodeSLOFile(path, poll_interval=0.01)
         await source.start()
         write(path, "resourceUsedThresholdWithBE: {enable: true}\n", 5)
-        for _ in range(200):
-            if source.current().resource_used_threshold_with_be.enable:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: source.current().resource_used_threshold_with_be.enable)
         await source.stop()
         return source.current().resource_used_threshold_with_be.enable
 
     assert asyncio.run(scenario())
 
 
-def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
+async def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
     from prometheus_client import CollectorRegistry
 
     from koordlet.agent import Readiness
@@ -90,9 +88,9 @@ def test_route_shows_the_nodeslo_in_force_and_the_refusal(tmp_path):
     http = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))
     hubs = hubs_for(parse_args(["--node-slo-config", str(path), "--state-dir", str(tmp_path)]), http=http)
     (source,) = NODE_SLO.build(hubs).modules
-    source.reload()
+    await source.reload()
     write(path, "resourceUsedThresholdWithBE: {enable: true, cpuSuppressThresholdPercent: 650}\n", 9)
-    source.poll()
+    await source.poll()
     reply, _ = http.route("GET", "/api/v1/nodeslo", False)
     body = json.loads(reply.body)
     assert body["spec"]["resourceUsedThresholdWithBE"]["enable"] is True
