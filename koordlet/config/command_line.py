@@ -10,19 +10,21 @@ import json
 import socket
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence
-
-import yaml
+from typing import Any, Iterable, Mapping, NoReturn, Sequence
 
 from koordlet import __version__
+from koordlet.config import safe_yaml
 from koordlet.config.common import CommonOptions, RuntimeOptions
 from koordlet.config.errors import ConfigError
 from koordlet.config.features import describe
 from koordlet.config.option import Declared, declared
+from koordlet.config.reading import FileRefused, bounded, read_text_file
 from koordlet.config.root import Config
 
 BUILT_IN = (CommonOptions, RuntimeOptions)
 CONFIG_FILE_HELP = "a YAML or JSON file with the same keys (dashes or underscores); flags win"
+# a --config file larger than this is refused (a real one is a few KiB)
+CONFIG_FILE_MAX_BYTES = 1 << 20
 
 
 def _all_sections(sections: Iterable[type]) -> tuple[type, ...]:
@@ -42,13 +44,22 @@ def _options(sections: Iterable[type]) -> dict[str, tuple[type, Declared]]:
     return found
 
 
+class _Parser(argparse.ArgumentParser):
+    """An unknown or malformed flag is a ConfigError of one line (exit 2 in main), not
+    argparse's usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message} (see koordlet --help)")
+
+
 def build_parser(sections: Iterable[type] = ()) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="koordlet",
         description="Node-local colocation agent: NRI plugin, cgroup QoS, metrics, topology.",
         epilog="feature gates (name=default (stage)):\n" + describe(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         argument_default=argparse.SUPPRESS,  # only flags given on the command line appear
+        allow_abbrev=False,  # --v is not --version: only whole flag names
     )
     for flag, (_, item) in _options(sections).items():
         parser.add_argument(f"--{flag}", dest=flag, metavar=flag.split("-")[-1].upper(),
@@ -62,14 +73,14 @@ def build_parser(sections: Iterable[type] = ()) -> argparse.ArgumentParser:
 def load_config_file(path: Path, known: Iterable[str]) -> dict[str, Any]:
     """Read a YAML/JSON mapping whose keys are flag names (dashes or underscores)."""
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+        text = read_text_file(path, CONFIG_FILE_MAX_BYTES)
+    except FileRefused as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
     kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ConfigError(f"config file {path} is not valid {kind}: {exc}") from exc
+        data = json.loads(text) if kind == "JSON" else safe_yaml.load(text)
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(bounded(f"config file {path} is not valid {kind}: {exc}")) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -79,7 +90,7 @@ def load_config_file(path: Path, known: Iterable[str]) -> dict[str, Any]:
     for raw_key, value in data.items():
         key = str(raw_key).replace("_", "-")
         if key not in names:
-            raise ConfigError(f"config file {path}: unknown key {raw_key!r}")
+            raise ConfigError(f"config file {path}: unknown key {bounded(repr(raw_key), 80)}")
         result[key] = value
     return result
 

@@ -40,6 +40,10 @@ HTTP_HEAD_TIMEOUT_SECONDS = 5.0
 # closed at once.
 HTTP_MAX_CONNECTIONS = 64
 HTTP_PROBE_RESERVE = 8
+# The fewest file descriptors the daemon starts with: the HTTP cap, plus the runtime, gRPC,
+# sqlite, inotify and event-loop fds, plus a minimal kept-fd pool. Below it the daemon
+# stops at start (exit 2) naming the limit, instead of failing later in odd places.
+MIN_OPEN_FILES = HTTP_MAX_CONNECTIONS + 192
 # Responses larger than this are gzip-compressed when the client accepts it.
 HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).

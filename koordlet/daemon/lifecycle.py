@@ -2,7 +2,8 @@
 
 A module (koordlet.agent.Module) has a `name`, `async start()`, `async stop()` and
 `ready() -> bool`. The daemon starts modules in order, stops them in reverse,
-and turns SIGTERM/SIGINT into an orderly stop.
+and turns SIGTERM/SIGINT into an orderly stop. SIGHUP stops nothing: it is logged and
+handed to the callbacks registered with `on_hangup` (the NodeSLO file is re-read).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from types import MappingProxyType
-from typing import Sequence
+from typing import Callable, Sequence
 
 import structlog
 
@@ -29,6 +30,7 @@ class Daemon:
         self.started = asyncio.Event()  # set once every module has started
         self._grace = shutdown_grace
         self._start_timeout = start_timeout
+        self._hangup: list[Callable[[], object]] = []
 
     def add(self, module: Module) -> None:
         self._modules.append(module)
@@ -39,6 +41,10 @@ class Daemon:
                          + tuple(m.name for m in self._modules if m not in self._started),
                          MappingProxyType(degraded))
 
+    def on_hangup(self, callback: Callable[[], object]) -> None:
+        """`callback()` on every SIGHUP (on the loop)."""
+        self._hangup.append(callback)
+
     def request_stop(self) -> None:
         self._stop_requested.set()
 
@@ -47,6 +53,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._on_signal, signum)
+        loop.add_signal_handler(signal.SIGHUP, self._on_hangup)
         try:
             code = await self._start_all()
             if code != 0:
@@ -57,12 +64,20 @@ class Daemon:
             return 0
         finally:
             await self._stop_all()
-            for signum in (signal.SIGTERM, signal.SIGINT):
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(signum)
 
     def _on_signal(self, signum: int) -> None:
         log.info("stop_signal_received", signal=signal.Signals(signum).name)
         self._stop_requested.set()
+
+    def _on_hangup(self) -> None:
+        log.info("hangup_signal_received", action="re-read files" if self._hangup else "none")
+        for callback in self._hangup:
+            try:
+                callback()
+            except Exception as exc:  # a reload that fails must not stop the daemon
+                log.error("hangup_callback_failed", error=repr(exc))
 
     async def _start_all(self) -> int:
         for module in self._modules:

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from koordlet import __version__
 from koordlet.agent import AgentSpec, Module, StartupError
 from koordlet.agents import AGENTS
-from koordlet.config import Config, parse_addr
+from koordlet.config import Config, defaults, parse_addr
 from koordlet.daemon.executor_module import ExecutorModule
 from koordlet.daemon.lifecycle import Daemon
 from koordlet.daemon.sdnotify import notify
@@ -35,6 +35,7 @@ from koordlet.metricsadvisor.options import AdvisorOptions
 from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.slo.agent import node_slo_for
+from koordlet.slo.source import NodeSLOFile
 from koordlet.statesinformer.node import node_from_facts
 from koordlet.statesinformer.sources import expected_sources
 from koordlet.statesinformer.store import PodStore
@@ -45,6 +46,13 @@ from system.host import Host
 from system.perf_access import raise_fd_limit
 
 log = structlog.get_logger(__name__)
+
+
+def check_open_files(soft_limit: int, needed: int = defaults.MIN_OPEN_FILES) -> None:
+    """StartupError (exit 2) when RLIMIT_NOFILE, raised as far as allowed, is below need."""
+    if soft_limit < needed:
+        raise StartupError(f"RLIMIT_NOFILE is {soft_limit}, the daemon needs at least {needed} "
+                           "(raise it: ulimit -n, or LimitNOFILE= in the unit)", exit_code=2)
 
 
 def host_of(config: Config) -> Host:
@@ -106,10 +114,13 @@ def build_daemon(config: Config, agents: Iterable[AgentSpec] = AGENTS,
     daemon = Daemon()
     bind_host, port = parse_addr(config.common.addr)
     http = HttpEndpoint(bind_host, port, registry, daemon.readiness)
+    http.bind()  # before anything starts: a port in use is found at once
     hubs = build_hubs(config, registry, http, facts=facts)
     for module in hub_modules(hubs) + build_agents(hubs, agents):
         daemon.add(module)
-    daemon.add(http)  # last: routes are all added once it listens
+    daemon.add(http)  # last: routes are all added once it serves (it listens already)
+    if isinstance(hubs.node_slo, NodeSLOFile):
+        daemon.on_hangup(hubs.node_slo.reread)
     return daemon
 
 
@@ -122,14 +133,21 @@ async def run(config: Config) -> int:
         log.warning("feature_gates_not_implemented", gates=list(unbuilt))
     lock = StateDirLock(config.common.state_dir)
     try:
+        check_open_files(raise_fd_limit())
         prepare_state_dir(config.common.state_dir)
         lock.acquire()
     except StartupError as exc:
         log.error("startup_failed", error=str(exc))
         return exc.exit_code
+    asyncio.get_running_loop().set_exception_handler(_log_loop_exception)
     facts = HostFacts(host_of(config))
     facts.log()
-    daemon = build_daemon(config, facts=facts)
+    try:
+        daemon = build_daemon(config, facts=facts)
+    except StartupError as exc:
+        lock.release()
+        log.error("startup_failed", error=str(exc))
+        return exc.exit_code
     task = asyncio.ensure_future(daemon.run())
     await _notify_when_started(daemon, task)
     code = await task
@@ -151,6 +169,14 @@ async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> Non
     if daemon.started.is_set():
         notify("READY=1")
     started.cancel()
+
+
+def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """What asyncio would print as a raw traceback (a task's exception nobody retrieved, a
+    callback that raised): one structured event instead."""
+    exc = context.get("exception")
+    log.error("asyncio_unhandled", message=str(context.get("message", ""))[:200],
+              error=repr(exc) if exc is not None else None, task=repr(context.get("task") or context.get("future"))[:200])
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:

@@ -188,6 +188,11 @@ class CPUSuppress:
             return
         be_dir = ctx.dirs.besteffort
         result = ctx.executor.update_levels(self.quota_levels(ctx, UNLIMITED_QUOTA), use_cache=False)
+        if result.outcomes[0] is Outcome.GONE:  # no tier: nothing is suppressed, nothing to restore
+            self._tier_absent(be_dir)
+            self.in_force[CPUSuppressPolicy.CFS_QUOTA] = False
+            publish_quota(ctx, UNLIMITED_QUOTA)
+            return
         if result.outcomes[0] in (Outcome.WRITTEN, Outcome.SKIPPED):
             self.in_force[CPUSuppressPolicy.CFS_QUOTA] = False
             publish_quota(ctx, UNLIMITED_QUOTA)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import socket as socket_module
+import stat
 from pathlib import Path
 
 import grpc
@@ -18,7 +19,9 @@ def socket_mode(group: int | None) -> int:
 async def serve_unix(server: grpc.aio.Server, socket: Path, mode: int = 0o600, group: int | None = None) -> None:
     """Bind `server` on a unix socket (replacing a stale one) with `mode` (and `group`), and start it."""
     socket.parent.mkdir(parents=True, exist_ok=True)
-    if socket.exists() or socket.is_symlink():
+    if os.path.lexists(socket):
+        if not stat.S_ISSOCK(os.lstat(socket).st_mode):  # never remove what is not ours to remove
+            raise OSError(errno.EEXIST, "%s exists and is not a socket" % socket)
         if _someone_listens(socket):
             raise OSError(errno.EADDRINUSE, "another process serves %s" % socket)
         socket.unlink()  # stale: left by a process that died

@@ -18,6 +18,7 @@ import asyncio
 import errno
 import gzip
 import json
+import socket
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -88,6 +89,7 @@ class HttpEndpoint:
         self._registry = registry
         self._readiness = readiness
         self._server: asyncio.base_events.Server | None = None
+        self._sock: socket.socket | None = None
         self._connections: set[asyncio.Task] = set()
         self._routes: dict[str, RouteHandler] = {}
         self._metrics_text: list[Callable[[], bytes]] = []
@@ -107,18 +109,32 @@ class HttpEndpoint:
 
     @property
     def bound_port(self) -> int | None:
-        if self._server is None or not self._server.sockets:
+        if self._sock is None:
             return None
-        return self._server.sockets[0].getsockname()[1]
+        return int(self._sock.getsockname()[1])
 
-    async def start(self) -> None:
+    def bind(self) -> None:
+        """Take the address now, before any other module starts (a port in use is found at
+        once, exit 2); requests are served from start() on."""
+        if self._sock is not None:
+            return
         try:
-            self._server = await asyncio.start_server(self._serve_connection, self._host, self._port,
-                                                      reuse_address=True)
+            if self._host is None and socket.has_dualstack_ipv6():
+                sock = socket.create_server(("", self._port), family=socket.AF_INET6, dualstack_ipv6=True)
+            else:
+                family = socket.AF_INET6 if self._host and ":" in self._host else socket.AF_INET
+                sock = socket.create_server((self._host or "", self._port), family=family)
         except OSError as exc:
             why = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
             raise StartupError(f"cannot listen on {self._host or '*'}:{self._port}: {why}", exit_code=2) from exc
-        log.info("http_listening", addr=[sock.getsockname()[:2] for sock in self._server.sockets])
+        sock.set_inheritable(False)
+        self._sock = sock
+
+    async def start(self) -> None:
+        self.bind()
+        assert self._sock is not None
+        self._server = await asyncio.start_server(self._serve_connection, sock=self._sock)
+        log.info("http_listening", addr=[s.getsockname()[:2] for s in self._server.sockets])
 
     async def stop(self) -> None:
         """Stop listening and close every client connection (their tasks end quietly)."""
@@ -130,6 +146,7 @@ class HttpEndpoint:
         await asyncio.gather(*self._connections, return_exceptions=True)
         await self._server.wait_closed()
         self._server = None
+        self._sock = None
 
     @property
     def connections(self) -> int:

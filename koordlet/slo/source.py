@@ -21,12 +21,11 @@ from typing import Any, Callable, Protocol
 import structlog
 from prometheus_client import CollectorRegistry, Counter
 
-from koordlet.config import defaults
+from koordlet.config import defaults, safe_yaml
+from koordlet.config.reading import FileRefused, bounded, read_text_file
 from koordlet.slo.node_slo import NodeSLO, NodeSLOError
 from koordlet.slo.spec import parse_node_slo_spec, spec_of_document
-from koordlet.util import safe_yaml
 from koordlet.util.board import Board
-from koordlet.util.bounded_read import FileRefused, bounded, read_text_file
 from koordlet.util.periodic import FirstRun, Periodic
 
 log = structlog.get_logger(__name__)
@@ -160,6 +159,11 @@ class NodeSLOFile(ValidatedNodeSLO):
     async def start(self) -> None:
         await self.reload()
         self._watch.start()
+
+    def reread(self) -> None:
+        """Read the file again at once, changed or not (SIGHUP)."""
+        self._seen = None
+        self._watch.wake()
 
     async def stop(self) -> None:
         await self._watch.stop()

@@ -43,7 +43,7 @@ def test_runtime_hook_flags_and_socket_alias(tmp_path: Path) -> None:
     for bad in (["--runtime-hooks-nri-plugin-index", "7"], ["--runtime-hooks-reconcile-interval", "soon"]):
         with pytest.raises(ConfigError):
             parse_args(bad)
-    with pytest.raises(SystemExit):
+    with pytest.raises(ConfigError, match="invalid choice: 'sometimes'"):
         parse_args(["--runtime-hooks-mode", "sometimes"])
 
 

@@ -1,4 +1,4 @@
-"""Reading a file the daemon is told to read (a NodeSLO document, a config file), safely.
+"""Reading a file the daemon is told to read (a config file, a NodeSLO document), safely.
 
 The path may hold anything: a FIFO that would block forever, a device, a file far too
 large to parse on the event loop, bytes that are not text. `read_text_file` opens without

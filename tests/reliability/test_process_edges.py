@@ -1,0 +1,133 @@
+"""The daemon as a process at its edges: a file-descriptor limit too low, bad flags and
+files, a port in use, a second daemon on the same state dir, SIGHUP, and SIGTERM with
+clients connected. Each ends in one clear line (exit 2) or carries on, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.koordlet.daemon_process import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def koordlet(*args: str, preexec=None, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "koordlet", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=PROJECT_ROOT, preexec_fn=preexec,
+                          env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
+
+
+def base(tmp_path, *extra: str) -> list[str]:
+    return ["--addr", "127.0.0.1:0", "--state-dir", str(tmp_path / "state"), "--cgroup-root-dir",
+            str(tmp_path / "none"), "--cri-endpoint", "", "--log-format", "json", *extra]
+
+
+def one_line_exit_2(result: subprocess.CompletedProcess, needle: str) -> None:
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and needle in result.stderr
+
+
+def test_too_few_file_descriptors_is_one_line_and_exit_2(tmp_path):
+    import resource
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (20, 20))
+
+    one_line_exit_2(koordlet(*base(tmp_path), preexec=low_limit), "RLIMIT_NOFILE is 20")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--kubelet-pods-url", "ht!tp://x"], "kubelet-pods-url"),
+    (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["--report-interval-seconds", "1"], "at least 30"),
+])
+def test_bad_flags_are_one_line_and_exit_2(tmp_path, args, needle):
+    result = koordlet(*base(tmp_path, *args))
+    one_line_exit_2(result, needle)
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_config_file_of_random_bytes_is_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_bytes(os.urandom(4096))
+    one_line_exit_2(koordlet(*base(tmp_path, "--config", str(path))), "cannot read config file")
+
+
+def test_a_port_in_use_is_found_before_any_module_starts(tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    try:
+        args = base(tmp_path)
+        args[1] = "127.0.0.1:%d" % port
+        result = koordlet(*args)
+    finally:
+        taken.close()
+    one_line_exit_2(result, "address already in use")
+    assert "module_started" not in result.stderr
+
+
+def spawn(tmp_path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "koordlet", *base(tmp_path, *extra)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
+
+
+def wait_for_line(proc: subprocess.Popen, event: str, deadline_s: float = 60) -> dict:
+    deadline = time.monotonic() + deadline_s
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise AssertionError("a line that is not JSON: %r" % line) from None
+        if record.get("event") == event:
+            return record
+    raise AssertionError("no %s line" % event)
+
+
+def test_a_second_daemon_on_the_same_state_dir_exits_2(tmp_path):
+    first = spawn(tmp_path)
+    try:
+        wait_for_line(first, "daemon_started")
+        one_line_exit_2(koordlet(*base(tmp_path)), "another koordlet")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+
+
+def test_sighup_is_logged_and_the_daemon_carries_on_then_sigterm_with_clients_is_quiet(tmp_path):
+    proc = spawn(tmp_path)
+    try:
+        started = wait_for_line(proc, "http_listening")
+        wait_for_line(proc, "daemon_started")
+        proc.send_signal(signal.SIGHUP)
+        wait_for_line(proc, "hangup_signal_received")
+        assert proc.poll() is None
+        host, port = started["addr"][0]
+        clients = []
+        for _ in range(50):
+            client = socket.create_connection((host, port))
+            client.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")  # keep-alive, held open
+            clients.append(client)
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert "Traceback" not in rest and "CancelledError" not in rest
+        for line in rest.splitlines():
+            json.loads(line)  # every line, the stdlib's too, is one structured event
+    finally:
+        if proc.poll() is None:
+            proc.kill()
