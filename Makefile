@@ -11,7 +11,7 @@ RUN_ADDR := $(if $(findstring --addr,$(ARGS)),,--addr 127.0.0.1:9316)
 # Extra pytest arguments for `make test`, e.g. make test PYTEST_ARGS="-k nri -x"
 PYTEST_ARGS ?=
 
-.PHONY: run test lint install install-test proto bench mutation clean docs
+.PHONY: run test lint stress-test install install-test proto bench mutation clean docs
 
 # The perf C extension (cffi) compiles against Python.h: Debian ships it in pythonX.Y-dev.
 HAS_HEADERS := import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
@@ -45,6 +45,10 @@ run: install
 
 test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The whole suite 5 times with 4 CPU-bound loops alongside: it must hold on a busy machine.
+stress-test: install-test
+	$(PY) tests/stress.py --runs 5 --loops 4 -- $(PYTEST_ARGS)
 
 # Type check (mypy, setup.cfg [mypy]) and lint (ruff, pyproject.toml): part of `make test`.
 lint: install-test

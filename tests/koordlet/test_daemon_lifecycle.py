@@ -8,6 +8,7 @@ import signal
 
 from koordlet.agent import StartupError
 from koordlet.daemon.lifecycle import Daemon
+from tests.polling import until
 
 
 class Recorder:
@@ -31,7 +32,7 @@ async def test_modules_start_in_order_and_stop_in_reverse():
     journal = []
     daemon = Daemon([Recorder("a", journal), Recorder("b", journal)])
     runner = asyncio.create_task(daemon.run())
-    await asyncio.sleep(0.01)
+    await until(daemon.started.is_set)
     assert daemon.readiness().ready
     daemon.request_stop()
     assert await asyncio.wait_for(runner, 2) == 0
@@ -56,7 +57,7 @@ async def test_readiness_names_modules_that_are_not_ready():
     daemon = Daemon([Recorder("a", journal), Recorder("b", journal, is_ready=False)])
     assert daemon.readiness().not_ready == ("a", "b")  # nothing started yet
     runner = asyncio.create_task(daemon.run())
-    await asyncio.sleep(0.01)
+    await until(daemon.started.is_set)
     assert daemon.readiness().not_ready == ("b",)
     daemon.request_stop()
     await asyncio.wait_for(runner, 2)

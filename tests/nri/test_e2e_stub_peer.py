@@ -219,10 +219,9 @@ async def test_update_containers_inside_a_handler_is_refused_not_deadlocked(sock
         task = await stub.start(timeout=T)
         try:
             (p,) = await peer.wait_plugins(1, timeout=T)
-            loop = asyncio.get_running_loop()
-            t0 = loop.time()
             await asyncio.wait_for(peer.stop_container(pod, ctr), T)
-            assert loop.time() - t0 < 1.0  # not the 2 s request timeout
+            # refused at once: a deadlock would have run into the runtime's request timeout,
+            # and the runtime closes a plugin that misses it
             assert isinstance(plugin.update_error, UpdateInsideHandler)
             assert not p.is_closed and p.record.unsolicited == []
         finally:
@@ -256,14 +255,18 @@ async def test_peer_restart_makes_the_plugin_reconnect_and_resynchronize(socket_
 
 
 async def test_slow_handler_is_answered_by_the_deadline_guard_and_stays_connected(socket_path):
+    release = asyncio.Event()
+
     class Slow(ColocationPlugin):
         async def create_container(self, pod, container):
             if container.name == "slow":
-                await asyncio.sleep(1.5)
+                await release.wait()  # slower than any deadline, until the test says
             return await super().create_container(pod, container)
 
     pod = make_pod(1)
-    async with RuntimePeer(socket_path, PeerConfig(request_timeout=0.4)) as peer:
+    # the runtime closes a plugin that misses its request timeout: staying connected is the
+    # proof the guard answered in time (a time budget in the test would race a busy machine)
+    async with RuntimePeer(socket_path, PeerConfig(request_timeout=2.0)) as peer:
         plugin = Slow()
         stub = _stub(plugin, socket_path)
         task = await stub.start(timeout=T)
@@ -271,17 +274,14 @@ async def test_slow_handler_is_answered_by_the_deadline_guard_and_stays_connecte
             (p,) = await peer.wait_plugins(1, timeout=T)
             slow = make_container(1, pod)
             slow.name = "slow"
-            loop = asyncio.get_running_loop()
-            t0 = loop.time()
             created = await asyncio.wait_for(peer.create_container(pod, slow), T)
-            elapsed = loop.time() - t0
-            assert elapsed < 0.4  # answered before the runtime's deadline
             assert "colocation/seen" not in created.annotations  # the no-op answer
             assert not p.is_closed and stub.is_ready
             fast = await asyncio.wait_for(peer.create_container(pod, make_container(2, pod)), T)
             assert fast.annotations["colocation/seen"] == "true"
             assert stub.connections == 1
         finally:
+            release.set()
             await _stopped(stub, task)
 
 

@@ -24,6 +24,7 @@ from nri.stub.socket_watch import (
 from nri.stub.stub import Stub, StubConfig
 from nri.testing.peer import RuntimePeer
 from tests.nri.conftest import make_container, make_pod
+from tests.polling import until
 
 T = 5.0  # bound of any single wait
 NEVER = BackoffPolicy(initial=60.0, factor=2.0, cap=60.0)  # longer than any test waits
@@ -162,11 +163,11 @@ async def test_restarted_peer_is_rejoined_when_its_socket_returns_not_after_a_ba
             peer.state.pods[pod.id] = pod
             peer.state.containers[ctr.id] = ctr
             with capture_logs() as logs:
+                dials = stub.dial_attempts
                 await peer.stop()
-                # long enough for several dials; each failed one would be a minute of
-                # backoff if the stub were not watching the path
-                await asyncio.sleep(0.3)
-                assert transitions == [True, False]
+                # several failed dials; each would be a minute of backoff if the stub were
+                # not watching the path
+                await until(lambda: transitions == [True, False] and stub.dial_attempts >= dials + 2)
                 await peer.start()
                 (p,) = await peer.wait_plugins(1, timeout=T)
                 await asyncio.wait_for(stub.ready.wait(), T)
@@ -190,7 +191,7 @@ async def test_stale_socket_file_that_refuses_is_polled_until_the_runtime_listen
     stub = _stub(plugin, socket_path)
     task = asyncio.get_running_loop().create_task(stub.run())
     try:
-        await asyncio.sleep(0.2)
+        await until(lambda: stub.dial_attempts >= 2)  # refused, and dialed again
         assert not stub.is_ready
         stale.close()
         async with RuntimePeer(socket_path) as peer:  # replaces the stale file
@@ -213,7 +214,8 @@ async def test_a_runtime_that_accepts_and_drops_us_is_retried_with_backoff(socke
     stub = _stub(Recorder(), socket_path)  # backoff: a minute after the first drop
     task = asyncio.get_running_loop().create_task(stub.run())
     try:
-        await asyncio.sleep(0.5)
+        await until(lambda: len(accepted) == 1)
+        await asyncio.sleep(0.5)  # a spinning stub would dial again here; a backing-off one does not
         assert len(accepted) == 1  # one dial, then backing off; no fast spin
         assert not stub.is_ready
     finally:

@@ -15,6 +15,7 @@ from nri.loop import run, uvloop_available
 from nri.mux.trunk import PLUGIN_SERVICE_CONN, Trunk
 from nri.ttrpc.client import TtrpcClient
 from nri.ttrpc.server import Handler, TtrpcServer
+from tests.polling import until
 
 PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
 RUNTIME_SERVICE = "nri.pkg.api.v1alpha1.Runtime"
@@ -35,14 +36,9 @@ def on_both_loops(test: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[st
     return run_test
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll `condition` until true; fail the test instead of hanging."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not condition():
-        if loop.time() > end:
-            raise AssertionError("condition not met within " + str(timeout) + " s")
-        await asyncio.sleep(0.001)
+async def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll `condition` until true (tests.polling.until); fail the test instead of hanging."""
+    await until(condition, timeout)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 
 from koordlet.agent import Readiness
 from koordlet.server.http_endpoint import HttpEndpoint
-from tests.koordlet.util.test_periodic import until
+from tests.polling import until
 
 
 @pytest.fixture

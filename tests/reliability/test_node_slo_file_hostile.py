@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from koordlet.config import defaults
 from koordlet.slo.source import NodeSLOFile
 from tests.koordlet.slo.test_node_slo_file import write
-from tests.koordlet.util.test_periodic import until
+from tests.polling import until
 
 GOOD = "resourceUsedThresholdWithBE: {enable: true, cpuSuppressThresholdPercent: 55}\n"
 BOMB = "".join(f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join(["*" + chr(96 + i)] * 9 if i else ['"lol"'] * 9) + "]\n"

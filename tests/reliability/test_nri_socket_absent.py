@@ -12,7 +12,7 @@ from nri.stub.backoff import BackoffPolicy
 from nri.stub.socket_watch import WatchPolicy, nearest_existing, next_below
 from nri.stub.stub import Stub, StubConfig
 from nri.testing.peer import RuntimePeer
-from tests.koordlet.util.test_periodic import until
+from tests.polling import until
 
 NEVER = BackoffPolicy(initial=60.0, factor=2.0, cap=60.0)
 

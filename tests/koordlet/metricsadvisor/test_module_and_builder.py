@@ -16,6 +16,7 @@ from koordlet.metricsadvisor.module import MetricsAdvisorModule
 from koordlet.util.host_facts import HostFacts
 from tests.koordlet.hubs_helper import config_of
 from tests.koordlet.metricsadvisor.fixtures import fake_node, make_pod
+from tests.polling import until
 from tests.system.fake_trees import set_cgroup_file
 
 
@@ -26,10 +27,12 @@ async def test_deleted_pods_lose_their_series_at_once(tmp_path: Path):
     module = MetricsAdvisorModule(HostFacts(host), store, states, "node-a", [PodResourceCollector(0.02)])
     await module.start()
     try:
+        runs = module.scheduler.stats()["podresource"]
         for step in range(1, 4):
             for pod in (keep, gone):
                 set_cgroup_file(host, pod.cgroup_parent, "cpuacct.usage", str(step * 10_000_000))
-            await asyncio.sleep(0.05)
+            done = runs.runs
+            await until(lambda done=done: runs.runs > done)  # a collection saw this step
         assert module.ready() and module.unsupported == {}
         assert store.latest(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "gone")) is not None
         states.remove("gone")

@@ -9,7 +9,7 @@ import time
 from koordlet.metriccache.api import SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.framework import Scheduler
-from tests.koordlet.util.test_periodic import until
+from tests.polling import until
 
 
 class Recorder:

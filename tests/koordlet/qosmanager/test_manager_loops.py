@@ -8,7 +8,7 @@ import asyncio
 from koordlet.qosmanager.framework import QoSContext, QoSManager
 from koordlet.statesinformer.model import NodeInfo
 from tests.koordlet.qosmanager.helpers import Rig
-from tests.koordlet.util.test_periodic import until
+from tests.polling import until
 from tests.system.fake_trees import build_v1_tree
 
 

@@ -24,7 +24,7 @@ async def get(daemon: DaemonProcess, path: str) -> tuple[int, bytes]:
     return status, body
 
 
-async def until(check, timeout: float = 10.0) -> bool:
+async def until(check, timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if await check():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from system.host import Host
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
+from tests.polling import until
 
 
 def test_runtime_hook_flags_and_socket_alias(tmp_path: Path) -> None:
@@ -71,11 +71,7 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
         assert module.nri_on and not module.ready()
         async with RuntimePeer(socket_path) as peer:
             await peer.wait_plugins(1)
-            for _ in range(100):
-                if module.ready():
-                    break
-                await asyncio.sleep(0.01)
-            assert module.ready()
+            await until(module.ready)
             be = nri_pod("be1", "BE", {"node.koordinator.sh/extended-resource-spec": ext_spec(main=batch("500", "1Gi"))})
             await peer.run_pod_sandbox(be)
             await peer.create_container(be, nri_container(be, "main"))
@@ -87,10 +83,6 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
             metrics = generate_latest(registry).decode()
             assert 'koordlet_runtime_hook_duration_seconds_count{hook="BatchResource",stage="create_container"} 1.0' \
                 in metrics
-        for _ in range(100):
-            if not module.ready():
-                break
-            await asyncio.sleep(0.01)
-        assert not module.ready()  # the runtime went away
+        await until(lambda: not module.ready())  # the runtime went away
     finally:
         await module.stop()

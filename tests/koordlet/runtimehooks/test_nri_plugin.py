@@ -21,6 +21,7 @@ from resourceexecutor import executor_without_cgroups
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
+from tests.polling import until
 
 GiB = 1 << 30
 ANNOT = "node.koordinator.sh/extended-resource-spec"
@@ -99,11 +100,7 @@ async def test_lsr_binding_updates_running_containers_unsolicited(socket_path) -
         await h.peer.run_pod_sandbox(lsr)
         lsr_ctr = await h.peer.create_container(lsr, nri_container(lsr, "main"))
         assert lsr_ctr.linux.resources.cpu.cpus == "2-3"
-        for _ in range(100):
-            if h.peer.state.containers[created.id].linux.resources.cpu.cpus == "0-1":
-                break
-            await asyncio.sleep(0.01)
-        assert h.peer.state.containers[created.id].linux.resources.cpu.cpus == "0-1"
+        await until(lambda: h.peer.state.containers[created.id].linux.resources.cpu.cpus == "0-1")
         assert h.peer.plugins[0].record.unsolicited  # it came as UpdateContainers, not with an event
     finally:
         await stop(h)

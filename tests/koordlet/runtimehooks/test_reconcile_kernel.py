@@ -24,8 +24,8 @@ from system.cgroup_version import detect_hierarchy
 from system.host import Host
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
-from tests.koordlet.util.test_periodic import until
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
+from tests.polling import until
 from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox, make_child
 
 pytestmark = pytest.mark.kernel

@@ -8,7 +8,7 @@ import os
 
 from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 from koordlet.slo.source import NodeSLOFile
-from tests.koordlet.util.test_periodic import until
+from tests.polling import until
 
 
 def write(path, text: str, bump: int = 0) -> None:

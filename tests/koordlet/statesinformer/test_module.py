@@ -19,17 +19,11 @@ from system.host import Host
 from tests.koordlet.hubs_helper import config_of, hubs_for
 from tests.koordlet.statesinformer.cri_server import FakeContainer, FakeRuntime, FakeSandbox, serve
 from tests.koordlet.statesinformer.kubelet_server import FakeKubelet, pod_json
+from tests.polling import until
 from tests.system.fake_trees import build_proc_tree, build_topology_tree
 
 UID = "0a1b2c3d-0000-4000-8000-00000000abcd"
 FAST = 0.05
-
-
-async def _until(predicate, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 def _module(config, registry: CollectorRegistry | None = None, gone=None):
@@ -56,8 +50,8 @@ async def test_cri_and_kubelet_feed_one_pod_and_the_module_becomes_ready(tmp_pat
     module, hubs = _module(config, registry, gone.append)
     await module.start()
     try:
-        await _until(module.ready)
-        await _until(lambda: hubs.states.pod(UID) is not None and Source.KUBELET in hubs.states.pod(UID).sources)
+        await until(module.ready)
+        await until(lambda: hubs.states.pod(UID) is not None and Source.KUBELET in hubs.states.pod(UID).sources)
         pod = hubs.states.pod(UID)
         # the besteffort tier alone says BE; kubelet's priority 9100 (koord-prod) says LS
         assert (pod.priority, pod.qos.effective) == (9100, KoordQoSClass.LS)
@@ -66,7 +60,7 @@ async def test_cri_and_kubelet_feed_one_pod_and_the_module_becomes_ready(tmp_pat
         assert 'koordlet_states_informer_objects{kind="pods",source="merged"} 1.0' in text
         assert 'koordlet_states_informer_objects{kind="containers",source="cri"} 1.0' in text
         del runtime.containers["c1"]
-        await _until(lambda: gone == ["kubepods/besteffort/pod%s/c1" % UID])  # executor.forget_cgroup called
+        await until(lambda: gone == ["kubepods/besteffort/pod%s/c1" % UID])  # executor.forget_cgroup called
     finally:
         await module.stop()
         await kubelet.stop()
@@ -78,7 +72,7 @@ async def test_a_host_without_a_cri_socket_is_ready_with_no_pods(tmp_path: Path,
     module, hubs = _module(config)
     await module.start()
     try:
-        await _until(module.ready)
+        await until(module.ready)
         await asyncio.sleep(FAST * 4)
         assert hubs.states.pods() == ()
     finally:
@@ -101,7 +95,7 @@ async def test_a_runtime_that_refuses_is_not_ready_until_it_answers(tmp_path: Pa
         path.unlink()
         server = await serve(FakeRuntime(), path)
         try:
-            await _until(module.ready)
+            await until(module.ready)
         finally:
             await server.stop(None)
     finally:

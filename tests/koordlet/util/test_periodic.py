@@ -9,13 +9,7 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from koordlet.util.periodic import FirstRun, Periodic
-
-
-async def until(predicate, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.005)
+from tests.polling import until
 
 
 async def test_runs_at_once_then_every_interval_and_stops_cleanly() -> None:
