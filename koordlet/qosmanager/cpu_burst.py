@@ -197,6 +197,10 @@ class CPUBurst:
         if pod_quota > 0:
             levels[0].append(ctx.updater("cpu.cfs_quota_us", pod.cgroup_parent, pod_quota + delta))
         result = ctx.executor.update_levels(levels, use_cache=False)
+        # the pod's quota moved: the pod's next container reads it again (koordlet re-reads
+        # per container), so two containers scaled in one round add up
+        quotas.forget(pod.cgroup_parent)
+        quotas.forget(container.cgroup_dir)
         if result.outcomes and result.outcomes[-1] is Outcome.WRITTEN:
             if target != base:
                 self.scaled.add(container.id)
@@ -212,6 +216,10 @@ class QuotaReads:
     def __init__(self, ctx: QoSContext) -> None:
         self._ctx = ctx
         self._values: dict[str, int | None] = {}
+
+    def forget(self, cgroup_dir: str) -> None:
+        """Read it again next time (it was just written)."""
+        self._values.pop(cgroup_dir, None)
 
     def get(self, cgroup_dir: str) -> int | None:
         if cgroup_dir not in self._values:

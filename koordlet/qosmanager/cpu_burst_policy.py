@@ -44,6 +44,8 @@ def static_burst_us(limit_milli: int, cpu_burst_percent: int) -> int:
 
 def node_burst_state(node_cpus: int, node_used_cores: float, lsr_request_cores: float,
                      lsr_and_be_used_cores: float, threshold_percent: int) -> NodeBurstState:
+    if node_cpus <= 0:  # the node's CPUs are not known: hold every quota (koordlet: unknown)
+        return NodeBurstState.UNKNOWN
     pool_total = node_cpus - lsr_request_cores
     pool_used = node_used_cores - lsr_and_be_used_cores
     ratio = pool_used / pool_total if pool_total > 0 else 1.0

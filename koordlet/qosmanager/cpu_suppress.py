@@ -113,14 +113,23 @@ class CPUSuppress:
     changes: PodChanges = field(default_factory=PodChanges)
     last_cpus: frozenset[int] = frozenset()
     tier_absent: bool = False
+    nothing_known: bool = False
 
     async def run(self, ctx: QoSContext) -> None:
+        node = ctx.states.node()
+        pods = ctx.states.pods()
+        allocatable = node.allocatable.get("cpu") or node.capacity.get("cpu", 0)
+        if not pods or allocatable <= 0:  # koordlet: nothing is known to act on, nothing written
+            if not self.nothing_known:
+                log.info("cpu_suppress_skipped", reason="no pods known" if not pods else "node CPU capacity unknown")
+            self.nothing_known = True
+            return
+        self.nothing_known = False
         strategy = ctx.slo().resource_used_threshold_with_be
         if not strategy.enable:
             self.restore_cfs_quota(ctx)
             self.restore_cpuset(ctx)
             return
-        node = ctx.states.node()
         usage = ctx.usage()
         node_used = usage.last(Metric.NODE_CPU_USAGE_CORES)
         if node_used is None:
@@ -130,13 +139,12 @@ class CPUSuppress:
         # usage instead of LS usage, which takes the same CPUs from the BE budget.
         pod_used: dict[str, int] = {}
         be_uids = []
-        for p in ctx.states.pods():
+        for p in pods:
             value = usage.last(Metric.POD_CPU_USAGE_CORES, p.uid)
             if value is not None:
                 pod_used[p.uid] = int(value * 1000)
             if p.qos.effective is KoordQoSClass.BE:
                 be_uids.append(p.uid)
-        allocatable = node.allocatable.get("cpu") or node.capacity.get("cpu", 0)
         budget = be_suppress_budget(allocatable, strategy.cpu_suppress_threshold_percent,
                                     int(node_used * 1000), pod_used, be_uids)
         ctx.metrics.be_suppress_ls_used_cpu_cores.labels(node=ctx.metrics.node).set(
@@ -279,8 +287,9 @@ class CPUSuppress:
         return frozenset(i.cpu for i in node_cpus(ctx) if i.cpu not in lse)
 
     def restore_cpuset(self, ctx: QoSContext) -> None:
-        if self.in_force.get(CPUSuppressPolicy.CPUSET) is False:
-            return
+        """The full BE cpuset on the tier, its pods and containers, read back and written where
+        it differs, every round the cpuset policy is not in force (koordlet rewrites it every
+        round: a BE cgroup made or changed meanwhile is repaired)."""
         self.changes.forget()
         self.last_cpus = frozenset()
         if not ctx.reader.files.exists(ctx.dirs.besteffort, "cpuset"):
@@ -289,7 +298,8 @@ class CPUSuppress:
             return
         upper, containers = be_tree(ctx, ctx.states.pods())
         cpus = self.unsuppressed(ctx)
-        if self._write_cpuset(ctx, [(d, cpus) for d in upper + containers], "restore_cpuset", None):
+        action = "restore_cpuset" if self.in_force.get(CPUSuppressPolicy.CPUSET) is not False else "repair_cpuset"
+        if self._write_cpuset(ctx, [(d, cpus) for d in upper + containers], action, None):
             self.in_force[CPUSuppressPolicy.CPUSET] = False
             publish_cpus(ctx, None)
 
