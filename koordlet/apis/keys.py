@@ -25,6 +25,8 @@ KUBELET_CPU_MANAGER_POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
 
 # -- Katalyst ---------------------------------------------------------------------------
 KATALYST_QOS_LEVEL = "katalyst.kubewharf.io/qos_level"
+# which app container is the pod's main one (Katalyst's ORM; else the first container)
+MAIN_CONTAINER_NAME = "kubernetes.io/main-container-name"
 KATALYST_MEMORY_ENHANCEMENT = "katalyst.kubewharf.io/memory_enhancement"
 KATALYST_CPU_ENHANCEMENT = "katalyst.kubewharf.io/cpu_enhancement"
 # reclaimed resources of reclaimed_cores pods

@@ -46,6 +46,8 @@ class Allocation:
     hint_preferred: bool = True
     is_node_resource: bool = True
     is_scalar_resource: bool = True
+    # an init container's row: its CPUs go back to the pod's later containers (kubelet's reuse)
+    init_container: bool = False
     envs: Mapping[str, str] = field(default_factory=_empty_str)
     annotations: Mapping[str, str] = field(default_factory=_empty_str)
     # the parsed cpu/node list of a cpuset row (InvalidValue at construction when malformed)
@@ -78,7 +80,7 @@ class Allocation:
             "hint": None if self.hint_nodes is None else list(self.hint_nodes),
             "hintPreferred": self.hint_preferred,
             "isNodeResource": self.is_node_resource, "isScalarResource": self.is_scalar_resource,
-            "envs": dict(sorted(self.envs.items())), "annotations": dict(sorted(self.annotations.items())),
+            "initContainer": self.init_container, "envs": dict(sorted(self.envs.items())), "annotations": dict(sorted(self.annotations.items())),
         }
 
     @classmethod
@@ -96,6 +98,7 @@ class Allocation:
             hint_nodes=None if hint is None else tuple(int(n) for n in hint),
             hint_preferred=bool(data["hintPreferred"]),
             is_node_resource=bool(data["isNodeResource"]), is_scalar_resource=bool(data["isScalarResource"]),
+            init_container=bool(data.get("initContainer", False)),  # absent in checkpoints before it
             envs=MappingProxyType({str(k): str(v) for k, v in data["envs"].items()}),
             annotations=MappingProxyType({str(k): str(v) for k, v in data["annotations"].items()}),
         )
@@ -203,7 +206,26 @@ class AllocationTable:
         return frozenset(self._cpu_holders)
 
     def double_booked_cpus(self) -> frozenset[int]:
-        return frozenset(cpu for cpu, holders in self._cpu_holders.items() if holders > 1)
+        """CPUs held by two pods, or by two containers of one pod that are not an init
+        container and the container reusing its CPUs."""
+        holders: dict[int, tuple[str, int]] = {}  # cpu -> (pod uid, rows not of init containers)
+        doubled = set()
+        for allocation in self._entries.values():
+            for cpu in allocation.cpus:
+                pod, others = holders.get(cpu, (allocation.pod_uid, 0))
+                others += not allocation.init_container
+                if pod != allocation.pod_uid or others > 1:
+                    doubled.add(cpu)
+                holders[cpu] = (pod, others)
+        return frozenset(doubled)
+
+    def reusable_cpus(self, pod_uid: str) -> frozenset[int]:
+        """CPUs the pod's init containers hold and none of its other containers do."""
+        init: set[int] = set()
+        others: set[int] = set()
+        for allocation in self._by_pod.get(pod_uid, {}).values():
+            (init if allocation.init_container else others).update(allocation.cpus)
+        return frozenset(init - others)
 
     def exclusive_nodes(self) -> frozenset[int]:
         return frozenset(self._exclusive_nodes)

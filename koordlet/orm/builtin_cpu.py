@@ -3,6 +3,12 @@
 Free = online - reserved - CPUs already held exclusively - CPUs of NUMA nodes another
 pod holds exclusively. A numa_exclusive container gets every free CPU of its nodes.
 Containers that are not exclusive share the pool and get no allocation.
+
+Init containers, as in Katalyst's native policy, state no NUMA preference; like kubelet's
+static policy, the CPUs an init container holds count as free for the pod's later
+containers (it has finished when they start). A hint narrower than the request (the
+best-effort policy admits one) gets every free CPU of its nodes first and the rest from
+the other nodes, as kubelet does; a NUMA-bound container gets its nodes' CPUs or nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from koordlet.orm.cpu_take import NotEnoughCpus, take_cpus
 from koordlet.orm.numa_hints import NumaMasks
 from koordlet.orm.provider import AllocationError
 from koordlet.topology.hint import ProviderHints, TopologyHint, nodes_of
-from koordlet.topology.request import ContainerRequest
+from koordlet.topology.request import ContainerRequest, ContainerType
 
 CPU = "cpu"
 
@@ -62,7 +68,9 @@ class BuiltinCpuProvider:
         count = self._count(request)
         if count is None:
             return None
-        free = self.free_cpus()
+        if request.container_type is ContainerType.INIT:
+            return {CPU: None}
+        free = self.free_cpus() | self.table.reusable_cpus(request.pod_uid)
         available = {n: len(cpus & free) for n, cpus in self.layout.node_cpus.items()}
         usable = frozenset(self._untouched_nodes()) if request.numa_exclusive else None
         return {CPU: self.masks.hints(self.capacity, available, count, usable)}
@@ -73,7 +81,7 @@ class BuiltinCpuProvider:
         if count is None:
             return ()
         nodes = None if hint is None or hint.affinity is None else nodes_of(hint.affinity)
-        free = self.free_cpus()
+        free = self.free_cpus() | self.table.reusable_cpus(request.pod_uid)
         try:
             if request.numa_exclusive:
                 if nodes is None or hint is None or not hint.preferred:  # no placement: the fewest whole nodes
@@ -84,7 +92,7 @@ class BuiltinCpuProvider:
                 if len(cpus) < count:
                     raise NotEnoughCpus("NUMA nodes %s have %d free CPUs, asked %d" % (list(nodes), len(cpus), count))
             else:
-                cpus = take_cpus(self.layout, free, count, nodes)
+                cpus = take_cpus(self.layout, free, count, nodes, spill=not request.numa_binding)
         except NotEnoughCpus as exc:
             raise AllocationError("%s/%s container %s: %s" % (request.pod_namespace, request.pod_name,
                                                               request.container_name, exc)) from None
@@ -95,6 +103,7 @@ class BuiltinCpuProvider:
             numa_nodes=used_nodes, numa_exclusive=request.numa_exclusive,
             hint_nodes=None if hint is None else hint.nodes,
             hint_preferred=True if hint is None else hint.preferred,
+            init_container=request.container_type is ContainerType.INIT,
         )
         return (cpuset_allocation(base, cpus),)
 

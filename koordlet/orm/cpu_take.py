@@ -29,10 +29,18 @@ def _take_whole(groups: Mapping[int, frozenset[int]], free: set[int], need: int,
 
 
 def take_cpus(layout: CpuLayout, available: frozenset[int], count: int,
-              numa_nodes: tuple[int, ...] | None = None) -> frozenset[int]:
-    """`count` CPUs out of `available`, inside `numa_nodes` (None: anywhere). Pure."""
+              numa_nodes: tuple[int, ...] | None = None, spill: bool = False) -> frozenset[int]:
+    """`count` CPUs out of `available`, inside `numa_nodes` (None: anywhere). With `spill`,
+    when those nodes hold too few, all of theirs and the rest from the other nodes. Pure."""
     if count <= 0:
         return frozenset()
+    if spill and numa_nodes is not None:
+        aligned = available & layout.cpus_in(numa_nodes)
+        if len(aligned) < count:
+            if len(available) < count:
+                raise NotEnoughCpus("asked %d exclusive CPUs, %d free" % (count, len(available)))
+            first = take_cpus(layout, aligned, len(aligned))
+            return first | take_cpus(layout, available - first, count - len(first))
     allowed = available if numa_nodes is None else available & layout.cpus_in(numa_nodes)
     if len(allowed) < count:
         raise NotEnoughCpus("asked %d exclusive CPUs, %d free in NUMA nodes %s"

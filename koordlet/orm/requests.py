@@ -6,6 +6,10 @@ by inverting kubelet's conversions (shares = milli * 1024 / 1000, quota = milli 
 period / 1000), memory from its limit. Exclusive CPUs go to a Guaranteed pod of class
 Katalyst dedicated_cores or Koordinator LSE/LSR (any class with --cpu-manager-policy=static)
 whose containers ask whole CPUs.
+
+Container types come from the pod spec (kubelet /pods): init containers are INIT and come
+first, the main container MAIN, the others SIDECAR. Without a spec (NRI or CRI alone)
+every container reads as MAIN: the runtime does not say which ones are init containers.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from koordlet.apis.qos import KatalystQoSLevel, cpu_binding, kube_tier_name
-from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from koordlet.statesinformer.model import ContainerInfo, ContainerKind, PodInfo
 from koordlet.topology.request import ContainerRequest, ContainerType, PodRequest
 from system.cgroup_layout import QoSTier
 
@@ -63,6 +67,15 @@ def container_quantities(container: ContainerInfo, names_map: Mapping[str, str])
     return requests, cpu_limit
 
 
+_TYPES = {ContainerKind.INIT: ContainerType.INIT, ContainerKind.MAIN: ContainerType.MAIN,
+          ContainerKind.SIDECAR: ContainerType.SIDECAR}
+
+
+def _spec_order(container: ContainerInfo) -> tuple[bool, int, str]:
+    """spec.initContainers first (they start first), each list in the pod spec's order."""
+    return (not container.role.in_init_list, container.role.index, container.name)
+
+
 def wants_exclusive_class(pod: PodInfo) -> bool:
     """The class binds the pod to CPUs of its own (koordlet.apis.qos.cpu_binding)."""
     return cpu_binding(pod.qos) is not None
@@ -75,12 +88,12 @@ def pod_request(pod: PodInfo, names_map: Mapping[str, str] = MappingProxyType({}
     exclusive_class = (static_cpu_policy or wants_exclusive_class(pod)) and is_guaranteed(pod)
     dedicated = pod.qos.katalyst is KatalystQoSLevel.DEDICATED_CORES
     containers = []
-    for index, container in enumerate(pod.containers):
+    for container in sorted(pod.containers, key=_spec_order):
         requests, cpu_limit = container_quantities(container, names_map)
         cpu = requests.get(CPU, 0)
         whole = cpu > 0 and cpu % 1000 == 0 and (cpu_limit is None or cpu_limit == cpu)
         containers.append(ContainerRequest(
-            pod.uid, pod.namespace, pod.name, container.name, ContainerType.MAIN, index,
+            pod.uid, pod.namespace, pod.name, container.name, _TYPES[container.role.kind], container.role.index,
             MappingProxyType(requests),
             exclusive_cpus=exclusive_class and whole,
             numa_binding=dedicated and pod.qos.numa_binding,

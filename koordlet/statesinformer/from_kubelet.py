@@ -2,7 +2,7 @@
 
 The runtime (NRI, CRI) says what runs; kubelet adds what only the API object has:
 spec.priority, spec.priorityClassName, status.qosClass, the current labels and
-annotations, and each container's requests/limits.
+annotations, each container's requests/limits and its role (init, main, sidecar).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from koordlet.apis.keys import MAIN_CONTAINER_NAME
 from koordlet.apis.qos import kube_tier_of
-from koordlet.statesinformer.model import Resources
+from koordlet.statesinformer.model import ContainerKind, ContainerRole, Resources
 from koordlet.statesinformer.resource_list import ResourceListError, parse_resource_list
 from system.cgroup_layout import QoSTier
 
@@ -23,6 +24,10 @@ def _empty_str() -> Mapping[str, str]:
 
 
 def _empty_specs() -> Mapping[str, Resources]:
+    return MappingProxyType({})
+
+
+def _empty_roles() -> Mapping[str, ContainerRole]:
     return MappingProxyType({})
 
 
@@ -37,6 +42,7 @@ class KubeletPod:
     priority_class_name: str = ""
     k8s_qos: QoSTier | None = None
     container_specs: Mapping[str, Resources] = field(default_factory=_empty_specs)
+    container_roles: Mapping[str, ContainerRole] = field(default_factory=_empty_roles)
 
 
 class PodListError(ValueError):
@@ -74,6 +80,21 @@ def _container_specs(spec: dict[str, Any], where: str) -> Mapping[str, Resources
     return MappingProxyType(out)
 
 
+def _container_roles(spec: dict[str, Any], annotations: Mapping[str, str]) -> Mapping[str, ContainerRole]:
+    """Name -> role, after _container_specs has checked the lists' shape."""
+    roles: dict[str, ContainerRole] = {}
+    for index, container in enumerate(spec.get("initContainers") or []):
+        restartable = container.get("restartPolicy") == "Always"  # a native sidecar keeps running
+        roles[container["name"]] = ContainerRole(ContainerKind.SIDECAR if restartable else ContainerKind.INIT,
+                                                 index, in_init_list=True)
+    apps = spec.get("containers") or []
+    main = annotations.get(MAIN_CONTAINER_NAME) or (apps[0]["name"] if apps else "")
+    for index, container in enumerate(apps):
+        kind = ContainerKind.MAIN if container["name"] == main else ContainerKind.SIDECAR
+        roles[container["name"]] = ContainerRole(kind, index)
+    return MappingProxyType(roles)
+
+
 def _k8s_qos(value: Any) -> QoSTier | None:
     return kube_tier_of(value) if isinstance(value, str) else None
 
@@ -90,16 +111,19 @@ def kubelet_pod(item: Any, where: str = "pod") -> KubeletPod:
     priority = spec.get("priority")
     if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         raise PodListError("%s spec.priority is not an integer" % where)
+    annotations = _str_map(meta.get("annotations"), where + ".metadata.annotations")
+    specs = _container_specs(spec, where + ".spec")
     return KubeletPod(
         uid=uid,
         name=str(meta.get("name") or ""),
         namespace=str(meta.get("namespace") or ""),
         labels=_str_map(meta.get("labels"), where + ".metadata.labels"),
-        annotations=_str_map(meta.get("annotations"), where + ".metadata.annotations"),
+        annotations=annotations,
         priority=priority,
         priority_class_name=str(spec.get("priorityClassName") or ""),
         k8s_qos=_k8s_qos(status.get("qosClass")),
-        container_specs=_container_specs(spec, where + ".spec"),
+        container_specs=specs,
+        container_roles=_container_roles(spec, annotations),
     )
 
 

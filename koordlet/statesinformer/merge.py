@@ -4,7 +4,7 @@ Runtime sources (NRI, CRI) say what runs: the sandbox, its cgroup parent, the
 containers and their Linux resources. Where both know the same sandbox or
 container, NRI's view wins (it comes from events, CRI from a poll). kubelet adds
 the API object's facts: priority, QoS tier, current labels/annotations, and
-container requests/limits. A pod no runtime source knows does not exist here.
+container requests/limits and roles. A pod no runtime source knows does not exist here.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ def _containers(
         if container.state is ContainerState.EXITED:
             continue
         spec = _spec(kubelet.container_specs.get(container.name) if kubelet else None, specs.get(container.name))
-        if spec != container.spec:
-            container = dataclasses.replace(container, spec=spec)
+        role = kubelet.container_roles.get(container.name, container.role) if kubelet else container.role
+        if spec != container.spec or role != container.role:
+            container = dataclasses.replace(container, spec=spec, role=role)
         out.append(container)
     out.sort(key=lambda c: (c.name, c.id))
     return tuple(out)

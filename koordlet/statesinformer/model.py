@@ -50,6 +50,32 @@ class ContainerState(Enum):
     UNKNOWN = "unknown"
 
 
+class ContainerKind(Enum):
+    """What the pod spec makes of a container (kubelet /pods; the runtime does not say).
+
+    MAIN is the pod's main container (the annotation katalyst.kubewharf.io/main_container_name,
+    else the first of spec.containers), SIDECAR any other long-lived one (the other app
+    containers and init containers with restartPolicy Always), INIT an init container that
+    runs to completion before the app containers start. Unknown kinds read as MAIN."""
+
+    MAIN = "main"
+    SIDECAR = "sidecar"
+    INIT = "init"
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerRole:
+    """A container's kind and its index in the list the pod spec names it in
+    (spec.initContainers when `in_init_list`, else spec.containers)."""
+
+    kind: ContainerKind = ContainerKind.MAIN
+    index: int = 0
+    in_init_list: bool = False
+
+
+MAIN_ROLE = ContainerRole()
+
+
 @dataclass(frozen=True, slots=True)
 class Resources:
     """Requests and limits by resource name ("cpu" in milli-cores, "memory" in bytes,
@@ -97,6 +123,7 @@ class ContainerInfo:
     spec: Resources | None = None  # requests/limits from kubelet or the extended-resource annotation
     pid: int | None = None
     created_at_ns: int = 0
+    role: ContainerRole = MAIN_ROLE
 
 
 @dataclass(frozen=True, slots=True)

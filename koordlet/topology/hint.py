@@ -62,5 +62,7 @@ class TopologyHint:
 # NUMA placement can satisfy the request.
 ProviderHints = dict[str, list[TopologyHint] | None] | None
 
-# The resource key kubelet uses when a provider had no opinion about any resource.
-DEFAULT_RESOURCE_KEY = "default"
+# Where the merged hint is kept for resources no provider gave hints for; Katalyst's
+# topology manager names it "*" (kubelet's keeps no such entry: it hands one merged hint
+# to every provider).
+DEFAULT_RESOURCE_KEY = "*"
