@@ -1,20 +1,24 @@
-"""Memory QoS: memory.min / memory.low / memory.high per pod and container (koordlet
-resmanager/cgroup_reconcile.go, v1.1).
+"""Memory QoS: memory.min / memory.low on pods and containers, memory.high on containers
+(koordlet resmanager/cgroup_reconcile.go, v1.1).
 
     memory.min  = request * minLimitPercent / 100
-    memory.low  = request * lowLimitPercent / 100      (never below memory.min)
+    memory.low  = request * lowLimitPercent / 100      (raised to memory.min when it is set but lower)
     memory.high = limit (or node allocatable when no limit) * throttlingPercent / 100
-                  (throttlingPercent 0: unlimited; never below memory.min)
+                  (throttlingPercent 0: unlimited; raised to memory.min when lower)
 
-A pod's request is the sum of its containers' (no protection when any container has
-none); its limit the sum when every container has one. The kube QoS tiers and kubepods
-get the sums of their pods' memory.min / memory.low: protection reaches only as far down
-as every ancestor grants it.
+Requests and limits are `memory`, or `kubernetes.io/batch-memory` for BE pods. A pod's
+request is kubelet's: the sum of its app containers' requests (a container without one
+adds nothing), or its largest init container's when that is larger. The kube QoS tiers
+and kubepods get the sums of their pods' memory.min / memory.low: protection reaches only
+as far down as every ancestor grants it.
 
-While no class enables memory QoS nothing is written (kubelet's own MemoryQoS may own these
-files); while one does, the other classes get the kernel defaults (0, 0, unlimited); after
-it is turned off, one pass writes the defaults. On cgroup v1 these files exist only on
-Anolis kernels; elsewhere the executor reports them unsupported once and moves on.
+A pod's config is its class's, with its own annotation `koordinator.sh/memoryQOS` laid
+over it (slo.spec.pod_memory_qos); an invalid annotation is logged once and ignored.
+While no class enables memory QoS and no pod asks for it nothing is written (kubelet's own
+MemoryQoS may own these files); while one does, the others get the kernel defaults (0, 0,
+unlimited); after it is turned off, one pass writes the defaults. On cgroup v1 these files
+exist only on Anolis kernels; elsewhere the executor reports them unsupported once and
+moves on.
 """
 
 from __future__ import annotations
@@ -25,18 +29,20 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from koordlet.apis.keys import BATCH_MEMORY, POD_MEMORY_QOS
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.slo.node_slo import MemoryQOS
-from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from koordlet.slo.node_slo import MEMORY_QOS_OFF, MemoryQOS, NodeSLO, NodeSLOError, ResourceQOSStrategy
+from koordlet.slo.spec import pod_memory_qos
+from koordlet.statesinformer.model import ContainerInfo, ContainerKind, PodInfo
 
 log = structlog.get_logger(__name__)
 
 NAME = "memory_qos"
 UNLIMITED = -1
-DISABLED = MemoryQOS(enable=False, min_limit_percent=0, low_limit_percent=0, throttling_percent=0)
 CLASSES = (KoordQoSClass.LSR, KoordQoSClass.LS, KoordQoSClass.BE)
+_DEFAULTS = ResourceQOSStrategy()
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +55,9 @@ class MemoryQoSValues:
 def memory_qos_values(request: int, limit: int, node_allocatable: int, cfg: MemoryQOS) -> MemoryQoSValues:
     """`request`/`limit` in bytes, 0 when unset."""
     minimum = request * cfg.min_limit_percent // 100
-    low = max(request * cfg.low_limit_percent // 100, minimum)
+    low = request * cfg.low_limit_percent // 100
+    if 0 < low < minimum:
+        low = minimum
     if cfg.throttling_percent == 0:
         high = UNLIMITED
     else:
@@ -58,19 +66,30 @@ def memory_qos_values(request: int, limit: int, node_allocatable: int, cfg: Memo
     return MemoryQoSValues(minimum, low, high)
 
 
-def _container_memory(container: ContainerInfo) -> tuple[int, int]:
+def _memory_name(pod: PodInfo) -> str:
+    return BATCH_MEMORY if pod.qos.effective is KoordQoSClass.BE else "memory"
+
+
+def container_memory(container: ContainerInfo, name: str = "memory") -> tuple[int, int]:
+    """(request, limit) in bytes of resource `name`, 0 when unset; without a spec, the
+    runtime's memory limit."""
     spec = container.spec
     if spec is None:
-        return 0, container.linux.memory_limit or 0
-    return spec.requests.get("memory", 0), spec.limits.get("memory", 0)
+        return 0, max(container.linux.memory_limit or 0, 0)
+    return max(spec.requests.get(name, 0), 0), max(spec.limits.get(name, 0), 0)
 
 
-def pod_memory(pod: PodInfo) -> tuple[int, int]:
-    """(request, limit) of the pod: request 0 if any container lacks one, limit 0 likewise."""
-    pairs = [_container_memory(c) for c in pod.containers]
-    request = 0 if not pairs or any(r <= 0 for r, _ in pairs) else sum(r for r, _ in pairs)
-    limit = 0 if not pairs or any(l <= 0 for _, l in pairs) else sum(l for _, l in pairs)
-    return request, limit
+def pod_memory_request(pod: PodInfo) -> int:
+    """kubelet's effective request: the app containers' sum or the largest init container's."""
+    name = _memory_name(pod)
+    app = init = 0
+    for container in pod.containers:
+        request = container_memory(container, name)[0]
+        if container.role.kind is ContainerKind.INIT:
+            init = max(init, request)
+        else:
+            app += request
+    return max(app, init)
 
 
 def tier_protection(pods: Iterable[tuple[str, MemoryQoSValues]], kubepods: str) -> dict[str, tuple[int, int]]:
@@ -88,6 +107,20 @@ def tier_protection(pods: Iterable[tuple[str, MemoryQoSValues]], kubepods: str) 
     return {tier: (minimum, low) for tier, (minimum, low) in sums.items()}
 
 
+def pod_config(slo: NodeSLO, pod: PodInfo) -> MemoryQOS | None:
+    """The pod's memory QoS: its class's (off: MEMORY_QOS_OFF) with its annotation over it;
+    None for a class without settings (SYSTEM). NodeSLOError for an invalid annotation."""
+    cfg = slo.memory_qos(pod.qos.effective)
+    if cfg is None:
+        return None
+    cfg = cfg if cfg.enable else MEMORY_QOS_OFF
+    text = pod.annotations.get(POD_MEMORY_QOS)
+    if not text:
+        return cfg
+    default = _DEFAULTS.for_class(pod.qos.effective)
+    return pod_memory_qos(cfg, default.memory_qos if default is not None else MEMORY_QOS_OFF, text)
+
+
 @dataclass(slots=True)
 class MemoryQoS:
     interval: float = 1.0
@@ -95,15 +128,17 @@ class MemoryQoS:
     gate: str = "CgroupReconcile"
     changes: PodChanges = field(default_factory=PodChanges)
     pod_values: dict[str, tuple[str, MemoryQoSValues]] = field(default_factory=dict)  # uid -> (dir, values)
-    applied: bool = False  # some class had memory QoS enabled in an earlier round
+    applied: bool = False  # some class or pod had memory QoS on in an earlier round
+    refused: dict[str, str] = field(default_factory=dict)  # pod uid -> the invalid annotation logged
 
     async def run(self, ctx: QoSContext) -> None:
         slo = ctx.slo()
         allocatable = ctx.states.node().allocatable.get("memory", 0) or ctx.states.node().capacity.get("memory", 0)
-        enabled = any(cfg is not None and cfg.enable for cfg in map(slo.memory_qos, CLASSES))
+        all_pods = ctx.states.pods()
+        enabled = any(cfg is not None and cfg.enable for cfg in map(slo.memory_qos, CLASSES)) or \
+            any(POD_MEMORY_QOS in pod.annotations for pod in all_pods)
         if not enabled and not self.applied:
             return  # never configured: leave the files to kubelet (its own MemoryQoS may set them)
-        all_pods = ctx.states.pods()
         pods, full = self.changes.select(all_pods, ctx.clock(), (slo.resource_qos_strategy, allocatable))
         self.applied = enabled  # after turning it off, this pass writes the kernel defaults once
         if not pods and not full and not self.changes.removed:
@@ -111,21 +146,24 @@ class MemoryQoS:
         if full or self.changes.removed:
             live = {pod.uid for pod in all_pods}
             self.pod_values = {uid: v for uid, v in self.pod_values.items() if uid in live}
+            self.refused = {uid: text for uid, text in self.refused.items() if uid in live}
         pod_level, container_level = [], []
         for pod in pods:
-            cfg = slo.memory_qos(pod.qos.effective)
+            cfg = self._config(slo, pod)
             if cfg is None or not pod.cgroup_parent:
                 continue
-            cfg = cfg if cfg.enable else DISABLED
-            request, limit = pod_memory(pod)
-            values = memory_qos_values(request, limit, allocatable, cfg)
+            values = memory_qos_values(pod_memory_request(pod), 0, allocatable, cfg)
             self.pod_values[pod.uid] = (pod.cgroup_parent, values)
-            pod_level += self._updaters(ctx, pod.cgroup_parent, values)
+            pod_level += [ctx.updater("memory.min", pod.cgroup_parent, values.min),
+                          ctx.updater("memory.low", pod.cgroup_parent, values.low)]
+            name = _memory_name(pod)
             for container in pod.running_containers:
-                if container.cgroup_dir:
-                    c_request, c_limit = _container_memory(container)
-                    values = memory_qos_values(c_request, c_limit, allocatable, cfg)
-                    container_level += self._updaters(ctx, container.cgroup_dir, values)
+                if container.cgroup_dir and container.role.kind is not ContainerKind.INIT:
+                    request, limit = container_memory(container, name)
+                    values = memory_qos_values(request, limit, allocatable, cfg)
+                    container_level += [ctx.updater("memory.min", container.cgroup_dir, values.min),
+                                        ctx.updater("memory.low", container.cgroup_dir, values.low),
+                                        ctx.updater("memory.high", container.cgroup_dir, values.high)]
         tiers = tier_protection(self.pod_values.values(), ctx.dirs.kubepods)
         kubepods_level = [ctx.updater(name, ctx.dirs.kubepods, value)
                           for name, value in zip(("memory.min", "memory.low"), tiers.pop(ctx.dirs.kubepods))]
@@ -135,11 +173,17 @@ class MemoryQoS:
                                             use_cache=not full)  # a full pass re-reads every file
         if result.writes:
             ctx.metrics.action(NAME, "write", result.writes)
-            log.info("memory_qos_applied", writes=result.writes, pods=len(pod_level) // 3,
+            log.info("memory_qos_applied", writes=result.writes, pods=len(pod_level) // 2,
                      reason="resourceQOSStrategy.memoryQOS")
 
-    @staticmethod
-    def _updaters(ctx: QoSContext, cgroup_dir: str, values: MemoryQoSValues) -> list:
-        make = ctx.updater
-        return [make("memory.min", cgroup_dir, values.min), make("memory.low", cgroup_dir, values.low),
-                make("memory.high", cgroup_dir, values.high)]
+    def _config(self, slo: NodeSLO, pod: PodInfo) -> MemoryQOS | None:
+        try:
+            return pod_config(slo, pod)
+        except NodeSLOError as exc:
+            text = pod.annotations.get(POD_MEMORY_QOS, "")
+            if self.refused.get(pod.uid) != text:
+                self.refused[pod.uid] = text
+                log.warning("memory_qos_pod_annotation_ignored", pod=pod.name, namespace=pod.namespace,
+                            uid=pod.uid, error=str(exc))
+            cfg = slo.memory_qos(pod.qos.effective)
+            return None if cfg is None else cfg if cfg.enable else MEMORY_QOS_OFF

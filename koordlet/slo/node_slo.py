@@ -94,6 +94,12 @@ class MemoryQOS:
     oom_kill_group: int = 0
 
 
+# koordlet's "none" memory QoS: what a class with memory QoS off, or a pod with policy
+# none, gets (the kernel's defaults for memory.min / low / high)
+MEMORY_QOS_OFF = MemoryQOS(enable=False, min_limit_percent=0, low_limit_percent=0, throttling_percent=0,
+                           wmark_ratio=0, wmark_scale_permill=50, wmark_min_adj=0)
+
+
 @dataclass(frozen=True, slots=True)
 class ResctrlQOS:
     enable: bool = False

@@ -4,8 +4,8 @@
 koordlet's defaults and validates it; a bad document raises `NodeSLOError` naming the
 field, and nothing else changes. Fields the CRD has but koordlet-py does not act on
 (blkioQOS, networkQOS, hostApplications, ...) are accepted and ignored; a key the CRD does
-not have is an error. `pod_cpu_burst` lays a pod's own burst config (its annotation) over
-the node's the same way.
+not have is an error. `pod_cpu_burst` and `pod_memory_qos` lay a pod's own config (its
+annotation) over the node's the same way.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from koordlet.apis import keys
 from koordlet.slo.node_slo import (
     CPU_EVICT_SATISFACTION_LOWER_MAX,
     CPU_EVICT_SATISFACTION_UPPER_MAX,
+    MEMORY_QOS_OFF,
     CPUBurstPolicy,
     CPUBurstStrategy,
     CPUSuppressPolicy,
+    MemoryQOS,
     NodeSLO,
     NodeSLOError,
     ResctrlQOS,
@@ -266,6 +268,39 @@ def pod_cpu_burst(node: CPUBurstStrategy, annotation: str | None) -> CPUBurstStr
     except ValueError as exc:
         raise NodeSLOError(POD_CPU_BURST_ANNOTATION, f"not JSON: {exc}") from None
     return _overlay(node, data, POD_CPU_BURST_ANNOTATION, _POD_BURST_FIELDS)
+
+
+POD_MEMORY_QOS_ANNOTATION = keys.POD_MEMORY_QOS
+_POD_MEMORY_QOS_FIELDS = {k: v for k, v in _MEMORY_QOS_FIELDS.items() if k != "enable"}
+
+
+class PodMemoryQOSPolicy(Enum):
+    DEFAULT = "default"  # the pod's fields over its class's config
+    NONE = "none"        # memory QoS off for this pod
+    AUTO = "auto"        # the pod's fields over koordlet's default config for its class
+
+
+def pod_memory_qos(node: MemoryQOS, class_default: MemoryQOS, annotation: str | None) -> MemoryQOS:
+    """The memory QoS of one pod: its class's config (`node`, MEMORY_QOS_OFF when the class
+    has it off) with the pod's `koordinator.sh/memoryQOS` JSON laid over it: a policy and
+    any memoryQOS field but enable. A pod that asks for its own config has memory QoS on.
+    NodeSLOError, naming the field, for an annotation that is not valid."""
+    if not annotation:
+        return node
+    try:
+        data = json.loads(annotation)
+    except (ValueError, RecursionError) as exc:
+        raise NodeSLOError(POD_MEMORY_QOS_ANNOTATION, f"not JSON: {exc}") from None
+    fields = dict(_mapping(POD_MEMORY_QOS_ANNOTATION, data))
+    raw_policy = fields.pop("policy", None)
+    policy = PodMemoryQOSPolicy.DEFAULT if raw_policy in (None, "") else \
+        _enum(PodMemoryQOSPolicy)(f"{POD_MEMORY_QOS_ANNOTATION}.policy", raw_policy)
+    if policy is PodMemoryQOSPolicy.NONE:
+        return MEMORY_QOS_OFF
+    base = class_default if policy is PodMemoryQOSPolicy.AUTO else node
+    merged = _overlay(base, fields, POD_MEMORY_QOS_ANNOTATION, _POD_MEMORY_QOS_FIELDS)
+    asked = policy is PodMemoryQOSPolicy.AUTO or any(value is not None for value in fields.values())
+    return dataclasses.replace(merged, enable=True) if asked and not merged.enable else merged
 
 
 def spec_of_document(raw: Any) -> Any:

@@ -5,17 +5,28 @@ from __future__ import annotations
 
 import pytest
 
+from koordlet.apis.keys import BATCH_MEMORY
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_burst_policy import NodeBurstState, node_burst_state
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
-from koordlet.slo.spec import parse_node_slo_spec
-from koordlet.statesinformer.model import NodeInfo
+from koordlet.qosmanager.memory_qos import MemoryQoS, memory_qos_values, pod_memory_request
+from koordlet.slo.node_slo import MemoryQOS, NodeSLOError
+from koordlet.slo.spec import parse_node_slo_spec, pod_memory_qos
+from koordlet.statesinformer.model import (
+    ContainerInfo,
+    ContainerKind,
+    ContainerRole,
+    ContainerState,
+    NodeInfo,
+    PodInfo,
+    Resources,
+)
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 from tests.koordlet.qosmanager.test_strategies_fake_trees import NODE, read, run, usage
 from tests.resourceexecutor.conftest import FakeTreeIO
-from tests.system.fake_trees import add_cgroup, build_v1_tree, set_cgroup_file
+from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree, set_cgroup_file
 
 # -- CPU burst --------------------------------------------------------------------------
 
@@ -140,3 +151,123 @@ def test_with_no_pods_or_no_capacity_a_round_writes_nothing(tmp_path, node, with
         ("cpu", "kubepods/besteffort", "cpu.cfs_quota_us"), ("cpuset", "kubepods/besteffort", "cpuset.cpus"))} \
         == before
     rig.close()
+
+
+# -- memory QoS -------------------------------------------------------------------------
+
+MiB = 1 << 20
+GiB = 1 << 30
+LS_MIN_100 = {"resourceQOSStrategy": {"lsClass": {"memoryQOS": {
+    "enable": True, "minLimitPercent": 100, "lowLimitPercent": 0, "throttlingPercent": 80}}}}
+BE_ON = {"resourceQOSStrategy": {"beClass": {"memoryQOS": {
+    "enable": True, "minLimitPercent": 50, "lowLimitPercent": 100, "throttlingPercent": 90}}}}
+
+
+def memory_rig(tmp_path, slo: dict, *pods) -> Rig:
+    host = build_v2_tree(tmp_path)
+    for tier in ("kubepods", "kubepods/burstable", "kubepods/besteffort"):
+        add_cgroup(host, tier)
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    rig.set_slo(parse_node_slo_spec(slo))
+    for item in pods:
+        add_cgroup(host, item.cgroup_parent)
+        for c in item.containers:
+            add_cgroup(host, c.cgroup_dir)
+        rig.states.put(item)
+    return rig
+
+
+def ls_pod(uid: str = "ls1", annotations=None, requests=({"memory": GiB}, {})) -> PodInfo:
+    parent = f"kubepods/burstable/pod{uid}"
+    return pod(uid, KoordQoSClass.LS, parent, annotations=annotations, containers=tuple(
+        container(f"c{i}", uid, f"{parent}/c{i}", requests=r, limits={"memory": 2 * GiB} if r else {})
+        for i, r in enumerate(requests)))
+
+
+def test_a_container_without_a_request_adds_nothing_to_the_pods(tmp_path):
+    rig = memory_rig(tmp_path, LS_MIN_100, ls_pod())  # c0 asks 1 GiB, c1 asks nothing
+    run(MemoryQoS(), rig)
+    for d in ("kubepods", "kubepods/burstable", "kubepods/burstable/podls1", "kubepods/burstable/podls1/c0"):
+        assert read(rig.host, "", d, "memory.min") == str(GiB), d
+    assert read(rig.host, "", "kubepods/burstable/podls1/c1", "memory.min") == "0"
+    rig.close()
+
+
+@pytest.mark.parametrize("app, init, want", [
+    ([GiB, 0], [], GiB),
+    ([GiB, 512 * MiB], [], GiB + 512 * MiB),
+    ([GiB], [3 * GiB], 3 * GiB),  # a larger init container sets the pod's request (kubelet)
+    ([2 * GiB], [GiB], 2 * GiB),
+])
+def test_pod_memory_request_is_kubelets(app, init, want):
+    def c(name: str, request: int, kind: ContainerKind) -> ContainerInfo:
+        return ContainerInfo(name, name, "p", ContainerState.RUNNING, "", spec=Resources(
+            {"memory": request} if request else {}), role=ContainerRole(kind))
+
+    containers = tuple(c(f"a{i}", r, ContainerKind.MAIN) for i, r in enumerate(app)) + \
+        tuple(c(f"i{i}", r, ContainerKind.INIT) for i, r in enumerate(init))
+    assert pod_memory_request(pod("p", KoordQoSClass.LS, containers=containers)) == want
+
+
+def test_be_pods_are_sized_by_batch_memory(tmp_path):
+    parent = "kubepods/besteffort/podbe1"
+    be = pod("be1", KoordQoSClass.BE, parent, containers=(
+        container("c0", "be1", f"{parent}/c0", requests={BATCH_MEMORY: GiB}, limits={BATCH_MEMORY: 2 * GiB}),))
+    rig = memory_rig(tmp_path, BE_ON, be)
+    run(MemoryQoS(), rig)
+    assert read(rig.host, "", f"{parent}/c0", "memory.min") == str(GiB // 2)
+    assert read(rig.host, "", f"{parent}/c0", "memory.low") == str(GiB)
+    assert read(rig.host, "", f"{parent}/c0", "memory.high") == str(2 * GiB * 90 // 100)
+    assert read(rig.host, "", parent, "memory.min") == str(GiB // 2)
+    rig.close()
+
+
+@pytest.mark.parametrize("annotation, want_min", [
+    ('{"minLimitPercent": 50}', GiB // 2),  # the pod's field over its class's
+    ('{"policy": "default"}', GiB),  # nothing of its own: the class's
+    ('{"policy": "none"}', 0),  # memory QoS off for this pod
+    ('{"policy": "auto"}', 0),  # koordlet's default config: minLimitPercent 0
+    ('{"policy": "auto", "minLimitPercent": 25}', GiB // 4),
+    ('{"minLimitPercent": 500}', GiB),  # invalid: ignored, the class's applies
+    ('{"enable": true}', GiB),  # not a pod-level field: invalid
+    ('not json', GiB),
+])
+def test_the_pod_memory_qos_annotation_is_merged_over_its_class(tmp_path, annotation, want_min):
+    rig = memory_rig(tmp_path, LS_MIN_100, ls_pod(annotations={"koordinator.sh/memoryQOS": annotation},
+                                                  requests=({"memory": GiB},)))
+    run(MemoryQoS(), rig)
+    assert read(rig.host, "", "kubepods/burstable/podls1/c0", "memory.min") == str(want_min)
+    assert read(rig.host, "", "kubepods/burstable/podls1", "memory.min") == str(want_min)
+    rig.close()
+
+
+def test_a_pod_asking_for_memory_qos_gets_it_while_its_class_has_it_off(tmp_path):
+    annotation = '{"minLimitPercent": 100, "throttlingPercent": 50}'
+    rig = memory_rig(tmp_path, {}, ls_pod(annotations={"koordinator.sh/memoryQOS": annotation},
+                                          requests=({"memory": GiB},)))
+    run(MemoryQoS(), rig)
+    assert read(rig.host, "", "kubepods/burstable/podls1/c0", "memory.min") == str(GiB)
+    assert read(rig.host, "", "kubepods/burstable/podls1/c0", "memory.high") == str(GiB)
+    assert read(rig.host, "", "kubepods", "memory.min") == str(GiB)
+    rig.close()
+
+
+@pytest.mark.parametrize("request_bytes, limit, percents, want", [
+    # (min%, low%, throttling%) -> (min, low, high); koordlet's rules
+    (GiB, 2 * GiB, (100, 0, 80), (GiB, 0, 2 * GiB * 80 // 100)),  # low 0 stays 0
+    (GiB, 2 * GiB, (100, 50, 0), (GiB, GiB, -1)),  # a set low below min is raised; throttling 0: max
+    (GiB, 0, (0, 0, 50), (0, 0, 8 * GiB)),  # no limit: node allocatable (16 GiB) stands in
+    (GiB, GiB, (100, 100, 10), (GiB, GiB, GiB)),  # high never below min
+])
+def test_memory_qos_values_table(request_bytes, limit, percents, want):
+    cfg = MemoryQOS(enable=True, min_limit_percent=percents[0], low_limit_percent=percents[1],
+                    throttling_percent=percents[2])
+    values = memory_qos_values(request_bytes, limit, 16 * GiB, cfg)
+    assert (values.min, values.low, values.high) == want
+
+
+def test_pod_memory_qos_refuses_with_the_field_named():
+    with pytest.raises(NodeSLOError, match="policy"):
+        pod_memory_qos(MemoryQOS(), MemoryQOS(), '{"policy": "sometimes"}')
+    with pytest.raises(NodeSLOError, match="minLimitPercent"):
+        pod_memory_qos(MemoryQOS(), MemoryQOS(), '{"minLimitPercent": -1}')

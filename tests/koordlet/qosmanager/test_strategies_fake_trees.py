@@ -185,8 +185,10 @@ def test_memory_qos_on_v2_tree(tmp_path):
         assert read(host, "", d, "memory.high") == "max"
     for d in ("kubepods/burstable/podls1", "kubepods/burstable/podls1/c1"):
         assert read(host, "", d, "memory.min") == str(GiB)
-        assert read(host, "", d, "memory.low") == str(GiB)  # raised to min
-        assert read(host, "", d, "memory.high") == str(2 * GiB * 80 // 100)  # a fake file keeps it unrounded
+        assert read(host, "", d, "memory.low") == "0"  # lowLimitPercent 0: not raised to min (koordlet)
+    # memory.high on the container only, as koordlet writes it
+    assert read(host, "", "kubepods/burstable/podls1", "memory.high") == "max"
+    assert read(host, "", "kubepods/burstable/podls1/c1", "memory.high") == str(2 * GiB * 80 // 100)
     rig.close()
 
 
