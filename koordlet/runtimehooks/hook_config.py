@@ -17,6 +17,7 @@ from typing import Mapping
 from koordlet.apis.keys import RECLAIMED_MEMORY, RECLAIMED_MILLICPU
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.ports.be_suppress import NOT_SUPPRESSED, BESuppress
+from system.cgroup_layout import QoSTier
 
 # koordlet's CPUShareUnitValue / CPUSharesMinValue / CFSBasePeriodValue / CFSQuotaMinValue.
 CPU_SHARES_PER_CORE = 1024
@@ -33,11 +34,6 @@ class CpuManagerPolicy(Enum):
     STATIC = "static"
 
 
-def _default_bvt() -> Mapping[KoordQoSClass, int]:
-    # koordinator's resourceQOSStrategy cpuQOS.groupIdentity: LSR 2, LS 2, BE -1.
-    return MappingProxyType({KoordQoSClass.LSR: 2, KoordQoSClass.LS: 2, KoordQoSClass.BE: -1})
-
-
 def _default_reclaimed_map() -> Mapping[str, str]:
     # katalyst --orm-resource-names-map default example: reclaimed_millicpu=cpu, reclaimed_memory=memory.
     return MappingProxyType({RECLAIMED_MILLICPU: "cpu", RECLAIMED_MEMORY: "memory"})
@@ -48,7 +44,7 @@ class HostCaps:
     """What the host's cgroups offer, probed once at start."""
 
     cgroup_version: int = 1  # of the cpu controller
-    bvt_supported: bool = False  # cpu.bvt_warp_ns exists (Anolis kernels)
+    bvt_supported: bool = False  # cpu.bvt_warp_ns or kernel.sched_group_identity_enabled exists (Anolis)
     cpu_idle_supported: bool = False  # cpu.idle exists (kernel >= 5.15)
 
 
@@ -57,9 +53,13 @@ class HookConfig:
     # BatchResource: koordinator's resourceQOSStrategy enables CFS quota for batch pods by default.
     enable_cfs_quota: bool = True
     cfs_period_us: int = CFS_BASE_PERIOD_US
-    # GroupIdentity: bvt per class. Koordinator's NodeSLO default has cpuQOS.enable=false on
-    # every class; the gate turns the hook on, this config the values.
-    bvt: Mapping[KoordQoSClass, int] = field(default_factory=_default_bvt)
+    # GroupIdentity: cpu.bvt_warp_ns per class from the NodeSLO in force; empty while none
+    # is (no rule: nothing written). bvt_effective is False while the kernel's switch
+    # could not be turned on (the values would do nothing).
+    bvt: Mapping[KoordQoSClass, int] = field(default_factory=lambda: MappingProxyType({}))
+    # what a pod of no class (or SYSTEM) gets: its kube QoS tier's value, as in koordlet
+    bvt_by_tier: Mapping[QoSTier, int] = field(default_factory=lambda: MappingProxyType({}))
+    bvt_effective: bool = True
     be_cpu_idle: bool = True  # cpu.idle=1 on BE pod cgroups where the kernel has it
     # CPUSetAllocator
     node_cpus: frozenset[int] = frozenset()  # online CPUs of the node; empty = unknown

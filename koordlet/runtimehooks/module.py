@@ -18,6 +18,7 @@ when NRI counts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, Callable
 
 import structlog
@@ -27,12 +28,13 @@ from koordlet.config import Config, defaults
 from koordlet.ports import Ports
 from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.runtimehooks.engine import HookEngine, plans_json
+from koordlet.runtimehooks.group_identity_switch import GroupIdentitySwitch, wanted_switch
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import enabled_hooks
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.runtimehooks.options import HooksOptions
 from koordlet.runtimehooks.reconciler import Reconciler
-from koordlet.runtimehooks.slo_rules import hook_config_from_slo, hook_config_with_suppress
+from koordlet.runtimehooks.slo_rules import any_cpu_qos_enabled, hook_config_from_slo, hook_config_with_suppress
 from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.slo.source import NodeSLOSource
 from koordlet.statesinformer.api import StatesInformer
@@ -65,7 +67,8 @@ def probe_host(facts: HostFacts) -> HookConfig:
         version = files.version_for("cpu.shares")
     except SystemFileError:
         version = 1
-    caps = HostCaps(cgroup_version=version, bvt_supported=files.supported("cpu.bvt_warp_ns", probe_dir),
+    bvt = files.supported("cpu.bvt_warp_ns", probe_dir) or GroupIdentitySwitch(facts.host).exists()
+    caps = HostCaps(cgroup_version=version, bvt_supported=bvt,
                     cpu_idle_supported=files.supported("cpu.idle", probe_dir))
     return HookConfig(node_cpus=cpus, host=caps)
 
@@ -82,6 +85,7 @@ class RuntimeHooksModule:
         self._base_config = HookConfig()
         self._unsubscribe: list[Callable[[], None]] = []
         self._facts = facts
+        self._gi_switch = GroupIdentitySwitch(facts.host)
         self.executor = executor
         self._registry = registry
         self._ports = ports if ports is not None else Ports()
@@ -133,7 +137,12 @@ class RuntimeHooksModule:
         """The probed host config with the NodeSLO in force and the BE suppress decision laid over it."""
         config = self._base_config
         if self._node_slo is not None:
-            config = hook_config_from_slo(self._node_slo.current(), config)
+            slo, in_force = self._node_slo.current(), self._node_slo.in_force()
+            config = hook_config_from_slo(slo, config, in_force)
+            if config.host.bvt_supported and self._config.common.feature_gates.enabled("GroupIdentity"):
+                effective = self._gi_switch.apply(wanted_switch(in_force, any_cpu_qos_enabled(slo)))
+                if effective != config.bvt_effective:
+                    config = dataclasses.replace(config, bvt_effective=effective)
         if self._be_suppress is not None:
             config = hook_config_with_suppress(config, self._be_suppress.current())
         return config

@@ -36,6 +36,10 @@ NodeSLOListener = Callable[[NodeSLO], None]
 class NodeSLOSource(Protocol):
     def current(self) -> NodeSLO: ...
 
+    def in_force(self) -> bool:
+        """Whether a NodeSLO was given or accepted (False: koordlet's defaults only)."""
+        ...
+
     def subscribe(self, listener: NodeSLOListener) -> Callable[[], None]: ...
 
 
@@ -44,14 +48,19 @@ class StaticNodeSLO:
 
     def __init__(self, slo: NodeSLO | None = None) -> None:
         self._board: Board[NodeSLO] = Board("nodeslo", slo if slo is not None else NodeSLO())
+        self._in_force = slo is not None
 
     def current(self) -> NodeSLO:
         return self._board.current()
+
+    def in_force(self) -> bool:
+        return self._in_force
 
     def subscribe(self, listener: NodeSLOListener) -> Callable[[], None]:
         return self._board.subscribe(listener)
 
     def set(self, slo: NodeSLO) -> None:
+        self._in_force = True
         self._board.publish(slo)
 
 

@@ -31,7 +31,11 @@ BE, LS, LSR, LSE, SYSTEM = (KoordQoSClass.BE, KoordQoSClass.LS, KoordQoSClass.LS
 ANNOT = "node.koordinator.sh/extended-resource-spec"
 STATUS = "scheduling.koordinator.sh/resource-status"
 CONFIG = HookConfig(node_cpus=frozenset(range(8)))
-BVT_HOST = HookConfig(node_cpus=frozenset(range(8)), host=HostCaps(cgroup_version=1, bvt_supported=True))
+# koordlet's groupIdentity values with cpuQOS enabled on every class
+BVT_RULE = MappingProxyType({LSR: 2, LS: 2, BE: -1})
+BVT_TIERS = MappingProxyType({QoSTier.GUARANTEED: 2, QoSTier.BURSTABLE: 2, QoSTier.BESTEFFORT: -1})
+BVT_HOST = HookConfig(node_cpus=frozenset(range(8)), host=HostCaps(cgroup_version=1, bvt_supported=True),
+                      bvt=BVT_RULE, bvt_by_tier=BVT_TIERS)
 
 
 def spec_of(pod, name, config=CONFIG, allocations=NO_ALLOCATIONS, hooks=HOOKS):
@@ -180,9 +184,13 @@ def test_cpuset_static_kubelet_and_system_and_unknown_node() -> None:
     assert spec_of(make_pod("ls", LS), "main", HookConfig()) == EMPTY_SPEC
 
 
-@pytest.mark.parametrize("qos,bvt", [(LSE, 2), (LSR, 2), (LS, 2), (BE, -1), (SYSTEM, None)])
-def test_group_identity_bvt_per_class_on_pod_only(qos, bvt) -> None:
-    pod = make_pod("p", qos)
+@pytest.mark.parametrize("qos,k8s,bvt", [
+    (LSE, None, 2), (LSR, None, 2), (LS, None, 2), (BE, None, -1),
+    # no class, or SYSTEM: the kube QoS tier's value, as koordlet gives them
+    (SYSTEM, QoSTier.BURSTABLE, 2), (KoordQoSClass.NONE, QoSTier.BESTEFFORT, -1),
+])
+def test_group_identity_bvt_per_class_on_pod_only(qos, k8s, bvt) -> None:
+    pod = make_pod("p", qos, k8s=k8s)
     only = enabled_hooks(lambda g: g == "GroupIdentity")
     assert spec_of(pod, None, BVT_HOST, hooks=only).bvt == bvt
     assert spec_of(pod, "main", BVT_HOST, hooks=only) == EMPTY_SPEC

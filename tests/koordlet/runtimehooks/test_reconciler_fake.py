@@ -10,13 +10,15 @@ from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.module import probe_host, qos_dirs_of
 from koordlet.runtimehooks.reconciler import Reconciler
+from koordlet.runtimehooks.slo_rules import hook_config_from_slo
+from koordlet.slo.spec import parse_node_slo_spec
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo
 from koordlet.util.host_facts import HostFacts
 from resourceexecutor import ResourceExecutor
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod
 from tests.resourceexecutor.conftest import FakeTreeIO
-from tests.system.fake_trees import add_cgroup, build_topology_tree, build_v1_tree, build_v2_tree
+from tests.system.fake_trees import add_cgroup, build_topology_tree, build_v1_tree, build_v2_tree, set_cgroup_file
 
 ANNOT = "node.koordinator.sh/extended-resource-spec"
 
@@ -41,9 +43,14 @@ def setup(tmp_path: Path, tree, **kw):
     return host, files, engine, qos_dirs, states, be, ls
 
 
+CPU_QOS_ON = parse_node_slo_spec({"resourceQOSStrategy": {
+    name: {"cpuQOS": {"enable": True}} for name in ("lsrClass", "lsClass", "beClass")}})
+
+
 def test_anolis_v1_qos_dirs_and_pods_get_group_identity(tmp_path: Path) -> None:
     host, files, engine, qos_dirs, _, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
     assert engine.config.host.bvt_supported and engine.config.node_cpus == frozenset(range(4))
+    engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
     executor = ResourceExecutor(files, io=FakeTreeIO())
     result = Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs).reconcile_once(full=True)
     assert result.problems == 0
@@ -54,6 +61,16 @@ def test_anolis_v1_qos_dirs_and_pods_get_group_identity(tmp_path: Path) -> None:
     be_main = be.containers[0].cgroup_dir
     assert (files.read("cpu.shares", be.cgroup_parent), files.read("cpu.shares", be_main),
             files.read("cpu.cfs_quota_us", be_main)) == (512, 512, 50_000)
+
+
+def test_without_a_node_slo_group_identity_writes_nothing(tmp_path: Path) -> None:
+    host, files, engine, qos_dirs, _, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
+    dirs = ("kubepods", "kubepods/burstable", "kubepods/besteffort", be.cgroup_parent, ls.cgroup_parent)
+    for rel in dirs:  # values someone else set
+        set_cgroup_file(host, rel, "cpu.bvt_warp_ns", "1")
+    executor = ResourceExecutor(files, io=FakeTreeIO())
+    Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs).reconcile_once(full=True)
+    assert {files.read("cpu.bvt_warp_ns", rel) for rel in dirs} == {1}
 
 
 def test_nri_mode_leaves_containers_to_nri_between_full_passes(tmp_path: Path) -> None:
