@@ -8,12 +8,13 @@ import argparse
 import dataclasses
 import json
 import socket
+import sys
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, NoReturn, Sequence
 
 from koordlet import __version__
-from koordlet.config import safe_yaml
+from koordlet.config import go_flags, safe_yaml
 from koordlet.config.common import CommonOptions, RuntimeOptions
 from koordlet.config.errors import ConfigError
 from koordlet.config.features import describe
@@ -96,14 +97,18 @@ def load_config_file(path: Path, known: Iterable[str]) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None, sections: Iterable[type] = ()) -> Config:
-    """Flags over file over defaults. Raises ConfigError on any bad value."""
+    """Flags over file over defaults. Raises ConfigError on any bad value. koordlet's
+    command line (Go flag syntax, its flag names, klog's flags) is taken as go_flags says."""
     sections = _all_sections(sections)
-    namespace = vars(build_parser(sections).parse_args(argv))
-    config_path = Path(namespace.pop("config")) if "config" in namespace else None
     options = _options(sections)
+    booleans = {flag: isinstance(item.default, bool) for flag, (_, item) in options.items()}
+    args, notices = go_flags.normalize(sys.argv[1:] if argv is None else argv, booleans)
+    namespace = vars(build_parser(sections).parse_args(args))
+    config_path = Path(namespace.pop("config")) if "config" in namespace else None
     merged: dict[str, Any] = load_config_file(config_path, options) if config_path else {}
     merged.update(namespace)
-    return compose(merged, sections, config_path)
+    config = compose(merged, sections, config_path)
+    return dataclasses.replace(config, notices=tuple(notices)) if notices else config
 
 
 def compose(values: Mapping[str, Any], sections: Iterable[type] = (), config_path: Path | None = None) -> Config:
@@ -175,6 +180,10 @@ def flag_rows(sections: Iterable[type] = ()) -> list[str]:
             for flag, (_, item) in _options(sections).items()]
     rows.append(f"| `--config` | `none` | {CONFIG_FILE_HELP} |")
     return rows
+
+
+def flag_names(sections: Iterable[type] = ()) -> tuple[str, ...]:
+    return tuple(_options(sections))
 
 
 def section_fields(section: type) -> tuple[str, ...]:

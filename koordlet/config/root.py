@@ -20,6 +20,8 @@ class Config:
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
     sections: Mapping[type, Any] = field(default_factory=lambda: MappingProxyType({}))
     config_file: Path | None = None
+    # what the command line's koordlet/klog flags did (ignored ones), logged at start
+    notices: tuple[str, ...] = ()
 
     def __getitem__(self, section: type[S]) -> S:
         found = self.sections.get(section)

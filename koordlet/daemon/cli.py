@@ -1,17 +1,18 @@
 """The daemon's command line: the daemon-wide sections and every agent's own, composed.
 
-`python -m koordlet.daemon.cli README.md` (`make docs`) rewrites README's flag table from
-the declarations."""
+`python -m koordlet.daemon.cli README.md` (`make docs`) rewrites README's tables of flags,
+koordlet's flags and feature gates from the declarations."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from koordlet.agents import AGENTS
-from koordlet.config import Config, command_line
+from koordlet.config import Config, command_line, go_flags
+from koordlet.config.features import gate_rows
 from koordlet.metriccache.options import MetricCacheOptions
 
 # the metric cache is a hub, not an agent: its section is the daemon's to add
@@ -37,16 +38,31 @@ def flag_rows() -> list[str]:
     return command_line.flag_rows(SECTIONS)
 
 
-def rewrite_flag_table(readme: Path) -> None:
-    """Replace the table between README's flags markers with the declarations' rows."""
+def koordlet_flag_rows() -> list[str]:
+    return go_flags.koordlet_flag_rows(command_line.flag_names(SECTIONS))
+
+
+# README's generated tables: marker name -> (header, rows)
+TABLES: Mapping[str, tuple[str, Callable[[], list[str]]]] = {
+    "flags": ("| flag | default | meaning |\n|---|---|---|", flag_rows),
+    "koordlet-flags": ("| koordlet flag | here |\n|---|---|", koordlet_flag_rows),
+    "gates": ("| gate | default | koordlet's default | stage | implemented | what it switches |\n|---|---|---|---|---|---|",
+              gate_rows),
+}
+
+
+def table_span(text: str, name: str) -> tuple[int, int]:
+    begin_marker, end_marker = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    return text.index(begin_marker) + len(begin_marker), text.index(end_marker)
+
+
+def rewrite_tables(readme: Path) -> None:
+    """Replace each generated table between its README markers."""
     text = readme.read_text()
-    begin, end = text.index(FLAGS_BEGIN) + len(FLAGS_BEGIN), text.index(FLAGS_END)
-    table = "\n".join(["", "| flag | default | meaning |", "|---|---|---|", *flag_rows(), ""])
-    readme.write_text(text[:begin] + table + text[end:])
-
-
-FLAGS_BEGIN = "<!-- flags:begin -->"
-FLAGS_END = "<!-- flags:end -->"
+    for name, (header, rows) in TABLES.items():
+        begin, end = table_span(text, name)
+        text = text[:begin] + "\n".join(["", header, *rows(), ""]) + text[end:]
+    readme.write_text(text)
 
 if __name__ == "__main__":
-    rewrite_flag_table(Path(sys.argv[1]))
+    rewrite_tables(Path(sys.argv[1]))

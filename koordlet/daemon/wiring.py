@@ -128,6 +128,8 @@ async def run(config: Config) -> int:
     log.info("koordlet_starting", version=__version__, node=config.common.node_name,
              mode="standalone" if config.common.standalone else "cluster",
              feature_gates_overridden=config.common.feature_gates.overridden())
+    for notice in config.notices:
+        log.warning("command_line_flag_ignored", notice=notice)
     unbuilt = config.common.feature_gates.enabled_unimplemented()
     if unbuilt:  # say so: an operator must not believe these features are running
         log.warning("feature_gates_not_implemented", gates=list(unbuilt))

@@ -42,9 +42,9 @@ def parse_topology_policy(text: str) -> str:
 class OrmOptions:
     topology_policy_name: str = option(
         defaults.TOPOLOGY_POLICY_NAME,
-        "ORM topology policy: `none`, `best-effort`, `restricted`, `single-numa-node`, `numeric`; any other "
-        "name is an error (exit 2)",
-        parse_topology_policy)
+        "ORM topology policy: `none` (the ORM runs, no NUMA alignment), `best-effort`, `restricted`, "
+        "`single-numa-node`, `numeric`; unset: the ORM is off; any other name is an error (exit 2)",
+        parse_topology_policy, shown_default="unset (ORM off)")
     topology_manager_scope: str = option(
         defaults.TOPOLOGY_MANAGER_SCOPE, "`container` or `pod`: hints merged per container or once per pod",
         choices=("container", "pod"))

@@ -69,8 +69,14 @@ class ResctrlQoS:
     info: ResctrlInfo | None = None
     # a task's children inherit its group, so new and changed pods (and a periodic full pass) suffice
     changes: PodChanges = field(default_factory=PodChanges)
+    applied: bool = False  # some class had resctrlQOS on in an earlier round
 
     async def run(self, ctx: QoSContext) -> None:
+        slo = ctx.slo()
+        enabled = any(cfg is not None and cfg.enable for cfg in map(slo.resctrl_qos, CLASS_OF_GROUP.values()))
+        if not enabled and not self.applied:
+            return  # the gate is on by default (as koordlet's): nothing happens until a class asks
+        self.applied = enabled  # after turning it off, one more pass gives every group the whole cache
         if self.info is None:
             self.info = detect_resctrl(ctx.host)
             if not self.info.usable:
@@ -82,7 +88,6 @@ class ResctrlQoS:
         root = read_schemata(ctx.host)
         l3_ids = root.get("L3", {}).keys() if self.info.l3 is not None else ()
         mb_ids = root.get("MB", {}).keys() if self.info.mba is not None else ()
-        slo = ctx.slo()
         for group in GROUPS:
             cfg = slo.resctrl_qos(CLASS_OF_GROUP[group]) or WHOLE
             wanted = class_schemata(self.info.l3.cbm_mask if self.info.l3 else None, l3_ids, mb_ids,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from koordlet.config import ConfigError, defaults, parse_addr
 from koordlet.config.features import SPECS, FeatureGateError, parse_feature_gates, resolve
 from koordlet.config.parsers import parse_bool, parse_duration
-from koordlet.daemon.cli import flag_rows, parse_args
+from koordlet.daemon.cli import TABLES, parse_args, table_span
 
 
 def test_defaults_come_from_the_defaults_module():
@@ -161,24 +161,13 @@ def test_gates_on_for_unbuilt_features_are_named_built_ones_are_not(monkeypatch)
     assert features.resolve({"RdtResctrl": False, "NodeTopologyReport": False}).enabled_unimplemented() == ()
 
 
-def test_readme_gate_table_says_which_gates_are_implemented():
-    from pathlib import Path
-
-    from koordlet.config.features import SPECS
-
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_readme_tables_are_the_ones_the_declarations_make(name):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    rows = {line.split("|")[1].strip(" `"): line for line in readme.splitlines() if line.startswith("| `")}
-    for name, spec in SPECS.items():
-        cells = [c.strip() for c in rows[name].split("|")[1:-1]]
-        assert cells[1] == str(spec.default).lower(), name
-        assert cells[3] == ("yes" if spec.implemented else "not yet"), name
-
-
-def test_readme_flag_table_is_the_one_the_declarations_make():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    begin, end = readme.index("<!-- flags:begin -->"), readme.index("<!-- flags:end -->")
-    table = [line for line in readme[begin:end].splitlines() if line.startswith("| `--")]
-    assert table == flag_rows(), "run `make docs` to regenerate README's flag table"
+    begin, end = table_span(readme, name)
+    rows = [line for line in readme[begin:end].splitlines() if line.startswith("| ") and not line.startswith("| flag")
+            and not line.startswith("| koordlet flag") and not line.startswith("| gate")]
+    assert rows == TABLES[name][1](), "run `make docs` to regenerate README's tables"
 
 
 def test_each_section_default_is_what_its_flag_parses_to():

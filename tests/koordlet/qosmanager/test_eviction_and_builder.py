@@ -58,7 +58,7 @@ def test_v1_kill_signals_every_pid_until_empty(tmp_path):
 
 def test_gates_choose_strategies():
     names = [s.name for s in strategies_for(parse_args(["--feature-gates=BECPUEvict=true,CPUBurst=false"]))]
-    assert names == ["cpu_suppress", "cpu_evict", "memory_qos"]
+    assert names == ["cpu_suppress", "cpu_evict", "memory_qos", "resctrl"]
 
 
 def test_qos_manager_stays_idle_on_a_host_without_cgroups(tmp_path, capsys):
@@ -70,7 +70,7 @@ def test_qos_manager_stays_idle_on_a_host_without_cgroups(tmp_path, capsys):
     with_cgroups = parse_args(["--cgroup-root-dir", str(host.cgroup_root), "--state-dir", str(tmp_path)])
     assert [m.name for m in QOS_MANAGER.build(hubs_for(with_cgroups)).modules] == ["qosmanager"]
     assert not QOS_MANAGER.enabled(parse_args(["--feature-gates", "BECPUSuppress=false,CPUBurst=false,"
-                                               "CgroupReconcile=false"]))
+                                               "CgroupReconcile=false,RdtResctrl=false"]))
 
 
 def test_a_node_slo_file_is_the_hub_and_runs_as_the_nodeslo_module(tmp_path):
