@@ -8,6 +8,7 @@ the wanted value differs, and records what happened to each update.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from time import perf_counter
 from typing import Any
 
 from resourceexecutor.file_io import CgroupFileIO
@@ -25,7 +26,7 @@ class BatchRun:
 
     __slots__ = ("updaters", "io", "cache", "now", "use_cache", "rollback", "outcomes",
                  "errors", "writes", "undo", "saved", "stale_before", "unsupported",
-                 "on_unsupported", "problems", "gone", "seen")
+                 "on_unsupported", "problems", "gone", "seen", "write_times")
 
     def __init__(self, updaters: Sequence[Updater], outcomes: list[Outcome], io: CgroupFileIO,
                  cache: WriteCache, now: float, *, use_cache: bool, rollback: bool,
@@ -46,6 +47,7 @@ class BatchRun:
         self.seen: set[CacheKey] = set()  # files this batch read or wrote (trusted even
                                           # when use_cache is off)
         self.writes = 0
+        self.write_times: list[tuple[str, float, bool]] = []  # (resource, seconds, succeeded) per write
         self.undo: list[tuple[int, str]] = []   # (index, text before our first write)
         self.saved: set[CacheKey] = set()
         self.stale_before = now - cache.policy.force_update_after
@@ -190,14 +192,19 @@ class BatchRun:
     def _write(self, index: int, updater: Updater, text: str, fingerprint: str,
                canonical: Any, before: str | None) -> None:
         """The one write: IO, count, outcome, cache, and (rollback) the text before."""
-        if self.rollback and updater.key not in self.saved:
-            if before is None:
-                before = self.io.read(updater.path)
+        save = self.rollback and updater.key not in self.saved
+        if save and before is None:
+            before = self.io.read(updater.path)
+        started = perf_counter()
+        try:
             self.io.write(updater.path, text)
+        except SystemFileError:
+            self.write_times.append((updater.name, perf_counter() - started, False))
+            raise
+        self.write_times.append((updater.name, perf_counter() - started, True))
+        if save:
             self.saved.add(updater.key)
-            self.undo.append((index, before))
-        else:
-            self.io.write(updater.path, text)
+            self.undo.append((index, before if before is not None else ""))
         self.writes += 1
         self.settle(index, Outcome.WRITTEN, None)
         self._remember(updater, fingerprint, canonical)

@@ -167,6 +167,8 @@ class ResourceExecutor:
         result = BatchResult(updaters, outcomes, run.errors, run.writes, rolled_back, failures)
         self._log_batch(result, sorted(run.problems), run.gone)
         self._record(updaters, outcomes, todo, started)
+        if self.metrics is not None and run.write_times:
+            self.metrics.record_writes(run.write_times)
         return result
 
     @staticmethod

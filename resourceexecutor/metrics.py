@@ -5,7 +5,7 @@ update, so a 6,000-update batch touches a handful of counters.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -13,6 +13,8 @@ from resourceexecutor.outcome import Outcome
 
 # 10 us .. ~2.6 s, doubling: a batch is a few ms at 6,000 updates.
 BATCH_SECONDS_BUCKETS: tuple[float, ...] = tuple(10e-6 * 2 ** k for k in range(19))
+# koordlet's buckets for one file write: 0.01 ms x 4^k, k < 8 (Go's ExponentialBuckets(0.01, 4, 8))
+WRITE_MS_BUCKETS: tuple[float, ...] = tuple(0.01 * 4 ** k for k in range(8))
 
 
 class ExecutorMetrics:
@@ -31,6 +33,11 @@ class ExecutorMetrics:
             buckets=BATCH_SECONDS_BUCKETS,
             registry=registry,
         )
+        self.write_ms = Histogram(
+            "koordlet_resource_update_duration_milliseconds",
+            "time duration of resource update such as cgroup files",  # koordlet's series, one write each
+            ("type", "status"), buckets=WRITE_MS_BUCKETS, registry=registry,
+        )
         self._children: dict[tuple[str, Outcome], object] = {}
 
     def record_batch(self, counts: Mapping[tuple[str, Outcome], int], seconds: float) -> None:
@@ -42,4 +49,9 @@ class ExecutorMetrics:
                 children[key] = child
             child.inc(amount)  # type: ignore[attr-defined]
         self.batch_seconds.observe(seconds)
+
+    def record_writes(self, writes: Sequence[tuple[str, float, bool]]) -> None:
+        """Each file write's time: koordlet_resource_update_duration_milliseconds{type,status}."""
+        for resource, seconds, succeeded in writes:
+            self.write_ms.labels(resource, "success" if succeeded else "failed").observe(seconds * 1000)
 

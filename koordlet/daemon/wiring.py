@@ -30,7 +30,7 @@ from koordlet.metriccache.module import MetricCacheModule
 from koordlet.metriccache.options import MetricCacheOptions
 from koordlet.metriccache.retention import retention_for
 from koordlet.metriccache.store import MetricStore
-from koordlet.metrics.registry import new_registry
+from koordlet.metrics.registry import new_registry, record_host_probe
 from koordlet.metricsadvisor.options import AdvisorOptions
 from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.server.http_endpoint import HttpEndpoint
@@ -116,6 +116,9 @@ def build_daemon(config: Config, agents: Iterable[AgentSpec] = AGENTS,
     http = HttpEndpoint(bind_host, port, registry, daemon.readiness)
     http.bind()  # before anything starts: a port in use is found at once
     hubs = build_hubs(config, registry, http, facts=facts)
+    topology = hubs.facts.topology
+    record_host_probe(registry, config.common.node_name, topology is not None,
+                      topology is not None and bool(topology.numa_nodes))
     for module in hub_modules(hubs) + build_agents(hubs, agents):
         daemon.add(module)
     daemon.add(http)  # last: routes are all added once it serves (it listens already)

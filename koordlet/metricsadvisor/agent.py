@@ -48,6 +48,7 @@ def build(hubs: Hubs) -> Built:
     exporter = AdvisorExporter(hubs.metric_cache, hubs.states, config.common.node_name, advisor.scheduler.stats,
                                psi=(lambda: psi.snapshot) if psi is not None else dict)
     hubs.http.add_metrics_text(exporter.render)
+    hubs.http.add_metrics_text(exporter.render_external, external=True)
     return Built((advisor,))
 
 

@@ -18,14 +18,16 @@ has no per-pod usage gauges; ours follow its style: koordlet_{pod,container}_use
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Callable, Mapping
 
+from koordlet.apis.keys import BATCH_MEMORY
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
+from koordlet.metrics.text import Family, escape, render_families
 from koordlet.metricsadvisor.collectors.psi import PsiReading, PsiSnapshot
 from koordlet.metricsadvisor.framework import CollectorStats
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import PodInfo
 
 DEFAULT_STALE_AFTER = 150.0  # > the CPI interval plus its window
 _PSI_RESOURCE_LABEL = {"cpu": "cpu", "memory": "mem", "io": "io"}  # koordlet's spelling
@@ -59,33 +61,6 @@ _NETWORK_FAMILIES = (
 _CPI_FIELDS = (("cycles", Metric.CONTAINER_CPU_CYCLES), ("instructions", Metric.CONTAINER_INSTRUCTIONS))
 
 
-def escape(value: str) -> str:
-    """A label value in the text format: backslash, double quote and newline escaped."""
-    if "\\" in value or '"' in value or "\n" in value:
-        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return value
-
-
-def number(value: float) -> str:
-    """A sample value as the text format spells it (Go's ParseFloat reads Python's repr)."""
-    text = repr(float(value))
-    if text[-1] not in "nf":  # not "nan", "inf" or "-inf"
-        return text
-    return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
-
-
-class _Family:
-    __slots__ = ("name", "header", "lines")
-
-    def __init__(self, name: str, help_text: str, kind: str = "gauge") -> None:
-        self.name = name
-        self.header = "# HELP %s %s\n# TYPE %s %s\n" % (name, help_text, name, kind)
-        self.lines: list[str] = []
-
-    def add(self, labels: str, value: float, suffix: str = "") -> None:
-        self.lines.append("%s{%s%s} %s\n" % (self.name, labels, suffix, number(value)))
-
-
 class AdvisorExporter:
     def __init__(self, cache: MetricCache, states: StatesInformer | None, node_name: str,
                  stats: Callable[[], dict[str, CollectorStats]] = dict,
@@ -109,24 +84,34 @@ class AdvisorExporter:
             return None
         return sample.value
 
-    def render(self) -> bytes:
+    def render(self, openmetrics: bool = False) -> bytes:
+        """The agent's own figures (usage, throttling, collectors): /internal-metrics."""
         oldest = self._clock() - self._stale_after
         families = self._node_families(oldest)
         if self._states is not None:
             families.extend(self._object_families(oldest))
         families.extend(self._self_families())
-        return "".join(f.header + "".join(f.lines) for f in families if f.lines).encode()
+        return render_families(families, openmetrics)
 
-    def _node_families(self, oldest: float) -> list[_Family]:
+    def render_external(self, openmetrics: bool = False) -> bytes:
+        """What koordlet serves on /external-metrics: PSI, CPI and the containers' requests
+        and limits."""
+        oldest = self._clock() - self._stale_after
+        families = [self._node_psi()]
+        if self._states is not None:
+            families.extend(self._interference_families(oldest))
+        return render_families(families, openmetrics)
+
+    def _node_families(self, oldest: float) -> list[Family]:
         out = []
         for name, help_text, metric in _NODE_FAMILIES:
-            family = _Family(name, help_text)
+            family = Family(name, help_text)
             value = self._value(SeriesKey(metric.value), oldest)
             if value is not None:
                 family.add(self._node_label, value)
             out.append(family)
         for name, help_text, metric in _NETWORK_FAMILIES:
-            family = _Family(name, help_text)
+            family = Family(name, help_text)
             for key in sorted(self._cache.keys(metric), key=lambda k: k.labels):
                 value = self._value(key, oldest)
                 if value is not None:
@@ -135,49 +120,68 @@ class AdvisorExporter:
                         self._node_label, escape(labels.get("interface", "")), escape(labels.get("direction", ""))),
                         value)
             out.append(family)
-        psi = _Family("koordlet_node_psi", "Node psi collected by koordlet")
-        _add_psi(psi, self._node_label, self._psi().get(("", "")))
-        out.append(psi)
         return out
 
-    def _object_families(self, oldest: float) -> list[_Family]:
+    def _node_psi(self) -> Family:
+        psi = Family("koordlet_node_psi", "Node psi collected by koordlet")
+        _add_psi(psi, self._node_label, self._psi().get(("", "")))
+        return psi
+
+    def _object_families(self, oldest: float) -> list[Family]:
         assert self._states is not None
-        pod_families = [(_Family(name, help_text), metric.value) for name, help_text, metric in _POD_FAMILIES]
-        ctr_families = [(_Family(name, help_text), metric.value) for name, help_text, metric in _CONTAINER_FAMILIES]
-        pod_psi = _Family("koordlet_pod_psi", "Pod psi collected by koordlet")
-        ctr_psi = _Family("koordlet_container_psi", "Container psi collected by koordlet")
-        cpi = _Family("koordlet_container_cpi", "Container cpi collected by koordlet")
-        value, node, psi_snapshot = self._value, self._node_label, self._psi()
+        pod_families = [(Family(name, help_text), metric.value) for name, help_text, metric in _POD_FAMILIES]
+        ctr_families = [(Family(name, help_text), metric.value) for name, help_text, metric in _CONTAINER_FAMILIES]
+        value, node = self._value, self._node_label
         for pod in self._states.pods():
             uid = pod.uid
-            pod_part = 'pod_uid="%s",pod_name="%s",pod_namespace="%s"' % (
-                escape(uid), escape(pod.name), escape(pod.namespace))
+            pod_part = _pod_labels(pod)
             labels = "%s,%s" % (node, pod_part)
             for family, metric in pod_families:
                 v = value(SeriesKey(metric, uid), oldest)
                 if v is not None:
                     family.add(labels, v)
+            for container in pod.running_containers:
+                labels = '%s,container_id="%s",container_name="%s",%s' % (
+                    node, escape(container.id), escape(container.name), pod_part)
+                for family, metric in ctr_families:
+                    v = value(SeriesKey(metric, uid, container.id), oldest)
+                    if v is not None:
+                        family.add(labels, v)
+        return [f for f, _ in pod_families] + [f for f, _ in ctr_families]
+
+    def _interference_families(self, oldest: float) -> list[Family]:
+        assert self._states is not None
+        pod_psi = Family("koordlet_pod_psi", "Pod psi collected by koordlet")
+        ctr_psi = Family("koordlet_container_psi", "Container psi collected by koordlet")
+        cpi = Family("koordlet_container_cpi", "Container cpi collected by koordlet")
+        requests = Family("koordlet_container_resource_requests", "Container resource requests")
+        limits = Family("koordlet_container_resource_limits", "Container resource limits")
+        value, node, psi_snapshot = self._value, self._node_label, self._psi()
+        for pod in self._states.pods():
+            uid = pod.uid
+            pod_part = _pod_labels(pod)
+            labels = "%s,%s" % (node, pod_part)
             _add_psi(pod_psi, labels, psi_snapshot.get((uid, "")))
             for container in pod.running_containers:
                 cid = container.id
                 labels = '%s,container_id="%s",container_name="%s",%s' % (
                     node, escape(cid), escape(container.name), pod_part)
-                for family, metric in ctr_families:
-                    v = value(SeriesKey(metric, uid, cid), oldest)
-                    if v is not None:
-                        family.add(labels, v)
                 _add_psi(ctr_psi, labels, psi_snapshot.get((uid, cid)))
                 for field, metric in _CPI_FIELDS:
                     v = value(SeriesKey(metric.value, uid, cid), oldest)
                     if v is not None:
                         cpi.add(labels, v, ',cpi_field="%s"' % field)
-        return [f for f, _ in pod_families] + [f for f, _ in ctr_families] + [pod_psi, ctr_psi, cpi]
+                if container.spec is not None:
+                    ids = '%s,container_id="%s",container_name="%s"' % (pod_part, escape(cid), escape(container.name))
+                    _add_resources(requests, node, ids, container.spec.requests)
+                    _add_resources(limits, node, ids, container.spec.limits)
+        return [pod_psi, ctr_psi, cpi, requests, limits]
 
-    def _self_families(self) -> list[_Family]:
-        runs = _Family("koordlet_collector_runs_total", "Runs of each metrics collector", "counter")
-        errors = _Family("koordlet_collector_errors_total", "Failed runs of each metrics collector", "counter")
-        cpu = _Family("koordlet_collector_cpu_seconds_total", "CPU time spent in each collector", "counter")
-        last = _Family("koordlet_collector_last_run_duration_seconds",
+    def _self_families(self) -> list[Family]:
+        runs = Family("koordlet_collector_runs_total", "Runs of each metrics collector", "counter")
+        errors = Family("koordlet_collector_errors_total", "Failed runs of each metrics collector", "counter")
+        cpu = Family("koordlet_collector_cpu_seconds_total", "CPU time spent in each collector", "counter")
+        last = Family("koordlet_collector_last_run_duration_seconds",
                        "Wall time of the last run of each collector")
         for name, stats in self._stats().items():
             labels = 'collector="%s"' % escape(name)
@@ -188,7 +192,21 @@ class AdvisorExporter:
         return [runs, errors, cpu, last]
 
 
-def _add_psi(family: _Family, labels: str, readings: Mapping[str, PsiReading] | None) -> None:
+def _pod_labels(pod: PodInfo) -> str:
+    return 'pod_uid="%s",pod_name="%s",pod_namespace="%s"' % (escape(pod.uid), escape(pod.name), escape(pod.namespace))
+
+
+# koordlet's units: cpu in cores, memory-like in bytes, the rest (batch-cpu milli-cores) as integers
+_UNIT = {"cpu": ("core", 0.001), "memory": ("byte", 1.0), BATCH_MEMORY: ("byte", 1.0)}
+
+
+def _add_resources(family: Family, node: str, ids: str, quantities: Mapping[str, int]) -> None:
+    for resource in sorted(quantities):
+        unit, scale = _UNIT.get(resource, ("integer", 1.0))
+        family.add('%s,resource="%s",unit="%s",%s' % (node, escape(resource), unit, ids), quantities[resource] * scale)
+
+
+def _add_psi(family: Family, labels: str, readings: Mapping[str, PsiReading] | None) -> None:
     """koordlet's PSI records: some (and full where the kernel has it) x avg10/60/300."""
     if not readings:
         return

@@ -66,6 +66,7 @@ def build(hubs: Hubs) -> Built:
         log.warning("qos_manager_idle", reason=hubs.facts.cgroup_error)
         return NOTHING
     metrics = QoSMetrics(hubs.registry, hubs.config.common.node_name)
+    hubs.http.add_metrics_text(metrics.render_koordlet_counters)
     executor = hubs.executor
 
     def context() -> QoSContext:

@@ -101,6 +101,8 @@ class CPUBurst:
                          cpu_burst_percent=cfg.cpu_burst_percent, reason="cpuBurstStrategy")
         if cfg.policy.cfs_quota_burst or self.scaled or not self.seen or self.pod_settings:
             self._scale_quotas(ctx, cfg, all_pods, now, quotas)
+        if full:
+            ctx.metrics.forget_containers({c.id for p in all_pods for c in p.containers})
 
     def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, all_pods: tuple[PodInfo, ...], now: float,
                       quotas: QuotaReads) -> None:
@@ -146,8 +148,9 @@ class CPUBurst:
             value = static_burst_us(container_limit_milli(container), cfg.cpu_burst_percent) \
                 if cfg.policy.cpu_burst else 0
             pod_total += value
-            updaters.append(ctx.updater("cpu.cfs_burst_us", container.cgroup_dir,
-                                        within_quota(value, quotas.get(container.cgroup_dir))))
+            burst = within_quota(value, quotas.get(container.cgroup_dir))
+            updaters.append(ctx.updater("cpu.cfs_burst_us", container.cgroup_dir, burst))
+            ctx.metrics.container_scaled(ctx.metrics.scaled_cfs_burst_us, pod, container, burst)
         if updaters and pod.cgroup_parent:
             updaters.append(ctx.updater("cpu.cfs_burst_us", pod.cgroup_parent,
                                         within_quota(pod_total, quotas.get(pod.cgroup_parent))))
@@ -205,6 +208,7 @@ class CPUBurst:
             if target != base:
                 self.scaled.add(container.id)
             ctx.metrics.action(NAME, operation.value)
+            ctx.metrics.container_scaled(ctx.metrics.scaled_cfs_quota_us, pod, container, target)
             log.info("cfs_quota_scaled", pod=f"{pod.namespace}/{pod.name}", container=container.name,
                      operation=operation.value, quota_us=target, previous_us=current, node_state=state.value,
                      reason="throttled" if wanted is CFSOperation.SCALE_UP else wanted.value)

@@ -149,6 +149,8 @@ class CPUSuppress:
                                     int(node_used * 1000), pod_used, be_uids)
         ctx.metrics.be_suppress_ls_used_cpu_cores.labels(node=ctx.metrics.node).set(
             budget.ls_used_milli / 1000)
+        ctx.metrics.be_suppress_be_used_cpu_cores.labels(node=ctx.metrics.node).set(
+            sum(pod_used.get(uid, 0) for uid in be_uids) / 1000)
         log.debug("cpu_suppress_budget", be_milli=budget.be_milli, threshold_milli=budget.threshold_milli,
                   ls_used_milli=budget.ls_used_milli, system_used_milli=budget.system_used_milli)
         if strategy.cpu_suppress_policy is CPUSuppressPolicy.CFS_QUOTA:

@@ -151,7 +151,7 @@ class EvictionPath:
                 continue
             if await self.evictor.evict(pod, reason, message):
                 self._evicted[pod.uid] = now
-                self.metrics.evicted(reason.value)
+                self.metrics.evicted(reason.value, pod.namespace, pod.name)
                 log.info("pod_evicted", pod=who, uid=pod.uid, reason=reason.value, message=message,
                          evictor=self.evictor.name)
                 done.append(pod.uid)

@@ -204,6 +204,7 @@ class ReportsModule:
                                 self._settings.thresholds)
         self._latest.batch = batch
         self._metrics.show_batch(batch)
+        self._metrics.show_usage(snapshot.node, snapshot.system)
 
     def _standalone_node_metric(self) -> dict[str, Any] | None:
         if self._clock() - self._built_at >= STANDALONE_REFRESH_SECONDS:

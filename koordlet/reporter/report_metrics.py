@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
 from koordlet.reporter.batch import BatchResources
+from koordlet.reporter.nodemetric import Usage
 from koordlet.reporter.overcommit import OvercommitResult
 
 
@@ -20,6 +21,16 @@ class ReportMetrics:
         self.batch = Gauge(
             "koordlet_node_batch_allocatable", "Koordinator batch resources the node can give best-effort pods.",
             ["node", "resource", "unit"], registry=registry)
+        # koordlet's names for the same figures
+        self.koordlet_allocatable = Gauge(
+            "koordlet_node_resource_allocatable", "the node allocatable of resources updated by koordlet",
+            ["node", "resource", "unit"], registry=registry)
+        self.node_usage = Gauge(
+            "koordlet_node_metric_node_usage", "the node usage reported in the NodeMetric",
+            ["node", "resource", "unit"], registry=registry)
+        self.system_usage = Gauge(
+            "koordlet_node_metric_system_usage", "the system usage reported in the NodeMetric",
+            ["node", "resource", "unit"], registry=registry)
         self.ratio = Gauge(
             "koordlet_realtime_overcommit_ratio", "Katalyst realtime overcommit ratio the agent reports.",
             ["node", "resource"], registry=registry)
@@ -28,8 +39,15 @@ class ReportMetrics:
         self.reports.labels(node=self._node, report=report, sink=sink, result=result).inc()
 
     def show_batch(self, batch: BatchResources) -> None:
-        self.batch.labels(node=self._node, resource=BATCH_CPU, unit="core").set(batch.milli_cpu / 1000)
-        self.batch.labels(node=self._node, resource=BATCH_MEMORY, unit="byte").set(batch.memory_bytes)
+        for gauge in (self.batch, self.koordlet_allocatable):
+            gauge.labels(node=self._node, resource=BATCH_CPU, unit="core").set(batch.milli_cpu / 1000)
+            gauge.labels(node=self._node, resource=BATCH_MEMORY, unit="byte").set(batch.memory_bytes)
+
+    def show_usage(self, node: Usage, system: Usage) -> None:
+        """What the NodeMetric just reported (koordlet's node_metric_* series)."""
+        for gauge, usage in ((self.node_usage, node), (self.system_usage, system)):
+            gauge.labels(node=self._node, resource="cpu", unit="core").set(usage.cpu_cores)
+            gauge.labels(node=self._node, resource="memory", unit="byte").set(usage.memory_bytes)
 
     def show_overcommit(self, result: OvercommitResult) -> None:
         self.ratio.labels(node=self._node, resource="cpu").set(result.cpu_ratio)

@@ -26,6 +26,7 @@ def build(hubs: Hubs) -> Built:
     module = RuntimeHooksModule(hubs.config, hubs.facts, hubs.states, NriFeed(hubs.states), hubs.executor, hubs.registry,
                                 hubs.ports, node_slo=hubs.node_slo, be_suppress=hubs.be_suppress)
     hubs.http.add_route("/api/v1/pods", module.pods_route)
+    hubs.http.add_metrics_text(module.render_pools)
     return Built((module,))
 
 

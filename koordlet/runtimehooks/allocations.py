@@ -80,7 +80,7 @@ class AllocationIndex:
         if self._snapshot is None:
             exclusive: set[int] = set()
             reserved: set[int] = set()
-            for binding, cpus in self._by_pod.values():
+            for binding, cpus in list(self._by_pod.values()):  # one atomic copy: /metrics reads from a thread
                 (exclusive if binding is CpuBinding.EXCLUSIVE else reserved).update(cpus)
             self._snapshot = CpuAllocations(frozenset(exclusive), frozenset(reserved), self.provider)
         return self._snapshot

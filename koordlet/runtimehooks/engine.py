@@ -35,39 +35,58 @@ PlanListener = Callable[["frozenset[str] | None"], None]
 _HOOK_BUCKETS = (2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2)
 
 
+# koordlet's buckets: 0.01 ms x 4^k, k < 8 (Go's ExponentialBuckets(0.01, 4, 8))
+_KOORDLET_MS_BUCKETS = tuple(0.01 * 4 ** k for k in range(8))
+
+
 class HookMetrics:
-    def __init__(self, registry: CollectorRegistry | None) -> None:
+    def __init__(self, registry: CollectorRegistry | None, node: str = "") -> None:
+        self.node = node
         self.duration = Histogram(
             "koordlet_runtime_hook_duration_seconds", "time one runtime hook took to decide, by stage",
             ("hook", "stage"), registry=registry, buckets=_HOOK_BUCKETS) if registry is not None else None
+        self.invoked_ms = Histogram(
+            "koordlet_runtime_hook_invoked_duration_milliseconds",
+            "time duration of invocations of runtime hook plugins",  # koordlet's series
+            ("node", "hook", "stage", "status"), registry=registry,
+            buckets=_KOORDLET_MS_BUCKETS) if registry is not None else None
 
     def timed(self, hook: Hook, stage: str) -> Hook:
         """`hook` with its decisions timed into koordlet_runtime_hook_duration_seconds{hook,stage}
-        (the hook itself without a registry)."""
-        if self.duration is None:
+        and koordlet's koordlet_runtime_hook_invoked_duration_milliseconds (the hook itself
+        without a registry)."""
+        if self.duration is None or self.invoked_ms is None:
             return hook
         child = self.duration.labels(hook.name, stage)
+        succeeded = self.invoked_ms.labels(self.node, hook.name, stage, "succeeded")
+        failed = self.invoked_ms.labels(self.node, hook.name, stage, "failed")
         inner, clock = hook.decide, time.perf_counter
 
         def decide_timed(pod: PodInfo, container: ContainerInfo | None, config: HookConfig,
                          allocations: CpuAllocations) -> ResourceSpec:
             started = clock()
+            outcome = failed
             try:
-                return inner(pod, container, config, allocations)
+                spec = inner(pod, container, config, allocations)
+                outcome = succeeded
+                return spec
             finally:
-                child.observe(clock() - started)
+                seconds = clock() - started
+                child.observe(seconds)
+                outcome.observe(seconds * 1000)
 
         return replace(hook, decide=decide_timed)
 
 
 class HookEngine:
     def __init__(self, states: StatesInformer, config: HookConfig, hooks: Sequence[Hook], *,
-                 provider: CpusetProvider | None = None, registry: CollectorRegistry | None = None) -> None:
+                 provider: CpusetProvider | None = None, registry: CollectorRegistry | None = None,
+                 node: str = "") -> None:
         self.states = states
         self.config = config
         self.hooks = tuple(hooks)
         self.index = AllocationIndex(provider)
-        self.metrics = HookMetrics(registry)
+        self.metrics = HookMetrics(registry, node)
         self._plans: dict[str, PodPlan] = {}
         self._timed: dict[str, tuple[Hook, ...]] = {}
         self._listeners: Listeners[frozenset[str] | None] = Listeners("runtime-hook-plans")

@@ -25,12 +25,14 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from koordlet.config import Config, defaults
+from koordlet.metrics.text import Family, escape, render_families
 from koordlet.ports import Ports
 from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.runtimehooks.engine import HookEngine, plans_json
 from koordlet.runtimehooks.group_identity_switch import GroupIdentitySwitch, wanted_switch
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import enabled_hooks
+from koordlet.runtimehooks.hooks.cpuset_allocator import be_pool, share_pool
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.runtimehooks.options import HooksOptions
 from koordlet.runtimehooks.reconciler import Reconciler
@@ -90,7 +92,8 @@ class RuntimeHooksModule:
         self._registry = registry
         self._ports = ports if ports is not None else Ports()
         hooks = enabled_hooks(config.common.feature_gates.enabled)
-        self.engine = HookEngine(states, HookConfig(), hooks, provider=self._ports.cpusets, registry=registry)
+        self.engine = HookEngine(states, HookConfig(), hooks, provider=self._ports.cpusets, registry=registry,
+                                 node=config.common.node_name)
         self._feed = feed
         self.reconciler: Reconciler | None = None
         self.plugin: KoordletNriPlugin | None = None
@@ -179,6 +182,21 @@ class RuntimeHooksModule:
         return self.stub.is_ready if self.nri_required and self.stub is not None else True
 
     # -- GET /api/v1/pods -------------------------------------------------------------
+
+    def render_pools(self, openmetrics: bool = False) -> bytes:
+        """koordlet's cpuset pool series: the LS and BE share pools' sizes and CPUs."""
+        config, allocations = self.engine.config, self.engine.index.snapshot()
+        node = 'node="%s"' % escape(self._config.common.node_name)
+        families = []
+        for kind, pool in (("", share_pool(config, allocations)), ("be_", be_pool(config, allocations))):
+            cores = Family(f"koordlet_cpuset_{kind}share_pool_cpu_cores",
+                           f"the number of cpu cores of the {'BE ' if kind else ''}share pool")
+            cores.add(node, len(pool))
+            info = Family(f"koordlet_cpuset_{kind}share_pool_info", f"the cpus of the {'BE ' if kind else ''}share pool")
+            for cpu in sorted(pool):
+                info.add('%s,cpu="%d"' % (node, cpu), 1)
+            families += [cores, info]
+        return render_families(families, openmetrics)
 
     def pods_route(self, query: str) -> Reply:
         body: dict[str, Any] = plans_json(self.engine.plans())

@@ -26,7 +26,10 @@ import h11
 import structlog
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OM_CONTENT_TYPE
+from prometheus_client.openmetrics.exposition import generate_latest as om_generate_latest
 
+import koordlet.metrics  # noqa: F401  (no *_created series)
 from koordlet.agent import Readiness, StartupError
 from koordlet.config import defaults
 
@@ -49,6 +52,8 @@ def json_reply(value: object, status: int = 200) -> Reply:
 
 # A route handler takes the query string (without "?") and answers; it runs on the loop, so it must not block.
 RouteHandler = Callable[[str], Reply]
+# Families in the exposition format, OpenMetrics when the argument is True (see add_metrics_text).
+MetricsText = Callable[[bool], bytes]
 
 
 class Routes(Protocol):
@@ -56,9 +61,12 @@ class Routes(Protocol):
 
     def add_route(self, path: str, handler: RouteHandler) -> None: ...
 
-    def add_metrics_text(self, render: Callable[[], bytes]) -> None: ...
+    def add_metrics_text(self, render: MetricsText, external: bool = False) -> None: ...
 
-_BUILT_IN = frozenset({"/metrics", "/healthz", "/readyz"})
+# koordlet's three exposition paths: everything, the agent's own (internal), and the
+# figures users consume (external: resource summaries, CPI, PSI)
+METRICS_PATHS = {"/metrics": (True, True), "/internal-metrics": (True, False), "/external-metrics": (False, True)}
+_BUILT_IN = frozenset({*METRICS_PATHS, "/healthz", "/readyz"})
 _PROBES = frozenset({"/healthz", "/readyz"})
 # what a log line or an error answer quotes of a request, at most
 _QUOTED = 120
@@ -92,14 +100,15 @@ class HttpEndpoint:
         self._sock: socket.socket | None = None
         self._connections: set[asyncio.Task] = set()
         self._routes: dict[str, RouteHandler] = {}
-        self._metrics_text: list[Callable[[], bytes]] = []
+        self._metrics_text: list[tuple[MetricsText, bool]] = []
 
-    def add_metrics_text(self, render: Callable[[], bytes]) -> None:
-        """Append families in the Prometheus text format to /metrics, after the registry's.
+    def add_metrics_text(self, render: MetricsText, external: bool = False) -> None:
+        """Append families to /metrics after the registry's (the registry's families are
+        internal), and to /external-metrics when `external`, else to /internal-metrics.
         For exporters whose series are many: prometheus_client formats each sample slowly.
-        `render` runs in a worker thread at each scrape (reading shared state only) and must
-        not repeat a registry family."""
-        self._metrics_text.append(render)
+        `render(openmetrics)` runs in a worker thread at each scrape (reading shared state
+        only), must not repeat a registry family, and must leave out OpenMetrics' `# EOF`."""
+        self._metrics_text.append((render, external))
 
     def add_route(self, path: str, handler: RouteHandler) -> None:
         """Serve GET/HEAD `path` with `handler`. Paths are exact; adding one twice is a bug."""
@@ -155,16 +164,14 @@ class HttpEndpoint:
     def ready(self) -> bool:
         return self._server is not None
 
-    def route(self, method: str, target: str, accept_gzip: bool) -> tuple[Reply, bool]:
+    def route(self, method: str, target: str, accept_gzip: bool, openmetrics: bool = False) -> tuple[Reply, bool]:
         """Answer one request. Returns the reply and whether its body is gzip-encoded."""
         path, _, query = target.partition("?")
         if method not in ("GET", "HEAD"):
             return Reply(405, b"method not allowed\n"), False
-        if path == "/metrics":
-            body = generate_latest(self._registry)
-            if self._metrics_text:
-                body += b"".join(render() for render in self._metrics_text)
-            return _maybe_gzip(Reply(200, body, CONTENT_TYPE_LATEST), accept_gzip)
+        scopes = METRICS_PATHS.get(path)
+        if scopes is not None:
+            return _maybe_gzip(self._exposition(*scopes, openmetrics), accept_gzip)
         if path == "/healthz":
             return Reply(200, b"ok\n"), False
         if path == "/readyz":
@@ -185,6 +192,17 @@ class HttpEndpoint:
             log.error("http_route_failed", path=path, error=repr(exc), exc_info=True)
             return Reply(500, b"internal error\n"), False
         return _maybe_gzip(reply, accept_gzip)
+
+    def _exposition(self, internal: bool, external: bool, openmetrics: bool) -> Reply:
+        parts = []
+        if internal:
+            registry = (om_generate_latest if openmetrics else generate_latest)(self._registry)
+            parts.append(registry[:-len(_OM_EOF)] if openmetrics and registry.endswith(_OM_EOF) else registry)
+        parts += [render(openmetrics) for render, is_external in self._metrics_text
+                  if (external if is_external else internal)]
+        if openmetrics:
+            parts.append(_OM_EOF)
+        return Reply(200, b"".join(parts), OM_CONTENT_TYPE if openmetrics else CONTENT_TYPE_LATEST)
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -255,14 +273,15 @@ class HttpEndpoint:
         await writer.drain()
 
     async def _respond(self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request) -> None:
-        accept = _header(request, b"accept-encoding")
+        gzip_ok = b"gzip" in _header(request, b"accept-encoding")
+        openmetrics = wants_openmetrics(_header(request, b"accept"))
         method, target = request.method.decode("ascii", "replace"), request.target.decode("ascii", "replace")
-        if self._metrics_text and target.partition("?")[0] == "/metrics":
+        if self._metrics_text and target.partition("?")[0] in METRICS_PATHS:
             # a large exposition (rendering and gzip take tens of ms) runs in a worker
             # thread so the loop keeps serving NRI calls and collectors meanwhile
-            reply, gzipped = await asyncio.to_thread(self.route, method, target, b"gzip" in accept)
+            reply, gzipped = await asyncio.to_thread(self.route, method, target, gzip_ok, openmetrics)
         else:
-            reply, gzipped = self.route(method, target, b"gzip" in accept)
+            reply, gzipped = self.route(method, target, gzip_ok, openmetrics)
         headers = [("content-type", reply.content_type), ("content-length", str(len(reply.body)))]
         if gzipped:
             headers.append(("content-encoding", "gzip"))
@@ -271,6 +290,30 @@ class HttpEndpoint:
             writer.write(conn.send(h11.Data(data=reply.body)))
         writer.write(conn.send(h11.EndOfMessage()))
         await writer.drain()
+
+
+_OM_EOF = b"# EOF\n"
+
+
+def wants_openmetrics(accept: bytes) -> bool:
+    """Whether an Accept header asks for OpenMetrics before (or instead of) the text format
+    (Prometheus sends both, OpenMetrics first, unless configured otherwise)."""
+    best_om = best_text = -1.0
+    for item in accept.split(b","):
+        media, *params = (part.strip() for part in item.split(b";"))
+        quality = 1.0
+        for param in params:
+            key, _, value = param.partition(b"=")
+            if key.strip() == b"q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if media == b"application/openmetrics-text":
+            best_om = max(best_om, quality)
+        elif media in (b"text/plain", b"*/*"):
+            best_text = max(best_text, quality)
+    return best_om > 0 and best_om >= best_text
 
 
 def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:

@@ -21,13 +21,14 @@ class RecordedRoutes:
     """The HTTP routes agents added, callable by path, and the /metrics renderers."""
 
     routes: dict[str, RouteHandler] = field(default_factory=dict)
-    metrics_text: list[Callable[[], bytes]] = field(default_factory=list)
+    metrics_text: list[Callable[[bool], bytes]] = field(default_factory=list)
+    external_text: list[Callable[[bool], bytes]] = field(default_factory=list)
 
     def add_route(self, path: str, handler: RouteHandler) -> None:
         self.routes[path] = handler
 
-    def add_metrics_text(self, render: Callable[[], bytes]) -> None:
-        self.metrics_text.append(render)
+    def add_metrics_text(self, render: Callable[[bool], bytes], external: bool = False) -> None:
+        (self.external_text if external else self.metrics_text).append(render)
 
 
 def hubs_for(config: Config, *, facts: HostFacts | None = None, registry: CollectorRegistry | None = None,

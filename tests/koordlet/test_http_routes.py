@@ -91,3 +91,55 @@ def test_large_route_replies_are_gzipped_when_accepted():
     ep.add_route("/big", lambda query: json_reply(list(range(5000))))
     reply, gzipped = ep.route("GET", "/big", True)
     assert gzipped and json.loads(gzip.decompress(reply.body)) == list(range(5000))
+
+
+def exposition_endpoint():
+    from prometheus_client import Counter
+
+    from koordlet.metrics.go_counter import GoCounter, render_counters
+
+    registry = CollectorRegistry()
+    Counter("koordlet_test_writes", "writes", registry=registry).inc()
+    evictions = GoCounter("koordlet_pod_eviction", "evictions", ("node", "reason"))
+    evictions.inc("n1", "BEMemoryEvict")
+    ep = endpoint(registry)
+    ep.add_metrics_text(lambda om: render_counters((evictions,), om))
+    ep.add_metrics_text(lambda om: b"# HELP koordlet_container_cpi cpi\n# TYPE koordlet_container_cpi gauge\n"
+                                   b'koordlet_container_cpi{cpi_field="cycles"} 1.0\n', external=True)
+    return ep
+
+
+def test_internal_and_external_metrics_are_split_and_metrics_has_both():
+    ep = exposition_endpoint()
+    internal = ep.route("GET", "/internal-metrics", False)[0].body
+    external = ep.route("GET", "/external-metrics", False)[0].body
+    everything = ep.route("GET", "/metrics", False)[0].body
+    assert b"koordlet_test_writes_total 1.0" in internal and b"koordlet_container_cpi" not in internal
+    assert b"koordlet_container_cpi" in external and b"koordlet_test_writes" not in external
+    assert b"koordlet_container_cpi" in everything and b'koordlet_pod_eviction{node="n1"' in everything
+
+
+def test_no_created_series_as_go_clients_emit_none():
+    assert b"_created" not in exposition_endpoint().route("GET", "/metrics", False)[0].body
+
+
+@pytest.mark.parametrize("accept, openmetrics", [
+    (b"application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", True),
+    (b"text/plain;version=0.0.4", False),
+    (b"", False),
+    (b"application/openmetrics-text;q=0.2,text/plain;q=0.9", False),
+])
+def test_openmetrics_is_negotiated_through_accept(accept, openmetrics):
+    from koordlet.server.http_endpoint import wants_openmetrics
+    assert wants_openmetrics(accept) is openmetrics
+
+
+def test_openmetrics_exposition_parses_and_names_go_counters_unknown():
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    reply, _ = exposition_endpoint().route("GET", "/metrics", False, openmetrics=True)
+    assert reply.content_type.startswith("application/openmetrics-text")
+    families = {f.name: f for f in text_string_to_metric_families(reply.body.decode())}  # raises if invalid
+    assert families["koordlet_test_writes"].type == "counter"
+    assert families["koordlet_pod_eviction"].type == "unknown"
+    assert reply.body.endswith(b"# EOF\n") and reply.body.count(b"# EOF") == 1

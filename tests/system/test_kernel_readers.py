@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,14 +71,23 @@ def test_quota_throttles_a_busy_cgroup(v1):
     write_value(files, "cpu.cfs_quota_us", name, 10_000)  # 0.1 CPU
     before = reader.throttling(name)
     assert (before.nr_periods, before.nr_throttled, before.throttled_ns) == (0, 0, 0)
-    _join_and_run(_procs(name, "cpu", "cpuacct"), BUSY, "0.6").wait(timeout=60)
+    # busy until the kernel has throttled it (on a loaded machine the child may need more
+    # than a few periods to run 10 ms in one), then stopped before reading the totals
+    busy = _join_and_run(_procs(name, "cpu", "cpuacct"), BUSY, "120")
+    try:
+        deadline = time.monotonic() + 60
+        while not (reader.throttling(name).nr_throttled >= 1 and reader.throttling(name).nr_periods >= 3):
+            assert time.monotonic() < deadline, "never throttled"
+            time.sleep(0.05)
+    finally:
+        busy.kill()
+        busy.wait(timeout=60)
     after = reader.throttling(name)
     assert after.nr_periods >= 3 and after.nr_throttled >= 1 and after.throttled_ns > 0
     assert 0 < after.ratio <= 1
-    # under 0.1 CPU for ~0.6 s the cgroup cannot have used more than ~0.1 s per 0.1 s period
+    # under 0.1 CPU the cgroup cannot have used much more than 10 ms per 100 ms period
     usage = reader.cpu_usage_ns(name)
     assert 0 < usage <= (after.nr_periods + 1) * 10_000_000 * 1.2
-
 
 def test_working_set_counts_anonymous_memory_held(v1):
     files, name = v1

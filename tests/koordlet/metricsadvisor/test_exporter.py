@@ -11,7 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.store import MetricStore
-from koordlet.metricsadvisor.exporter import AdvisorExporter, escape, number
+from koordlet.metrics.text import escape, number
+from koordlet.metricsadvisor.exporter import AdvisorExporter
 from koordlet.metricsadvisor.framework import CollectorStats
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo
@@ -21,7 +22,7 @@ NOW = 1_700_000_000.0
 
 
 def scrape(exporter: AdvisorExporter) -> dict[str, list]:
-    text = exporter.render().decode()
+    text = (exporter.render() + exporter.render_external()).decode()
     return {family.name: family.samples for family in text_string_to_metric_families(text)}
 
 
@@ -87,7 +88,7 @@ def test_stale_samples_are_left_out():
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian package prometheus)")
 def test_promtool_finds_no_lint_problems():
     _, _, registry, _ = setup_node()
-    result = subprocess.run(["promtool", "check", "metrics"], input=registry.render(),
+    result = subprocess.run(["promtool", "check", "metrics"], input=registry.render() + registry.render_external(),
                             capture_output=True, timeout=30)
     assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
 
@@ -108,6 +109,7 @@ async def test_the_http_endpoint_appends_the_exporter_text_to_metrics():
     _, _, exporter, _ = setup_node()
     endpoint = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))
     endpoint.add_metrics_text(exporter.render)
+    endpoint.add_metrics_text(exporter.render_external, external=True)
     await endpoint.start()
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", endpoint.bound_port)
