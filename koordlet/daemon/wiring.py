@@ -12,6 +12,7 @@ Nothing below this module imports it.
 from __future__ import annotations
 
 import asyncio
+import signal
 from typing import Any, Callable, Iterable
 
 import structlog
@@ -128,6 +129,20 @@ def build_daemon(config: Config, agents: Iterable[AgentSpec] = AGENTS,
 
 
 async def run(config: Config) -> int:
+    loop = asyncio.get_running_loop()
+    # a stop asked for while the daemon is still being built (its port already bound) is
+    # kept and honoured once it runs; the daemon's own handlers replace these
+    early_stop: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, early_stop.append, signum)
+    try:
+        return await _run(config, early_stop)
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+
+
+async def _run(config: Config, early_stop: list[int]) -> int:
     log.info("koordlet_starting", version=__version__, node=config.common.node_name,
              mode="standalone" if config.common.standalone else "cluster",
              feature_gates_overridden=config.common.feature_gates.overridden())
@@ -153,6 +168,9 @@ async def run(config: Config) -> int:
         lock.release()
         log.error("startup_failed", error=str(exc))
         return exc.exit_code
+    if early_stop:
+        log.info("stop_signal_received", signal=signal.Signals(early_stop[0]).name, during="start")
+        daemon.request_stop()
     task = asyncio.ensure_future(daemon.run())
     await _notify_when_started(daemon, task)
     code = await task
