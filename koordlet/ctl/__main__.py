@@ -1,0 +1,5 @@
+import sys
+
+from koordlet.ctl.main import main
+
+sys.exit(main())
