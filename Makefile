@@ -11,7 +11,14 @@ RUN_ADDR := $(if $(findstring --addr,$(ARGS)),,--addr 127.0.0.1:9316)
 # Extra pytest arguments for `make test`, e.g. make test PYTEST_ARGS="-k nri -x"
 PYTEST_ARGS ?=
 
-.PHONY: run test lint stress-test install install-test proto bench mutation clean docs
+.PHONY: run test lint stress-test venv install-test install uninstall proto bench mutation clean docs
+
+# Bare-metal install (make install / make uninstall, as root): a non-editable virtualenv
+# under PREFIX, the unit, and an env file for flags that an upgrade leaves alone.
+PREFIX ?= /opt/koordlet
+UNIT_DIR ?= /etc/systemd/system
+ENV_FILE ?= /etc/default/koordlet
+SYSTEMCTL ?= systemctl
 
 # The perf C extension (cffi) compiles against Python.h: Debian ships it in pythonX.Y-dev.
 HAS_HEADERS := import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
@@ -36,11 +43,29 @@ $(VENV)/.installed-mutation: $(VENV)/.installed-test
 	$(PY) -m pip install -q -e '.[mutation]'
 	touch $@
 
-install: $(VENV)/.installed
+venv: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
+# Idempotent: a second run upgrades the venv in place and keeps the env file.
+install:
+	$(PYTHON) -m venv $(PREFIX) || { apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(PREFIX); }
+	@$(PYTHON) -c '$(HAS_HEADERS)' || { apt-get update -qq && apt-get install -y -qq \
+	  python$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev; }
+	$(PREFIX)/bin/pip install -q --upgrade pip
+	$(PREFIX)/bin/pip install -q --upgrade '.[fast]'
+	install -D -m 0644 systemd/koordlet.service $(UNIT_DIR)/koordlet.service
+	test -e $(ENV_FILE) || install -D -m 0644 systemd/koordlet.env $(ENV_FILE)
+	-$(SYSTEMCTL) daemon-reload
+
+uninstall:
+	-$(SYSTEMCTL) disable --now koordlet.service
+	rm -f $(UNIT_DIR)/koordlet.service
+	-$(SYSTEMCTL) daemon-reload
+	rm -rf $(PREFIX)
+	@echo "kept $(ENV_FILE) and /var/lib/koordlet; remove them by hand if wanted"
+
 # Runs the daemon standalone on this host. Metrics stay on loopback unless ARGS says otherwise.
-run: install
+run: venv
 	$(VENV)/bin/koordlet $(RUN_ADDR) $(ARGS)
 
 test: lint

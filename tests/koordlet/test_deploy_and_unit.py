@@ -105,7 +105,8 @@ def test_systemd_unit_has_readiness_restart_state_and_keeps_cgroups_writable():
     exec_start = service["ExecStart"][0].split()
     assert "--state-dir=/var/lib/koordlet" in exec_start
     from koordlet.daemon.cli import build_parser
-    build_parser().parse_args(exec_start[1:])
+    assert exec_start[-1] == "$KOORDLET_ARGS"  # the env file's flags, expanded by systemd
+    build_parser().parse_args(exec_start[1:-1])
     assert unit_entries()["Install"]["WantedBy"] == ["multi-user.target"]
 
 

@@ -1,0 +1,1 @@
+"""The runtime hooks: one policy for every container, applied through NRI and the reconcile loop."""
