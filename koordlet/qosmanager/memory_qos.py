@@ -107,15 +107,19 @@ def tier_protection(pods: Iterable[tuple[str, MemoryQoSValues]], kubepods: str) 
     return {tier: (minimum, low) for tier, (minimum, low) in sums.items()}
 
 
-def pod_config(slo: NodeSLO, pod: PodInfo) -> MemoryQOS | None:
-    """The pod's memory QoS: its class's (off: MEMORY_QOS_OFF) with its annotation over it;
-    None for a class without settings (SYSTEM). NodeSLOError for an invalid annotation."""
+def class_config(slo: NodeSLO, pod: PodInfo) -> MemoryQOS | None:
+    """The memory QoS of the pod's class (MEMORY_QOS_OFF while off); None for a class
+    without settings (SYSTEM)."""
     cfg = slo.memory_qos(pod.qos.effective)
-    if cfg is None:
-        return None
-    cfg = cfg if cfg.enable else MEMORY_QOS_OFF
+    return None if cfg is None else cfg if cfg.enable else MEMORY_QOS_OFF
+
+
+def pod_config(slo: NodeSLO, pod: PodInfo) -> MemoryQOS | None:
+    """The pod's memory QoS: its class's with its annotation laid over it. NodeSLOError for
+    an invalid annotation."""
+    cfg = class_config(slo, pod)
     text = pod.annotations.get(POD_MEMORY_QOS)
-    if not text:
+    if cfg is None or not text:
         return cfg
     default = _DEFAULTS.for_class(pod.qos.effective)
     return pod_memory_qos(cfg, default.memory_qos if default is not None else MEMORY_QOS_OFF, text)
@@ -185,5 +189,4 @@ class MemoryQoS:
                 self.refused[pod.uid] = text
                 log.warning("memory_qos_pod_annotation_ignored", pod=pod.name, namespace=pod.namespace,
                             uid=pod.uid, error=str(exc))
-            cfg = slo.memory_qos(pod.qos.effective)
-            return None if cfg is None else cfg if cfg.enable else MEMORY_QOS_OFF
+            return class_config(slo, pod)

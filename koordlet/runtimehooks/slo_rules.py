@@ -23,9 +23,14 @@ from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 from system.cgroup_layout import QoSTier
 
 
+def cpu_qos_enabled(slo: NodeSLO) -> frozenset[KoordQoSClass]:
+    """The classes whose cpuQOS is enabled."""
+    return frozenset(qos for qos in (KoordQoSClass.LSR, KoordQoSClass.LS, KoordQoSClass.BE)
+                     if (cfg := slo.cpu_qos(qos)) is not None and cfg.enable)
+
+
 def bvt_by_tier(slo: NodeSLO) -> dict[QoSTier, int]:
-    values = slo.group_identities()
-    enabled = {qos for qos in values if (cfg := slo.cpu_qos(qos)) is not None and cfg.enable}
+    values, enabled = slo.group_identities(), cpu_qos_enabled(slo)
     guaranteed = values[KoordQoSClass.LSR] if KoordQoSClass.LSR in enabled else \
         values[KoordQoSClass.LS] if KoordQoSClass.LS in enabled else 0
     return {QoSTier.GUARANTEED: guaranteed, QoSTier.BURSTABLE: values[KoordQoSClass.LS],
@@ -33,8 +38,7 @@ def bvt_by_tier(slo: NodeSLO) -> dict[QoSTier, int]:
 
 
 def any_cpu_qos_enabled(slo: NodeSLO) -> bool:
-    return any((cfg := slo.cpu_qos(qos)) is not None and cfg.enable
-               for qos in (KoordQoSClass.LSR, KoordQoSClass.LS, KoordQoSClass.BE))
+    return bool(cpu_qos_enabled(slo))
 
 
 def hook_config_from_slo(slo: NodeSLO, base: HookConfig, in_force: bool = True) -> HookConfig:
