@@ -44,7 +44,7 @@ class NodeSLOWatch(ValidatedNodeSLO):
         self._client_factory = client_factory
         self._client: Any = None
         self._resource: Any = None
-        self._poll = Periodic("nodeslo-cluster", self.read_once, poll_interval, event="node_slo_poll_failed")
+        self._poll = Periodic("nodeslo-cluster", self._read_round, poll_interval, event="node_slo_poll_failed")
         self._unreachable_logged = False
 
     async def read_once(self) -> bool:
@@ -72,6 +72,9 @@ class NodeSLOWatch(ValidatedNodeSLO):
         if not isinstance(document, Mapping):
             document = dict(document)
         return self.apply(document, origin)
+
+    async def _read_round(self) -> None:
+        await self.read_once()
 
     async def start(self) -> None:
         try:

@@ -145,7 +145,7 @@ class NodeSLOFile(ValidatedNodeSLO):
         self.path = path
         self.poll_interval = poll_interval
         self._seen: tuple[int, int, int] | None = None
-        self._watch = Periodic("nodeslo-file", self.poll, poll_interval, first_run=FirstRun.AFTER_INTERVAL,
+        self._watch = Periodic("nodeslo-file", self._poll_round, poll_interval, first_run=FirstRun.AFTER_INTERVAL,
                                event="node_slo_poll_failed")
 
     async def reload(self) -> bool:
@@ -164,6 +164,9 @@ class NodeSLOFile(ValidatedNodeSLO):
         if _identity(self.path) == self._seen:
             return False
         return await self.reload()
+
+    async def _poll_round(self) -> None:
+        await self.poll()
 
     async def start(self) -> None:
         await self.reload()

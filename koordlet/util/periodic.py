@@ -105,6 +105,9 @@ class Periodic:
             result = self._round()
             if inspect.isawaitable(result):
                 result = await result
+            if result is not None and (isinstance(result, bool) or not isinstance(result, (int, float))):
+                # a round that returns its outcome instead of a delay would run back to back
+                raise TypeError("round %s returned %r, not a delay in seconds or None" % (self.name, result))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the rule: count, log once per kind, carry on

@@ -112,3 +112,18 @@ def test_validated_source_takes_cluster_objects_and_keeps_the_last_good():
     assert not source.apply(event, "NodeSLO/node-a")
     assert source.current() is good
     assert "cpuEvictBESatisfactionLowerPercent" in source.last_error
+
+
+
+async def test_the_watch_reads_once_per_interval_not_back_to_back(tmp_path):
+    path = tmp_path / "nodeslo.yaml"
+    write(path, "resourceUsedThresholdWithBE: {enable: true}\n")
+    source = NodeSLOFile(path, poll_interval=3600.0)
+    await source.start()
+    try:
+        source.reread()  # one round now; the next one an hour later
+        await until(lambda: source._watch.rounds >= 1)
+        await asyncio.sleep(0.05)
+        assert source._watch.rounds == 1 and source._watch.failures == 0
+    finally:
+        await source.stop()

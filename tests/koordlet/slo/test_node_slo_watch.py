@@ -83,3 +83,22 @@ def test_module_start_polls_with_the_daemon_client():
     asyncio.run(scenario())
     assert watch.current().cpu_burst_strategy.policy.value == "auto"
     assert client.closed
+
+
+def test_an_unchanged_object_is_read_once_per_interval_not_back_to_back():
+    """read_once's False ("nothing changed") is not a zero delay: one GET, then the interval."""
+    client = FakeClient([nodeslo({})] * 1000)
+    config = parse_args(["--node-name", "node-a", "--kubeconfig", "/nonexistent"])
+    watch = NodeSLOWatch(config, poll_interval=3600.0, client_factory=lambda cfg: client)
+
+    async def scenario():
+        await watch.start()
+        for _ in range(500):
+            if client.asked:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        await watch.stop()
+
+    asyncio.run(scenario())
+    assert len(client.asked) == 1

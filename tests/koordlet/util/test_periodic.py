@@ -127,3 +127,20 @@ async def test_overrunning_rounds_do_not_pile_up() -> None:
 async def test_the_interval_may_be_a_callable(interval) -> None:
     task = Periodic("either", lambda: None, interval)
     assert task.interval() == 0.01
+
+
+@pytest.mark.parametrize("outcome", [False, True, "done"])
+async def test_a_round_that_returns_an_outcome_is_an_error_not_a_zero_delay(outcome) -> None:
+    """False would otherwise be read as "next round in 0 s": the loop would spin a core."""
+    rounds: list[int] = []
+
+    async def round() -> object:
+        rounds.append(1)
+        return outcome
+
+    task = Periodic("outcome", round, 3600.0)  # type: ignore[arg-type]
+    task.start()
+    await until(lambda: task.failures == 1)
+    await asyncio.sleep(0.02)
+    assert len(rounds) == 1 and "not a delay" in (task.last_error or "")
+    await task.stop()
