@@ -11,7 +11,7 @@ RUN_ADDR := $(if $(findstring --addr,$(ARGS)),,--addr 127.0.0.1:9316)
 # Extra pytest arguments for `make test`, e.g. make test PYTEST_ARGS="-k nri -x"
 PYTEST_ARGS ?=
 
-.PHONY: run test lint stress-test venv install-test install uninstall proto bench mutation clean docs
+.PHONY: run test lint stress-test venv install-test install uninstall proto bench mutation clean docs dashboard
 
 # Bare-metal install (make install / make uninstall, as root): a non-editable virtualenv
 # under PREFIX, the unit, and an env file for flags that an upgrade leaves alone.
@@ -83,6 +83,15 @@ lint: install-test
 # README's flag table, from the options' declarations
 docs: install-test
 	$(PY) -m koordlet.daemon.cli README.md
+
+# The Grafana dashboard over a real run (Debian's prometheus scraping the daemon with two
+# pods in real cgroups), drawn into docs/img/dashboard.png; needs root and `prometheus`.
+DASHBOARD_PNG ?= docs/img/dashboard.png
+DASHBOARD_SECONDS ?= 180
+dashboard: install-test
+	$(PY) -m pip install -q -e '.[dashboard]'
+	KOORDLET_DASHBOARD_PNG=$(DASHBOARD_PNG) KOORDLET_DASHBOARD_SECONDS=$(DASHBOARD_SECONDS) \
+	  $(PY) -m pytest -q -p no:cacheprovider tests/deploy/test_dashboard.py
 
 proto: install-test
 	$(PY) -m proto.generate

@@ -205,6 +205,7 @@ class ReportsModule:
         self._latest.batch = batch
         self._metrics.show_batch(batch)
         self._metrics.show_usage(snapshot.node, snapshot.system)
+        self._metrics.show_aggregated(snapshot.aggregated)
 
     def _standalone_node_metric(self) -> dict[str, Any] | None:
         if self._clock() - self._built_at >= STANDALONE_REFRESH_SECONDS:

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
 from koordlet.reporter.batch import BatchResources
-from koordlet.reporter.nodemetric import Usage
+from koordlet.reporter.nodemetric import Percentiles, Usage
 from koordlet.reporter.overcommit import OvercommitResult
 
 
@@ -31,6 +31,11 @@ class ReportMetrics:
         self.system_usage = Gauge(
             "koordlet_node_metric_system_usage", "the system usage reported in the NodeMetric",
             ["node", "resource", "unit"], registry=registry)
+        # ours: the NodeMetric's aggregatedNodeUsages, which koordlet reports but does not export
+        self.aggregated_usage = Gauge(
+            "koordlet_node_metric_aggregated_usage",
+            "the node usage percentiles over each aggregate window reported in the NodeMetric",
+            ["node", "resource", "unit", "percentile", "window_seconds"], registry=registry)
         self.ratio = Gauge(
             "koordlet_realtime_overcommit_ratio", "Katalyst realtime overcommit ratio the agent reports.",
             ["node", "resource"], registry=registry)
@@ -48,6 +53,14 @@ class ReportMetrics:
         for gauge, usage in ((self.node_usage, node), (self.system_usage, system)):
             gauge.labels(node=self._node, resource="cpu", unit="core").set(usage.cpu_cores)
             gauge.labels(node=self._node, resource="memory", unit="byte").set(usage.memory_bytes)
+
+    def show_aggregated(self, windows: tuple[Percentiles, ...]) -> None:
+        for window in windows:
+            seconds = "%g" % window.duration_seconds
+            for percentile, usage in window.by_kind:
+                labels = dict(node=self._node, percentile=percentile, window_seconds=seconds)
+                self.aggregated_usage.labels(resource="cpu", unit="core", **labels).set(usage.cpu_cores)
+                self.aggregated_usage.labels(resource="memory", unit="byte", **labels).set(usage.memory_bytes)
 
     def show_overcommit(self, result: OvercommitResult) -> None:
         self.ratio.labels(node=self._node, resource="cpu").set(result.cpu_ratio)
