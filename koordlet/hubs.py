@@ -29,6 +29,7 @@ from koordlet.server.http_endpoint import Routes
 from koordlet.slo.source import ValidatedNodeSLO
 from koordlet.statesinformer.store import PodStore
 from koordlet.util.host_facts import HostFacts
+from koordlet.util.kube_client import KubeApi
 from resourceexecutor import ResourceExecutor
 from system.file_io import KeptFdPool
 from system.host import Host
@@ -47,6 +48,7 @@ class Hubs:
     metric_cache: MetricStore
     node_slo: ValidatedNodeSLO
     be_suppress: BESuppressBoard
+    kube: KubeApi
     ports: Ports = field(default_factory=Ports)
 
     def with_ports(self, offers: Ports) -> Hubs:

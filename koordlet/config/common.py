@@ -12,7 +12,13 @@ from typing import Mapping
 from koordlet.config import defaults
 from koordlet.config.features import FeatureGates, gates_from_text, resolve
 from koordlet.config.option import option
-from koordlet.config.parsers import parse_bool, parse_optional_path, parse_plugin_index
+from koordlet.config.parsers import (
+    parse_bool,
+    parse_optional_path,
+    parse_plugin_index,
+    parse_positive_int,
+    parse_positive_number,
+)
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("auto", "json", "console")
@@ -39,6 +45,12 @@ class CommonOptions:
         "", "this node's name (in a pod: from the downward API)", shown_default="the host name")
     kubeconfig: Path | None = option(
         None, "kubeconfig for the API server; absent and not in a pod = standalone", parse_optional_path)
+    kube_api_qps: float = option(
+        defaults.KUBE_API_QPS, "requests a second the daemon's one API client sends at most (client-side, as"
+        " client-go's; koordlet's flag)", parse_positive_number)
+    kube_api_burst: int = option(
+        defaults.KUBE_API_BURST, "requests the API client may send at once above `--kube-api-qps`",
+        parse_positive_int)
     log_level: str = option(defaults.LOG_LEVEL, '`debug`, `info`, `warning`, `error`', choices=LOG_LEVELS)
     log_format: str = option(
         defaults.LOG_FORMAT, "auto: JSON in a pod or when not on a terminal, console otherwise",

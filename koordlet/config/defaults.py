@@ -128,3 +128,7 @@ KUBELET_ROOT_DIR = Path("/var/lib/kubelet")
 # Longest a module's start() may take; past it the daemon exits 1 with a clear error
 # (a module that waits for a peer does so after start, and /readyz says it is not ready).
 MODULE_START_TIMEOUT_SECONDS = 60.0
+
+# The daemon's API client: koordlet's client-side limits (kube-api-qps / kube-api-burst)
+KUBE_API_QPS = 20.0
+KUBE_API_BURST = 30

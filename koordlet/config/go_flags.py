@@ -61,7 +61,6 @@ KOORDLET_FLAGS: tuple[KoordletFlag, ...] = (
     _renamed("var-lib-kubelet-dir", "kubelet-root-dir", "sets it"),
     *_ignored("enable-pprof", "ignored: no pprof in Python (profile with py-spy)", boolean=True),
     *_ignored("pprof-addr", "ignored: no pprof in Python (profile with py-spy)"),
-    *_ignored("kube-api-qps kube-api-burst", "ignored: the API client's rate limits are not configurable yet"),
     *_ignored("configmap-name configmap-namespace",
               "ignored: the slo-controller's ConfigMap is not read; the NodeSLO is"),
     *_ignored("audit-log-dir audit-verbose audit-max-disk-space-mb audit-max-concurrent-readers "

@@ -67,15 +67,24 @@ def parse_duration_list(text: str) -> tuple[float, ...]:
     return values
 
 
+def _positive_float(text: str, what: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not {what}") from None
+    if not 0 < value < math.inf:
+        raise ValueError(f"{text!r} must be a positive {what.removeprefix('a ')}")
+    return value
+
+
 def parse_positive_seconds(text: str) -> float:
     """A number of seconds > 0 (koordlet's *-seconds flags are plain numbers)."""
-    try:
-        seconds = float(text.strip())
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number of seconds") from None
-    if not 0 < seconds < math.inf:
-        raise ValueError(f"{text!r} must be a positive number of seconds")
-    return seconds
+    return _positive_float(text, "a number of seconds")
+
+
+def parse_positive_number(text: str) -> float:
+    """A finite number > 0 (a rate such as --kube-api-qps)."""
+    return _positive_float(text, "a number")
 
 
 def parse_positive_int(text: str) -> int:

@@ -41,6 +41,7 @@ from koordlet.statesinformer.node import node_from_facts
 from koordlet.statesinformer.sources import expected_sources
 from koordlet.statesinformer.store import PodStore
 from koordlet.util.host_facts import HostFacts
+from koordlet.util.kube_client import KubeApi
 from resourceexecutor import KeptFdFileIO, ResourceExecutor
 from system.file_io import KeptFdPool
 from system.host import Host
@@ -80,12 +81,13 @@ def build_hubs(config: Config, registry: CollectorRegistry, http: Routes,
     log.info("states_informer_expects", sources=sorted(source.value for source in expected))
     states = PodStore(node_from_facts(config.common.node_name, facts), expected=expected,
                       on_cgroup_gone=executor.forget_cgroup)
-    node_slo = node_slo_for(config)
+    kube = KubeApi(config)
+    node_slo = node_slo_for(config, kube)
     node_slo.count_refusals_on(registry)
     return Hubs(config=config, host=host, facts=facts, registry=registry, http=http, fd_pool=pool,
                 executor=executor, states=states, metric_cache=MetricStore(retention_for(
                     config[MetricCacheOptions], config[AdvisorOptions].collect_res_used_interval_seconds)),
-                node_slo=node_slo, be_suppress=BESuppressBoard())
+                node_slo=node_slo, be_suppress=BESuppressBoard(), kube=kube)
 
 
 def hub_modules(hubs: Hubs) -> list[Module]:

@@ -21,7 +21,7 @@ from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.options import QoSOptions
 from koordlet.qosmanager.resctrl import ResctrlQoS
-from koordlet.util.kube_client import KubeClientError, open_kube_client
+from koordlet.util.kube_client import KubeApi, KubeClientError
 from resourceexecutor import ResourceExecutor
 from system.cgroup_readers import CgroupReader
 
@@ -47,17 +47,21 @@ def strategies_for(config: Config) -> list[Strategy]:
     return [s for s in candidates if gates.enabled(s.gate)]
 
 
-def _evictor(config: Config, executor: ResourceExecutor, reader: CgroupReader) -> Evictor:
+def _evictor(config: Config, kube: KubeApi, executor: ResourceExecutor, reader: CgroupReader,
+             metrics: QoSMetrics | None = None) -> Evictor:
     """Standalone: cgroup kills when opted in. Kubernetes mode: the Eviction API through the
     daemon's lightkube client (opened here, in the manager's start; closed at its stop)."""
     if config.common.standalone:
         return CgroupKillEvictor(executor, reader) if config[QoSOptions].qos_standalone_eviction else DisabledEvictor()
     try:
-        client = open_kube_client(config)
+        client = kube.acquire()
     except KubeClientError as exc:
         log.warning("pod_eviction_unavailable", reason=str(exc))
         return DisabledEvictor()
-    return ApiEvictor(LightkubeEvictionApi(client), config.common.node_name)
+    api = LightkubeEvictionApi(client, kube.release)
+    if metrics is None:
+        return ApiEvictor(api, config.common.node_name)
+    return ApiEvictor(api, config.common.node_name, not_done=metrics.eviction_not_done)
 
 
 def build(hubs: Hubs) -> Built:
@@ -73,7 +77,7 @@ def build(hubs: Hubs) -> Built:
         """Made at the manager's start: the Kubernetes evictor opens its client there."""
         reader = CgroupReader(executor.files)
         return QoSContext(hubs.states, hubs.metric_cache, hubs.node_slo, executor, reader,
-                          EvictionPath(_evictor(hubs.config, executor, reader), metrics, time.time),
+                          EvictionPath(_evictor(hubs.config, hubs.kube, executor, reader, metrics), metrics, time.time),
                           metrics, QoSDirs(hubs.facts.driver), hubs.host, hubs.facts.topology,
                           be_suppress=hubs.be_suppress)
 

@@ -5,13 +5,13 @@ applies PodDisruptionBudgets (429 when one forbids it now) and deletes the pod g
 On success a Warning Event `evictPodSuccess` is recorded on the Node (koordlet's reason).
 
 `ApiEvictor` decides; `EvictionApi` is the two calls it needs. `LightkubeEvictionApi` makes
-them with the daemon's lightkube client (koordlet/kube_client.py); tests use a fake.
+them with the daemon's shared lightkube client (koordlet/util/kube_client.py); tests use a fake.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Protocol
 
 import structlog
 
@@ -41,8 +41,9 @@ class EvictionApi(Protocol):
 class LightkubeEvictionApi:
     """EvictionApi over a lightkube AsyncClient (imported only in Kubernetes mode)."""
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: AsyncClient, release: Callable[[], Awaitable[None]]) -> None:
         self.client = client
+        self._release = release
 
     async def create_eviction(self, namespace: str, name: str, body: Mapping[str, Any]) -> tuple[int, str]:
         from lightkube import ApiError
@@ -71,7 +72,8 @@ class LightkubeEvictionApi:
             raise OSError("event refused: %s" % exc.status.message) from exc
 
     async def close(self) -> None:
-        await self.client.close()
+        """Let go of the daemon's shared client (it closes with its last user)."""
+        await self._release()
 
 
 def eviction_body(pod: PodInfo) -> dict[str, Any]:
@@ -95,10 +97,12 @@ def node_event(node: str, pod: PodInfo, reason: EvictionReason, message: str, no
 class ApiEvictor:
     name = "eviction-api"
 
-    def __init__(self, api: EvictionApi, node: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, api: EvictionApi, node: str, clock: Callable[[], float] = time.time,
+                 not_done: Callable[[str, str], None] = lambda reason, result: None) -> None:
         self.api = api
         self.node = node
         self.clock = clock
+        self.not_done = not_done  # (reason, "refused" | "failed"): QoSMetrics.eviction_not_done
 
     async def evict(self, pod: PodInfo, reason: EvictionReason, message: str) -> bool:
         who = f"{pod.namespace}/{pod.name}"
@@ -106,15 +110,18 @@ class ApiEvictor:
             status, server_message = await self.api.create_eviction(pod.namespace, pod.name, eviction_body(pod))
         except OSError as exc:
             log.warning("pod_eviction_failed", pod=who, reason=reason.value, error=str(exc))
+            self.not_done(reason.value, "failed")
             return False
         if status == 404:
             return True  # already gone
         if status == 429:
             log.info("pod_eviction_blocked", pod=who, reason=reason.value,
-                     why=server_message or "a PodDisruptionBudget forbids it now")
+                     why=server_message or "a PodDisruptionBudget forbids it now", retry="next round")
+            self.not_done(reason.value, "refused")
             return False
         if not 200 <= status < 300:
             log.warning("pod_eviction_failed", pod=who, reason=reason.value, status=status, error=server_message)
+            self.not_done(reason.value, "failed")
             return False
         try:
             await self.api.create_event("default", node_event(self.node, pod, reason, message, self.clock()))

@@ -13,8 +13,9 @@ class QoSMetrics:
         registry = registry if registry is not None else CollectorRegistry()
         self.node = node
         # ours, as prometheus_client names it (koordlet_pod_eviction_total) ...
-        self.pod_eviction = Counter("koordlet_pod_eviction", "Pods evicted by the QoS manager.",
-                                    ["node", "reason"], registry=registry)
+        self.pod_eviction = Counter("koordlet_pod_eviction", "Eviction attempts of the QoS manager by result "
+                                    "(evicted; refused: a PodDisruptionBudget said 429; failed).",
+                                    ["node", "reason", "result"], registry=registry)
         # ... and koordlet's, under their Go names (rendered by render_koordlet_counters)
         self.koordlet_pod_eviction = GoCounter("koordlet_pod_eviction", "Number of eviction launched by koordlet",
                                                ("node", "reason"))
@@ -44,9 +45,13 @@ class QoSMetrics:
                               ["strategy", "result"], registry=registry)
 
     def evicted(self, reason: str, namespace: str = "", name: str = "") -> None:
-        self.pod_eviction.labels(node=self.node, reason=reason).inc()
+        self.pod_eviction.labels(node=self.node, reason=reason, result="evicted").inc()
         self.koordlet_pod_eviction.inc(self.node, reason)
         self.koordlet_pod_eviction_detail.inc(self.node, namespace, name, reason)
+
+    def eviction_not_done(self, reason: str, result: str) -> None:
+        """An eviction the API server refused (429) or that failed: counted, retried next round."""
+        self.pod_eviction.labels(node=self.node, reason=reason, result=result).inc()
 
     def render_koordlet_counters(self, openmetrics: bool = False) -> bytes:
         return render_counters((self.koordlet_pod_eviction, self.koordlet_pod_eviction_detail), openmetrics)

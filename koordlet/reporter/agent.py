@@ -17,7 +17,7 @@ from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import KubeletStateFiles
 from koordlet.reporter.standalone import LatestReports, add_routes
 from koordlet.util.host_facts import HostFacts
-from koordlet.util.kube_client import open_kube_client
+from koordlet.util.kube_client import KubeApi
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs
@@ -51,10 +51,10 @@ def host_allocatable(facts: HostFacts) -> Callable[[], Allocatable]:
     return lambda: allocatable
 
 
-def kube_sink_factory(config: Config) -> Callable[[], tuple[KubeSink, Callable[[], Any]]]:
+def kube_sink_factory(config: Config, kube: KubeApi) -> Callable[[], tuple[KubeSink, Callable[[], Any]]]:
+    """The sink over the daemon's shared client; its closer lets go of the client."""
     def open_sink() -> tuple[KubeSink, Callable[[], Any]]:
-        client = open_kube_client(config)
-        return KubeSink(client, config.common.node_name), client.close
+        return KubeSink(kube.acquire(), config.common.node_name), kube.release
 
     return open_sink
 
@@ -67,7 +67,7 @@ def build(hubs: Hubs) -> Built:
                            KubeletStateFiles(config[ReporterOptions].kubelet_root_dir),
                            ReportMetrics(hubs.registry, config.common.node_name), latest,
                            host_allocatable(hubs.facts),
-                           None if config.common.standalone else kube_sink_factory(config), registry=hubs.registry)
+                           None if config.common.standalone else kube_sink_factory(config, hubs.kube), registry=hubs.registry)
     return Built((module,))
 
 

@@ -19,6 +19,7 @@ from koordlet.slo.cluster_watch import NodeSLOWatch
 from koordlet.slo.options import NodeSLOOptions
 from koordlet.slo.source import NodeSLOFile, ValidatedNodeSLO
 from koordlet.slo.spec import node_slo_document
+from koordlet.util.kube_client import KubeApi
 
 if TYPE_CHECKING:
     from koordlet.hubs import Hubs
@@ -26,13 +27,13 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 
-def node_slo_for(config: Config) -> ValidatedNodeSLO:
+def node_slo_for(config: Config, kube: KubeApi) -> ValidatedNodeSLO:
     """The NodeSLO hub: the file source, the cluster object's watch, or the defaults."""
     path = config[NodeSLOOptions].node_slo_config
     if path is not None:
         return NodeSLOFile(path, poll_interval=defaults.NODE_SLO_POLL_SECONDS)
     if not config.common.standalone:
-        return NodeSLOWatch(config)
+        return NodeSLOWatch(config, kube)
     log.info("node_slo_defaults", reason="standalone without --node-slo-config")
     return ValidatedNodeSLO()
 
@@ -41,10 +42,9 @@ def build(hubs: Hubs) -> Built:
     """GET /api/v1/nodeslo shows the NodeSLO in force and why the last document was refused;
     the file or cluster source runs as a module."""
     source = hubs.node_slo
-    path = hubs.config[NodeSLOOptions].node_slo_config
 
     def route(query: str) -> Reply:
-        return json_reply({"source": str(path) if path is not None else "defaults",
+        return json_reply({"source": source.source(),
                            "lastError": source.last_error,
                            "spec": node_slo_document(source.current())})
 

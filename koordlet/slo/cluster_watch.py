@@ -1,14 +1,22 @@
-"""Kubernetes mode NodeSLO: the cluster-scoped object named after the node
-(slo.koordinator.sh/v1alpha1 `nodeslos`), read with the daemon's lightkube client.
+"""Kubernetes mode: the node's NodeSLO object (slo.koordinator.sh/v1alpha1, cluster-scoped,
+named after the node) followed through a watch, as koordlet's informer does.
 
-The object changes rarely, so it is read every `poll_interval` seconds rather than
-watched; each answer goes through `ValidatedNodeSLO.apply`, so an invalid object is
-refused naming the field and the last good NodeSLO stays in force. No object yet (404)
-or an unreachable API server keeps what is in force (koordlet's defaults at first).
+One watch request, field-selected to the node's object, held open by the API server; a
+change arrives as one event, and nothing is sent while nothing changes (a poll every 10 s
+would be 500 GETs a second at 5,000 nodes). The watch resumes from the last
+resourceVersion seen when its stream ends; a 410 Gone (that version is compacted away)
+restarts it without one, which the API server answers with the current object first: a
+relist. Errors back off with jitter, doubling up to a minute.
+
+Each version is validated once (`ValidatedNodeSLO.apply`); a refused one keeps the last
+good NodeSLO, and the same refused version seen again after a relist is not logged again.
+A deleted object keeps the last good NodeSLO in force (the slo-controller recreates it).
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -16,12 +24,12 @@ import structlog
 
 from koordlet.config import Config
 from koordlet.slo.source import ValidatedNodeSLO
-from koordlet.util.kube_client import KubeClientError, open_kube_client
-from koordlet.util.periodic import Periodic
+from koordlet.util.kube_client import KubeApi, KubeClientError
 
 log = structlog.get_logger(__name__)
 
-POLL_SECONDS = 10.0
+BACKOFF_FIRST_SECONDS = 1.0
+BACKOFF_MAX_SECONDS = 60.0
 
 
 def node_slo_resource():
@@ -30,68 +38,119 @@ def node_slo_resource():
     return create_global_resource("slo.koordinator.sh", "v1alpha1", "NodeSLO", "nodeslos")
 
 
-class NodeSLOWatch(ValidatedNodeSLO):
-    """A daemon module: the node's NodeSLO object from the API server."""
+def backoff_seconds(failures: int, rand: Callable[[], float] = random.random) -> float:
+    """Doubling from 1 s to a minute, each wait drawn from its upper half (jitter keeps
+    5,000 agents from coming back in step after an API server restart)."""
+    ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2 ** max(0, failures - 1))
+    return ceiling * (0.5 + 0.5 * rand())
 
+
+def status_code_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status", None)
+    code = getattr(status, "code", None)
+    return code if isinstance(code, int) else None
+
+
+class NodeSLOWatch(ValidatedNodeSLO):
     name = "nodeslo-cluster"
 
-    def __init__(self, config: Config, poll_interval: float = POLL_SECONDS,
-                 client_factory: Callable[[Config], Any] = open_kube_client) -> None:
+    def __init__(self, config: Config, api: KubeApi, sleep: Callable[[float], Any] = asyncio.sleep,
+                 rand: Callable[[], float] = random.random) -> None:
         super().__init__()
-        self.config = config
         self.node = config.common.node_name
-        self.poll_interval = poll_interval
-        self._client_factory = client_factory
+        self._api = api
+        self._sleep = sleep
+        self._rand = rand
         self._client: Any = None
-        self._resource: Any = None
-        self._poll = Periodic("nodeslo-cluster", self._read_round, poll_interval, event="node_slo_poll_failed")
-        self._unreachable_logged = False
+        self._task: asyncio.Task[None] | None = None
+        self.resource_version: str | None = None  # of the object whose spec is in force or was refused last
+        self.relists = 0
+        self.failures = 0
+        self._refused_version: str | None = None
+        self._logged_error: str | None = None
 
-    async def read_once(self) -> bool:
-        """GET the object and apply it; True when it changed the NodeSLO in force."""
-        from lightkube import ApiError
-
-        origin = f"NodeSLO/{self.node}"
-        try:
-            obj = await self._client.get(self._resource, self.node)
-        except ApiError as exc:
-            if getattr(exc.status, "code", None) == 404:
-                return False  # not created yet: the NodeSLO in force stays
-            log.warning("node_slo_read_failed", origin=origin, error=str(exc))
-            return False
-        except Exception as exc:  # httpx transport errors: the API server is unreachable
-            if not exc.__class__.__module__.startswith(("httpx", "httpcore", "anyio")) \
-                    and not isinstance(exc, OSError):
-                raise
-            if not self._unreachable_logged:
-                log.warning("node_slo_unreachable", origin=origin, error=str(exc))
-                self._unreachable_logged = True
-            return False
-        self._unreachable_logged = False
-        document = obj.to_dict() if hasattr(obj, "to_dict") else obj
-        if not isinstance(document, Mapping):
-            document = dict(document)
-        return self.apply(document, origin)
-
-    async def _read_round(self) -> None:
-        await self.read_once()
+    def source(self) -> str:
+        if self.resource_version is None:
+            return "defaults (no NodeSLO/%s seen yet)" % self.node
+        return "NodeSLO/%s resourceVersion %s" % (self.node, self.resource_version)
 
     async def start(self) -> None:
         try:
-            self._client = self._client_factory(self.config)
+            self._client = self._api.acquire()
         except KubeClientError as exc:
             log.warning("node_slo_defaults", reason=str(exc))
             return
-        self._resource = node_slo_resource()
-        self._poll.start()
+        self._task = asyncio.get_running_loop().create_task(self._follow(), name="nodeslo-watch")
 
     async def stop(self) -> None:
-        await self._poll.stop()
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         if self._client is not None:
-            await self._client.close()
             self._client = None
+            await self._api.release()
 
     def ready(self) -> bool:
-        """Without a client the defaults are in force and nothing is polled; otherwise the
-        poll must be alive."""
-        return self._client is None or self._poll.alive()
+        """Without a client the defaults are in force and nothing is watched; otherwise the
+        watch must be alive."""
+        return self._client is None or (self._task is not None and not self._task.done())
+
+    async def _follow(self) -> None:
+        resource = node_slo_resource()
+        version: str | None = None
+        while True:
+            try:
+                async for kind, obj in self._client.watch(resource, fields={"metadata.name": self.node},
+                                                          resource_version=version, on_error=self._on_error):
+                    self.failures = 0
+                    version = self.on_event(kind, obj) or version
+                # the stream ended without an error: resume from the version seen
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the API server unreachable, or an answer lightkube raises
+                self.failures += 1
+                if status_code_of(exc) == 410:
+                    version = None
+                self._log_once("node_slo_watch_failed", exc)
+                await self._sleep(backoff_seconds(self.failures, self._rand))
+
+    def _on_error(self, exc: Exception, count: int) -> Any:
+        """lightkube's watch error handler: retry; 410 restarts without a version (lightkube
+        drops it), other errors after a jittered backoff."""
+        from lightkube.types import OnErrorAction, OnErrorResult
+
+        if status_code_of(exc) == 410:
+            self.relists += 1
+            log.info("node_slo_watch_relist", node=self.node, reason="resourceVersion too old (410 Gone)")
+            return OnErrorResult(OnErrorAction.RETRY, sleep=0)
+        self.failures += 1
+        self._log_once("node_slo_watch_failed", exc)
+        return OnErrorResult(OnErrorAction.RETRY, sleep=backoff_seconds(self.failures, self._rand))
+
+    def on_event(self, kind: str, obj: Any) -> str | None:
+        """Apply one watch event; the object's resourceVersion."""
+        document = obj.to_dict() if hasattr(obj, "to_dict") else obj
+        if not isinstance(document, Mapping):
+            document = dict(document)
+        version = (document.get("metadata") or {}).get("resourceVersion")
+        if kind == "DELETED":
+            log.warning("node_slo_deleted", node=self.node, kept="last good NodeSLO")
+            return version
+        if kind not in ("ADDED", "MODIFIED"):
+            return version
+        self._logged_error = None
+        if version is not None and version == self._refused_version:
+            return version  # the same refused object again (a relist): already logged and counted
+        self.resource_version = version
+        refused_before = self.refusals
+        self.apply(document, "NodeSLO/%s@%s" % (self.node, version))
+        if self.refusals > refused_before:
+            self._refused_version = version
+        return version
+
+    def _log_once(self, event: str, exc: BaseException) -> None:
+        text = "%s: %s" % (type(exc).__name__, exc)
+        if text != self._logged_error:
+            self._logged_error = text
+            log.warning(event, node=self.node, error=text, retry="with backoff")

@@ -100,6 +100,10 @@ class ValidatedNodeSLO(StaticNodeSLO):
         self.refusals = 0
         self._refused: Counter | None = None
 
+    def source(self) -> str:
+        """Where the NodeSLO in force comes from, for people (GET /api/v1/nodeslo)."""
+        return "defaults"
+
     def count_refusals_on(self, registry: CollectorRegistry) -> None:
         """koordlet_node_slo_refused_total on the daemon's registry."""
         self._refused = Counter("koordlet_node_slo_refused", "NodeSLO documents refused (the last good one stayed).",
@@ -164,6 +168,9 @@ class NodeSLOFile(ValidatedNodeSLO):
         if _identity(self.path) == self._seen:
             return False
         return await self.reload()
+
+    def source(self) -> str:
+        return "file %s" % self.path
 
     async def _poll_round(self) -> None:
         await self.poll()

@@ -18,6 +18,15 @@ class TokenBucket:
         self._tokens = float(burst)
         self._last = clock()
 
+    def reserve(self) -> float:
+        """Take a token now or one still to come: the seconds to wait before using it
+        (x/time/rate's Reserve; the API client's request throttle waits that long)."""
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+        self._last = now
+        self._tokens -= 1
+        return 0.0 if self._tokens >= 0 else -self._tokens / self._qps
+
     def allow(self) -> bool:
         """Take a token if one is there."""
         now = self._clock()

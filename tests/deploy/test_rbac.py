@@ -258,12 +258,13 @@ def test_every_lightkube_client_method_has_a_verb():
 
 def test_clients_are_named_so_the_walk_finds_their_calls():
     """The walk finds calls by the receiver's name: everything holding a lightkube client
-    (open_kube_client()'s result, a client_factory's, an AsyncClient parameter) is named *client*."""
+    (open_kube_client()'s result, KubeApi.acquire()'s, a client_factory's, an AsyncClient
+    parameter) is named *client*."""
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(module(path).tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 called = ast.unparse(node.value.func)
-                if called.endswith(("open_kube_client", "client_factory", "AsyncClient")):
+                if called.endswith(("open_kube_client", "client_factory", "AsyncClient", "acquire")):
                     for target in node.targets:
                         assert is_client(target), f"{path}:{node.lineno}: name it *client*"
             if isinstance(node, ast.arg) and node.annotation is not None \
@@ -275,7 +276,8 @@ def test_the_walk_finds_the_calls_measured_against_a_real_api_server():
     measured = {("", "events", "", "create"), ("", "pods", "eviction", "create"),
                 ("slo.koordinator.sh", "nodemetrics", "", "create"), ("slo.koordinator.sh", "nodemetrics", "", "get"),
                 ("slo.koordinator.sh", "nodemetrics", "status", "update"),
-                ("slo.koordinator.sh", "nodeslos", "", "get"),
+                # the NodeSLO was measured polled (get); it is watched since (list + watch)
+                ("slo.koordinator.sh", "nodeslos", "", "list"), ("slo.koordinator.sh", "nodeslos", "", "watch"),
                 ("node.katalyst.kubewharf.io", "customnoderesources", "", "patch")}
     assert measured <= set(used_calls())
 

@@ -59,6 +59,27 @@ def test_pdb_refusal_gone_pod_and_unreachable_server():
     assert not evict(FakeApi(unreachable=True))
 
 
+def test_refused_and_failed_evictions_are_counted_by_result_and_left_to_the_next_round():
+    from prometheus_client import CollectorRegistry
+
+    from koordlet.qosmanager.metrics import QoSMetrics
+
+    registry = CollectorRegistry()
+    metrics = QoSMetrics(registry, "node-a")
+    api = FakeApi(429, 429, 500)
+    evictor = ApiEvictor(api, "node-a", clock=lambda: 0.0, not_done=metrics.eviction_not_done)
+    be = pod("u1", KoordQoSClass.BE, name="batch-1")
+    for _ in range(3):
+        assert not asyncio.run(evictor.evict(be, EvictionReason.NODE_MEMORY_USAGE, "release 1 GiB"))
+    assert len(api.evictions) == 3  # one request a round: no retry loop around a 429
+
+    def count(result: str) -> float | None:
+        return registry.get_sample_value("koordlet_pod_eviction_total", {
+            "node": "node-a", "reason": EvictionReason.NODE_MEMORY_USAGE.value, "result": result})
+
+    assert (count("refused"), count("failed"), count("evicted")) == (2.0, 1.0, None)
+
+
 class RecordingLightkube:
     """Stands in for lightkube's AsyncClient: records create() calls, answers with ApiErrors."""
 
@@ -84,13 +105,13 @@ def test_lightkube_adapter_posts_the_pod_eviction_subresource():
     from lightkube.resources.core_v1 import Event, Pod
 
     client = RecordingLightkube()
-    api = LightkubeEvictionApi(client)
+    api = LightkubeEvictionApi(client, client.close)
     assert evict(api)
     (eviction, name, namespace), (event, _, event_namespace) = client.calls
     assert isinstance(eviction, Pod.Eviction) and (name, namespace) == ("batch-1", "default")
     assert eviction.metadata.name == "batch-1" and eviction.apiVersion == "policy/v1"
     assert isinstance(event, Event) and event.reason == "evictPodSuccess" and event_namespace == "default"
     refused = RecordingLightkube(status=429)
-    assert not evict(LightkubeEvictionApi(refused)) and len(refused.calls) == 1
+    assert not evict(LightkubeEvictionApi(refused, refused.close)) and len(refused.calls) == 1
     asyncio.run(api.close())
     assert client.closed

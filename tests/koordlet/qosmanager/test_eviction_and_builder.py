@@ -95,16 +95,17 @@ def test_evictor_per_mode(tmp_path, monkeypatch):
     from koordlet.qosmanager.agent import _evictor
     from koordlet.qosmanager.api_evictor import ApiEvictor
     from koordlet.qosmanager.eviction import DisabledEvictor
+    from koordlet.util.kube_client import KubeApi
 
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     host = build_v1_tree(tmp_path / "tree")
     rig = Rig(host, NODE, io=FakeTreeIO())
     standalone = parse_args([])
-    assert isinstance(_evictor(standalone, rig.executor, rig.reader), DisabledEvictor)
+    assert isinstance(_evictor(standalone, KubeApi(standalone), rig.executor, rig.reader), DisabledEvictor)
     opted_in = parse_args(["--qos-standalone-eviction=true"])
-    assert isinstance(_evictor(opted_in, rig.executor, rig.reader), CgroupKillEvictor)
+    assert isinstance(_evictor(opted_in, KubeApi(opted_in), rig.executor, rig.reader), CgroupKillEvictor)
     missing = parse_args(["--kubeconfig", str(tmp_path / "absent")])
-    assert isinstance(_evictor(missing, rig.executor, rig.reader), DisabledEvictor)
+    assert isinstance(_evictor(missing, KubeApi(missing), rig.executor, rig.reader), DisabledEvictor)
     _pytest.importorskip("lightkube")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
@@ -115,9 +116,13 @@ def test_evictor_per_mode(tmp_path, monkeypatch):
     cluster = parse_args(["--kubeconfig", str(kubeconfig)])
 
     async def build_and_close():
-        evictor = _evictor(cluster, rig.executor, rig.reader)
+        kube = KubeApi(cluster)
+        evictor = _evictor(cluster, kube, rig.executor, rig.reader)
         assert isinstance(evictor, ApiEvictor)
+        assert kube.acquire() is evictor.api.client  # type: ignore[attr-defined]  # one client per daemon
+        await kube.release()
         await evictor.close()
+        assert kube._client is None  # closed with its last user
 
     asyncio.run(build_and_close())
     rig.close()

@@ -107,7 +107,8 @@ def test_be_workload_killed_ls_untouched(sandbox, tmp_path, monkeypatch):
         assert be_proc.wait(timeout=10) == -signal.SIGKILL
         assert ls_proc.poll() is None
         assert hubs.registry.get_sample_value("koordlet_pod_eviction_total",
-                                         {"node": config.common.node_name, "reason": "EvictPodByNodeMemoryUsage"}) == 1
+                                         {"node": config.common.node_name, "reason": "EvictPodByNodeMemoryUsage",
+                                          "result": "evicted"}) == 1
     finally:
         for proc in (be_proc, ls_proc):
             if proc.poll() is None:

@@ -116,7 +116,8 @@ def test_memory_evict_round_then_cool_down(v1):
     run(strategy, v1)
     # release 16 GiB * (75 - 68) % = 1.12 GiB: be2 first (lower priority), 1 GiB is not enough, then be1
     assert [uid for uid, _ in v1.evictor.calls] == ["be2", "be1"]
-    assert v1.metric("koordlet_pod_eviction_total", node="node-a", reason="EvictPodByNodeMemoryUsage") == 2
+    assert v1.metric("koordlet_pod_eviction_total", node="node-a", reason="EvictPodByNodeMemoryUsage",
+                     result="evicted") == 2
     v1.clock.now += 3.9
     v1.cache.put(Metric.NODE_MEMORY_USAGE_BYTES, 12 * GiB, v1.clock())
     v1.evictor.calls.clear()

@@ -25,6 +25,7 @@ class Recorded:
     path: str
     body: Any
     status: int
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -34,6 +35,7 @@ class FakeApiServer:
     # writes by "someone else" to apply just before the next status PUTs (one per PUT)
     concurrent_writes: int = 0
     fail_with: int | None = None  # answer every request with this code
+    warning: str | None = None  # a Warning header on every answer (as for a dropped unknown field)
     _resource_version: int = 100
     _server: asyncio.base_events.Server | None = None
     _writers: set = field(default_factory=set)
@@ -81,9 +83,12 @@ class FakeApiServer:
                     body += event.data
                 elif isinstance(event, h11.EndOfMessage) and request is not None:
                     code, reply = self._answer(request.method.decode(), request.target.decode(), body)
+                    self.requests[-1].headers = {k.decode().lower(): v.decode() for k, v in request.headers}
                     payload = json.dumps(reply).encode()
-                    writer.write(conn.send(h11.Response(status_code=code, headers=[
-                        ("content-type", "application/json"), ("content-length", str(len(payload)))])))
+                    headers = [("content-type", "application/json"), ("content-length", str(len(payload)))]
+                    if self.warning is not None:
+                        headers.append(("warning", self.warning))
+                    writer.write(conn.send(h11.Response(status_code=code, headers=headers)))
                     writer.write(conn.send(h11.Data(data=payload)))
                     writer.write(conn.send(h11.EndOfMessage()))
                     await writer.drain()

@@ -38,7 +38,14 @@ async def api(tmp_path):
     server = FakeApiServer()
     url = await server.start()
     client = open_kube_client(config_of(kubeconfig=kubeconfig(tmp_path, url)))
-    yield server, KubeSink(client, NODE, TokenBucket(1000, 1000))
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    sink = KubeSink(client, NODE, TokenBucket(1000, 1000), sleep=sleep)
+    sink.waits = waits  # type: ignore[attr-defined]
+    yield server, sink
     await client.close()
     await server.stop()
 
@@ -80,6 +87,36 @@ async def test_a_conflict_is_retried_with_the_fresh_object(api):
     assert len(server.calls("GET")) == 3
     assert len({p.body["metadata"]["resourceVersion"] for p in puts}) == 3
     assert server.objects[("nodemetrics", NODE)]["status"] == STATUS
+    # a wait before each retry, growing x5 from 10 ms, jittered by at most 10 %
+    assert len(sink.waits) == 2
+    for attempt, wait in enumerate(sink.waits, start=1):
+        base = 0.010 * 5 ** (attempt - 1)
+        assert base <= wait <= base * 1.1
+
+
+async def test_the_status_put_leaves_the_managed_fields_out(api):
+    server, sink = api
+    server.put_object("nodemetrics", {"metadata": {"name": NODE, "managedFields": [
+        {"manager": "koordlet", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}]},
+        "spec": {}})
+    assert await sink.write_status(STATUS, NEW_OBJECT) is Outcome.WRITTEN
+    put = server.calls("PUT")[0]
+    assert "managedFields" not in put.body["metadata"] and put.body["metadata"]["name"] == NODE
+
+
+async def test_every_request_names_the_agent_and_a_warning_is_logged_once(api):
+    from structlog.testing import capture_logs
+
+    from koordlet import __version__
+
+    server, sink = api
+    server.warning = '299 - "unknown field \\"status.x\\""'
+    with capture_logs() as logs:
+        for _ in range(3):
+            assert await sink.write_status(STATUS, NEW_OBJECT) is Outcome.WRITTEN
+    agents = {r.headers.get("user-agent") for r in server.requests}
+    assert len(agents) == 1 and next(iter(agents)).startswith("koordlet-py/%s (linux/" % __version__)
+    assert [e["event"] for e in logs].count("kube_api_warning") == 1
 
 
 async def test_endless_conflicts_give_up_with_an_error(api):
