@@ -97,6 +97,7 @@ proto: install-test
 	$(PY) -m proto.generate
 
 bench: install-test
+	$(PY) -m pip install -q -e '.[bench]'
 	@for b in bench/*.py; do n=$$(basename $$b .py); [ "$$n" = "__init__" ] && continue; \
 	  echo "== $$n"; $(PY) -m bench.$$n || exit 1; done
 
