@@ -39,7 +39,7 @@ class StatesOptions:
         "on every request (projected tokens rotate); empty = none (kubelet's anonymous auth)", str.strip)
     kubelet_ca_file: str = option(
         defaults.KUBELET_CA_FILE, "https `--kubelet-pods-url` only: the CA bundle kubelet's serving certificate "
-        "must chain to (a self-signed kubelet certificate: that certificate itself)", str.strip)
+        "must chain to (right for kubelets with `serverTLSBootstrap`)", str.strip)
     kubelet_insecure_tls: bool = option(
         False, "https `--kubelet-pods-url` only: do not verify kubelet's certificate (a warning is logged); "
         "for kubelets with self-signed certificates you cannot distribute", parse_bool)
