@@ -75,6 +75,12 @@ RUNTIME_HOOKS_RECONCILE_INTERVAL_SECONDS = 10.0
 CRI_ENDPOINT = "unix:///run/containerd/containerd.sock"
 STATES_CRI_SYNC_INTERVAL_SECONDS = 10.0
 STATES_KUBELET_SYNC_INTERVAL_SECONDS = 10.0
+# One GET /pods, connect to last byte (koordlet: --kubelet-sync-timeout=3s).
+STATES_KUBELET_SYNC_TIMEOUT_SECONDS = 5.0
+# kubelet's secure port (https://<node>:10250/pods): the pod's service-account token is the
+# bearer token, its CA bundle verifies kubelet's serving certificate.
+KUBELET_TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+KUBELET_CA_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 # ORM (out-of-band resource manager). Katalyst's names and values unless said otherwise.
 # Off unless --topology-policy-name is given (Katalyst's "" default refuses to start).
 TOPOLOGY_POLICY_NAME = ""

@@ -56,6 +56,7 @@ KOORDLET_FLAGS: tuple[KoordletFlag, ...] = (
     _renamed("cpi-collector-interval", "cpi-collector-interval-seconds", "sets it (Go duration to seconds)", _seconds),
     _renamed("collect-cpi-timewindow", "collect-cpi-timewindow-seconds", "sets it (Go duration to seconds)", _seconds),
     _renamed("kubelet-sync-interval", "states-kubelet-sync-interval", "sets it"),
+    _renamed("kubelet-sync-timeout", "states-kubelet-sync-timeout", "sets it"),
     _renamed("report-interval", "report-interval-seconds", "sets it (deprecated in koordlet too)", _whole_seconds),
     _renamed("containerd-endpoint", "cri-endpoint", "sets it"),
     _renamed("var-lib-kubelet-dir", "kubelet-root-dir", "sets it"),
@@ -97,10 +98,9 @@ KOORDLET_FLAGS: tuple[KoordletFlag, ...] = (
     *_ignored("runtime-hooks-nri-plugin-name", "ignored: the plugin registers as koordlet_nri"),
     *_ignored("runtime-hooks-disable-stages", "ignored: hooks are switched by their gates"),
     *_ignored("disable-unset-cpu-quota", "ignored: BE quotas follow the CPU suppress decision", boolean=True),
-    *_ignored("kubelet-preferred-address-type kubelet-sync-timeout kubelet-read-only-port",
-              "ignored: kubelet is read at --kubelet-pods-url"),
-    *_ignored("kubelet-insecure-tls disable-query-kubelet-config",
-              "ignored: kubelet is read at --kubelet-pods-url", boolean=True),
+    *_ignored("kubelet-preferred-address-type kubelet-read-only-port",
+              "ignored: kubelet's address, port and scheme are --kubelet-pods-url's"),
+    *_ignored("disable-query-kubelet-config", "ignored: kubelet's /configz is not read", boolean=True),
     *_ignored("node-topology-sync-interval", "ignored: no NodeResourceTopology report yet"),
     *_ignored("enable-node-metric-report", "ignored: use --feature-gates NodeMetricReport=false", boolean=True),
     *_ignored("enable-pod-taskids xpu-enforce-collect-from-device-infos", "ignored: not implemented", boolean=True),
@@ -208,7 +208,8 @@ def _converted(flag: KoordletFlag, given: str) -> str:
 
 def koordlet_flag_rows(ours: Iterable[str]) -> list[str]:
     """README's table of koordlet's flags: the ones we have by name, then the others."""
-    rows = [f"| `--{name}` | same flag |" for name in sorted(KOORDLET_SAME_NAME & set(ours))]
+    rows = [f"| `--{name}` | {_SAME_NAME_NOTES.get(name, 'same flag')} |"
+            for name in sorted(KOORDLET_SAME_NAME & set(ours))]
     rows += [f"| `--{flag.name}` | " + (f"`--{flag.ours}`: {flag.why}" if flag.ours else flag.why) + " |"
              for flag in KOORDLET_FLAGS]
     rows.append(f"| klog's `-v`, `--logtostderr`, `--alsologtostderr`, `--vmodule`, `--log_dir`, ... | {KLOG_WHY} |")
@@ -221,6 +222,12 @@ KOORDLET_SAME_NAME = frozenset({
     "metric-gc-interval-seconds", "runtime-hooks-nri-socket-path", "runtime-hooks-nri-plugin-index",
     "enable-nri-runtime-hook", "runtime-hooks-reconcile-interval", "reconcile-interval-seconds",
     "cpu-suppress-interval-seconds", "cpu-evict-interval-seconds", "memory-evict-interval-seconds",
-    "memory-evict-cool-time-seconds", "cpu-evict-cool-time-seconds",
+    "memory-evict-cool-time-seconds", "cpu-evict-cool-time-seconds", "kubelet-insecure-tls",
 })
+# Same name, not quite the same meaning
+_SAME_NAME_NOTES = {
+    "kubelet-insecure-tls": "same flag, narrower: an https --kubelet-pods-url is not verified (koordlet never "
+                            "verifies kubelet's certificate; true there also means http on --kubelet-read-only-port: "
+                            "give an http:// --kubelet-pods-url for that)",
+}
 

@@ -65,6 +65,12 @@ class StoreCollector(Collector):
         yield family
 
 
+def _kubelet_client(options: StatesOptions) -> KubeletClient | None:
+    if not options.kubelet_pods_url:
+        return None
+    return KubeletClient(options.kubelet_pods_url, options.states_kubelet_sync_timeout, options.kubelet_auth())
+
+
 class StatesInformerModule:
     name = "statesinformer"
 
@@ -78,7 +84,7 @@ class StatesInformerModule:
         self._config = config
         self._loops: list[Periodic] = []
         self._cri: CriClient | None = None  # a grpc.aio channel needs the running loop: made in start()
-        self._kubelet = KubeletClient(config[StatesOptions].kubelet_pods_url) if config[StatesOptions].kubelet_pods_url else None
+        self._kubelet = _kubelet_client(config[StatesOptions])
         self._registry = registry
         if registry is not None:
             registry.register(StoreCollector(store))

@@ -25,6 +25,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "koordlet"
 ROLE = ROOT / "deploy" / "base" / "clusterrole.yaml"
+DAEMONSET = ROOT / "deploy" / "base" / "daemonset.yaml"
+DEPLOY_DOC = ROOT / "docs" / "DEPLOY.md"
 
 # lightkube AsyncClient method -> RBAC verbs. watch: an informer lists, then watches.
 # apply is a server-side-apply PATCH; set patches labels/annotations; wait watches one object.
@@ -286,8 +288,44 @@ def test_the_role_grants_exactly_the_calls_the_code_makes():
     used, grants = used_calls(), granted()
     missing = {call: [str(s) for s in sites] for call, sites in used.items() if call not in grants}
     assert not missing, f"deploy/base/clusterrole.yaml lacks (group, resource, subresource, verb): {missing}"
-    extra = grants - set(used)
+    extra = grants - set(used) - {KUBELET_PODS}  # the test above decides that one
     assert not extra, f"deploy/base/clusterrole.yaml grants what no code uses: {sorted(extra)}"
+
+
+# Not a lightkube call: kubelet's /pods on its secure port (statesinformer/kubelet_client.py).
+# kubelet checks the bearer token and authorizes it by SubjectAccessReview as `get` on
+# `nodes/proxy`. Opt-in (an https --kubelet-pods-url): the role grants it exactly when the
+# base DaemonSet sets one, and docs/DEPLOY.md gives the rule for those who add it.
+KUBELET_PODS: Call = ("", "nodes", "proxy", "get")
+
+
+def kubelet_client_sites() -> list[Site]:
+    """Where koordlet/ makes a KubeletClient, and so may call kubelet's /pods."""
+    sites = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(module(path).tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "KubeletClient":
+                sites.append(Site(path, node.lineno, "KubeletClient", ast.unparse(node)))
+    return sites
+
+
+def daemonset_args() -> list[str]:
+    daemonset = yaml.safe_load(DAEMONSET.read_text())
+    return [arg for container in daemonset["spec"]["template"]["spec"]["containers"] for arg in container["args"]]
+
+
+def test_the_kubelet_call_is_still_made_with_a_token():
+    assert kubelet_client_sites(), "no KubeletClient in koordlet/: drop KUBELET_PODS and its docs"
+    client = (PACKAGE / "statesinformer" / "kubelet_client.py").read_text()
+    assert '"Bearer "' in client, "kubelet_client.py no longer sends a bearer token: revisit KUBELET_PODS"
+
+
+def test_the_kubelet_grant_follows_the_daemonset_and_is_documented():
+    secure = any(arg.startswith("--kubelet-pods-url=https://") for arg in daemonset_args())
+    assert (KUBELET_PODS in granted()) == secure, \
+        "grant nodes/proxy get exactly when the base DaemonSet reads kubelet's secure port"
+    doc = DEPLOY_DOC.read_text()
+    assert 'resources: ["nodes/proxy"]' in doc and 'verbs: ["get"]' in doc
 
 
 @pytest.mark.parametrize("source, expected", [

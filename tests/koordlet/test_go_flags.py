@@ -12,6 +12,7 @@ from koordlet.config.go_flags import KLOG_FLAGS, KOORDLET_FLAGS, KOORDLET_SAME_N
 from koordlet.daemon.cli import SECTIONS, parse_args
 from koordlet.metricsadvisor.options import AdvisorOptions
 from koordlet.reporter.options import ReporterOptions
+from koordlet.statesinformer.options import StatesOptions
 
 # koordlet's gate names and defaults (pkg/features/koordlet_features.go and the runtime
 # hooks' gates in pkg/koordlet/runtimehooks/config.go)
@@ -95,6 +96,12 @@ def test_renamed_koordlet_flags_set_ours_in_our_units():
     assert config[ReporterOptions].report_interval_seconds == 120
     assert str(config[ReporterOptions].kubelet_root_dir) == "/k"
     assert config.notices == ()
+
+
+def test_koordlets_kubelet_flags_set_the_timeout_and_skip_tls_verification():
+    states = parse_args(["-kubelet-sync-timeout=3s", "-kubelet-insecure-tls"])[StatesOptions]
+    assert (states.states_kubelet_sync_timeout, states.kubelet_insecure_tls) == (3.0, True)
+    assert parse_args(["-kubelet-insecure-tls=false"])[StatesOptions].kubelet_insecure_tls is False
 
 
 @pytest.mark.parametrize("name", sorted(KLOG_FLAGS))

@@ -56,10 +56,21 @@ def test_an_unknown_qos_class_reads_as_unknown() -> None:
     assert pod.k8s_qos is None
 
 
-@pytest.mark.parametrize("url", ["https://127.0.0.1:10250/pods", "127.0.0.1:10255/pods", "http:///pods"])
-def test_only_plain_http_urls(url: str) -> None:
+@pytest.mark.parametrize("url", ["127.0.0.1:10255/pods", "http:///pods", "ftp://127.0.0.1/pods", "https://:10250/"])
+def test_only_http_and_https_urls(url: str) -> None:
     with pytest.raises(ValueError):
         PodsUrl.parse(url)
+
+
+@pytest.mark.parametrize(("url", "where", "host"), [
+    ("https://10.0.0.7:10250/pods", PodsUrl("10.0.0.7", 10250, "/pods", True), "10.0.0.7:10250"),
+    ("https://node-a/pods/", PodsUrl("node-a", 443, "/pods/", True), "node-a"),
+    ("http://127.0.0.1:10255", PodsUrl("127.0.0.1", 10255, "/pods", False), "127.0.0.1:10255"),
+    ("http://[fd00::7]/pods?x=1", PodsUrl("fd00::7", 80, "/pods?x=1", False), "[fd00::7]"),
+])
+def test_a_url_gives_where_to_connect_and_the_host_header(url: str, where: PodsUrl, host: str) -> None:
+    assert PodsUrl.parse(url) == where
+    assert where.host_header() == host
 
 
 @pytest.fixture
