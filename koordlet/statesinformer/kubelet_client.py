@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 from dataclasses import dataclass
+from typing import Callable
 from urllib.parse import urlsplit
 
 import h11
@@ -69,8 +71,10 @@ class KubeletAuth:
 
 
 class KubeletClient:
-    def __init__(self, url: str, timeout_s: float = DEFAULT_TIMEOUT_S, auth: KubeletAuth = KubeletAuth()) -> None:
+    def __init__(self, url: str, timeout_s: float = DEFAULT_TIMEOUT_S, auth: KubeletAuth = KubeletAuth(),
+                 observe: Callable[[str, str, float], None] = lambda path, code, seconds: None) -> None:
         self.url = url
+        self._observe = observe  # (path, HTTP code, seconds) of each answered request
         self._where = PodsUrl.parse(url)
         self._timeout = timeout_s
         self._auth = auth
@@ -105,9 +109,14 @@ class KubeletClient:
         try:
             conn = h11.Connection(h11.CLIENT)
             request = h11.Request(method="GET", target=where.target, headers=headers)
+            started = time.monotonic()
             writer.write(conn.send(request) + conn.send(h11.EndOfMessage()))
             await writer.drain()
-            return await _read_body(conn, reader)
+            status, reason, body = await _read_body(conn, reader)
+            self._observe(where.target.split("?")[0], str(status), time.monotonic() - started)
+            if status != 200:
+                raise KubeletError(_refusal(status, reason, body))
+            return body
         finally:
             writer.close()
             try:
@@ -142,7 +151,8 @@ class KubeletClient:
         return [("Authorization", "Bearer " + token)]
 
 
-async def _read_body(conn: h11.Connection, reader: asyncio.StreamReader) -> bytes:
+async def _read_body(conn: h11.Connection, reader: asyncio.StreamReader) -> tuple[int, bytes, bytes]:
+    """(status, reason, body) of one answer, the body bounded."""
     chunks: list[bytes] = []
     size = 0
     status, reason = 0, b""
@@ -160,9 +170,7 @@ async def _read_body(conn: h11.Connection, reader: asyncio.StreamReader) -> byte
             chunks.append(bytes(event.data))
         elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
             break
-    if status != 200:
-        raise KubeletError(_refusal(status, reason, b"".join(chunks)))
-    return b"".join(chunks)
+    return status, reason, b"".join(chunks)
 
 
 def _refusal(status: int, reason: bytes, body: bytes) -> str:

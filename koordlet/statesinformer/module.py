@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import partial
 
 import structlog
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -65,10 +65,19 @@ class StoreCollector(Collector):
         yield family
 
 
-def _kubelet_client(options: StatesOptions) -> KubeletClient | None:
+# koordlet's buckets: 1 ms x4 up to ~4 s (/pods answers within ~16 ms)
+KUBELET_REQUEST_BUCKETS = tuple(0.001 * 4 ** n for n in range(7))
+
+
+def _kubelet_client(options: StatesOptions, registry: CollectorRegistry | None) -> KubeletClient | None:
     if not options.kubelet_pods_url:
         return None
-    return KubeletClient(options.kubelet_pods_url, options.states_kubelet_sync_timeout, options.kubelet_auth())
+    if registry is None:
+        return KubeletClient(options.kubelet_pods_url, options.states_kubelet_sync_timeout, options.kubelet_auth())
+    seconds = Histogram("koordlet_kubelet_request_duration_seconds", "kubelet http request duration in seconds",
+                        ["verb", "path", "code"], buckets=KUBELET_REQUEST_BUCKETS, registry=registry)
+    return KubeletClient(options.kubelet_pods_url, options.states_kubelet_sync_timeout, options.kubelet_auth(),
+                         observe=lambda path, code, took: seconds.labels("get", path, code).observe(took))
 
 
 class StatesInformerModule:
@@ -84,7 +93,7 @@ class StatesInformerModule:
         self._config = config
         self._loops: list[Periodic] = []
         self._cri: CriClient | None = None  # a grpc.aio channel needs the running loop: made in start()
-        self._kubelet = _kubelet_client(config[StatesOptions])
+        self._kubelet = _kubelet_client(config[StatesOptions], registry)
         self._registry = registry
         if registry is not None:
             registry.register(StoreCollector(store))

@@ -26,6 +26,8 @@ from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.module import RuntimeHooksModule
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo, Resources
+from koordlet.statesinformer.module import _kubelet_client
+from koordlet.statesinformer.options import StatesOptions
 from resourceexecutor.metrics import ExecutorMetrics
 from tests.koordlet.metricsadvisor.test_exporter import NOW, scrape, setup_node
 from tests.koordlet.runtimehooks.fixtures import make_pod
@@ -57,6 +59,7 @@ KOORDLET = {
     "koordlet_container_psi": ("gauge", {N, CI, CN, PU, PN, PNS, *PSI}),
     "koordlet_pod_psi": ("gauge", {N, PU, PN, PNS, *PSI}),
     "koordlet_resource_update_duration_milliseconds": ("histogram", {"type", "status"}),
+    "koordlet_kubelet_request_duration_seconds": ("histogram", {"verb", "path", "code"}),
     "koordlet_node_resource_allocatable": ("gauge", {N, "resource", "unit"}),
     "koordlet_container_resource_requests": ("gauge", {N, "resource", "unit", PU, PN, PNS, CI, CN}),
     "koordlet_container_resource_limits": ("gauge", {N, "resource", "unit", PU, PN, PNS, CI, CN}),
@@ -67,7 +70,6 @@ NOT_APPLICABLE = {
     "koordlet_container_core_sched_cookie": "no core scheduling (gate CoreSched)",
     "koordlet_core_sched_cookie_manage_status": "no core scheduling (gate CoreSched)",
     "koordlet_host_application_resource_usage": "NodeSLO hostApplications are not read",
-    "koordlet_kubelet_request_duration_seconds": "not yet: the kubelet client is being redone for :10250",
     "koordlet_node_metric_numa_node_usage": "the NodeMetric carries no NUMA-level usage",
     "koordlet_node_metric_numa_system_usage": "the NodeMetric carries no NUMA-level usage",
     "koordlet_container_oom_score_adj": "no oom_score_adj hook (gate OOMScoreAdj)",
@@ -114,6 +116,10 @@ def registry_families() -> Families:
     report.show_usage(Usage(1.0, 1 << 30), Usage(0.1, 1 << 20))
     HookMetrics(registry, "n1").timed(HOOKS[0], "RunPodSandbox").decide(pod, None, HookConfig(), NO_ALLOCATIONS)
     ExecutorMetrics(registry).record_writes([("cpu.shares", 0.0001, True)])
+    kubelet = _kubelet_client(parse_args(["--kubelet-pods-url", "http://127.0.0.1:10255/pods"])[StatesOptions],
+                              registry)
+    assert kubelet is not None
+    kubelet._observe("/pods", "200", 0.004)
     return families_of(generate_latest(registry) + qos.render_koordlet_counters())
 
 

@@ -107,3 +107,15 @@ async def test_nobody_listening_is_a_kubelet_error(kubelet: FakeKubelet) -> None
     await kubelet.stop()
     with pytest.raises(KubeletError):
         await KubeletClient(url, timeout_s=1.0).pods()
+
+
+async def test_each_answered_request_is_observed_with_its_path_and_code(kubelet: FakeKubelet) -> None:
+    """koordlet_kubelet_request_duration_seconds{verb,path,code}: what the client measured."""
+    seen: list[tuple[str, str, float]] = []
+    client = KubeletClient(kubelet.url, observe=lambda path, code, seconds: seen.append((path, code, seconds)))
+    await client.pods()
+    kubelet.status = 403
+    with pytest.raises(KubeletError):
+        await client.pods()
+    assert [(path, code) for path, code, _ in seen] == [("/pods", "200"), ("/pods", "403")]
+    assert all(seconds >= 0 for _, _, seconds in seen)
