@@ -1,8 +1,9 @@
 """A local HTTP server speaking the API server's rules for two cluster-scoped custom
 resources: GET/POST objects, PUT of the status subresource with optimistic concurrency
 (409 Conflict when metadata.resourceVersion is stale; status only, the rest ignored),
-POST ignoring status, JSON merge PATCH of metadata. It records and answers; it decides
-nothing for the agent."""
+POST ignoring status, JSON merge PATCH of metadata, and watch streams (chunked JSON lines,
+ERROR events carrying a Status such as 410 Gone). It records and answers; it decides nothing
+for the agent."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import asyncio
 import copy
 import json
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,10 @@ class FakeApiServer:
     concurrent_writes: int = 0
     fail_with: int | None = None  # answer every request with this code
     warning: str | None = None  # a Warning header on every answer (as for a dropped unknown field)
+    # watch requests (?watch=true): each plays the next script of events, then ends its stream;
+    # with none left the stream stays open and silent, as the API server's does
+    watch_scripts: list[list[dict[str, Any]]] = field(default_factory=list)
+    watch_params: list[dict[str, str]] = field(default_factory=list)
     _resource_version: int = 100
     _server: asyncio.base_events.Server | None = None
     _writers: set = field(default_factory=set)
@@ -81,6 +87,9 @@ class FakeApiServer:
                     request, body = event, b""
                 elif isinstance(event, h11.Data):
                     body += event.data
+                elif isinstance(event, h11.EndOfMessage) and request is not None and _is_watch(request):
+                    await self._stream_watch(conn, writer, request)
+                    return
                 elif isinstance(event, h11.EndOfMessage) and request is not None:
                     code, reply = self._answer(request.method.decode(), request.target.decode(), body)
                     self.requests[-1].headers = {k.decode().lower(): v.decode() for k, v in request.headers}
@@ -102,6 +111,24 @@ class FakeApiServer:
         finally:
             self._writers.discard(writer)
             writer.close()
+
+    async def _stream_watch(self, conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request) -> None:
+        """A watch answer: chunked JSON lines, one event each (an ERROR event carries a Status)."""
+        target = request.target.decode()
+        params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(target).query))
+        self.watch_params.append(params)
+        self.requests.append(Recorded("WATCH", target.split("?")[0], None, 200,
+                                      {k.decode().lower(): v.decode() for k, v in request.headers}))
+        writer.write(conn.send(h11.Response(status_code=200, headers=[
+            ("content-type", "application/json"), ("transfer-encoding", "chunked")])))
+        await writer.drain()
+        if not self.watch_scripts:
+            await asyncio.Event().wait()  # open and silent until the server stops
+        for watch_event in self.watch_scripts.pop(0):
+            writer.write(conn.send(h11.Data(data=json.dumps(watch_event).encode() + b"\n")))
+            await writer.drain()
+        writer.write(conn.send(h11.EndOfMessage()))
+        await writer.drain()
 
     def _answer(self, method: str, target: str, raw: bytes) -> tuple[int, dict[str, Any]]:
         body = json.loads(raw) if raw else None
@@ -148,6 +175,15 @@ class FakeApiServer:
             stored["metadata"]["resourceVersion"] = self._bump()
             return 200, copy.deepcopy(stored)
         return _status(405, "MethodNotAllowed", method)
+
+
+def _is_watch(request: h11.Request) -> bool:
+    query = urllib.parse.urlsplit(request.target.decode()).query
+    return request.method == b"GET" and dict(urllib.parse.parse_qsl(query)).get("watch") in ("true", "1")
+
+
+def gone_event(message: str = "too old resource version: 5 (90)") -> dict[str, Any]:
+    return {"type": "ERROR", "object": _status(410, "Expired", message)[1]}
 
 
 def _not_found(plural: str, name: str) -> tuple[int, dict[str, Any]]:
