@@ -2,12 +2,14 @@
 
 NodeMetric (slo.koordinator.sh/v1alpha1, cluster-scoped, named after the node): GET the
 object, create it (spec from our policy) when it does not exist, then PUT the status
-subresource carrying the object's resourceVersion, without the managedFields the GET
-returned (the API server keeps them; sending them back is ~0.5 KB per report for nothing).
-A 409 means the object changed under us: wait (client-go's retry.DefaultBackoff: 10 ms,
-x5 per step, 10 % jitter, so two writers do not collide again in step), GET the fresh one
-and try again, a bounded number of times. Updates are rate limited on the client like
-koordlet's (0.1 QPS, burst 2); a limited round is skipped, not queued.
+subresource carrying the object's resourceVersion, without its managedFields (the API
+server keeps them; sending them back is ~0.5 KB a report for nothing). The PUT's answer is
+kept: the next report PUTs over it without a GET, one request a report as koordlet's
+informer cache gives it. A 409 means the object changed under us (a spec edited by the
+slo-controller too): wait (client-go's retry.DefaultBackoff: 10 ms, x5 per step, 10 %
+jitter, so two writers do not collide again in step), GET the fresh one and try again, a
+bounded number of times. Updates are rate limited on the client like koordlet's (0.1 QPS,
+burst 2); a limited round is skipped, not queued.
 
 CustomNodeResource (node.katalyst.kubewharf.io/v1alpha1, `kcnr`): a JSON merge patch of
 metadata.annotations. The agent does not create a KCNR (Katalyst's agent owns its spec);
@@ -88,6 +90,7 @@ class KubeSink:
         self._limiter = limiter or TokenBucket(STATUS_UPDATE_QPS, STATUS_UPDATE_BURST)
         self._node_metric, self._kcnr = _resources()
         self.last_spec: Mapping[str, Any] | None = None  # the NodeMetric spec seen by the last write
+        self._written: dict[str, Any] | None = None  # the object the last status PUT answered
 
     async def node_metric_spec(self) -> Mapping[str, Any] | None:
         """The cluster's NodeMetric spec, or None when the object does not exist yet."""
@@ -110,17 +113,20 @@ class KubeSink:
         for attempt in range(CONFLICT_RETRIES):
             if attempt:
                 await self._sleep(conflict_wait(attempt))
-            current = await self._current_or_created(new_object)
+            current = self._written if self._written is not None else await self._current_or_created(new_object)
             desired = without_managed_fields(current)
             desired["status"] = copy.deepcopy(dict(status))
             try:
-                await self._client.replace(self._node_metric.Status(desired), self._node)
-                return Outcome.WRITTEN
+                written = await self._client.replace(self._node_metric.Status(desired), self._node)
             except ApiError as exc:
+                self._written = None
                 if status_code(exc) in (409, 404):  # stale resourceVersion, or deleted meanwhile
                     log.info("nodemetric_status_retry", node=self._node, code=status_code(exc), attempt=attempt + 1)
                     continue
                 raise SinkError("update nodemetric %s status: %s" % (self._node, exc)) from exc
+            self._written = dict(written)
+            self.last_spec = self._written.get("spec") or {}
+            return Outcome.WRITTEN
         raise SinkError("update nodemetric %s status: still conflicting after %d attempts"
                         % (self._node, CONFLICT_RETRIES))
 

@@ -178,3 +178,17 @@ def test_an_unusable_kubeconfig_is_a_clear_error(tmp_path):
     (tmp_path / "bad").write_text("clusters: [")
     with pytest.raises(KubeClientError, match="kubeconfig"):
         open_kube_client(config_of(kubeconfig=tmp_path / "bad"))
+
+
+async def test_a_second_report_puts_over_the_last_answer_without_a_get(api):
+    server, sink = api
+    server.put_object("nodemetrics", {"metadata": {"name": NODE}, "spec": {"metricCollectPolicy": {}}})
+    for _ in range(3):
+        assert await sink.write_status(STATUS, NEW_OBJECT) is Outcome.WRITTEN
+    assert [r.method for r in server.requests] == ["GET", "PUT", "PUT", "PUT"]
+    # someone edits the spec: our next PUT carries a stale version, is refused, and the retry reads it
+    server.objects[("nodemetrics", NODE)]["spec"] = {"metricCollectPolicy": {"reportIntervalSeconds": 120}}
+    server.objects[("nodemetrics", NODE)]["metadata"]["resourceVersion"] = "999"
+    assert await sink.write_status(STATUS, NEW_OBJECT) is Outcome.WRITTEN
+    assert [(r.method, r.status) for r in server.requests[4:]] == [("PUT", 409), ("GET", 200), ("PUT", 200)]
+    assert sink.last_spec == {"metricCollectPolicy": {"reportIntervalSeconds": 120}}
