@@ -14,6 +14,8 @@ import copy
 import json
 from typing import Any, Iterable, Mapping
 
+from system.topology import NumaNode
+
 GROUP = "topology.node.k8s.io"
 VERSION = "v1alpha2"
 KIND = "NodeResourceTopology"
@@ -35,9 +37,16 @@ def topology_policy(policy: str, scope: str) -> str:
     return {"restricted": "Restricted", "best-effort": "BestEffort"}.get(policy, "None")
 
 
-def nrt_object(node_name: str, zones: Iterable[Mapping[str, Any]], policy: str, scope: str) -> dict[str, Any]:
+def zone_costs(nodes: Iterable[NumaNode]) -> dict[str, list[dict[str, Any]]]:
+    """Zone name -> its costs: the NUMA distances to every zone, itself included."""
+    return {"node-%d" % node.node: [{"name": "node-%d" % other, "value": value} for other, value in node.distances]
+            for node in nodes if node.distances}
+
+
+def nrt_object(node_name: str, zones: Iterable[Mapping[str, Any]], policy: str, scope: str,
+               costs: Mapping[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The whole object; `zones` may carry more keys than the CRD has (the ORM's cpus lists),
-    they are left out."""
+    they are left out; `costs` (zone_costs) are added to the zones they name."""
     policy = policy or POLICY_NONE
     return {
         "apiVersion": "%s/%s" % (GROUP, VERSION), "kind": KIND,
@@ -45,8 +54,14 @@ def nrt_object(node_name: str, zones: Iterable[Mapping[str, Any]], policy: str, 
         "topologyPolicies": [topology_policy(policy, scope)],
         "attributes": [{"name": "topologyManagerPolicy", "value": policy},
                        {"name": "topologyManagerScope", "value": scope}],
-        "zones": [_crd_zone(zone) for zone in zones],
+        "zones": [_with_costs(_crd_zone(zone), costs or {}) for zone in zones],
     }
+
+
+def _with_costs(zone: dict[str, Any], costs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    if zone["name"] in costs:
+        zone["costs"] = copy.deepcopy(costs[zone["name"]])
+    return zone
 
 
 def _crd_zone(zone: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import yaml
 
 from koordlet.orm.module import OrmModule
 from koordlet.ports.zones import NO_ZONES
-from koordlet.reporter.nrt import canonical, nrt_object, topology_policy, updated
+from koordlet.reporter.nrt import canonical, nrt_object, topology_policy, updated, zone_costs
 from koordlet.reporter.nrt_source import NrtSource
 from koordlet.reporter.resource_managers import KubeletStateFiles
 from koordlet.statesinformer.api import StaticStates
@@ -32,9 +32,10 @@ NODE = "node-1"
 
 
 def two_nodes() -> CpuTopology:
-    """CPUs 0-3 on NUMA node 0, 4-7 on node 1; 16 GiB and 8 GiB."""
+    """CPUs 0-3 on NUMA node 0, 4-7 on node 1; 16 GiB and 8 GiB; distances 10 and 21."""
     cpus = tuple(CpuInfo(cpu, cpu // 2, 0, cpu // 4, 0) for cpu in range(8))
-    return CpuTopology(cpus, (NumaNode(0, frozenset(range(4)), 16 * GI), NumaNode(1, frozenset(range(4, 8)), 8 * GI)))
+    return CpuTopology(cpus, (NumaNode(0, frozenset(range(4)), 16 * GI, 0, ((0, 10), (1, 21))),
+                              NumaNode(1, frozenset(range(4, 8)), 8 * GI, 0, ((0, 21), (1, 10)))))
 
 
 def resources(obj: dict[str, Any]) -> dict[str, dict[str, tuple[str, str, str]]]:
@@ -93,6 +94,18 @@ def test_policies_and_attributes_follow_the_topology_manager(policy, scope, poli
     assert topology_policy(policy, scope) == policies[0]
 
 
+def test_costs_are_the_numa_distances_of_the_zones_that_have_them():
+    costs = zone_costs(two_nodes().numa_nodes)
+    obj = nrt_object(NODE, host_zones(two_nodes(), frozenset()), "", "container", costs)
+    assert [zone["costs"] for zone in obj["zones"]] == [
+        [{"name": "node-0", "value": 10}, {"name": "node-1", "value": 21}],
+        [{"name": "node-0", "value": 21}, {"name": "node-1", "value": 10}]]
+    without = NumaNode(1, frozenset(range(4, 8)), 8 * GI)
+    obj = nrt_object(NODE, host_zones(two_nodes(), frozenset()), "", "container",
+                     zone_costs((two_nodes().numa_nodes[0], without)))
+    assert "costs" in obj["zones"][0] and "costs" not in obj["zones"][1]
+
+
 def test_canonical_form_ignores_metadata_and_sees_any_zone_change():
     obj = nrt_object(NODE, host_zones(two_nodes(), frozenset()), "restricted", "container")
     stored = copy.deepcopy(obj)
@@ -118,7 +131,8 @@ def nrt_schemas() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("version", ["v1alpha1", "v1alpha2"])
 def test_the_object_validates_against_both_served_versions(version):
     schema = nrt_schemas()[version]
-    obj = nrt_object(NODE, zones_of(two_nodes(), frozenset({0}), frozenset({1})), "single-numa-node", "pod")
+    obj = nrt_object(NODE, zones_of(two_nodes(), frozenset({0}), frozenset({1})), "single-numa-node", "pod",
+                     zone_costs(two_nodes().numa_nodes))
     jsonschema.validate(obj, schema)
     assert set(obj) - {"apiVersion", "kind", "metadata"} <= set(schema["properties"]) | {"attributes"}
     if version == "v1alpha2":  # the one that keeps our attributes
@@ -173,6 +187,7 @@ async def test_with_the_orm_zones_are_its_zones_and_follow_its_allocations(tmp_p
         assert len(taken) == 1 and int(after[taken[0]]["cpu"][2]) == int(before[taken[0]]["cpu"][2]) - 1
         obj = await source.build()
         assert obj is not None and obj["topologyPolicies"] == ["SingleNUMANodeContainerLevel"]
+        assert obj["zones"][1]["costs"] == [{"name": "node-0", "value": 11}, {"name": "node-1", "value": 10}]
         jsonschema.validate(obj, nrt_schemas()["v1alpha2"])
     finally:
         await orm.stop()
