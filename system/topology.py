@@ -9,7 +9,7 @@ A kernel without NUMA (no node dir) is one node 0 holding every CPU and MemTotal
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -39,6 +39,7 @@ class NumaNode:
     cpus: frozenset[int]
     memory_total_bytes: int
     memory_free_bytes: int = 0
+    distances: tuple[tuple[int, int], ...] = ()  # (node, ACPI SLIT distance), this node included
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,18 @@ def parse_node_meminfo(text: str) -> tuple[int, int]:
     return values["MemTotal"], values.get("MemFree", 0)
 
 
+def parse_node_distances(text: str, online_nodes: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """nodeN/distance: one distance per online node, in node order (the kernel walks the
+    online nodes); () when the counts disagree, as distances are only a hint to schedulers."""
+    try:
+        values = [int(word) for word in text.split()]
+    except ValueError:
+        return ()
+    if len(values) != len(online_nodes):
+        return ()
+    return tuple(zip(online_nodes, values))
+
+
 # ------------------------------------------------------------------ IO shell
 
 def _text(path: Path) -> str:
@@ -156,11 +169,14 @@ def read_cpu_topology(host: Host) -> CpuTopology:
     node_of: dict[int, int] = {}
     nodes: list[NumaNode] = []
     if (node_root / "online").is_file():
-        for node in sorted(parse_cpuset(_text(node_root / "online"))):
+        online_nodes = sorted(parse_cpuset(_text(node_root / "online")))
+        for node in online_nodes:
             node_dir = node_root / ("node%d" % node)
             cpus = parse_cpuset(_text(node_dir / "cpulist"))
             total, free = parse_node_meminfo(_text(node_dir / "meminfo"))
-            nodes.append(NumaNode(node, cpus & online, total, free))
+            distance = node_dir / "distance"
+            distances = parse_node_distances(_text(distance), online_nodes) if distance.is_file() else ()
+            nodes.append(NumaNode(node, cpus & online, total, free, distances))
             for cpu in cpus:
                 node_of[cpu] = node
     else:

@@ -55,7 +55,8 @@ _SPECS: tuple[FeatureSpec, ...] = (
     FeatureSpec("CgroupReconcile", True, _B, "bypass reconcile loop that re-applies the policy and repairs drift; "
                 "memory QoS", implemented=True, koordlet_default=False),
     FeatureSpec("NRIRuntimeHooks", True, _B, "register with containerd as an NRI plugin", implemented=True),
-    FeatureSpec("NodeTopologyReport", False, _A, "report NodeResourceTopology zones", koordlet_default=True),
+    FeatureSpec("NodeTopologyReport", True, _A, "report NodeResourceTopology zones", implemented=True,
+                koordlet_default=True),
     FeatureSpec("CPICollector", False, _A, "collect cycles-per-instruction with perf_event_open",
                 implemented=True, koordlet_default=False),
     # on here: PSI is a cheap file read and the reports and dashboards use it

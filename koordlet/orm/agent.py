@@ -1,8 +1,8 @@
 """The ORM agent (out-of-band resource manager), on when --topology-policy-name names a
-policy. It offers the agents built after it two ports: the Admitter (the runtime hooks ask
-it at NRI CreateContainer; a refusal fails the container with the reason) and the
+policy. It offers the agents built after it three ports: the Admitter (the runtime hooks ask
+it at NRI CreateContainer; a refusal fails the container with the reason), the
 CpusetProvider (the hooks' CPUSetAllocator takes exclusive CPUs from it and hears when
-they change). `GET /api/v1/topology` shows its zones and allocations."""
+they change) and the ZonesProvider (the reporter's NodeResourceTopology). `GET /api/v1/topology` shows its zones and allocations."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def build(hubs: Hubs) -> Built:
     module = OrmModule(hubs.config, hubs.facts, hubs.states, hubs.registry)
     hubs.http.add_route("/api/v1/topology", module.zones_route)
-    return Built((module,), offers=Ports(admitter=module, cpusets=module))
+    return Built((module,), offers=Ports(admitter=module, cpusets=module, zones=module))
 
 
 SPEC = AgentSpec("orm", enabled=lambda config: bool(config[OrmOptions].topology_policy_name), build=build,

@@ -34,6 +34,7 @@ from koordlet.orm.podresources.server import RATE_BURST, RATE_QPS, PodResourcesS
 from koordlet.orm.registration import start_registration_server
 from koordlet.orm.requests import pod_request
 from koordlet.orm.zones import zones_summary
+from koordlet.ports.zones import NumaZones
 from koordlet.server.http_endpoint import Reply, json_reply
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodEvent, PodEventKind, PodInfo
@@ -297,3 +298,10 @@ class OrmModule:
         if self.orm is None:
             return json_reply({"error": "orm not started"}, status=503)
         return json_reply(zones_summary(self.orm.layout, self.orm.allocations, self.orm.rejections))
+
+    def topology_zones(self) -> NumaZones | None:
+        if self.orm is None:
+            return None
+        options = self._config[OrmOptions]
+        return NumaZones(zones_summary(self.orm.layout, self.orm.allocations, self.orm.rejections)["zones"],
+                         options.topology_policy_name, options.topology_manager_scope)

@@ -1,5 +1,6 @@
 """The reporter agent: NodeMetric, Katalyst overcommit ratios and batch resources, from the
-metric cache and the states informer, to the API server or the standalone routes."""
+metric cache and the states informer, and the NodeResourceTopology, from the ORM's zones
+or the host's, to the API server or the standalone routes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from koordlet.config import Config
 from koordlet.reporter.batch import ReclaimThresholds
 from koordlet.reporter.kube_sink import KubeSink
 from koordlet.reporter.module import Allocatable, ReportSettings, ReportsModule
+from koordlet.reporter.nrt_source import NrtSource
 from koordlet.reporter.options import ReporterOptions
 from koordlet.reporter.overcommit import LoadTargets
 from koordlet.reporter.policy import MetricCollectPolicy
@@ -42,6 +44,7 @@ def settings_of(config: Config) -> ReportSettings:
         memory_metrics=config[ReporterOptions].memory_metrics_to_gather,
         thresholds=ReclaimThresholds(config[ReporterOptions].cpu_reclaim_threshold_percent, config[ReporterOptions].memory_reclaim_threshold_percent),
         output_file=config[ReporterOptions].report_output_file,
+        topology=config.common.feature_gates.enabled("NodeTopologyReport"),
     )
 
 
@@ -63,17 +66,19 @@ def build(hubs: Hubs) -> Built:
     config = hubs.config
     latest = LatestReports(config.common.node_name)
     add_routes(hubs.http, latest)
-    module = ReportsModule(settings_of(config), hubs.states, hubs.metric_cache,
-                           KubeletStateFiles(config[ReporterOptions].kubelet_root_dir),
+    kubelet = KubeletStateFiles(config[ReporterOptions].kubelet_root_dir)
+    nrt = NrtSource(config.common.node_name, hubs.facts.topology, hubs.ports.zones, kubelet)
+    module = ReportsModule(settings_of(config), hubs.states, hubs.metric_cache, kubelet,
                            ReportMetrics(hubs.registry, config.common.node_name), latest,
                            host_allocatable(hubs.facts),
-                           None if config.common.standalone else kube_sink_factory(config, hubs.kube), registry=hubs.registry)
+                           None if config.common.standalone else kube_sink_factory(config, hubs.kube),
+                           registry=hubs.registry, nrt=nrt)
     return Built((module,))
 
 
 def enabled(config: Config) -> bool:
     settings = settings_of(config)
-    return settings.node_metric or settings.overcommit
+    return settings.node_metric or settings.overcommit or settings.topology
 
 
 SPEC = AgentSpec("reporter", enabled=enabled, build=build,

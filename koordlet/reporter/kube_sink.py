@@ -92,6 +92,11 @@ class KubeSink:
         self.last_spec: Mapping[str, Any] | None = None  # the NodeMetric spec seen by the last write
         self._written: dict[str, Any] | None = None  # the object the last status PUT answered
 
+    @property
+    def client(self) -> "AsyncClient":
+        """The API client, for the reporter's other writers (nrt_sink.py)."""
+        return self._client
+
     async def node_metric_spec(self) -> Mapping[str, Any] | None:
         """The cluster's NodeMetric spec, or None when the object does not exist yet."""
         from lightkube import ApiError

@@ -5,7 +5,9 @@ the pure builders.
   server (when not standalone), written to the output file (when set), served on
   /apis/v1/*; the cluster object's metricCollectPolicy, once seen, drives the windows;
 - every --realtime-overcommit-sync-period: the overcommit ratios, patched onto the KCNR
-  when they changed.
+  when they changed;
+- every 3 s (koordlet's node topology sync): the NodeResourceTopology, written when it
+  changed (nrt_sink.py), served on /apis/v1/noderesourcetopology.
 
 A failed report is logged, counted and retried after a short backoff (5 s doubling, at
 most the interval); nothing here waits on collection or holds the loop for IO: API calls
@@ -36,6 +38,8 @@ from koordlet.reporter.nodemetric import (
     status_document,
     take_snapshot,
 )
+from koordlet.reporter.nrt_sink import NrtOutcome, NrtWriter
+from koordlet.reporter.nrt_source import NrtSource
 from koordlet.reporter.overcommit import LoadTargets, OvercommitResult, advise
 from koordlet.reporter.overcommit_load import node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
@@ -53,6 +57,7 @@ log = structlog.get_logger(__name__)
 FIRST_RETRY_SECONDS = 5.0
 KUBE_CALL_BUDGET_SECONDS = 30.0  # one report round, all its API calls included
 STANDALONE_REFRESH_SECONDS = 1.0
+NRT_SYNC_SECONDS = 3.0
 
 
 class Round(Enum):
@@ -73,6 +78,7 @@ class ReportSettings:
     memory_metrics: tuple[str, ...]
     thresholds: ReclaimThresholds
     output_file: Path | None
+    topology: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +94,8 @@ class ReportsModule:
                  managers: ResourceManagers, metrics: ReportMetrics, latest: LatestReports,
                  host_allocatable: Callable[[], Allocatable],
                  kube_sink_factory: Callable[[], tuple[KubeSink, Callable[[], Any]]] | None = None,
-                 clock: Callable[[], float] = time.time, registry: CollectorRegistry | None = None) -> None:
+                 clock: Callable[[], float] = time.time, registry: CollectorRegistry | None = None,
+                 nrt: NrtSource | None = None) -> None:
         self._settings = settings
         self._states = states
         self._cache = cache
@@ -107,6 +114,8 @@ class ReportsModule:
         self._registry = registry
         self._sent_annotations: dict[str, str] | None = None
         self._built_at = float("-inf")
+        self._nrt = nrt
+        self._nrt_writer: NrtWriter | None = None
         if settings.node_metric:
             latest.refresh_node_metric = self._standalone_node_metric
 
@@ -121,6 +130,9 @@ class ReportsModule:
             self._loops.append(Periodic("reports-overcommit", self._overcommit_round,
                                         self._settings.sync_period_seconds, event="overcommit_round_failed",
                                         registry=self._registry))
+        if self._settings.topology and self._nrt is not None:
+            self._loops.append(Periodic("reports-topology", self._topology_round, NRT_SYNC_SECONDS,
+                                        event="nrt_round_failed", registry=self._registry))
         for loop in self._loops:
             loop.start()
         log.info("reports_started", node_metric=self._settings.node_metric, overcommit=self._settings.overcommit,
@@ -138,6 +150,8 @@ class ReportsModule:
                 self._kube, self._close_kube = self._kube_sink_factory()
             except KubeClientError as exc:
                 raise StartupError(str(exc), exit_code=2) from exc
+            if self._settings.topology:
+                self._nrt_writer = NrtWriter(self._kube.client, self._latest.node_name)
         ignored = uncollected(self._settings.cpu_metrics + self._settings.memory_metrics)
         if self._settings.overcommit and ignored:
             log.warning("overcommit_metrics_not_collected", metrics=list(ignored))
@@ -293,6 +307,27 @@ class ReportsModule:
             self._sent_annotations = annotations
         else:
             log.warning("kcnr_missing", node=self._latest.node_name)
+
+    # ------------------------------------------------------------------ NodeResourceTopology
+    async def _topology_round(self) -> None:
+        try:
+            await self.topology_once()
+        except Exception:  # the runner logs it; the next round builds and compares again
+            self._metrics.count("topology", "any", "failed")
+            raise
+
+    async def topology_once(self) -> NrtOutcome | None:
+        """Build the object; write it when it changed (None: nothing to write to, or no topology)."""
+        assert self._nrt is not None
+        document = await self._nrt.build()
+        self._latest.topology = document
+        if document is None or self._nrt_writer is None:
+            return None
+        outcome = await asyncio.wait_for(self._nrt_writer.write(document), KUBE_CALL_BUDGET_SECONDS)
+        if outcome is not NrtOutcome.UNCHANGED:
+            self._metrics.count("topology", "kubernetes", outcome.value)
+            log.info("nrt_written", node=self._latest.node_name, outcome=outcome.value)
+        return outcome
 
     # ------------------------------------------------------------------ inputs
     def _allocatable(self) -> Allocatable:

@@ -48,6 +48,12 @@ class StateFileError(ValueError):
 
 def parse_cpu_manager_state(text: str, pod_uids: Collection[str] | None) -> tuple[str, int]:
     """(policyName, number of distinct CPUs assigned to the pods' containers)."""
+    policy, cpus = parse_cpu_assignments(text, pod_uids)
+    return policy, len(cpus)
+
+
+def parse_cpu_assignments(text: str, pod_uids: Collection[str] | None) -> tuple[str, frozenset[int]]:
+    """(policyName, the CPUs assigned to the pods' containers)."""
     state = _load_state(text, CPU_STATE_FILE)
     entries = state.get("entries") or {}
     if not isinstance(entries, dict):
@@ -63,7 +69,7 @@ def parse_cpu_manager_state(text: str, pod_uids: Collection[str] | None) -> tupl
                 cpus |= parse_cpuset(str(cpuset))
             except InvalidValue as exc:
                 raise StateFileError("cpu_manager_state entries[%s]: %s" % (uid, exc)) from None
-    return state["policyName"], len(cpus)
+    return state["policyName"], frozenset(cpus)
 
 
 def parse_memory_manager_state(text: str) -> str:
@@ -99,6 +105,14 @@ class KubeletStateFiles:
         if cpu_policy == CPU_MANAGER_NONE:
             guaranteed = 0
         return ManagerFacts(cpu_policy, memory_policy, guaranteed)
+
+    def exclusive_cpus(self) -> frozenset[int]:
+        """The CPUs kubelet's CPU manager assigned to containers (none without the file)."""
+        cpu_text = _read(self._root / CPU_STATE_FILE)
+        if cpu_text is None:
+            return frozenset()
+        policy, cpus = parse_cpu_assignments(cpu_text, None)
+        return frozenset() if policy == CPU_MANAGER_NONE else cpus
 
 
 def _read(path: Path) -> str | None:

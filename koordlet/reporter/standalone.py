@@ -5,6 +5,8 @@ GET /apis/v1/nodemetric       a whole NodeMetric (slo.koordinator.sh/v1alpha1), 
 GET /apis/v1/overcommit       a CustomNodeResource (node.katalyst.kubewharf.io/v1alpha1) whose
                               metadata.annotations are the agent's KCNR annotations
 GET /apis/v1/batchresources   Koordinator's batch resources (keys.BATCH_CPU, BATCH_MEMORY)
+GET /apis/v1/noderesourcetopology
+                              the node's NodeResourceTopology (topology.node.k8s.io/v1alpha2)
 
 Until the first figures exist the routes answer 503 with the reason, never a made-up zero.
 """
@@ -24,6 +26,7 @@ from koordlet.util.durable import write_atomically
 NODEMETRIC_ROUTE = "/apis/v1/nodemetric"
 OVERCOMMIT_ROUTE = "/apis/v1/overcommit"
 BATCH_ROUTE = "/apis/v1/batchresources"
+NRT_ROUTE = "/apis/v1/noderesourcetopology"
 
 
 @dataclass(slots=True)
@@ -34,6 +37,7 @@ class LatestReports:
     node_metric: dict[str, Any] | None = None
     overcommit: OvercommitResult | None = None
     batch: BatchResources | None = None
+    topology: dict[str, Any] | None = None
     # builds a fresh NodeMetric on demand (None: not enough data); set by the module
     refresh_node_metric: Callable[[], dict[str, Any] | None] | None = field(default=None, repr=False)
 
@@ -62,6 +66,7 @@ def add_routes(http: Routes, latest: LatestReports) -> None:
     http.add_route(OVERCOMMIT_ROUTE, lambda _q: _or_not_ready(latest.kcnr_document(),
                                                                "overcommit ratios not computed yet"))
     http.add_route(BATCH_ROUTE, lambda _q: _or_not_ready(latest.batch_document(), "no node usage collected yet"))
+    http.add_route(NRT_ROUTE, lambda _q: _or_not_ready(latest.topology, "node topology not built yet"))
 
 
 def _or_not_ready(document: dict[str, Any] | None, reason: str) -> Reply:

@@ -326,6 +326,10 @@ def build_topology_tree(
             "Node %d MemUsed:        %d kB\n"
             % (node, node_memory_kb, node, node_memory_kb // 2, node, node_memory_kb // 2),
         )
+        # Linux's defaults: 10 local, 21 remote; 11 within a socket (SNC-like)
+        distances = [10 if other == node else 11 if other // nodes_per_socket == node // nodes_per_socket else 21
+                     for other in range(node_count)]
+        write_file(node_root / ("node%d" % node) / "distance", " ".join(map(str, distances)) + "\n")
     return host
 
 

@@ -10,7 +10,7 @@ from system.resctrl import (
     format_schemata,
     parse_schemata,
 )
-from system.topology import parse_node_meminfo, read_cpu_topology
+from system.topology import parse_node_distances, parse_node_meminfo, read_cpu_topology
 from tests.system.fake_trees import (
     build_proc_tree,
     build_resctrl_tree,
@@ -80,6 +80,25 @@ def test_no_numa_dir_means_one_node_with_all_memory(tmp_path):
     assert len(topo.numa_nodes) == 1
     assert topo.numa_nodes[0].cpus == topo.online_cpus
     assert topo.numa_nodes[0].memory_total_bytes == 24683568 * 1024
+
+
+def test_numa_distances_per_node(two_socket, tmp_path):
+    assert two_socket.numa_nodes[0].distances == ((0, 10), (1, 11), (2, 21), (3, 21))
+    assert two_socket.numa_nodes[2].distances == ((0, 21), (1, 21), (2, 10), (3, 11))
+    host = build_topology_tree(tmp_path / "other", sockets=1)
+    host.sys("devices", "system", "node", "node1", "distance").unlink()
+    assert [n.distances for n in read_cpu_topology(host).numa_nodes] == [((0, 10), (1, 11)), ()]
+
+
+@pytest.mark.parametrize("text, nodes, expected", [
+    ("10 21\n", [0, 2], ((0, 10), (2, 21))),  # the kernel lists online nodes only, in order
+    ("10", [0], ((0, 10),)),
+    ("10 21 21", [0, 1], ()),
+    ("10 x", [0, 1], ()),
+    ("", [0], ()),
+])
+def test_node_distance_parser(text, nodes, expected):
+    assert parse_node_distances(text, nodes) == expected
 
 
 def test_missing_sysfs_is_not_supported(tmp_path):

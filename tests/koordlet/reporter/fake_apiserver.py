@@ -1,9 +1,9 @@
-"""A local HTTP server speaking the API server's rules for two cluster-scoped custom
-resources: GET/POST objects, PUT of the status subresource with optimistic concurrency
-(409 Conflict when metadata.resourceVersion is stale; status only, the rest ignored),
-POST ignoring status, JSON merge PATCH of metadata, and watch streams (chunked JSON lines,
-ERROR events carrying a Status such as 410 Gone). It records and answers; it decides nothing
-for the agent."""
+"""A local HTTP server speaking the API server's rules for cluster-scoped custom resources
+(any group and plural): GET/POST objects, PUT of the object or of its status subresource
+with optimistic concurrency (409 Conflict when metadata.resourceVersion is stale; a status
+PUT changes status only, an object PUT all but status), POST ignoring status, JSON merge
+PATCH of metadata, and watch streams (chunked JSON lines, ERROR events carrying a Status
+such as 410 Gone). It records and answers; it decides nothing for the agent."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class Recorded:
 class FakeApiServer:
     objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (plural, name) -> object
     requests: list[Recorded] = field(default_factory=list)
-    # writes by "someone else" to apply just before the next status PUTs (one per PUT)
+    # writes by "someone else" to apply just before the next PUTs (one per PUT)
     concurrent_writes: int = 0
     fail_with: int | None = None  # answer every request with this code
     warning: str | None = None  # a Warning header on every answer (as for a dropped unknown field)
@@ -153,7 +153,7 @@ class FakeApiServer:
             created = {k: v for k, v in body.items() if k != "status"}  # status subresource: POST ignores it
             self.put_object(plural, created)
             return 201, copy.deepcopy(self.objects[(plural, name)])
-        if method == "PUT" and sub == "status":
+        if method == "PUT" and name:
             if key not in self.objects:
                 return _not_found(plural, name)
             stored = self.objects[key]
@@ -163,7 +163,13 @@ class FakeApiServer:
             if body.get("metadata", {}).get("resourceVersion") != stored["metadata"]["resourceVersion"]:
                 return _status(409, "Conflict", "Operation cannot be fulfilled on %s \"%s\": the object has been "
                                                 "modified; please apply your changes to the latest version" % (plural, name))
-            stored["status"] = body.get("status")
+            if sub == "status":
+                stored["status"] = body.get("status")
+            else:
+                status = stored.get("status")
+                stored = self.objects[key] = {k: v for k, v in copy.deepcopy(body).items() if k != "status"}
+                if status is not None:
+                    stored["status"] = status
             stored["metadata"]["resourceVersion"] = self._bump()
             return 200, copy.deepcopy(stored)
         if method == "PATCH" and name:

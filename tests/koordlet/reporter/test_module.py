@@ -166,8 +166,9 @@ def test_katalyst_plugin_list_turns_the_advisor_off(tmp_path):
     assert not settings_of(hubs(tmp_path, "--feature-gates", "OvercommitReport=false").config).overcommit
 
 
-def test_both_reports_off_builds_nothing(tmp_path):
-    h = hubs(tmp_path, "--feature-gates", "OvercommitReport=false,NodeMetricReport=false", cache=store())
+def test_all_reports_off_builds_nothing(tmp_path):
+    h = hubs(tmp_path, "--feature-gates", "OvercommitReport=false,NodeMetricReport=false,NodeTopologyReport=false",
+             cache=store())
     assert not REPORTER.enabled(h.config) and REPORTER.enabled(hubs(tmp_path).config)
 
 
