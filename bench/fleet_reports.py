@@ -22,7 +22,6 @@ from collections import Counter
 from pathlib import Path
 
 import structlog
-import yaml
 
 from koordlet.config import defaults
 from koordlet.daemon.cli import parse_args
@@ -33,7 +32,7 @@ from koordlet.reporter.nrt_sink import NrtWriter
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.util.kube_client import open_kube_client
 from koordlet.util.token_bucket import TokenBucket
-from tests.koordlet.reporter.fake_apiserver import FakeApiServer
+from tests.koordlet.reporter.fake_apiserver import FakeApiServer, kubeconfig
 
 FLEET = 5000
 # the API server ends a watch after --min-request-timeout (1800 s) x [1, 2): one re-watch every ~45 min
@@ -64,16 +63,6 @@ def topology_of(name: str) -> dict:
         {"name": "memory", "capacity": 68719476736, "allocatable": 68719476736, "available": 60129542144}]}
         for z in range(2)]
     return nrt_object(name, zones, "none", "container")
-
-
-def kubeconfig(directory: Path, url: str) -> Path:
-    path = directory / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "bench",
-        "clusters": [{"name": "local", "cluster": {"server": url}}],
-        "users": [{"name": "agent", "user": {"token": "bench"}}],
-        "contexts": [{"name": "bench", "context": {"cluster": "local", "user": "agent"}}]}))
-    return path
 
 
 def kind_of(method: str, path: str) -> str:

@@ -13,9 +13,11 @@ import json
 import re
 import urllib.parse
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import h11
+import yaml
 
 _PATH = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/(?P<plural>[^/?]+)(?:/(?P<name>[^/?]+))?"
                    r"(?:/(?P<sub>status))?(?:\?.*)?$")
@@ -199,3 +201,15 @@ def _not_found(plural: str, name: str) -> tuple[int, dict[str, Any]]:
 def _status(code: int, reason: str, message: str) -> tuple[int, dict[str, Any]]:
     return code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                   "message": message, "reason": reason, "code": code}
+
+
+def kubeconfig(directory: Path, server: str) -> Path:
+    """A kubeconfig (bearer token) pointing the daemon's client at `server`."""
+    path = directory / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "test",
+        "clusters": [{"name": "local", "cluster": {"server": server}}],
+        "users": [{"name": "agent", "user": {"token": "test-token"}}],
+        "contexts": [{"name": "test", "context": {"cluster": "local", "user": "agent"}}],
+    }))
+    return path

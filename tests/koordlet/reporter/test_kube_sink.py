@@ -1,10 +1,8 @@
 """The Kubernetes sink over HTTP, through the agent's own client (open_kube_client with a
 kubeconfig) against a local server with the API server's status-subresource rules."""
 
-from pathlib import Path
 
 import pytest
-import yaml
 
 pytest.importorskip("lightkube")
 
@@ -14,23 +12,12 @@ from koordlet.reporter.policy import MetricCollectPolicy  # noqa: E402
 from koordlet.util.kube_client import KubeClientError, open_kube_client  # noqa: E402
 from koordlet.util.token_bucket import TokenBucket  # noqa: E402
 from tests.koordlet.hubs_helper import config_of  # noqa: E402
-from tests.koordlet.reporter.fake_apiserver import FakeApiServer  # noqa: E402
+from tests.koordlet.reporter.fake_apiserver import FakeApiServer, kubeconfig  # noqa: E402
 
 NODE = "node-1"
 STATUS = {"updateTime": "2027-01-15T08:00:00Z",
           "nodeMetric": {"nodeUsage": {"resources": {"cpu": "1500m", "memory": "2Gi"}}}}
 NEW_OBJECT = node_metric_object(NODE, MetricCollectPolicy(), None)
-
-
-def kubeconfig(tmp_path: Path, server: str) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "test",
-        "clusters": [{"name": "local", "cluster": {"server": server}}],
-        "users": [{"name": "agent", "user": {"token": "test-token"}}],
-        "contexts": [{"name": "test", "context": {"cluster": "local", "user": "agent"}}],
-    }))
-    return path
 
 
 @pytest.fixture

@@ -174,8 +174,7 @@ def test_all_reports_off_builds_nothing(tmp_path):
 
 async def test_cluster_mode_sends_status_and_annotations_and_follows_the_spec(tmp_path):
     pytest.importorskip("lightkube")
-    from tests.koordlet.reporter.fake_apiserver import FakeApiServer
-    from tests.koordlet.reporter.test_kube_sink import kubeconfig
+    from tests.koordlet.reporter.fake_apiserver import FakeApiServer, kubeconfig
 
     server = FakeApiServer()
     url = await server.start()

@@ -201,8 +201,10 @@ from koordlet.reporter.kube_sink import CONFLICT_RETRIES, SinkError  # noqa: E40
 from koordlet.reporter.nrt_sink import NrtOutcome, NrtWriter  # noqa: E402
 from koordlet.util.kube_client import open_kube_client  # noqa: E402
 from tests.koordlet.hubs_helper import config_of  # noqa: E402
-from tests.koordlet.reporter.fake_apiserver import FakeApiServer  # noqa: E402
-from tests.koordlet.reporter.test_kube_sink import kubeconfig  # noqa: E402
+from tests.koordlet.reporter.fake_apiserver import (
+    FakeApiServer,  # noqa: E402
+    kubeconfig,  # noqa: E402
+)
 
 PATH = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 KEY = ("noderesourcetopologies", NODE)

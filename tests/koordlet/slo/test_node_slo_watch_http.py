@@ -11,8 +11,11 @@ pytest.importorskip("lightkube")
 from koordlet.slo.cluster_watch import NodeSLOWatch  # noqa: E402
 from koordlet.util.kube_client import KubeApi  # noqa: E402
 from tests.koordlet.hubs_helper import config_of  # noqa: E402
-from tests.koordlet.reporter.fake_apiserver import FakeApiServer, gone_event  # noqa: E402
-from tests.koordlet.reporter.test_kube_sink import kubeconfig  # noqa: E402
+from tests.koordlet.reporter.fake_apiserver import (  # noqa: E402
+    FakeApiServer,
+    gone_event,
+    kubeconfig,  # noqa: E402
+)
 from tests.polling import until  # noqa: E402
 
 NODE = "node-1"
