@@ -73,6 +73,10 @@ class PodStore(PodTable):
 
     # ---- StatesInformer (node, pods, pod, subscribe: from PodTable)
 
+    def set_node(self, node: NodeInfo) -> None:
+        """The node as the cluster's Node object has it now (Kubernetes mode)."""
+        self._node = node
+
     def synced(self) -> bool:
         """Every expected source has delivered its first complete listing (see
         `koordlet.statesinformer.sources` for which are expected). With none expected

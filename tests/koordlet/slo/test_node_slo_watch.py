@@ -11,7 +11,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from koordlet.daemon.cli import parse_args
-from koordlet.slo.cluster_watch import BACKOFF_MAX_SECONDS, NodeSLOWatch, backoff_seconds
+from koordlet.slo.cluster_watch import NodeSLOWatch
+from koordlet.util.kube_watch import BACKOFF_MAX_SECONDS, backoff_seconds
 from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 from koordlet.util.kube_client import KubeApi
 from tests.polling import until
@@ -98,7 +99,7 @@ def test_a_refused_version_seen_again_after_a_relist_is_not_logged_or_counted_ag
     watch = watch_over(client)
     with capture_logs() as logs:
         run(watch, client)
-    assert watch.refusals == 1 and watch.relists == 1
+    assert watch.refusals == 1 and watch.watch.relists == 1
     assert [e["event"] for e in logs].count("node_slo_rejected") == 1
 
 
@@ -118,8 +119,8 @@ def test_an_ended_stream_resumes_from_the_last_version_and_errors_back_off():
         run(watch, client)
     assert [w["resource_version"] for w in client.watches] == [None, "10", "10", "10", "12"]
     assert sleeps == [backoff_seconds(1, lambda: 1.0), backoff_seconds(2, lambda: 1.0)] == [1.0, 2.0]
-    assert [e["event"] for e in logs].count("node_slo_watch_failed") == 1  # the same error: logged once
-    assert watch.source().endswith("12") and watch.failures == 0
+    assert [e["event"] for e in logs].count("kube_watch_failed") == 1  # the same error: logged once
+    assert watch.source().endswith("12") and watch.watch.failures == 0
 
 
 def test_a_deleted_object_keeps_the_nodeslo_in_force():

@@ -47,7 +47,7 @@ async def test_the_watch_resumes_relists_on_410_and_keeps_the_last_good(tmp_path
     params = server.watch_params
     assert all(p["fieldSelector"] == "metadata.name=" + NODE and p["watch"] == "true" for p in params)
     assert [p.get("resourceVersion") for p in params[:4]] == [None, "10", None, "12"]
-    assert watch.relists == 1
+    assert watch.watch.relists == 1
     assert watch.current().resource_used_threshold_with_be.enable  # version 12 refused: 10's spec stays
     assert watch.source() == "NodeSLO/node-1 resourceVersion 12" and "cpuSuppressThresholdPercent" in watch.last_error
     watches = [r for r in server.requests if r.method == "WATCH"]
