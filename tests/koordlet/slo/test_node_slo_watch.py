@@ -12,9 +12,9 @@ from structlog.testing import capture_logs
 
 from koordlet.daemon.cli import parse_args
 from koordlet.slo.cluster_watch import NodeSLOWatch
-from koordlet.util.kube_watch import BACKOFF_MAX_SECONDS, backoff_seconds
 from koordlet.slo.node_slo import CPUSuppressPolicy, NodeSLO
 from koordlet.util.kube_client import KubeApi
+from koordlet.util.kube_watch import BACKOFF_MAX_SECONDS, backoff_seconds
 from tests.polling import until
 
 lightkube = pytest.importorskip("lightkube")
