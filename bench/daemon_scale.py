@@ -350,11 +350,12 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
     async with RuntimePeer(sock) as peer:
         try:
             with open(log_path, "wb") as log_file:
+                # own sessions: a Ctrl-C reaches the bench only, which stops them in order
                 daemon = subprocess.Popen(daemon_command(tmp, port, sock, tree.link_root), cwd=ROOT,
-                                          stdout=log_file, stderr=subprocess.STDOUT)
+                                          stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
             procs.append(daemon)
             procs.append(subprocess.Popen([sys.executable, "-m", "bench.daemon_scale", "--serve-empty", str(sock)],
-                                          cwd=ROOT))
+                                          cwd=ROOT, start_new_session=True))
             await peer.wait_plugins(2, timeout=60)
             ready_s = await wait_ready(port, daemon, 60)
             load_s = await deliver(peer, pods)
@@ -388,7 +389,7 @@ def run_one(args: argparse.Namespace, n: int) -> dict:
             finally:
                 runner.close()
             if args.keep_log:
-                Path(args.keep_log).write_bytes((tmp / "daemon.log").read_bytes())
+                Path("%s-%d.log" % (args.keep_log, n)).write_bytes((tmp / "daemon.log").read_bytes())
         finally:
             for problem in tree.remove():
                 print("cleanup: " + problem, file=sys.stderr)
@@ -416,7 +417,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--window", type=float, default=30.0, help="seconds of the quiet and of the create window")
     parser.add_argument("--creates", type=int, default=200, help="CreateContainer probes in the create window")
     parser.add_argument("--scrapes", type=int, default=5)
-    parser.add_argument("--keep-log", default="", help="copy the daemon's log of the last N here")
+    parser.add_argument("--keep-log", default="", help="copy the daemon's log of each N to <this>-<N>.log")
     parser.add_argument("--serve-empty", default=None, help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -429,7 +430,8 @@ def main() -> None:
         return
     if os.geteuid() != 0:
         sys.exit("daemon_scale: needs root (real cgroups)")
-    signal.signal(signal.SIGTERM, raise_interrupt)
+    for signum in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (`cmd &`)
+        signal.signal(signum, raise_interrupt)
     print("daemon_scale: real koordlet process, every default agent, standalone; N pods x %d containers over NRI "
           "(nri.testing.RuntimePeer); real cgroup v1 + cgroup2 dirs under /sys/fs/cgroup/<controller>/"
           "koordlet-scale-<hex8> (daemon's --cgroup-root-dir = symlinks to them); warm-up %.0f s, quiet window "
@@ -447,4 +449,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit("daemon_scale: interrupted; daemon stopped, cgroups removed")
