@@ -1,0 +1,455 @@
+"""The real daemon at N pods: steady CPU, RSS, fds, /metrics, and CreateContainer latency.
+
+    python -m bench.daemon_scale [--pods 100,1000,3000] [--warmup 20] [--window 30] [--creates 200]
+
+For each N: start `koordlet` as its own process (every default agent, standalone: no
+kubeconfig, CRI lister off, state and kubelet dirs in a temp dir), its NRI socket on a
+test runtime (nri.testing.RuntimePeer, in this process) that delivers N pods x 2
+containers (RunPodSandbox, CreateContainer, StartContainer). A do-nothing plugin on the
+same nri.Stub, in its own process, is registered on the same runtime: the floor.
+
+Cgroups are real (root): one uniquely named parent per controller,
+/sys/fs/cgroup/<controller>/koordlet-scale-<hex8> (cgroup2 too, at unified/), with
+kubepods/{burstable,besteffort}/pod<uid>/<container id> under it. The daemon gets
+--cgroup-root-dir=<tmp dir of symlinks <controller> -> that parent>, so its kubepods tree
+is ours and the host's cgroups are never touched. All of it is removed at the end, also
+on Ctrl-C / SIGTERM.
+
+After --warmup seconds:
+  quiet window (--window s): daemon CPU % of one core (utime+stime / wall), VmRSS, fds;
+  create window (--window s): --creates CreateContainer round trips spread over it, each
+    to the daemon and to the empty plugin (alternating order, the runtime's event lock
+    held, as containerd does); the probe container is removed again (untimed);
+  then --scrapes GETs of /metrics: wall ms, daemon CPU ms around each, series (non-comment
+    lines), bytes; /readyz status.
+Prints one JSON line per N, then a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from koordlet.daemon.logs import configure_logging
+from nri.events import Event
+from nri.loop import loop_factory, uvloop_available
+from nri.stub import Stub, StubConfig
+from nri.testing import PeerPlugin, RuntimePeer
+from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
+from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
+from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
+
+ROOT = Path(__file__).resolve().parents[1]
+CGROUP_FS = Path("/sys/fs/cgroup")
+CONTROLLERS = ("blkio", "cpu", "cpuacct", "cpuset", "memory", "pids", "unified")
+CONTAINERS = ("main", "sidecar")
+DAEMON_PLUGIN = "koordlet_nri"
+EMPTY_PLUGIN = "scale_empty"
+HZ = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+CALL_TIMEOUT = 2.0
+
+# -- pure: workload, statistics, figures, table ------------------------------------------
+
+
+def workload(count: int, cpu: int) -> list[tuple[api.PodSandbox, list[api.Container]]]:
+    """Half BE with batch resources, 40 % LS, 10 % LSR bound to `cpu`; two containers each."""
+    out = []
+    for i in range(count):
+        uid = "%08x-0000-4000-8000-%012x" % (i, i)
+        kind = i % 10
+        if kind < 5:
+            spec = ext_spec(**{name: batch("500", "512Mi") for name in CONTAINERS})
+            pod = nri_pod(uid, "BE", {"node.koordinator.sh/extended-resource-spec": spec})
+        elif kind < 9:
+            pod = nri_pod(uid, "LS")
+        else:
+            pod = nri_pod(uid, "LSR", {"scheduling.koordinator.sh/resource-status": '{"cpuset": "%d"}' % cpu})
+        out.append((pod, [nri_container(pod, name) for name in CONTAINERS]))
+    return out
+
+
+def cgroup_dirs(pods: list[tuple[api.PodSandbox, list[api.Container]]]) -> list[str]:
+    """Every directory to create under each controller's parent, parents first."""
+    dirs = ["kubepods", "kubepods/burstable", "kubepods/besteffort"]
+    for pod, ctrs in pods:
+        dirs.append(pod.linux.cgroup_parent.strip("/"))
+        dirs.extend(ctr.linux.cgroups_path.strip("/") for ctr in ctrs)
+    return dirs
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def latency(samples_us: list[float]) -> dict[str, float]:
+    return {"p50_us": pct(samples_us, 0.5), "p99_us": pct(samples_us, 0.99),
+            "max_us": max(samples_us, default=float("nan")), "n": len(samples_us)}
+
+
+@dataclass(frozen=True, slots=True)
+class ProcSample:
+    at: float  # monotonic s
+    cpu_s: float  # utime + stime
+    rss_kib: int
+    hwm_kib: int
+    fds: int
+
+
+def cpu_percent(start: ProcSample, end: ProcSample) -> float:
+    return 100.0 * (end.cpu_s - start.cpu_s) / (end.at - start.at)
+
+
+def window_figures(start: ProcSample, mid: ProcSample, end: ProcSample) -> dict[str, float]:
+    return {"cpu_pct_quiet": cpu_percent(start, mid), "cpu_pct_creates": cpu_percent(mid, end),
+            "rss_start_mib": start.rss_kib / 1024, "rss_end_mib": end.rss_kib / 1024,
+            "rss_growth_mib": (end.rss_kib - start.rss_kib) / 1024, "hwm_mib": end.hwm_kib / 1024,
+            "fds_max": max(start.fds, mid.fds, end.fds)}
+
+
+def count_series(body: bytes) -> int:
+    return sum(1 for line in body.splitlines() if line.strip() and not line.startswith(b"#"))
+
+
+def scrape_figures(walls_ms: list[float], cpus_ms: list[float], body: bytes) -> dict[str, float]:
+    return {"scrape_wall_ms_p50": pct(walls_ms, 0.5), "scrape_wall_ms_max": max(walls_ms),
+            "scrape_cpu_ms_p50": pct(cpus_ms, 0.5), "series": count_series(body), "body_bytes": len(body)}
+
+
+def ratios(full: dict[str, float], floor: dict[str, float]) -> dict[str, float]:
+    return {"ratio_p50": full["p50_us"] / floor["p50_us"], "ratio_p99": full["p99_us"] / floor["p99_us"]}
+
+
+COLUMNS = (
+    ("N", "pods", "%6d"), ("load s", "load_s", "%6.1f"), ("cpu% q", "cpu_pct_quiet", "%6.2f"),
+    ("cpu% c", "cpu_pct_creates", "%6.2f"), ("RSS0", "rss_start_mib", "%6.1f"), ("RSS1", "rss_end_mib", "%6.1f"),
+    ("HWM", "hwm_mib", "%6.1f"), ("fds", "fds_max", "%5d"), ("scr ms", "scrape_wall_ms_p50", "%7.1f"),
+    ("scr cpu", "scrape_cpu_ms_p50", "%7.1f"), ("series", "series", "%7d"), ("KiB", "body_kib", "%6.0f"),
+    ("ready", "readyz", "%5d"), ("cc p50", "create_p50_us", "%7.0f"), ("cc p99", "create_p99_us", "%7.0f"),
+    ("cc max", "create_max_us", "%7.0f"), ("fl p50", "floor_p50_us", "%7.0f"), ("fl p99", "floor_p99_us", "%7.0f"),
+    ("fl max", "floor_max_us", "%7.0f"), ("x p50", "ratio_p50", "%5.2f"), ("x p99", "ratio_p99", "%5.2f"),
+)
+
+
+def flat_row(result: dict) -> dict[str, float]:
+    row = {k: v for k, v in result.items() if not isinstance(v, dict)}
+    row.update({"create_" + k: v for k, v in result["create"].items()})
+    row.update({"floor_" + k: v for k, v in result["floor"].items()})
+    row["body_kib"] = result["body_bytes"] / 1024
+    return row
+
+
+def table(results: list[dict]) -> str:
+    widths = [max(len(title), len(fmt % 0)) for title, _, fmt in COLUMNS]
+    lines = [" ".join(title.rjust(w) for (title, _, _), w in zip(COLUMNS, widths))]
+    for row in map(flat_row, results):
+        lines.append(" ".join((fmt % row[key]).rjust(w) for (_, key, fmt), w in zip(COLUMNS, widths)))
+    return "\n".join(lines)
+
+
+# -- IO: /proc, HTTP ----------------------------------------------------------------------
+
+
+def proc_sample(pid: int) -> ProcSample:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return ProcSample(at=time.monotonic(), cpu_s=(int(fields[11]) + int(fields[12])) / HZ,
+                      rss_kib=int(status["VmRSS"].split()[0]), hwm_kib=int(status["VmHWM"].split()[0]),
+                      fds=len(os.listdir(f"/proc/{pid}/fd")))
+
+
+def run_ns(pid: int) -> int:
+    """Time on CPU of every thread, ns (schedstat: finer than the stat ticks)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):  # a thread that just ended
+            pass
+    return total
+
+
+def http_get(url: str, timeout: float = 10.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- IO: the cgroup tree ------------------------------------------------------------------
+
+
+class CgroupTree:
+    """Real cgroups under /sys/fs/cgroup/<controller>/<name>, seen by the daemon through a
+    directory of symlinks (its --cgroup-root-dir)."""
+
+    def __init__(self, link_root: Path) -> None:
+        self.name = "koordlet-scale-%s" % uuid.uuid4().hex[:8]
+        self.link_root = link_root
+        self.bases = [CGROUP_FS / c / self.name for c in CONTROLLERS if (CGROUP_FS / c / "cgroup.procs").exists()]
+
+    def create(self, dirs: list[str]) -> None:
+        self.link_root.mkdir(parents=True, exist_ok=True)
+        for base in self.bases:
+            base.mkdir()
+            (self.link_root / base.parent.name).symlink_to(base)
+            fill_cpuset(base)
+            for rel in dirs:
+                (base / rel).mkdir()
+                fill_cpuset(base / rel)
+
+    def remove(self) -> list[str]:
+        problems = []
+        for base in self.bases:
+            if not base.exists():
+                continue
+            for directory in sorted(base.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+                if directory.is_dir():
+                    problems += rmdir(directory)
+            problems += rmdir(base)
+        return problems
+
+
+def fill_cpuset(directory: Path) -> None:
+    for key in ("cpuset.cpus", "cpuset.mems"):
+        own = directory / key
+        if own.is_file() and not own.read_text().strip():
+            own.write_text((directory.parent / key).read_text().strip())
+
+
+def rmdir(path: Path) -> list[str]:
+    try:
+        path.rmdir()
+        return []
+    except OSError as exc:
+        return ["%s: %s" % (path, exc)]
+
+
+# -- IO: processes ------------------------------------------------------------------------
+
+
+def daemon_command(tmp: Path, port: int, nri_socket: Path, cgroup_root: Path) -> list[str]:
+    exe = Path(sys.executable).with_name("koordlet")
+    head = [str(exe)] if exe.exists() else [sys.executable, "-m", "koordlet"]
+    return head + [
+        "--addr", "127.0.0.1:%d" % port, "--state-dir", str(tmp / "state"), "--log-level", "warning",
+        "--log-format", "json", "--cgroup-root-dir", str(cgroup_root), "--runtime-hooks-nri-socket-path",
+        str(nri_socket), "--cri-endpoint", "", "--kubelet-root-dir", str(tmp / "kubelet"),
+        "--report-output-file", str(tmp / "report.json"),
+        "--pod-resources-server-endpoint", "unix:" + str(tmp / "pod-resources.sock"),
+    ]
+
+
+def stop_process(proc: subprocess.Popen) -> int | None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+    return proc.returncode
+
+
+async def wait_ready(port: int, proc: subprocess.Popen, limit: float) -> float:
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        if proc.poll() is not None:
+            raise RuntimeError("daemon exited with %s" % proc.returncode)
+        try:
+            status, _ = await asyncio.to_thread(http_get, "http://127.0.0.1:%d/readyz" % port, 1.0)
+            if status == 200:
+                return time.monotonic() - start
+        except OSError:
+            pass
+        await asyncio.sleep(0.1)
+    raise RuntimeError("daemon not ready after %.0f s" % limit)
+
+
+def by_name(plugins: list[PeerPlugin], name: str) -> PeerPlugin:
+    (plugin,) = [p for p in plugins if p.name == name]
+    return plugin
+
+
+# -- the measurement ----------------------------------------------------------------------
+
+
+async def deliver(peer: RuntimePeer, pods: list[tuple[api.PodSandbox, list[api.Container]]]) -> float:
+    start = time.monotonic()
+    for pod, ctrs in pods:
+        await peer.run_pod_sandbox(pod)
+        for ctr in ctrs:
+            created = await peer.create_container(pod, ctr)
+            await peer.container_event(Event.START_CONTAINER, pod, created)
+    return time.monotonic() - start
+
+
+async def timed_create(peer: RuntimePeer, plugin: PeerPlugin, request: api.CreateContainerRequest) -> float:
+    async with peer.event_lock:
+        t0 = time.perf_counter_ns()
+        await plugin.call("CreateContainer", request, api.CreateContainerResponse, CALL_TIMEOUT)
+        return (time.perf_counter_ns() - t0) / 1000.0
+
+
+async def create_probes(peer: RuntimePeer, pods, creates: int, seconds: float) -> tuple[list[float], list[float]]:
+    """`creates` probe containers spread over `seconds`; each to the daemon and the floor."""
+    daemon, empty = by_name(peer.plugins, DAEMON_PLUGIN), by_name(peer.plugins, EMPTY_PLUGIN)
+    full: list[float] = []
+    floor: list[float] = []
+    gap = seconds / creates
+    start = time.monotonic()
+    for k in range(creates):
+        pod, _ = pods[k % len(pods)]
+        ctr = nri_container(pod, "probe%d" % k)
+        request = api.CreateContainerRequest(pod=pod, container=ctr)
+        order = ((daemon, full), (empty, floor)) if k % 2 == 0 else ((empty, floor), (daemon, full))
+        for plugin, samples in order:
+            samples.append(await timed_create(peer, plugin, request))
+        await peer.container_event(Event.REMOVE_CONTAINER, pod, ctr)
+        await asyncio.sleep(max(0.0, start + (k + 1) * gap - time.monotonic()))
+    return full, floor
+
+
+async def scrapes(port: int, pid: int, count: int) -> dict[str, float]:
+    walls, cpus, body = [], [], b""
+    for _ in range(count):
+        cpu0, t0 = run_ns(pid), time.perf_counter()
+        _, body = await asyncio.to_thread(http_get, "http://127.0.0.1:%d/metrics" % port)
+        walls.append((time.perf_counter() - t0) * 1000)
+        cpus.append((run_ns(pid) - cpu0) / 1e6)  # includes whatever else ran meanwhile
+        await asyncio.sleep(1.0)
+    return scrape_figures(walls, cpus, body)
+
+
+async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree, pods) -> dict:
+    port = free_port()
+    sock = tmp / "nri.sock"
+    procs: list[subprocess.Popen] = []
+    log_path = tmp / "daemon.log"
+    async with RuntimePeer(sock) as peer:
+        try:
+            with open(log_path, "wb") as log_file:
+                # own sessions: a Ctrl-C reaches the bench only, which stops them in order
+                daemon = subprocess.Popen(daemon_command(tmp, port, sock, tree.link_root), cwd=ROOT,
+                                          stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+            procs.append(daemon)
+            procs.append(subprocess.Popen([sys.executable, "-m", "bench.daemon_scale", "--serve-empty", str(sock)],
+                                          cwd=ROOT, start_new_session=True))
+            await peer.wait_plugins(2, timeout=60)
+            ready_s = await wait_ready(port, daemon, 60)
+            load_s = await deliver(peer, pods)
+            await asyncio.sleep(args.warmup)
+            s0 = proc_sample(daemon.pid)
+            await asyncio.sleep(args.window)
+            s1 = proc_sample(daemon.pid)
+            full, floor = await create_probes(peer, pods, args.creates, args.window)
+            s2 = proc_sample(daemon.pid)
+            scraped = await scrapes(port, daemon.pid, args.scrapes)
+            readyz, _ = await asyncio.to_thread(http_get, "http://127.0.0.1:%d/readyz" % port)
+        finally:
+            codes = [stop_process(p) for p in reversed(procs)]
+    result = {"pods": n, "containers": n * len(CONTAINERS), "ready_after_nri_s": ready_s, "load_s": load_s,
+              "window_s": args.window, **window_figures(s0, s1, s2), **scraped, "readyz": readyz,
+              "create": latency(full), "floor": latency(floor), **ratios(latency(full), latency(floor)),
+              "daemon_exit": codes[-1], "daemon_log_lines": log_path.read_bytes().count(b"\n")}
+    return result
+
+
+def run_one(args: argparse.Namespace, n: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="koordlet-scale-") as name:
+        tmp = Path(name)
+        tree = CgroupTree(tmp / "cgroup")
+        pods = workload(n, cpu=0)
+        try:
+            tree.create(cgroup_dirs(pods))
+            runner = asyncio.Runner(loop_factory=loop_factory(uvloop_available()))
+            try:
+                result = runner.run(measure(args, n, tmp, tree, pods))
+            finally:
+                runner.close()
+            if args.keep_log:
+                Path("%s-%d.log" % (args.keep_log, n)).write_bytes((tmp / "daemon.log").read_bytes())
+        finally:
+            for problem in tree.remove():
+                print("cleanup: " + problem, file=sys.stderr)
+    return result
+
+
+class EmptyPlugin:
+    def create_container(self, pod: api.PodSandbox, container: api.Container) -> None:
+        return None
+
+
+def serve_empty(path: str) -> None:
+    stub = Stub(EmptyPlugin(), name=EMPTY_PLUGIN, index="99", config=StubConfig(socket_path=path), environ={})
+    asyncio.Runner(loop_factory=loop_factory(uvloop_available())).run(stub.run())
+
+
+def raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pods", default="100,1000,3000", help="comma-separated pod counts")
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds after the pods are delivered")
+    parser.add_argument("--window", type=float, default=30.0, help="seconds of the quiet and of the create window")
+    parser.add_argument("--creates", type=int, default=200, help="CreateContainer probes in the create window")
+    parser.add_argument("--scrapes", type=int, default=5)
+    parser.add_argument("--keep-log", default="", help="copy the daemon's log of each N to <this>-<N>.log")
+    parser.add_argument("--serve-empty", default=None, help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    configure_logging("warning", "json")  # the peer's and the stub's info lines stay out of the figures
+    if args.serve_empty:
+        serve_empty(args.serve_empty)
+        return
+    if os.geteuid() != 0:
+        sys.exit("daemon_scale: needs root (real cgroups)")
+    for signum in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (`cmd &`)
+        signal.signal(signum, raise_interrupt)
+    print("daemon_scale: real koordlet process, every default agent, standalone; N pods x %d containers over NRI "
+          "(nri.testing.RuntimePeer); real cgroup v1 + cgroup2 dirs under /sys/fs/cgroup/<controller>/"
+          "koordlet-scale-<hex8> (daemon's --cgroup-root-dir = symlinks to them); warm-up %.0f s, quiet window "
+          "%.0f s, create window %.0f s with %d CreateContainer probes; floor = empty plugin on the same stub"
+          % (len(CONTAINERS), args.warmup, args.window, args.window, args.creates), flush=True)
+    results = []
+    for n in (int(x) for x in args.pods.split(",")):
+        result = run_one(args, n)
+        print(json.dumps(result, sort_keys=True), flush=True)
+        results.append(result)
+    print("cpu% q: quiet window; cpu% c: create window; RSS0/RSS1: VmRSS MiB at quiet start / create end; HWM: VmHWM "
+          "MiB; scr: /metrics wall ms p50 and daemon CPU ms; cc: CreateContainer to koordlet us; fl: to the empty "
+          "plugin (floor) us; x: ratio")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit("daemon_scale: interrupted; daemon stopped, cgroups removed")

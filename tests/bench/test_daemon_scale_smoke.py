@@ -1,0 +1,65 @@
+"""bench.daemon_scale's pure parts: the workload, the cgroup dirs, the figures and the table.
+
+No daemon, no timing: the bench itself prints the figures (docs/PERFORMANCE.md).
+"""
+
+from __future__ import annotations
+
+from bench.daemon_scale import (
+    ProcSample,
+    cgroup_dirs,
+    count_series,
+    latency,
+    ratios,
+    scrape_figures,
+    table,
+    window_figures,
+    workload,
+)
+
+
+def test_workload_has_two_containers_per_pod_under_their_pod_cgroup() -> None:
+    pods = workload(10, cpu=0)
+    assert len(pods) == 10
+    assert {len(ctrs) for _, ctrs in pods} == {2}
+    for pod, ctrs in pods:
+        assert all(c.linux.cgroups_path.startswith(pod.linux.cgroup_parent + "/") for c in ctrs)
+    assert [p.labels["koordinator.sh/qosClass"] for p, _ in pods].count("BE") == 5
+
+
+def test_cgroup_dirs_list_parents_before_children() -> None:
+    dirs = cgroup_dirs(workload(3, cpu=0))
+    assert len(dirs) == 3 + 3 * 3
+    for i, rel in enumerate(dirs):
+        parent = rel.rsplit("/", 1)[0]
+        assert "/" not in rel or parent in dirs[:i]
+
+
+def test_window_figures_from_three_samples() -> None:
+    start = ProcSample(at=0.0, cpu_s=1.0, rss_kib=10240, hwm_kib=10240, fds=10)
+    mid = ProcSample(at=10.0, cpu_s=1.1, rss_kib=11264, hwm_kib=11264, fds=12)
+    end = ProcSample(at=20.0, cpu_s=1.3, rss_kib=12288, hwm_kib=13312, fds=11)
+    got = window_figures(start, mid, end)
+    assert round(got["cpu_pct_quiet"], 6) == 1.0
+    assert round(got["cpu_pct_creates"], 6) == 2.0
+    assert got["rss_growth_mib"] == 2.0 and got["hwm_mib"] == 13.0 and got["fds_max"] == 12
+
+
+def test_series_are_the_non_comment_lines() -> None:
+    body = b"# HELP a x\n# TYPE a gauge\na 1\na{b=\"c\"} 2\n\n"
+    assert count_series(body) == 2
+    assert scrape_figures([3.0, 1.0], [2.0, 2.0], body)["series"] == 2
+
+
+def test_table_has_a_row_per_result() -> None:
+    lat = latency([100.0, 200.0, 300.0])
+    floor = latency([50.0, 100.0, 150.0])
+    assert ratios(lat, floor) == {"ratio_p50": 2.0, "ratio_p99": 2.0}
+    start = ProcSample(at=0.0, cpu_s=0.0, rss_kib=1024, hwm_kib=1024, fds=3)
+    mid = ProcSample(at=1.0, cpu_s=0.01, rss_kib=1024, hwm_kib=1024, fds=3)
+    end = ProcSample(at=2.0, cpu_s=0.02, rss_kib=1024, hwm_kib=1024, fds=3)
+    result = {"pods": 7, "load_s": 0.1, **window_figures(start, mid, end), "scrape_wall_ms_p50": 1.0,
+              "scrape_cpu_ms_p50": 1.0, "series": 5, "body_bytes": 2048, "readyz": 200, "create": lat,
+              "floor": floor, **ratios(lat, floor)}
+    lines = table([result]).splitlines()
+    assert len(lines) == 2 and lines[1].split()[0] == "7"
