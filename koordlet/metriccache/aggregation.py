@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from koordlet.metriccache.api import Aggregate, NotEnoughData
+from koordlet.metriccache.api import Aggregate, Mean, NotEnoughData
 
 COLD_START_RATIO = 0.5
 
@@ -37,9 +37,35 @@ def nearest_rank(sorted_values: Sequence[float], permille: int) -> float:
     return sorted_values[max(index, 0)]
 
 
+def percentile_of(values: Sequence[float], permille: int) -> float:
+    """nearest_rank over unsorted values, straight from a window view (one C sort: measured
+    faster than heapq's partial selection, which is Python, even for p99 of 300 samples)."""
+    return nearest_rank(sorted(values), permille)
+
+
 def covers_window(first_ts: float, last_ts: float, start: float, end: float, min_coverage: float) -> bool:
     """True when samples spanning [first_ts, last_ts] may answer for the window [start, end]."""
     return (last_ts - first_ts) >= min_coverage * (end - start)
+
+
+def checked_window(count: int, first_ts: float, last_ts: float, start: float, end: float,
+                   min_coverage: float) -> None:
+    """NotEnoughData when the window has no sample or the cold-start rule says so."""
+    if count == 0:
+        raise NotEnoughData("no samples in [%.3f, %.3f]" % (start, end))
+    if not covers_window(first_ts, last_ts, start, end, min_coverage):
+        raise NotEnoughData(
+            "samples span %.1fs of a %.1fs window (need %.0f%%)"
+            % (last_ts - first_ts, end - start, min_coverage * 100)
+        )
+
+
+def mean_of(values: Sequence[float], first_ts: float, last_ts: float, start: float, end: float,
+            min_coverage: float = COLD_START_RATIO) -> Mean:
+    """The average part of `summarize` (the same value: the same fsum)."""
+    count = len(values)
+    checked_window(count, first_ts, last_ts, start, end, min_coverage)
+    return Mean(count, math.fsum(values) / count, first_ts, last_ts)
 
 
 def summarize(
@@ -54,11 +80,7 @@ def summarize(
     if count == 0:
         raise NotEnoughData("no samples in [%.3f, %.3f]" % (start, end))
     first_ts, last_ts = timestamps[0], timestamps[-1]
-    if not covers_window(first_ts, last_ts, start, end, min_coverage):
-        raise NotEnoughData(
-            "samples span %.1fs of a %.1fs window (need %.0f%%)"
-            % (last_ts - first_ts, end - start, min_coverage * 100)
-        )
+    checked_window(count, first_ts, last_ts, start, end, min_coverage)
     ordered = sorted(values)
     return Aggregate(
         count=count,

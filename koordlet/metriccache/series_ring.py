@@ -59,6 +59,11 @@ class SeriesRing:
             return None
         return self.ts[-1], self.values[-1]
 
+    def bounds(self, start: float, end: float) -> tuple[int, int]:
+        """[lo, hi) of the samples with start <= t <= end."""
+        lo = bisect_left(self.ts, start, self.head)
+        return lo, bisect_right(self.ts, end, lo)
+
     def window(self, start: float, end: float) -> tuple[array, array]:
         """Timestamps and values with start <= t <= end (copies, oldest first)."""
         lo = bisect_left(self.ts, start, self.head)

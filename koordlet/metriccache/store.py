@@ -21,8 +21,8 @@ from typing import Callable, Iterable
 
 import structlog
 
-from koordlet.metriccache.aggregation import COLD_START_RATIO, summarize
-from koordlet.metriccache.api import Aggregate, Metric, NotEnoughData, Sample, SeriesKey
+from koordlet.metriccache.aggregation import COLD_START_RATIO, mean_of, percentile_of, summarize
+from koordlet.metriccache.api import Aggregate, Mean, Metric, NotEnoughData, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.series_ring import SeriesRing
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
@@ -107,6 +107,25 @@ class MetricStore:
             raise NotEnoughData("no series %s" % (key,))
         timestamps, values = ring.window(start, end)
         return summarize(timestamps, values, start, end, min_coverage)
+
+    def mean(self, key: SeriesKey, start: float, end: float, min_coverage: float = COLD_START_RATIO) -> Mean:
+        """`aggregate`'s avg, over the ring in place (no copy, no sort)."""
+        ring = self._series.get(key)
+        if ring is None:
+            raise NotEnoughData("no series %s" % (key,))
+        lo, hi = ring.bounds(start, end)
+        if lo == hi:
+            raise NotEnoughData("no samples in [%.3f, %.3f]" % (start, end))
+        return mean_of(memoryview(ring.values)[lo:hi], ring.ts[lo], ring.ts[hi - 1], start, end, min_coverage)
+
+    def percentile(self, key: SeriesKey, start: float, end: float, permille: int) -> float:
+        """One high percentile of the window (koordlet's nearest rank, as `aggregate` gives
+        it), with no coverage rule: callers check coverage on the `mean` they already have."""
+        ring = self._series.get(key)
+        if ring is None:
+            raise NotEnoughData("no series %s" % (key,))
+        lo, hi = ring.bounds(start, end)
+        return percentile_of(memoryview(ring.values)[lo:hi], permille)
 
     def latest(self, key: SeriesKey) -> Sample | None:
         ring = self._series.get(key)

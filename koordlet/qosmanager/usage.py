@@ -19,20 +19,18 @@ class UsageView:
 
     # Metric is a str enum: it hashes and compares as its name, so keys are built without .value.
     def last(self, metric: Metric, pod_uid: str = "", container_id: str = "") -> float | None:
-        sample = self.cache.latest(SeriesKey(metric, pod_uid, container_id))
-        if sample is None or self.now - sample.timestamp > self.max_age:
+        last = self.cache.latest_value(SeriesKey(metric, pod_uid, container_id))
+        if last is None or self.now - last[0] > self.max_age:
             return None
-        return sample.value
+        return last[1]
 
     def average(self, metric: Metric, window: float, pod_uid: str = "", container_id: str = "",
                 min_coverage: float = 0.0) -> tuple[float, int] | None:
         """(avg, sample count) over [now - window, now], or None when the window is empty.
         koordlet's strategies take plain averages (no cold-start coverage rule) by default."""
         try:
-            aggregate = self.cache.aggregate(SeriesKey(metric, pod_uid, container_id),
-                                             self.now - window, self.now, min_coverage)
+            mean = self.cache.mean(SeriesKey(metric, pod_uid, container_id), self.now - window, self.now,
+                                   min_coverage)
         except NotEnoughData:
             return None
-        if aggregate.count == 0:
-            return None
-        return aggregate.avg, aggregate.count
+        return mean.avg, mean.count

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
-from koordlet.metriccache.aggregation import COLD_START_RATIO, covers_window
-from koordlet.metriccache.api import Aggregate, Metric, MetricCache, NotEnoughData, SeriesKey
+from koordlet.metriccache.aggregation import COLD_START_RATIO, P95, P99, covers_window
+from koordlet.metriccache.api import Aggregate, Mean, Metric, MetricCache, NotEnoughData, SeriesKey
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
 from koordlet.reporter.steps import PODS_PER_STEP, Steps, run_steps
@@ -127,16 +127,15 @@ def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCo
     for index, pod in enumerate(pods):
         if index % PODS_PER_STEP == PODS_PER_STEP - 1:
             yield
-        window = _window(cache, SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod.uid),
-                         SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod.uid), start, now)
+        keys = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod.uid), SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod.uid)
+        window = _window(cache, *keys, start, now)
         if window is None:
             continue
-        cpu_window, memory_window = window
         priority = priority_of(pod)
         pod_usages.append(PodUsage(pod.namespace, pod.name, pod.uid, priority, pod.qos.effective,
-                                   Usage(cpu_window.avg, memory_window.avg)))
+                                   Usage(window[0].avg, window[1].avg)))
         if priority is PriorityBand.PROD:
-            cpu, memory = _prod_reclaimable(pod, cpu_window, memory_window, start, now)
+            cpu, memory = _prod_reclaimable(pod, cache, keys, window, start, now)
             reclaim_cpu += cpu
             reclaim_memory += memory
     system = _average(cache, SYS_CPU, SYS_MEMORY, start, now)
@@ -148,14 +147,15 @@ def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCo
 
 
 def _window(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
-            start: float, end: float) -> tuple[Aggregate, Aggregate] | None:
-    """Both series over [start, end] with at least one sample each (no cold-start rule)."""
+            start: float, end: float) -> tuple[Mean, Mean] | None:
+    """Both series' averages over [start, end] with at least one sample each (no cold-start
+    rule); None also when a broken sample made one of them not finite."""
     try:
-        cpu = cache.aggregate(cpu_key, start, end, min_coverage=0.0)
-        memory = cache.aggregate(memory_key, start, end, min_coverage=0.0)
+        cpu = cache.mean(cpu_key, start, end, min_coverage=0.0)
+        memory = cache.mean(memory_key, start, end, min_coverage=0.0)
     except NotEnoughData:
         return None
-    if not _finite(cpu) or not _finite(memory):  # a broken sample must not break the report
+    if not math.isfinite(cpu.avg) or not math.isfinite(memory.avg):  # must not break the report
         return None
     return cpu, memory
 
@@ -182,16 +182,22 @@ def _percentiles(cache: MetricCache, duration: float, now: float) -> Percentiles
                                        for kind in PERCENTILES))
 
 
-def _prod_reclaimable(pod: PodInfo, cpu: Aggregate, memory: Aggregate, start: float, end: float) -> tuple[int, int]:
-    """request - peak x (1 + margin), per resource, not below zero; nothing while the pod's
-    samples do not cover half the window (the predictor's cold start)."""
-    for window in (cpu, memory):
+def _prod_reclaimable(pod: PodInfo, cache: MetricCache, keys: tuple[SeriesKey, SeriesKey],
+                      means: tuple[Mean, Mean], start: float, end: float) -> tuple[int, int]:
+    """request - peak x (1 + margin), per resource, not below zero, the peak being the cpu's
+    p95 and the memory's p99; nothing while the pod's samples do not cover half the window
+    (the predictor's cold start, checked on the means before any percentile is selected)."""
+    for window in means:
         if not covers_window(window.first_timestamp, window.last_timestamp, start, end, COLD_START_RATIO):
             return 0, 0
+    cpu_peak = cache.percentile(keys[0], start, end, P95)
+    memory_peak = cache.percentile(keys[1], start, end, P99)
+    if not math.isfinite(cpu_peak) or not math.isfinite(memory_peak):
+        return 0, 0
     request_cpu, request_memory = pod_requests(pod)
     margin = (100 + PROD_RECLAIM_SAFETY_MARGIN_PERCENT) / 100
-    return (max(request_cpu - int(cpu.p95 * margin * 1000), 0),
-            max(request_memory - int(memory.p99 * margin), 0))
+    return (max(request_cpu - int(cpu_peak * margin * 1000), 0),
+            max(request_memory - int(memory_peak * margin), 0))
 
 
 # ---------------------------------------------------------------------------- document

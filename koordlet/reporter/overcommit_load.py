@@ -26,8 +26,8 @@ def pod_usage(cache: MetricCache, pod: PodInfo, names: Sequence[str], start: flo
         total = 0.0
         for container in pod.containers:
             try:
-                total += cache.aggregate(SeriesKey.of(metric, pod.uid, container.id), start, end,
-                                         min_coverage=0.0).avg
+                total += cache.mean(SeriesKey.of(metric, pod.uid, container.id), start, end,
+                                    min_coverage=0.0).avg
             except NotEnoughData:
                 continue
         if total > best:  # Katalyst skips values <= 0
