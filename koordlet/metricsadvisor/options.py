@@ -1,4 +1,4 @@
-"""The collectors' intervals (koordlet's metricsadvisor flags)."""
+"""The collectors' intervals (koordlet's metricsadvisor flags) and what /metrics exports of them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from koordlet.config import defaults
 from koordlet.config.option import option
-from koordlet.config.parsers import parse_positive_seconds
+from koordlet.config.parsers import parse_bool, parse_positive_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,3 +24,9 @@ class AdvisorOptions:
     collect_cpi_timewindow_seconds: float = option(
         defaults.COLLECT_CPI_TIMEWINDOW_SECONDS, "how long perf counters count in each CPI round",
         parse_positive_seconds)
+    metrics_container_series: bool = option(
+        False, "/metrics: also export per-container series — usage and throttling (koordlet_container_used_"
+        "cpu_cores, _memory_bytes, _cpu_throttled_ratio: ours) and koordlet_container_psi (koordlet's). Off: "
+        "these figures per pod only (about 6 + 36 fewer series per pod with 2 containers and PSI); "
+        "koordlet_container_cpi and _resource_requests/_limits stay per container",
+        parse_bool)
