@@ -153,6 +153,8 @@ class AdvisorExporter:
         requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
         psi_snapshot = self._psi() if external else {}
         want_ctr_psi = external and self._container_series
+        # CPI is off by default: 2 lookups per container for nothing otherwise
+        want_cpi = external and bool(self._cache.keys(_CPI_FIELDS[0][1]))
         latest = self._latest_value if self._latest_value is not None else self._sample_value
         kept, rows = self._rows, {}
         for pod in self._states.pods():
@@ -167,11 +169,12 @@ class AdvisorExporter:
                         _add_values(ctr_usage, ctr.usage, latest, oldest)
             if external:
                 if psi_snapshot:
-                    _add_psi(pod_psi.lines, row.psi_prefix, psi_snapshot.get((pod.uid, "")))
+                    _add_psi(pod_psi.lines, row.psi_prefix, psi_snapshot.get((pod.uid, "")), row.psi_templates)
                 for ctr in row.containers:
                     if want_ctr_psi:
-                        _add_psi(ctr_psi.lines, ctr.psi_prefix, psi_snapshot.get((pod.uid, ctr.id)))
-                    _add_values((cpi, cpi), ctr.cpi, latest, oldest)  # both fields in one family
+                        _add_psi(ctr_psi.lines, ctr.psi_prefix, psi_snapshot.get((pod.uid, ctr.id)), ctr.psi_templates)
+                    if want_cpi:
+                        _add_values((cpi, cpi), ctr.cpi, latest, oldest)  # both fields in one family
                     requests.lines.extend(ctr.requests)
                     limits.lines.extend(ctr.limits)
         self._rows = rows  # pods gone since the last scrape drop out here
@@ -204,7 +207,7 @@ _Series = tuple[SeriesKey, str]
 
 
 class _ContainerRows:
-    __slots__ = ("id", "usage", "cpi", "psi_prefix", "requests", "limits")
+    __slots__ = ("id", "usage", "cpi", "psi_prefix", "psi_templates", "requests", "limits")
 
     def __init__(self, pod: PodInfo, container: ContainerInfo, node: str, pod_part: str) -> None:
         uid, cid = pod.uid, container.id
@@ -216,13 +219,14 @@ class _ContainerRows:
         self.cpi = tuple((SeriesKey(metric.value, uid, cid), '%s{%s,cpi_field="%s"} ' % (_CPI[0], labels, field))
                          for field, metric in _CPI_FIELDS)
         self.psi_prefix = "%s{%s" % (_CONTAINER_PSI[0], labels)
+        self.psi_templates: _PsiTemplates = {}
         spec = container.spec
         self.requests = _resource_lines(_REQUESTS[0], node, ids, spec.requests) if spec is not None else ()
         self.limits = _resource_lines(_LIMITS[0], node, ids, spec.limits) if spec is not None else ()
 
 
 class _PodRows:
-    __slots__ = ("pod", "usage", "psi_prefix", "containers")
+    __slots__ = ("pod", "usage", "psi_prefix", "psi_templates", "containers")
 
     def __init__(self, pod: PodInfo, node: str) -> None:
         pod_part = 'pod_uid="%s",pod_name="%s",pod_namespace="%s"' % (
@@ -232,6 +236,7 @@ class _PodRows:
         self.usage = tuple((SeriesKey(metric.value, pod.uid), "%s{%s} " % (name, labels))
                            for name, _, metric in _POD_FAMILIES)
         self.psi_prefix = "%s{%s" % (_POD_PSI[0], labels)
+        self.psi_templates: _PsiTemplates = {}
         self.containers = tuple(_ContainerRows(pod, c, node, pod_part) for c in pod.containers
                                 if c.state is ContainerState.RUNNING)
 
@@ -258,25 +263,34 @@ def _resource_lines(name: str, node: str, ids: str, quantities: Mapping[str, int
     return tuple(lines)
 
 
-# the label tail of each PSI line: (resource, degree, supported) -> tails for avg10/60/300
-_PSI_TAILS = {
-    (resource, degree, supported): tuple(
-        ',psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} ' % (
-            _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
+# PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the three
+# averages filled into one template with %r — the kernel prints finite numbers, so repr is
+# the text format's spelling and no per-value check is needed
+_PsiTemplates = dict[tuple[str, str, str], str]
+
+
+def _psi_template(prefix: str, resource: str, degree: str, supported: str) -> str:
+    return "".join(
+        '%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
+            prefix.replace("%", "%%"), _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
         for precision in ("avg10", "avg60", "avg300"))
-    for resource in _PSI_RESOURCE_LABEL for degree in ("some", "full") for supported in ("true", "false")
-}
 
 
-def _add_psi(lines: list[str], prefix: str, readings: Mapping[str, PsiReading] | None) -> None:
+def _add_psi(lines: list[str], prefix: str, readings: Mapping[str, PsiReading] | None,
+             templates: _PsiTemplates | None = None) -> None:
     """koordlet's PSI records: some (and full where the kernel has it) x avg10/60/300."""
     if not readings:
         return
+    if templates is None:
+        templates = {}
     cpu = readings.get("cpu")
     supported = "true" if cpu is not None and cpu[1] is not None else "false"
     for resource, (some, full) in readings.items():
         for degree, averages in (("some", some), ("full", full)):
             if averages is None:
                 continue
-            for tail, v in zip(_PSI_TAILS[(resource, degree, supported)], averages):
-                lines.append(prefix + tail + number(v) + "\n")
+            shape = (resource, degree, supported)
+            template = templates.get(shape)
+            if template is None:
+                template = templates[shape] = _psi_template(prefix, *shape)
+            lines.append(template % tuple(averages))
