@@ -8,8 +8,9 @@ In this process: the exporter over N fake pods (half BE with batch requests and 
 half LS with cpu and memory ones), a MetricStore holding what the collectors store for
 them (pod and container usage and throttling, fresh), and a PSI snapshot as a cgroup2
 kernel with PSI gives it (cpu/memory/io, some and full, for the node, each pod and each
-container; `--no-psi` for a host without: the daemon_scale host is one). For each N and
-each level — default, and `--metrics-container-series=true` ("all") — one row:
+container; `--no-psi` for a host without). For each N and each level — default, and
+`--metrics-container-series=true --metrics-psi-precisions=avg10,avg60,avg300` ("all",
+which is what /metrics exported before these flags) — one row:
 
   series       sample lines of /metrics' advisor part (render_parts, both halves)
   KiB          its body
@@ -108,7 +109,8 @@ def measure(n: int, level: str, with_psi: bool, repeats: int) -> dict:
     pods = fake_pods(n)
     store, snapshot = filled_store(pods), psi_snapshot(pods, with_psi)
     exporter = AdvisorExporter(store, StaticStates(NodeInfo("bench-node"), pods), "bench-node",
-                               clock=lambda: NOW + 1, psi=lambda: snapshot, container_series=level == "all")
+                               clock=lambda: NOW + 1, psi=lambda: snapshot, container_series=level == "all",
+                               psi_precisions=("avg10", "avg60", "avg300") if level == "all" else ("avg10",))
     body = exporter.render_parts(False, True, True)
     lines = body.decode().split("\n")
     (render, render_cpu), (floor, _) = timed_ms(

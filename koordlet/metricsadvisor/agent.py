@@ -47,7 +47,8 @@ def build(hubs: Hubs) -> Built:
     psi = next(iter(c for c in collectors if isinstance(c, PSICollector)), None)
     exporter = AdvisorExporter(hubs.metric_cache, hubs.states, config.common.node_name, advisor.scheduler.stats,
                                psi=(lambda: psi.snapshot) if psi is not None else dict,
-                               container_series=config[AdvisorOptions].metrics_container_series)
+                               container_series=config[AdvisorOptions].metrics_container_series,
+                               psi_precisions=config[AdvisorOptions].metrics_psi_precisions)
     hubs.http.add_metrics_parts(exporter.render_parts)
     return Built((advisor,))
 

@@ -25,6 +25,7 @@ has no per-pod usage gauges; ours follow its style: koordlet_{pod,container}_use
 
 from __future__ import annotations
 
+import operator
 import time
 from typing import Callable, Mapping
 
@@ -77,7 +78,8 @@ class AdvisorExporter:
     def __init__(self, cache: MetricCache, states: StatesInformer | None, node_name: str,
                  stats: Callable[[], dict[str, CollectorStats]] = dict,
                  clock: Callable[[], float] = time.time, stale_after: float = DEFAULT_STALE_AFTER,
-                 psi: Callable[[], PsiSnapshot] = dict, container_series: bool = False) -> None:
+                 psi: Callable[[], PsiSnapshot] = dict, container_series: bool = False,
+                 psi_precisions: tuple[str, ...] = ("avg10",)) -> None:
         self._cache = cache
         self._states = states
         self._node_label = 'node="%s"' % escape(node_name)
@@ -86,6 +88,7 @@ class AdvisorExporter:
         self._stale_after = stale_after
         self._psi = psi
         self._container_series = container_series
+        self._psi_shape = _PsiShape(psi_precisions)
         self._latest_value = getattr(cache, "latest_value", None)  # MetricStore: no Sample objects
         self._rows: dict[str, _PodRows] = {}
 
@@ -141,7 +144,7 @@ class AdvisorExporter:
 
     def _node_psi(self) -> Family:
         psi = Family("koordlet_node_psi", "Node psi collected by koordlet")
-        _add_psi(psi.lines, "koordlet_node_psi{" + self._node_label, self._psi().get(("", "")))
+        _add_psi(psi.lines, "koordlet_node_psi{" + self._node_label, self._psi().get(("", "")), self._psi_shape)
         return psi
 
     def _pod_families(self, oldest: float, internal: bool, external: bool) -> list[Family]:
@@ -169,10 +172,12 @@ class AdvisorExporter:
                         _add_values(ctr_usage, ctr.usage, latest, oldest)
             if external:
                 if psi_snapshot:
-                    _add_psi(pod_psi.lines, row.psi_prefix, psi_snapshot.get((pod.uid, "")), row.psi_templates)
+                    _add_psi(pod_psi.lines, row.psi_prefix, psi_snapshot.get((pod.uid, "")), self._psi_shape,
+                             row.psi_templates)
                 for ctr in row.containers:
                     if want_ctr_psi:
-                        _add_psi(ctr_psi.lines, ctr.psi_prefix, psi_snapshot.get((pod.uid, ctr.id)), ctr.psi_templates)
+                        _add_psi(ctr_psi.lines, ctr.psi_prefix, psi_snapshot.get((pod.uid, ctr.id)), self._psi_shape,
+                                 ctr.psi_templates)
                     if want_cpi:
                         _add_values((cpi, cpi), ctr.cpi, latest, oldest)  # both fields in one family
                     requests.lines.extend(ctr.requests)
@@ -263,22 +268,34 @@ def _resource_lines(name: str, node: str, ids: str, quantities: Mapping[str, int
     return tuple(lines)
 
 
-# PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the three
-# averages filled into one template with %r — the kernel prints finite numbers, so repr is
-# the text format's spelling and no per-value check is needed
+# PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the
+# averages asked for filled into one template with %r — the kernel prints finite numbers,
+# so repr is the text format's spelling and no per-value check is needed
 _PsiTemplates = dict[tuple[str, str, str], str]
+_PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
 
 
-def _psi_template(prefix: str, resource: str, degree: str, supported: str) -> str:
-    return "".join(
-        '%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
-            prefix.replace("%", "%%"), _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
-        for precision in ("avg10", "avg60", "avg300"))
+class _PsiShape:
+    """Which averages are exported, and how to pick them out of a (avg10, avg60, avg300)."""
+
+    __slots__ = ("precisions", "pick")
+
+    def __init__(self, precisions: tuple[str, ...]) -> None:
+        self.precisions = tuple(p for p in _PRECISIONS if p in precisions)
+        indices = [_PRECISIONS.index(p) for p in self.precisions]
+        self.pick: Callable[[tuple[float, ...]], object] = \
+            tuple if len(indices) == 3 else operator.itemgetter(*indices)
+
+    def template(self, prefix: str, resource: str, degree: str, supported: str) -> str:
+        return "".join(
+            '%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
+                prefix.replace("%", "%%"), _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
+            for precision in self.precisions)
 
 
-def _add_psi(lines: list[str], prefix: str, readings: Mapping[str, PsiReading] | None,
+def _add_psi(lines: list[str], prefix: str, readings: Mapping[str, PsiReading] | None, shape: _PsiShape,
              templates: _PsiTemplates | None = None) -> None:
-    """koordlet's PSI records: some (and full where the kernel has it) x avg10/60/300."""
+    """koordlet's PSI records: some (and full where the kernel has it) x the averages asked for."""
     if not readings:
         return
     if templates is None:
@@ -289,8 +306,8 @@ def _add_psi(lines: list[str], prefix: str, readings: Mapping[str, PsiReading] |
         for degree, averages in (("some", some), ("full", full)):
             if averages is None:
                 continue
-            shape = (resource, degree, supported)
-            template = templates.get(shape)
+            key = (resource, degree, supported)
+            template = templates.get(key)
             if template is None:
-                template = templates[shape] = _psi_template(prefix, *shape)
-            lines.append(template % tuple(averages))
+                template = templates[key] = shape.template(prefix, *key)
+            lines.append(template % shape.pick(averages))

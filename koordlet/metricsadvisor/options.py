@@ -6,7 +6,17 @@ from dataclasses import dataclass
 
 from koordlet.config import defaults
 from koordlet.config.option import option
-from koordlet.config.parsers import parse_bool, parse_positive_seconds
+from koordlet.config.parsers import parse_bool, parse_list, parse_positive_seconds
+
+PSI_PRECISIONS = ("avg10", "avg60", "avg300")  # koordlet's psi_precision values
+
+
+def parse_psi_precisions(text: str) -> tuple[str, ...]:
+    wanted = parse_list(text)
+    unknown = sorted(set(wanted) - set(PSI_PRECISIONS))
+    if unknown or not wanted:
+        raise ValueError("%r: give one or more of %s" % (text, ",".join(PSI_PRECISIONS)))
+    return tuple(p for p in PSI_PRECISIONS if p in wanted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,3 +40,9 @@ class AdvisorOptions:
         "these figures per pod only (about 6 + 36 fewer series per pod with 2 containers and PSI); "
         "koordlet_container_cpi and _resource_requests/_limits stay per container",
         parse_bool)
+    metrics_psi_precisions: tuple[str, ...] = option(
+        ("avg10",), "/metrics: the PSI averages exported (psi_precision of koordlet_{node,pod,container}_psi), "
+        "comma-separated of avg10,avg60,avg300 (koordlet: all three). avg10 alone is 6 series per object instead "
+        "of 18; it is the one the metric cache keeps and QoS reads, and the longer windows can be had from it in "
+        "PromQL (avg_over_time)",
+        parse_psi_precisions, shown_default="avg10")

@@ -10,11 +10,14 @@ import subprocess
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from koordlet.config.errors import ConfigError
+from koordlet.daemon.cli import parse_args
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metrics.text import escape, number
 from koordlet.metricsadvisor.exporter import AdvisorExporter
 from koordlet.metricsadvisor.framework import CollectorStats
+from koordlet.metricsadvisor.options import AdvisorOptions
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo
 from tests.koordlet.metricsadvisor.fixtures import make_pod
@@ -27,7 +30,7 @@ def scrape(exporter: AdvisorExporter) -> dict[str, list]:
     return {family.name: family.samples for family in text_string_to_metric_families(text)}
 
 
-def setup_node(container_series: bool = False):
+def setup_node(container_series: bool = False, psi_precisions: tuple[str, ...] = ("avg10",)):
     store = MetricStore()
     pod = make_pod("u1")
     states = StaticStates(NodeInfo("node-a"), [pod])
@@ -49,7 +52,7 @@ def setup_node(container_series: bool = False):
            ("u1", cid): {"cpu": ((0.5, 0.5, 0.5), None)}}
     stats = {"podresource": CollectorStats(runs=3, errors=1, total_cpu_seconds=0.01)}
     exporter = AdvisorExporter(store, states, "node-a", lambda: stats, clock=lambda: NOW + 1, psi=lambda: psi,
-                               container_series=container_series)
+                               container_series=container_series, psi_precisions=psi_precisions)
     return store, states, exporter, pod
 
 
@@ -73,7 +76,25 @@ def test_the_flag_adds_the_container_series():
     [ctr_cpu] = families["koordlet_container_used_cpu_cores"]
     assert ctr_cpu.labels == {"node": "node-a", "container_id": pod.containers[0].id, "container_name": "app0",
                               "pod_uid": "u1", "pod_name": "pod-u1", "pod_namespace": "default"}
-    assert ctr_cpu.value == 0.25 and len(families["koordlet_container_psi"]) == 3
+    assert ctr_cpu.value == 0.25 and len(families["koordlet_container_psi"]) == 1  # cpu some avg10
+
+
+def test_psi_is_avg10_unless_more_averages_are_asked_for():
+    _, _, exporter, _ = setup_node()
+    psi = scrape(exporter)["koordlet_pod_psi"]
+    assert {s.labels["psi_precision"] for s in psi} == {"avg10"} and len(psi) == 3  # cpu some, mem some+full
+    _, _, exporter, _ = setup_node(psi_precisions=("avg300",))
+    assert [s.value for s in scrape(exporter)["koordlet_pod_psi"]] == [0.25, 1.5, 0.125]
+    assert parse_args(["--metrics-psi-precisions", "avg300,avg10"])[AdvisorOptions].metrics_psi_precisions == (
+        "avg10", "avg300")
+    with pytest.raises(ConfigError, match="avg10,avg60,avg300"):
+        parse_args(["--metrics-psi-precisions", "avg5"])
+
+
+def test_the_daemon_default_is_the_pod_level():
+    options = parse_args([])[AdvisorOptions]
+    assert not options.metrics_container_series and options.metrics_psi_precisions == ("avg10",)
+    assert parse_args(["--metrics-container-series=true"])[AdvisorOptions].metrics_container_series
 
 
 class CountingStates(StaticStates):
@@ -107,7 +128,7 @@ def test_a_changed_pod_gets_new_labels_at_the_next_scrape():
 
 
 def test_names_and_labels_follow_koordlet():
-    _, _, registry, pod = setup_node()
+    _, _, registry, pod = setup_node(psi_precisions=("avg10", "avg60", "avg300"))
     families = scrape(registry)
     cid = pod.containers[0].id
     [node_cpu] = families["koordlet_node_used_cpu_cores"]
