@@ -46,9 +46,10 @@ def build(hubs: Hubs) -> Built:
                                    hubs.fd_pool)
     psi = next(iter(c for c in collectors if isinstance(c, PSICollector)), None)
     exporter = AdvisorExporter(hubs.metric_cache, hubs.states, config.common.node_name, advisor.scheduler.stats,
-                               psi=(lambda: psi.snapshot) if psi is not None else dict)
-    hubs.http.add_metrics_text(exporter.render)
-    hubs.http.add_metrics_text(exporter.render_external, external=True)
+                               psi=(lambda: psi.snapshot) if psi is not None else dict,
+                               container_series=config[AdvisorOptions].metrics_container_series,
+                               psi_precisions=config[AdvisorOptions].metrics_psi_precisions)
+    hubs.http.add_metrics_parts(exporter.render_parts)
     return Built((advisor,))
 
 

@@ -5,10 +5,17 @@ series' latest sample from the metric cache, so labels come only from live objec
 deleted pod or stopped container disappears at the next scrape and no label set outlives
 its object; a sample older than ``stale_after`` is left out.
 
-It renders the text format itself (``render()``, appended to /metrics by the HTTP
+It renders the text format itself (``render_parts()``, appended to /metrics by the HTTP
 endpoint) instead of handing prometheus_client one Metric object per family: with 10,000
 series prometheus_client's per-sample formatting dominates a scrape (bench/metrics_advisor.py
-prints both). Each object's label string is built once per scrape and shared by its lines.
+prints both). One walk over the pods serves both halves of /metrics (internal and
+external). What does not change while a pod does not — its label strings, each family's
+line prefix, the series keys, the request and limit lines — is made once per pod object
+and kept by uid until the informer hands a different object (bench/metrics_scrape.py).
+
+Per-container usage, throttling and PSI are exported only with ``container_series``
+(--metrics-container-series): at 1,000 pods they were most of /metrics, and the pod's
+figures are what dashboards and alerts aggregate to anyway.
 
 Names (anchors.md section 2.4): koordlet_container_cpi{cpi_field}, koordlet_container_psi
 and koordlet_pod_psi {psi_resource_type (cpu/mem/io), psi_precision, psi_degree,
@@ -18,21 +25,22 @@ has no per-pod usage gauges; ours follow its style: koordlet_{pod,container}_use
 
 from __future__ import annotations
 
+import operator
 import time
 from typing import Callable, Mapping
 
 from koordlet.apis.keys import BATCH_MEMORY
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
-from koordlet.metrics.text import Family, escape, render_families
+from koordlet.metrics.text import Family, escape, number, render_families
 from koordlet.metricsadvisor.collectors.psi import PsiReading, PsiSnapshot
 from koordlet.metricsadvisor.framework import CollectorStats
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.model import PodInfo
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo
 
 DEFAULT_STALE_AFTER = 150.0  # > the CPI interval plus its window
 _PSI_RESOURCE_LABEL = {"cpu": "cpu", "memory": "mem", "io": "io"}  # koordlet's spelling
 
-# (name, help) of every family, in output order
+# (name, help, metric) of every family, in output order
 _NODE_FAMILIES = (
     ("koordlet_node_used_cpu_cores", "Number of cpu cores used by node in realtime", Metric.NODE_CPU_USAGE_CORES),
     ("koordlet_node_used_memory_bytes", "Memory used by node in realtime", Metric.NODE_MEMORY_USAGE_BYTES),
@@ -59,13 +67,19 @@ _NETWORK_FAMILIES = (
      Metric.NODE_NETWORK_ERRORS_PER_SECOND),
 )
 _CPI_FIELDS = (("cycles", Metric.CONTAINER_CPU_CYCLES), ("instructions", Metric.CONTAINER_INSTRUCTIONS))
+_POD_PSI = ("koordlet_pod_psi", "Pod psi collected by koordlet")
+_CONTAINER_PSI = ("koordlet_container_psi", "Container psi collected by koordlet")
+_CPI = ("koordlet_container_cpi", "Container cpi collected by koordlet")
+_REQUESTS = ("koordlet_container_resource_requests", "Container resource requests")
+_LIMITS = ("koordlet_container_resource_limits", "Container resource limits")
 
 
 class AdvisorExporter:
     def __init__(self, cache: MetricCache, states: StatesInformer | None, node_name: str,
                  stats: Callable[[], dict[str, CollectorStats]] = dict,
                  clock: Callable[[], float] = time.time, stale_after: float = DEFAULT_STALE_AFTER,
-                 psi: Callable[[], PsiSnapshot] = dict) -> None:
+                 psi: Callable[[], PsiSnapshot] = dict, container_series: bool = False,
+                 psi_precisions: tuple[str, ...] = ("avg10",)) -> None:
         self._cache = cache
         self._states = states
         self._node_label = 'node="%s"' % escape(node_name)
@@ -73,7 +87,10 @@ class AdvisorExporter:
         self._clock = clock
         self._stale_after = stale_after
         self._psi = psi
+        self._container_series = container_series
+        self._psi_shape = _PsiShape(psi_precisions)
         self._latest_value = getattr(cache, "latest_value", None)  # MetricStore: no Sample objects
+        self._rows: dict[str, _PodRows] = {}
 
     def _value(self, key: SeriesKey, oldest: float) -> float | None:
         if self._latest_value is not None:
@@ -86,20 +103,23 @@ class AdvisorExporter:
 
     def render(self, openmetrics: bool = False) -> bytes:
         """The agent's own figures (usage, throttling, collectors): /internal-metrics."""
-        oldest = self._clock() - self._stale_after
-        families = self._node_families(oldest)
-        if self._states is not None:
-            families.extend(self._object_families(oldest))
-        families.extend(self._self_families())
-        return render_families(families, openmetrics)
+        return self.render_parts(openmetrics, True, False)
 
     def render_external(self, openmetrics: bool = False) -> bytes:
         """What koordlet serves on /external-metrics: PSI, CPI and the containers' requests
         and limits."""
+        return self.render_parts(openmetrics, False, True)
+
+    def render_parts(self, openmetrics: bool, internal: bool, external: bool) -> bytes:
+        """The internal and/or external families, the pods walked once for both."""
         oldest = self._clock() - self._stale_after
-        families = [self._node_psi()]
+        families = self._node_families(oldest) if internal else []
+        if external:
+            families.append(self._node_psi())
         if self._states is not None:
-            families.extend(self._interference_families(oldest))
+            families.extend(self._pod_families(oldest, internal, external))
+        if internal:
+            families.extend(self._self_families())
         return render_families(families, openmetrics)
 
     def _node_families(self, oldest: float) -> list[Family]:
@@ -124,58 +144,53 @@ class AdvisorExporter:
 
     def _node_psi(self) -> Family:
         psi = Family("koordlet_node_psi", "Node psi collected by koordlet")
-        _add_psi(psi, self._node_label, self._psi().get(("", "")))
+        _add_psi(psi.lines, "koordlet_node_psi{" + self._node_label, self._psi().get(("", "")), self._psi_shape)
         return psi
 
-    def _object_families(self, oldest: float) -> list[Family]:
+    def _pod_families(self, oldest: float, internal: bool, external: bool) -> list[Family]:
         assert self._states is not None
-        pod_families = [(Family(name, help_text), metric.value) for name, help_text, metric in _POD_FAMILIES]
-        ctr_families = [(Family(name, help_text), metric.value) for name, help_text, metric in _CONTAINER_FAMILIES]
-        value, node = self._value, self._node_label
+        pod_usage = [Family(name, help_text) for name, help_text, _ in _POD_FAMILIES] if internal else []
+        ctr_usage = [Family(name, help_text) for name, help_text, _ in _CONTAINER_FAMILIES] \
+            if internal and self._container_series else []
+        pod_psi, ctr_psi, cpi = Family(*_POD_PSI), Family(*_CONTAINER_PSI), Family(*_CPI)
+        requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
+        psi_snapshot = self._psi() if external else {}
+        want_ctr_psi = external and self._container_series
+        # CPI is off by default: 2 lookups per container for nothing otherwise
+        want_cpi = external and bool(self._cache.keys(_CPI_FIELDS[0][1]))
+        latest = self._latest_value if self._latest_value is not None else self._sample_value
+        kept, rows = self._rows, {}
         for pod in self._states.pods():
-            uid = pod.uid
-            pod_part = _pod_labels(pod)
-            labels = "%s,%s" % (node, pod_part)
-            for family, metric in pod_families:
-                v = value(SeriesKey(metric, uid), oldest)
-                if v is not None:
-                    family.add(labels, v)
-            for container in pod.running_containers:
-                labels = '%s,container_id="%s",container_name="%s",%s' % (
-                    node, escape(container.id), escape(container.name), pod_part)
-                for family, metric in ctr_families:
-                    v = value(SeriesKey(metric, uid, container.id), oldest)
-                    if v is not None:
-                        family.add(labels, v)
-        return [f for f, _ in pod_families] + [f for f, _ in ctr_families]
+            row = kept.get(pod.uid)
+            if row is None or row.pod is not pod:
+                row = _PodRows(pod, self._node_label)
+            rows[pod.uid] = row
+            if internal:
+                _add_values(pod_usage, row.usage, latest, oldest)
+                if ctr_usage:
+                    for ctr in row.containers:
+                        _add_values(ctr_usage, ctr.usage, latest, oldest)
+            if external:
+                if psi_snapshot:
+                    _add_psi(pod_psi.lines, row.psi_prefix, psi_snapshot.get((pod.uid, "")), self._psi_shape,
+                             row.psi_templates)
+                for ctr in row.containers:
+                    if want_ctr_psi:
+                        _add_psi(ctr_psi.lines, ctr.psi_prefix, psi_snapshot.get((pod.uid, ctr.id)), self._psi_shape,
+                                 ctr.psi_templates)
+                    if want_cpi:
+                        _add_values((cpi, cpi), ctr.cpi, latest, oldest)  # both fields in one family
+                    requests.lines.extend(ctr.requests)
+                    limits.lines.extend(ctr.limits)
+        self._rows = rows  # pods gone since the last scrape drop out here
+        out = pod_usage + ctr_usage
+        if external:
+            out += [pod_psi, ctr_psi, cpi, requests, limits]
+        return out
 
-    def _interference_families(self, oldest: float) -> list[Family]:
-        assert self._states is not None
-        pod_psi = Family("koordlet_pod_psi", "Pod psi collected by koordlet")
-        ctr_psi = Family("koordlet_container_psi", "Container psi collected by koordlet")
-        cpi = Family("koordlet_container_cpi", "Container cpi collected by koordlet")
-        requests = Family("koordlet_container_resource_requests", "Container resource requests")
-        limits = Family("koordlet_container_resource_limits", "Container resource limits")
-        value, node, psi_snapshot = self._value, self._node_label, self._psi()
-        for pod in self._states.pods():
-            uid = pod.uid
-            pod_part = _pod_labels(pod)
-            labels = "%s,%s" % (node, pod_part)
-            _add_psi(pod_psi, labels, psi_snapshot.get((uid, "")))
-            for container in pod.running_containers:
-                cid = container.id
-                labels = '%s,container_id="%s",container_name="%s",%s' % (
-                    node, escape(cid), escape(container.name), pod_part)
-                _add_psi(ctr_psi, labels, psi_snapshot.get((uid, cid)))
-                for field, metric in _CPI_FIELDS:
-                    v = value(SeriesKey(metric.value, uid, cid), oldest)
-                    if v is not None:
-                        cpi.add(labels, v, ',cpi_field="%s"' % field)
-                if container.spec is not None:
-                    ids = '%s,container_id="%s",container_name="%s"' % (pod_part, escape(cid), escape(container.name))
-                    _add_resources(requests, node, ids, container.spec.requests)
-                    _add_resources(limits, node, ids, container.spec.limits)
-        return [pod_psi, ctr_psi, cpi, requests, limits]
+    def _sample_value(self, key: SeriesKey) -> tuple[float, float] | None:
+        sample = self._cache.latest(key)
+        return None if sample is None else (sample.timestamp, sample.value)
 
     def _self_families(self) -> list[Family]:
         runs = Family("koordlet_collector_runs_total", "Runs of each metrics collector", "counter")
@@ -192,31 +207,107 @@ class AdvisorExporter:
         return [runs, errors, cpu, last]
 
 
-def _pod_labels(pod: PodInfo) -> str:
-    return 'pod_uid="%s",pod_name="%s",pod_namespace="%s"' % (escape(pod.uid), escape(pod.name), escape(pod.namespace))
+# A series to read and the start of its line ("name{labels} "), made once per pod object
+_Series = tuple[SeriesKey, str]
+
+
+class _ContainerRows:
+    __slots__ = ("id", "usage", "cpi", "psi_prefix", "psi_templates", "requests", "limits")
+
+    def __init__(self, pod: PodInfo, container: ContainerInfo, node: str, pod_part: str) -> None:
+        uid, cid = pod.uid, container.id
+        ids = 'container_id="%s",container_name="%s",%s' % (escape(cid), escape(container.name), pod_part)
+        labels = "%s,%s" % (node, ids)
+        self.id = cid
+        self.usage = tuple((SeriesKey(metric.value, uid, cid), "%s{%s} " % (name, labels))
+                           for name, _, metric in _CONTAINER_FAMILIES)
+        self.cpi = tuple((SeriesKey(metric.value, uid, cid), '%s{%s,cpi_field="%s"} ' % (_CPI[0], labels, field))
+                         for field, metric in _CPI_FIELDS)
+        self.psi_prefix = "%s{%s" % (_CONTAINER_PSI[0], labels)
+        self.psi_templates: _PsiTemplates = {}
+        spec = container.spec
+        self.requests = _resource_lines(_REQUESTS[0], node, ids, spec.requests) if spec is not None else ()
+        self.limits = _resource_lines(_LIMITS[0], node, ids, spec.limits) if spec is not None else ()
+
+
+class _PodRows:
+    __slots__ = ("pod", "usage", "psi_prefix", "psi_templates", "containers")
+
+    def __init__(self, pod: PodInfo, node: str) -> None:
+        pod_part = 'pod_uid="%s",pod_name="%s",pod_namespace="%s"' % (
+            escape(pod.uid), escape(pod.name), escape(pod.namespace))
+        labels = "%s,%s" % (node, pod_part)
+        self.pod = pod  # the informer replaces the object when the pod changes: identity says "still valid"
+        self.usage = tuple((SeriesKey(metric.value, pod.uid), "%s{%s} " % (name, labels))
+                           for name, _, metric in _POD_FAMILIES)
+        self.psi_prefix = "%s{%s" % (_POD_PSI[0], labels)
+        self.psi_templates: _PsiTemplates = {}
+        self.containers = tuple(_ContainerRows(pod, c, node, pod_part) for c in pod.containers
+                                if c.state is ContainerState.RUNNING)
+
+
+def _add_values(families: "list[Family] | tuple[Family, ...]", series: tuple[_Series, ...],
+                latest: Callable[[SeriesKey], tuple[float, float] | None], oldest: float) -> None:
+    """The i-th series' line goes to the i-th family, when its newest sample is fresh."""
+    for family, (key, prefix) in zip(families, series):
+        last = latest(key)
+        if last is not None and last[0] >= oldest:
+            family.lines.append(prefix + number(last[1]) + "\n")
 
 
 # koordlet's units: cpu in cores, memory-like in bytes, the rest (batch-cpu milli-cores) as integers
 _UNIT = {"cpu": ("core", 0.001), "memory": ("byte", 1.0), BATCH_MEMORY: ("byte", 1.0)}
 
 
-def _add_resources(family: Family, node: str, ids: str, quantities: Mapping[str, int]) -> None:
+def _resource_lines(name: str, node: str, ids: str, quantities: Mapping[str, int]) -> tuple[str, ...]:
+    lines = []
     for resource in sorted(quantities):
         unit, scale = _UNIT.get(resource, ("integer", 1.0))
-        family.add('%s,resource="%s",unit="%s",%s' % (node, escape(resource), unit, ids), quantities[resource] * scale)
+        lines.append('%s{%s,resource="%s",unit="%s",%s} %s\n' % (
+            name, node, escape(resource), unit, ids, number(quantities[resource] * scale)))
+    return tuple(lines)
 
 
-def _add_psi(family: Family, labels: str, readings: Mapping[str, PsiReading] | None) -> None:
-    """koordlet's PSI records: some (and full where the kernel has it) x avg10/60/300."""
+# PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the
+# averages asked for filled into one template with %r — the kernel prints finite numbers,
+# so repr is the text format's spelling and no per-value check is needed
+_PsiTemplates = dict[tuple[str, str, str], str]
+_PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
+
+
+class _PsiShape:
+    """Which averages are exported, and how to pick them out of a (avg10, avg60, avg300)."""
+
+    __slots__ = ("precisions", "pick")
+
+    def __init__(self, precisions: tuple[str, ...]) -> None:
+        self.precisions = tuple(p for p in _PRECISIONS if p in precisions)
+        indices = [_PRECISIONS.index(p) for p in self.precisions]
+        self.pick: Callable[[tuple[float, ...]], object] = \
+            tuple if len(indices) == 3 else operator.itemgetter(*indices)
+
+    def template(self, prefix: str, resource: str, degree: str, supported: str) -> str:
+        return "".join(
+            '%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
+                prefix.replace("%", "%%"), _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
+            for precision in self.precisions)
+
+
+def _add_psi(lines: list[str], prefix: str, readings: Mapping[str, PsiReading] | None, shape: _PsiShape,
+             templates: _PsiTemplates | None = None) -> None:
+    """koordlet's PSI records: some (and full where the kernel has it) x the averages asked for."""
     if not readings:
         return
+    if templates is None:
+        templates = {}
     cpu = readings.get("cpu")
     supported = "true" if cpu is not None and cpu[1] is not None else "false"
     for resource, (some, full) in readings.items():
-        name = _PSI_RESOURCE_LABEL[resource]
         for degree, averages in (("some", some), ("full", full)):
             if averages is None:
                 continue
-            for precision, v in zip(("avg10", "avg60", "avg300"), averages):
-                family.add(labels, v, ',psi_resource_type="%s",psi_precision="%s",psi_degree="%s",'
-                           'cpu_full_supported="%s"' % (name, precision, degree, supported))
+            key = (resource, degree, supported)
+            template = templates.get(key)
+            if template is None:
+                template = templates[key] = shape.template(prefix, *key)
+            lines.append(template % shape.pick(averages))

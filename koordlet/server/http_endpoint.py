@@ -54,6 +54,8 @@ def json_reply(value: object, status: int = 200) -> Reply:
 RouteHandler = Callable[[str], Reply]
 # Families in the exposition format, OpenMetrics when the argument is True (see add_metrics_text).
 MetricsText = Callable[[bool], bytes]
+# (openmetrics, internal, external) -> the families of the parts asked for, in one pass
+MetricsParts = Callable[[bool, bool, bool], bytes]
 
 
 class Routes(Protocol):
@@ -62,6 +64,8 @@ class Routes(Protocol):
     def add_route(self, path: str, handler: RouteHandler) -> None: ...
 
     def add_metrics_text(self, render: MetricsText, external: bool = False) -> None: ...
+
+    def add_metrics_parts(self, render: MetricsParts) -> None: ...
 
 # koordlet's three exposition paths: everything, the agent's own (internal), and the
 # figures users consume (external: resource summaries, CPI, PSI)
@@ -101,6 +105,7 @@ class HttpEndpoint:
         self._connections: set[asyncio.Task] = set()
         self._routes: dict[str, RouteHandler] = {}
         self._metrics_text: list[tuple[MetricsText, bool]] = []
+        self._metrics_parts: list[MetricsParts] = []
 
     def add_metrics_text(self, render: MetricsText, external: bool = False) -> None:
         """Append families to /metrics after the registry's (the registry's families are
@@ -109,6 +114,11 @@ class HttpEndpoint:
         `render(openmetrics)` runs in a worker thread at each scrape (reading shared state
         only), must not repeat a registry family, and must leave out OpenMetrics' `# EOF`."""
         self._metrics_text.append((render, external))
+
+    def add_metrics_parts(self, render: MetricsParts) -> None:
+        """Like add_metrics_text for an exporter with families on both sides: /metrics asks
+        for both parts in one call (one pass over its objects), the two others for one."""
+        self._metrics_parts.append(render)
 
     def add_route(self, path: str, handler: RouteHandler) -> None:
         """Serve GET/HEAD `path` with `handler`. Paths are exact; adding one twice is a bug."""
@@ -200,6 +210,7 @@ class HttpEndpoint:
             parts.append(registry[:-len(_OM_EOF)] if openmetrics and registry.endswith(_OM_EOF) else registry)
         parts += [render(openmetrics) for render, is_external in self._metrics_text
                   if (external if is_external else internal)]
+        parts += [render(openmetrics, internal, external) for render in self._metrics_parts]
         if openmetrics:
             parts.append(_OM_EOF)
         return Reply(200, b"".join(parts), OM_CONTENT_TYPE if openmetrics else CONTENT_TYPE_LATEST)
@@ -276,7 +287,7 @@ class HttpEndpoint:
         gzip_ok = b"gzip" in _header(request, b"accept-encoding")
         openmetrics = wants_openmetrics(_header(request, b"accept"))
         method, target = request.method.decode("ascii", "replace"), request.target.decode("ascii", "replace")
-        if self._metrics_text and target.partition("?")[0] in METRICS_PATHS:
+        if (self._metrics_text or self._metrics_parts) and target.partition("?")[0] in METRICS_PATHS:
             # a large exposition (rendering and gzip take tens of ms) runs in a worker
             # thread so the loop keeps serving NRI calls and collectors meanwhile
             reply, gzipped = await asyncio.to_thread(self.route, method, target, gzip_ok, openmetrics)

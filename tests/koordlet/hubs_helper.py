@@ -23,12 +23,16 @@ class RecordedRoutes:
     routes: dict[str, RouteHandler] = field(default_factory=dict)
     metrics_text: list[Callable[[bool], bytes]] = field(default_factory=list)
     external_text: list[Callable[[bool], bytes]] = field(default_factory=list)
+    metrics_parts: list[Callable[[bool, bool, bool], bytes]] = field(default_factory=list)
 
     def add_route(self, path: str, handler: RouteHandler) -> None:
         self.routes[path] = handler
 
     def add_metrics_text(self, render: Callable[[bool], bytes], external: bool = False) -> None:
         (self.external_text if external else self.metrics_text).append(render)
+
+    def add_metrics_parts(self, render: Callable[[bool, bool, bool], bytes]) -> None:
+        self.metrics_parts.append(render)
 
 
 def hubs_for(config: Config, *, facts: HostFacts | None = None, registry: CollectorRegistry | None = None,

@@ -124,12 +124,13 @@ def registry_families() -> Families:
 
 
 def text_families() -> Families:
-    """What the hand-written renderers export: the advisor's, the pools, requests/limits."""
+    """What the hand-written renderers export: the advisor's (koordlet_container_psi only
+    with --metrics-container-series), the pools, requests/limits."""
     store, states, _, pod = setup_node()
     store.append([Sample(SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES), NOW, 1.0)])
     cid = pod.containers[0].id
     psi = {(uid, c): {"cpu": ((1.0, 0.5, 0.25), None)} for uid, c in (("u1", ""), ("u1", cid))}
-    exporter = AdvisorExporter(store, states, "node-a", clock=lambda: NOW + 1, psi=lambda: psi)
+    exporter = AdvisorExporter(store, states, "node-a", clock=lambda: NOW + 1, psi=lambda: psi, container_series=True)
     out = {name: ("gauge", {k for s in samples for k in s.labels}) for name, samples in scrape(exporter).items()}
     fake_module = SimpleNamespace(engine=SimpleNamespace(config=HookConfig(node_cpus=frozenset({0, 1})),
                                                          index=AllocationIndex()),

@@ -1,0 +1,142 @@
+"""What one /metrics scrape of the metrics advisor costs at N pods x 2 containers.
+
+Run from the project root:
+
+    .venv/bin/python -m bench.metrics_scrape [--pods 100,1000,3000] [--repeats 15] [--no-psi]
+
+In this process: the exporter over N fake pods (half BE with batch requests and limits,
+half LS with cpu and memory ones), a MetricStore holding what the collectors store for
+them (pod and container usage and throttling, fresh), and a PSI snapshot as a cgroup2
+kernel with PSI gives it (cpu/memory/io, some and full, for the node, each pod and each
+container; `--no-psi` for a host without). For each N and each level — default, and
+`--metrics-container-series=true --metrics-psi-precisions=avg10,avg60,avg300` ("all",
+which is what /metrics exported before these flags) — one row:
+
+  series       sample lines of /metrics' advisor part (render_parts, both halves)
+  KiB          its body
+  p50 / p99    wall ms of one render, `--repeats` times after one warm-up render
+  CPU p50      the render's thread CPU ms (steadier than wall on a shared machine)
+  floor        ms of "\\n".join(...).encode() over the same lines, pre-formatted, alternating
+               with the renders
+  ratio        render p50 / floor p50
+
+The rest of the daemon's /metrics (prometheus_client's registry, the QoS manager's
+counters, the runtime hooks' pools) is not here: docs/PERFORMANCE.md has the whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
+from koordlet.apis.qos import KoordQoSClass, PodQoS
+from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.store import MetricStore
+from koordlet.metricsadvisor.collectors.psi import PsiSnapshot
+from koordlet.metricsadvisor.exporter import AdvisorExporter
+from koordlet.statesinformer.api import StaticStates
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, Resources, SandboxState
+
+NOW = 1_700_000_000.0
+_POD_METRICS = (Metric.POD_CPU_USAGE_CORES, Metric.POD_MEMORY_USAGE_BYTES, Metric.POD_CPU_THROTTLED_RATIO)
+_CONTAINER_METRICS = (Metric.CONTAINER_CPU_USAGE_CORES, Metric.CONTAINER_MEMORY_USAGE_BYTES,
+                      Metric.CONTAINER_CPU_THROTTLED_RATIO)
+_PSI = {resource: ((1.5, 1.25, 1.0), (0.5, 0.25, 0.125)) for resource in ("cpu", "memory", "io")}
+
+
+def fake_pods(n: int) -> list[PodInfo]:
+    pods = []
+    for i in range(n):
+        uid = "%08x-0000-4000-8000-%012x" % (i, i)
+        be = i % 2 == 0
+        names = (BATCH_CPU, BATCH_MEMORY) if be else ("cpu", "memory")
+        spec = Resources({names[0]: 500, names[1]: 256 << 20}, {names[0]: 1000, names[1]: 512 << 20})
+        parent = "kubepods/%s/pod%s" % ("besteffort" if be else "burstable", uid)
+        containers = tuple(ContainerInfo("%s%060x" % (role[:4], i), role, uid, ContainerState.RUNNING,
+                                         "%s/%s" % (parent, role), spec=spec) for role in ("main", "sidecar"))
+        qos = KoordQoSClass.BE if be else KoordQoSClass.LS
+        pods.append(PodInfo(uid, "pod-%d" % i, "bench", "sb-%d" % i, SandboxState.READY, parent,
+                            PodQoS(qos, koord=qos), containers=containers))
+    return pods
+
+
+def filled_store(pods: list[PodInfo]) -> MetricStore:
+    samples = [Sample(SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), NOW, 3.5),
+               Sample(SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES), NOW, 8e9)]
+    for pod in pods:
+        samples += [Sample(SeriesKey.of(m, pod.uid), NOW, 0.25) for m in _POD_METRICS]
+        for c in pod.containers:
+            samples += [Sample(SeriesKey.of(m, pod.uid, c.id), NOW, 0.125) for m in _CONTAINER_METRICS]
+    store = MetricStore()
+    store.append(samples)
+    return store
+
+
+def psi_snapshot(pods: list[PodInfo], with_psi: bool) -> PsiSnapshot:
+    if not with_psi:
+        return {}
+    snapshot = {("", ""): _PSI}
+    for pod in pods:
+        snapshot[(pod.uid, "")] = _PSI
+        snapshot.update({(pod.uid, c.id): _PSI for c in pod.containers})
+    return snapshot
+
+
+def timed_ms(calls: tuple[Callable[[], object], ...], repeats: int) -> list[tuple[list[float], list[float]]]:
+    """Wall and CPU ms of each call (CPU: what neighbours on a shared machine do not
+    inflate), the calls alternating so that each meets the same noise and allocator state."""
+    out: list[tuple[list[float], list[float]]] = [([], []) for _ in calls]
+    for call in calls:
+        call()
+    for _ in range(repeats):
+        for call, (wall, cpu) in zip(calls, out):
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            call()
+            wall.append((time.perf_counter() - start) * 1e3)
+            cpu.append((time.thread_time() - start_cpu) * 1e3)
+    return out
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def measure(n: int, level: str, with_psi: bool, repeats: int) -> dict:
+    pods = fake_pods(n)
+    store, snapshot = filled_store(pods), psi_snapshot(pods, with_psi)
+    exporter = AdvisorExporter(store, StaticStates(NodeInfo("bench-node"), pods), "bench-node",
+                               clock=lambda: NOW + 1, psi=lambda: snapshot, container_series=level == "all",
+                               psi_precisions=("avg10", "avg60", "avg300") if level == "all" else ("avg10",))
+    body = exporter.render_parts(False, True, True)
+    lines = body.decode().split("\n")
+    (render, render_cpu), (floor, _) = timed_ms(
+        (lambda: exporter.render_parts(False, True, True), lambda: "\n".join(lines).encode()), repeats)
+    series = sum(1 for line in lines if line and not line.startswith("#"))
+    return {"pods": n, "level": level, "series": series, "per_pod": series / n, "kib": len(body) / 1024,
+            "p50": statistics.median(render), "p99": p99(render), "cpu": statistics.median(render_cpu),
+            "floor": statistics.median(floor), "ratio": statistics.median(render) / statistics.median(floor)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pods", default="100,1000,3000", help="comma-separated N")
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--no-psi", action="store_true", help="a host whose kernel gives no PSI")
+    args = parser.parse_args()
+    print("advisor part of /metrics, N pods x 2 containers, PSI %s; render = render_parts(both halves)"
+          % ("absent" if args.no_psi else "cpu/memory/io some+full"))
+    print("| N pods | level | series | per pod | KiB | render p50 ms | p99 ms | CPU p50 ms | floor p50 ms | ratio |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n in (int(x) for x in args.pods.split(",")):
+        for level in ("default", "all"):
+            r = measure(n, level, not args.no_psi, args.repeats)
+            print("| {pods:,} | {level} | {series:,} | {per_pod:.1f} | {kib:,.0f} | {p50:.2f} | {p99:.2f} | "
+                  "{cpu:.2f} | {floor:.2f} | {ratio:.1f}x |".format(**r), flush=True)
+
+
+if __name__ == "__main__":
+    main()
