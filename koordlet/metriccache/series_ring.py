@@ -16,15 +16,25 @@ _COMPACT_MIN = 16  # do not bother compacting tiny dead prefixes
 
 
 class SeriesRing:
-    __slots__ = ("ts", "values", "head", "capacity", "retention", "persist")
+    __slots__ = ("ts", "values", "head", "capacity", "retention", "persist", "persist_every", "persisted_at")
 
-    def __init__(self, capacity: int, retention: float = float("inf"), persist: bool = False) -> None:
+    def __init__(self, capacity: int, retention: float = float("inf"), persist: bool = False,
+                 persist_every: float = 0.0) -> None:
         self.ts = array("d")
         self.values = array("d")
         self.head = 0
         self.capacity = max(1, capacity)
         self.retention = retention  # seconds, decided once by the store's policy
         self.persist = persist  # written to disk
+        self.persist_every = persist_every  # seconds between two samples written (0: all)
+        self.persisted_at = float("-inf")  # timestamp of the last sample written
+
+    def due_for_disk(self, timestamp: float) -> bool:
+        """Whether this sample is one to write (and remember it is)."""
+        if not self.persist or timestamp < self.persisted_at + self.persist_every:
+            return False
+        self.persisted_at = timestamp
+        return True
 
     def __len__(self) -> int:
         return len(self.ts) - self.head

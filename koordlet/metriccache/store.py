@@ -92,7 +92,7 @@ class MetricStore:
             if ring is None:
                 ring = self._new_series(key)
             ring.append(timestamp, value)
-            if ring.persist:
+            if ring.due_for_disk(timestamp):
                 persist_rows.append((key, ring.retention, timestamp, value))
         if persist_rows and self._persistence is not None:
             self._queue(persist_rows)
@@ -176,7 +176,8 @@ class MetricStore:
     def _new_series(self, key: SeriesKey) -> SeriesRing:
         if len(self._series) >= self.policy.max_series:
             self._evict_stalest()
-        ring = SeriesRing(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key))
+        ring = SeriesRing(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key),
+                          self.policy.persist_every(key))
         self._series[key] = ring
         self._by_metric[key.metric].add(key)
         if key.pod_uid:

@@ -130,17 +130,21 @@ def test_restart_restores_persisted_levels_and_p99(tmp_path: Path):
     pod = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u1")
     ctr = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid="u1", container_id="c1")
     store.append(samples(NODE_CPU, T0, node_values))
-    store.append(samples(pod, T0 + 1500, [2.0] * 300))
+    store.append(samples(pod, T0 + 1500, [float(i % 7) for i in range(300)]))
     store.append(samples(ctr, T0 + 1500, [3.0] * 300))
     before = store.aggregate(NODE_CPU, T0, T0 + 1799)
-    assert store.flush() == 2100  # node + pod rows; containers stay in memory only
+    pod_before = store.mean(pod, T0 + 1500, T0 + 1799)
+    # every node sample; one pod sample per 10 s; containers stay in memory only
+    assert store.flush() == 1800 + 30
     store.close()
 
     reopened = MetricStore.open(tmp_path, clock=clock)
     after = reopened.aggregate(NODE_CPU, T0, T0 + 1799)
     assert after == before and after.count == 1800
     assert after.p99 == sorted(node_values)[1782 - 1]
-    assert reopened.aggregate(pod, T0 + 1500, T0 + 1799).count == 300
+    pod_after = reopened.mean(pod, T0 + 1500, T0 + 1799)
+    assert pod_after.count == 30 and pod_after.first_timestamp == T0 + 1500
+    assert abs(pod_after.avg - pod_before.avg) < 0.5  # the 300 s average, from one point in ten
     assert reopened.latest(ctr) is None
     reopened.close()
 
