@@ -12,15 +12,16 @@ from __future__ import annotations
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
 from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMORY
 from koordlet.metricsadvisor.framework import (
-    ROUND_SLICE,
     Batches,
     CollectContext,
     PeriodicCollector,
     Round,
     Samples,
+    Slices,
     drive,
     pod_objects,
     pods_and_reader,
+    sliced_map,
 )
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
@@ -74,7 +75,7 @@ class PodResourceCollector(PeriodicCollector):
         assert self._states is not None and self._reader is not None
         objects = pod_objects(self._states)
         dirs = tuple(obj[2] for obj in objects)
-        paths = [self._reader.paths(d) for d in dirs]
+        paths: list[UsagePaths] = yield from sliced_map(self._reader.paths, dirs)
         previous, tracked = self._tracked, dict[tuple[str, str], _Tracked]()
         entries = [self._entry(previous, tracked, uid, cid) for uid, cid, _ in objects]
         self._tracked = tracked
@@ -89,12 +90,13 @@ class PodResourceCollector(PeriodicCollector):
         assert replies is not None
         usage, stats = replies[0], replies[1] + replies[2]
         stale = _refresh_inactive(entries, paths, list(due) + first, stats)
+        slices = Slices()
         samples: list[tuple[SeriesKey, float]] = []
         pods_cpu: float | None = 0.0
         pods_memory: float | None = 0.0
         self.unreadable = 0
         for i, (entry, (_, container_id, _)) in enumerate(zip(entries, objects)):
-            if i and i % ROUND_SLICE == 0:
+            if slices.over(i):
                 yield None
             cores, memory = _sample(entry, paths[i], usage[2 * i], usage[2 * i + 1], i in stale, now, samples)
             if memory is None:

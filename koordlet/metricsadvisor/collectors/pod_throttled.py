@@ -6,20 +6,21 @@ from __future__ import annotations
 
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import (
-    ROUND_SLICE,
     Batches,
     CollectContext,
     PeriodicCollector,
     Round,
     Samples,
+    Slices,
     drive,
     pod_objects,
     pods_and_reader,
+    sliced_map,
 )
 from koordlet.metricsadvisor.rates import throttled_ratio
 from koordlet.statesinformer.api import StatesInformer
 from system.errors import SystemFileError
-from system.usage_reader import UsageReader, parse_throttle_counts
+from system.usage_reader import UsagePaths, UsageReader, parse_throttle_counts
 
 
 class PodThrottledCollector(PeriodicCollector):
@@ -43,12 +44,14 @@ class PodThrottledCollector(PeriodicCollector):
         reader = self._reader
         objects = pod_objects(self._states)
         dirs = tuple(obj[2] for obj in objects)
-        replies = yield (self._batches.get(dirs, "cpu.stat", lambda: [reader.paths(d).cpu_stat for d in dirs]),)
+        paths: list[UsagePaths] = yield from sliced_map(reader.paths, dirs)
+        replies = yield (self._batches.get(dirs, "cpu.stat", lambda: [p.cpu_stat for p in paths]),)
         assert replies is not None
+        slices = Slices()
         samples: list[tuple[SeriesKey, float]] = []
         previous, current = self._last, dict[tuple[str, str], tuple[SeriesKey, tuple[int, int]]]()
         for i, ((uid, container_id, _), text) in enumerate(zip(objects, replies[0])):
-            if i and i % ROUND_SLICE == 0:
+            if slices.over(i):
                 yield None
             if text is None:
                 continue

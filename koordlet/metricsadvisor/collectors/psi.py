@@ -19,15 +19,16 @@ from typing import Mapping
 
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import (
-    ROUND_SLICE,
     Batches,
     CollectContext,
     CollectorUnsupported,
     PeriodicCollector,
     Round,
     Samples,
+    Slices,
     drive,
     pod_objects,
+    sliced_map,
 )
 from koordlet.statesinformer.api import StatesInformer
 from system.cgroup_readers import CgroupReader
@@ -112,13 +113,15 @@ class PSICollector(PeriodicCollector):
             reader = self._reader
             objects = [obj for obj in pod_objects(self._states) if self._containers or not obj[1]]
             dirs = tuple(obj[2] for obj in objects)
-            replies = yield (self._batches.get(dirs, "pressure", lambda: [
-                reader.path(_PRESSURE_FILE[resource], d) for d in dirs for resource in PSI_RESOURCES]),)
+            files: list[list[str]] = yield from sliced_map(
+                lambda d: [reader.path(_PRESSURE_FILE[resource], d) for resource in PSI_RESOURCES], dirs)
+            replies = yield (self._batches.get(dirs, "pressure", lambda: [f for group in files for f in group]),)
             assert replies is not None
+            slices = Slices()
             texts = replies[0]
             width = len(PSI_RESOURCES)
             for i, (pod_uid, container_id, _) in enumerate(objects):
-                if i and i % ROUND_SLICE == 0:
+                if slices.over(i):
                     yield None
                 readings = _readings(texts[i * width:(i + 1) * width])
                 if readings is not None:
@@ -161,8 +164,20 @@ def _readings(texts: list[bytes | None]) -> dict[str, PsiReading] | None:
     for resource, text in zip(PSI_RESOURCES, texts):
         if text is None:
             return None
-        try:
-            readings[resource] = psi_averages(text.decode("ascii", "replace"))
-        except SystemFileError:
-            return None
+        reading = _PARSED.get(text)
+        if reading is None:
+            try:
+                reading = psi_averages(text.decode("ascii", "replace"))
+            except SystemFileError:
+                return None
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            _PARSED[text] = reading
+        readings[resource] = reading
     return readings
+
+
+# Parsed pressure texts by their bytes: idle cgroups print the very same text (all zeros,
+# and total= moves only when something stalls), so most of 9,000 files parse once.
+_PARSED: dict[bytes, PsiReading] = {}
+_PARSED_MAX = 4096

@@ -8,18 +8,18 @@ import os
 from pathlib import Path
 
 from koordlet.metriccache.store import MetricStore
+from koordlet.metricsadvisor import framework
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
-from koordlet.metricsadvisor.framework import ROUND_SLICE, Holds, Round, Scheduler, drive_async
+from koordlet.metricsadvisor.framework import SLICE_CHECK, Holds, Round, Scheduler, drive_async
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
 from koordlet.util.host_facts import HostFacts
 from system.file_io import KeptFdPool, fd_budget
 from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
 from tests.polling import until
 
-# more objects than three slices, so that a round has yields to make
-PODS = [make_pod("u%04d" % i, containers=2) for i in range(ROUND_SLICE + 10)]
+PODS = [make_pod("u%04d" % i, containers=2) for i in range(3 * SLICE_CHECK)]
 
 
 def open_fds() -> int:
@@ -65,7 +65,8 @@ def _callback_runs_mid_round(round_: Round, loop: asyncio.AbstractEventLoop, see
             loop.call_soon(seen.append, "callback")
 
 
-async def test_a_big_round_lets_the_loop_run_other_callbacks(tmp_path: Path):
+async def test_a_big_round_lets_the_loop_run_other_callbacks(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(framework, "SLICE_SECONDS", 0.0)  # a slice ends at every check
     host, states = fake_node(tmp_path, PODS)
     ctx = context(host, states)
     loop = asyncio.get_running_loop()
