@@ -116,3 +116,18 @@ def test_psi_of_pods_only_reads_a_third(tmp_path: Path):
     pods_only.collect(1.0)
     assert {ident for ident in both.snapshot if not ident[1]} == set(pods_only.snapshot)
     assert len(both.snapshot) == 1 + 3 * 3  # node, then each pod and its 2 containers
+
+
+def test_psi_values_follow_the_files_when_cgroups_share_a_text(tmp_path: Path):
+    pods = PODS[:2]
+    host, states = fake_node(tmp_path, pods)
+    collector = PSICollector(10.0)
+    collector.setup(context(host, states))
+    collector.collect(1.0)
+    same = {ident: collector.snapshot[ident]["cpu"] for ident in collector.snapshot if ident[0]}
+    assert len(set(same.values())) == 1  # every fake cgroup prints the same text
+    busy = "some avg10=12.50 avg60=3.00 avg300=1.00 total=5\nfull avg10=2.25 avg60=1.00 avg300=0.50 total=2\n"
+    (host.cgroup("unified") / pods[1].cgroup_parent / "cpu.pressure").write_text(busy)
+    collector.collect(11.0)
+    assert collector.snapshot[(pods[1].uid, "")]["cpu"] == ((12.5, 3.0, 1.0), (2.25, 1.0, 0.5))
+    assert collector.snapshot[(pods[0].uid, "")]["cpu"] == same[(pods[0].uid, "")]
