@@ -360,7 +360,7 @@ def bench_rounds_real(pods: list[PodInfo], rounds: int) -> None:
                 return ((time.process_time() - cpu) * 1e3, holds.cpu * 1e3, holds.longest * 1e3,
                         gen2.count > collections)
 
-            loop.run_until_complete(one_round())
+            first = loop.run_until_complete(one_round())  # every cgroup new: keys, paths, batches made
             gc.callbacks.append(gen2)
             try:
                 now_ = [loop.run_until_complete(one_round()) for _ in range(rounds)]
@@ -371,7 +371,7 @@ def bench_rounds_real(pods: list[PodInfo], rounds: int) -> None:
             clean = [r[2] for r in now_ if not r[3]] or [float("nan")]
             hold, worst_clean = statistics.median(clean), max(clean)
             worst = max(r[2] for r in now_)
-            before = _inline_kept_fds(ctx, pods, kind == "psi", rounds)
+            before, before_first = _inline_kept_fds(ctx, pods, kind == "psi", rounds)
             print("%-9s files %5d | floor (raw preads on kept fds) %6.2f" % (kind, len(paths), floor))
             print("%-9s now (batch in a thread, slices, 0 fds kept): CPU %6.2f (%.1fx floor), on the loop %6.2f, "
                   "longest hold p50 %5.2f (%.2fx floor), max %5.2f in the %d rounds without a gen-2 GC; "
@@ -380,6 +380,9 @@ def bench_rounds_real(pods: list[PodInfo], rounds: int) -> None:
                      gen2.count, gen2.longest))
             print("%-9s before (inline reads on %d kept fds): CPU %6.2f (%.1fx floor) = one hold of %6.2f "
                   "(%.1fx floor)" % ("", len(paths), before, before / floor, before, before / floor))
+            print("%-9s first round (every cgroup new): now longest hold %6.2f, on the loop %6.2f%s | before one "
+                  "hold of %6.2f (opening the fds)" % ("", first[2], first[1], " (a gen-2 GC in it)" if first[3] else "",
+                                                       before_first))
     finally:
         loop.close()
 
@@ -400,8 +403,9 @@ class _Gen2:
             self.longest = max(self.longest, (time.perf_counter() - self._start) * 1e3)
 
 
-def _inline_kept_fds(ctx: CollectContext, pods: list[PodInfo], psi: bool, rounds: int) -> float:
-    """The reads of one round as before this change: per-file calls on kept fds, inline."""
+def _inline_kept_fds(ctx: CollectContext, pods: list[PodInfo], psi: bool, rounds: int) -> tuple[float, float]:
+    """The reads of one round as before this change: per-file calls on kept fds, inline;
+    (median CPU ms, CPU ms of the first round, which opens the fds)."""
     files = ctx.files
     assert files is not None
     reader = UsageReader(files, max_open=16384)
@@ -418,8 +422,8 @@ def _inline_kept_fds(ctx: CollectContext, pods: list[PodInfo], psi: bool, rounds
                 reader.throttle_counts(cgroup)
 
     try:
-        one(-1)
-        return statistics.median(cycle_cpu_ms(one, rounds))
+        first = cycle_cpu_ms(one, 1)[0]
+        return statistics.median(cycle_cpu_ms(one, rounds)), first
     finally:
         reader.close()
         psi_reader.close()

@@ -249,16 +249,17 @@ class FileBatch:
     def __init__(self, paths: Sequence[str], native: bool = True) -> None:
         self.paths = tuple(paths)
         self._native = native and _read_files is not None
-        self._cap = 0
-        if self._native:
-            assert _ffi is not None
-            self._blob = b"".join(os.fsencode(path) + b"\0" for path in self.paths)
-            self._offsets = _ffi.new("long[]", max(1, len(self.paths)))
-            self._lens = _ffi.new("int[]", max(1, len(self.paths)))
-            self._grow(len(self.paths) * 256 + BATCH_FILE_MAX)
+        self._cap = 0  # buffers are made by the first read (in the reading thread)
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    def _prepare(self) -> None:
+        assert _ffi is not None
+        self._blob = b"".join(os.fsencode(path) + b"\0" for path in self.paths)
+        self._offsets = _ffi.new("long[]", max(1, len(self.paths)))
+        self._lens = _ffi.new("int[]", max(1, len(self.paths)))
+        self._grow(len(self.paths) * 256 + BATCH_FILE_MAX)
 
     def _grow(self, cap: int) -> None:
         assert _ffi is not None
@@ -270,6 +271,8 @@ class FileBatch:
         if not self._native:
             return [_read_or_none(path) for path in self.paths]
         assert _ffi is not None and _read_files is not None
+        if not self._cap:
+            self._prepare()
         n = len(self.paths)
         while True:
             _read_files(self._blob, n, self._out, self._cap, BATCH_FILE_MAX, self._offsets, self._lens)

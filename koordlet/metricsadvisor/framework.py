@@ -25,7 +25,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable, Generator, Protocol, Sequence, Union
+from typing import Callable, Generator, Protocol, Sequence, TypeVar, Union
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -48,6 +48,8 @@ SLOW_RUN_SECONDS = 0.1
 SLICE_SECONDS = 0.002
 SLICE_CHECK = 32
 
+T = TypeVar("T")
+U = TypeVar("U")
 Samples = Sequence[tuple[SeriesKey, float]]
 # What a round yields: batches to read (answered with their bytes) or None (a slice ends).
 Request = Union[tuple[FileBatch, ...], None]
@@ -74,11 +76,11 @@ class Slices:
         return True
 
 
-def sliced_map(fn: Callable[[str], object], items: Sequence[str]) -> Generator[None, object, list]:
-    """[fn(item) for item in items] with yields to the loop (path resolution at first sight
-    of 3,000 cgroups costs ~100 ms)."""
+def sliced_map(fn: Callable[[T], U], items: Sequence[T]) -> Generator[None, object, list[U]]:
+    """[fn(item) for item in items] with yields to the loop (path resolution and series keys
+    at first sight of 3,000 cgroups cost ~100 ms)."""
     slices = Slices()
-    out = []
+    out: list[U] = []
     for i, item in enumerate(items):
         if slices.over(i):
             yield None

@@ -9,6 +9,8 @@ read as batches (no fd kept) and parsed in slices (framework.Round).
 
 from __future__ import annotations
 
+from typing import Generator
+
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
 from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMORY
 from koordlet.metricsadvisor.framework import (
@@ -77,7 +79,8 @@ class PodResourceCollector(PeriodicCollector):
         dirs = tuple(obj[2] for obj in objects)
         paths: list[UsagePaths] = yield from sliced_map(self._reader.paths, dirs)
         previous, tracked = self._tracked, dict[tuple[str, str], _Tracked]()
-        entries = [self._entry(previous, tracked, uid, cid) for uid, cid, _ in objects]
+        entries: list[_Tracked] = yield from sliced_map(
+            lambda obj: self._entry(previous, tracked, obj[0], obj[1]), objects)
         self._tracked = tracked
         self._cycle += 1
         phase = self._cycle % STAT_EVERY
@@ -89,7 +92,7 @@ class PodResourceCollector(PeriodicCollector):
         replies = yield batches
         assert replies is not None
         usage, stats = replies[0], replies[1] + replies[2]
-        stale = _refresh_inactive(entries, paths, list(due) + first, stats)
+        stale: set[int] = yield from _refresh_inactive(entries, paths, list(due) + first, stats)
         slices = Slices()
         samples: list[tuple[SeriesKey, float]] = []
         pods_cpu: float | None = 0.0
@@ -136,10 +139,14 @@ class PodResourceCollector(PeriodicCollector):
 
 
 def _refresh_inactive(entries: list[_Tracked], paths: list[UsagePaths], indices: list[int],
-                      texts: list[bytes | None]) -> set[int]:
-    """Store the memory.stat figures read; the indices whose refresh failed (unreadable)."""
+                      texts: list[bytes | None]) -> Generator[None, object, set[int]]:
+    """Store the memory.stat figures read (in slices: all of them when every cgroup is new);
+    the indices whose refresh failed (unreadable)."""
     failed = set()
-    for i, text in zip(indices, texts):
+    slices = Slices()
+    for n, (i, text) in enumerate(zip(indices, texts)):
+        if slices.over(n):
+            yield None
         try:
             if text is None:
                 raise ValueError
