@@ -16,7 +16,8 @@ Prints, each with its floor measured in the same run:
                (files read in a thread, parsed in slices on the loop): the round's CPU (all
                threads), the loop thread's share and the longest hold, against the raw
                preads of the same files on kept fds, and the same rounds read inline on
-               kept fds (the way before: one hold, fds = files)
+               kept fds (the way before: one hold, fds = files); the first round (every
+               cgroup new) and rounds with 10 new pods each
   rss          RSS of this process while the collectors run over simulated minutes (fake
                clock, 1 s ticks, PSI every 10 s), with the store's series and sample counts
   persist      one 10 s flush of the persisted (node and pod) rows of 1,000 pods to sqlite;
@@ -333,9 +334,14 @@ def round_paths(ctx: CollectContext, pods: list[PodInfo], psi: bool) -> list[str
     return paths
 
 
-def bench_rounds_real(pods: list[PodInfo], rounds: int) -> None:
+CHURN = 10  # pods added per round in the churn rounds
+
+
+def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
     """The daemon's way (threaded batch reads, slices) vs the way before (inline, kept fds)
-    vs the floor (raw preads on kept fds), each a median over ``rounds``."""
+    vs the floor (raw preads on kept fds), each a median over ``rounds``; then ``rounds``
+    rounds during which CHURN pods appear before each (``all_pods`` has them after the n)."""
+    pods = all_pods[:n]
     host = Host()
     kinds = {"1s usage": lambda: [PodResourceCollector(1.0), PodThrottledCollector(1.0)],
              "psi": lambda: [PSICollector(10.0)]}
@@ -383,6 +389,23 @@ def bench_rounds_real(pods: list[PodInfo], rounds: int) -> None:
             print("%-9s first round (every cgroup new): now longest hold %6.2f, on the loop %6.2f%s | before one "
                   "hold of %6.2f (opening the fds)" % ("", first[2], first[1], " (a gen-2 GC in it)" if first[3] else "",
                                                        before_first))
+            states = ctx.states
+            assert isinstance(states, StaticStates)
+            gc.callbacks.append(gen2)
+            try:
+                churn = []
+                for r in range(rounds):
+                    for pod in all_pods[n + r * CHURN:n + (r + 1) * CHURN]:
+                        states.put(pod)
+                    churn.append(loop.run_until_complete(one_round()))
+            finally:
+                gc.callbacks.remove(gen2)
+            clean = [r[2] for r in churn if not r[3]] or [float("nan")]
+            print("%-9s churn (+%d pods a round): longest hold p50 %5.2f, max %5.2f in the %d rounds without a gen-2 "
+                  "GC; max %6.2f overall" % ("", CHURN, statistics.median(clean), max(clean), len(clean),
+                                         max(r[2] for r in churn)))
+            for pod in all_pods[n:]:
+                states.remove(pod.uid)
     finally:
         loop.close()
 
@@ -463,10 +486,10 @@ def main() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if args.rounds_real:
         top = "koordlet-bench-%s" % uuid.uuid4().hex[:8]
-        real_pods = pods_with_containers(top, args.pods)
+        real_pods = pods_with_containers(top, args.pods + CHURN * args.cycles)
         bases = make_real_tree(real_pods, Path("/sys/fs/cgroup"))
         try:
-            bench_rounds_real(real_pods, args.cycles)
+            bench_rounds_real(real_pods, args.pods, args.cycles)
         finally:
             remove_real_tree(bases, top)
         return
