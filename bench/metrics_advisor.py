@@ -11,6 +11,13 @@ Prints, each with its floor measured in the same run:
                memory usage and cpu.stat, plus memory.stat for the tenth refreshed each cycle
   psi-fake     the same for one PSI cycle (3 files per pod and container + /proc/pressure)
   cycle-real   the 1 s cycle on real cgroup v1 dirs (created koordlet-bench-<hex8>, removed)
+  rounds-real  (--rounds-real) N pods x 2 containers of real cgroup dirs: the 1 s round
+               (pod resource + throttling) and the PSI round as the daemon runs them
+               (files read in a thread, parsed in slices on the loop): the round's CPU (all
+               threads), the loop thread's share and the longest hold, against the raw
+               preads of the same files on kept fds, and the same rounds read inline on
+               kept fds (the way before: one hold, fds = files); the first round (every
+               cgroup new) and rounds with 10 new pods each
   rss          RSS of this process while the collectors run over simulated minutes (fake
                clock, 1 s ticks, PSI every 10 s), with the store's series and sample counts
   persist      one 10 s flush of the persisted (node and pod) rows of 1,000 pods to sqlite;
@@ -23,6 +30,8 @@ Prints, each with its floor measured in the same run:
 from __future__ import annotations
 
 import argparse
+import asyncio
+import gc
 import logging
 import os
 import statistics
@@ -45,7 +54,7 @@ from koordlet.metricsadvisor.collectors.pod_resource import STAT_EVERY, PodResou
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.exporter import AdvisorExporter
-from koordlet.metricsadvisor.framework import CollectContext
+from koordlet.metricsadvisor.framework import CollectContext, Holds, drive_async
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from koordlet.util.host_facts import HostFacts
@@ -296,6 +305,153 @@ def bench_scrape(series: int = 10_000) -> None:
               % (label, lines, statistics.median(times), len(body)))
 
 
+def pods_with_containers(parent: str, n: int, containers: int = 2) -> list[PodInfo]:
+    pods = []
+    for i in range(n):
+        uid = "%08x-0000-4000-8000-%012x" % (i, i)
+        pod_dir = "%s/pod%s" % (parent, uid)
+        ctrs = tuple(ContainerInfo("c%d%062x" % (j, i), "app%d" % j, uid, ContainerState.RUNNING,
+                                   "%s/ctr%d" % (pod_dir, j)) for j in range(containers))
+        pods.append(PodInfo(uid, "pod-%d" % i, "bench", "sb-%d" % i, SandboxState.READY, pod_dir,
+                            PodQoS(KoordQoSClass.LS), containers=ctrs))
+    return pods
+
+
+def round_paths(ctx: CollectContext, pods: list[PodInfo], psi: bool) -> list[str]:
+    """The files one round reads (memory.stat: the tenth refreshed each round)."""
+    files = ctx.files
+    assert files is not None
+    paths = []
+    cgroups = [c for pod in pods for c in (pod.cgroup_parent, *(ctr.cgroup_dir for ctr in pod.containers))]
+    for i, cgroup in enumerate(cgroups):
+        if psi:
+            paths.extend(str(files.path("%s.pressure" % kind, cgroup)) for kind in ("cpu", "memory", "io"))
+            continue
+        for resource in ("cpuacct.usage", "memory.usage_in_bytes", "cpu.stat"):
+            paths.append(str(files.path(resource, cgroup)))
+        if i % STAT_EVERY == 0:
+            paths.append(str(files.path("memory.stat", cgroup)))
+    return paths
+
+
+CHURN = 10  # pods added per round in the churn rounds
+
+
+def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
+    """The daemon's way (threaded batch reads, slices) vs the way before (inline, kept fds)
+    vs the floor (raw preads on kept fds), each a median over ``rounds``; then ``rounds``
+    rounds during which CHURN pods appear before each (``all_pods`` has them after the n)."""
+    pods = all_pods[:n]
+    host = Host()
+    kinds = {"1s usage": lambda: [PodResourceCollector(1.0), PodThrottledCollector(1.0)],
+             "psi": lambda: [PSICollector(10.0)]}
+    print("rounds-real %d pods x %d containers (%d cgroups), median of %d rounds; CPU ms per round"
+          % (len(pods), len(pods[0].containers), len(pods) * (1 + len(pods[0].containers)), rounds))
+    loop = asyncio.new_event_loop()
+    try:
+        for kind, make in kinds.items():
+            collectors = make()
+            ctx = setup(host, pods, MetricStore(), collectors, keep_open=False)
+            paths = round_paths(ctx, pods, kind == "psi")
+            floor = statistics.median(raw_floor(paths, rounds))
+
+            gen2 = _Gen2()
+
+            async def one_round(collectors: list = collectors,
+                                gen2: _Gen2 = gen2) -> tuple[float, float, float, bool]:
+                holds = Holds()
+                cpu, collections = time.process_time(), gen2.count
+                for i, collector in enumerate(collectors):
+                    await drive_async(collector.round(T0 + i), holds)
+                return ((time.process_time() - cpu) * 1e3, holds.cpu * 1e3, holds.longest * 1e3,
+                        gen2.count > collections)
+
+            first = loop.run_until_complete(one_round())  # every cgroup new: keys, paths, batches made
+            gc.callbacks.append(gen2)
+            try:
+                now_ = [loop.run_until_complete(one_round()) for _ in range(rounds)]
+            finally:
+                gc.callbacks.remove(gen2)
+            total, on_loop = statistics.median(r[0] for r in now_), statistics.median(r[1] for r in now_)
+            # a gen-2 collection holds the loop wherever it falls (its cost is the whole heap's)
+            clean = [r[2] for r in now_ if not r[3]] or [float("nan")]
+            hold, worst_clean = statistics.median(clean), max(clean)
+            worst = max(r[2] for r in now_)
+            before, before_first = _inline_kept_fds(ctx, pods, kind == "psi", rounds)
+            print("%-9s files %5d | floor (raw preads on kept fds) %6.2f" % (kind, len(paths), floor))
+            print("%-9s now (batch in a thread, slices, 0 fds kept): CPU %6.2f (%.1fx floor), on the loop %6.2f, "
+                  "longest hold p50 %5.2f (%.2fx floor), max %5.2f in the %d rounds without a gen-2 GC; "
+                  "max %6.2f with the %d gen-2 GCs (longest %.1f)"
+                  % ("", total, total / floor, on_loop, hold, hold / floor, worst_clean, len(clean), worst,
+                     gen2.count, gen2.longest))
+            print("%-9s before (inline reads on %d kept fds): CPU %6.2f (%.1fx floor) = one hold of %6.2f "
+                  "(%.1fx floor)" % ("", len(paths), before, before / floor, before, before / floor))
+            print("%-9s first round (every cgroup new): now longest hold %6.2f, on the loop %6.2f%s | before one "
+                  "hold of %6.2f (opening the fds)" % ("", first[2], first[1], " (a gen-2 GC in it)" if first[3] else "",
+                                                       before_first))
+            states = ctx.states
+            assert isinstance(states, StaticStates)
+            gc.callbacks.append(gen2)
+            try:
+                churn = []
+                for r in range(rounds):
+                    for pod in all_pods[n + r * CHURN:n + (r + 1) * CHURN]:
+                        states.put(pod)
+                    churn.append(loop.run_until_complete(one_round()))
+            finally:
+                gc.callbacks.remove(gen2)
+            clean = [r[2] for r in churn if not r[3]] or [float("nan")]
+            print("%-9s churn (+%d pods a round): longest hold p50 %5.2f, max %5.2f in the %d rounds without a gen-2 "
+                  "GC; max %6.2f overall" % ("", CHURN, statistics.median(clean), max(clean), len(clean),
+                                         max(r[2] for r in churn)))
+            for pod in all_pods[n:]:
+                states.remove(pod.uid)
+    finally:
+        loop.close()
+
+
+class _Gen2:
+    """Counts gen-2 collections and the longest one (ms): they hold the loop whoever runs."""
+
+    def __init__(self) -> None:
+        self.count, self.longest, self._start = 0, 0.0, 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.count += 1
+            self.longest = max(self.longest, (time.perf_counter() - self._start) * 1e3)
+
+
+def _inline_kept_fds(ctx: CollectContext, pods: list[PodInfo], psi: bool, rounds: int) -> tuple[float, float]:
+    """The reads of one round as before this change: per-file calls on kept fds, inline;
+    (median CPU ms, CPU ms of the first round, which opens the fds)."""
+    files = ctx.files
+    assert files is not None
+    reader = UsageReader(files, max_open=16384)
+    psi_reader = CgroupReader(files, keep_open=True, max_open=16384)
+    cgroups = [c for pod in pods for c in (pod.cgroup_parent, *(ctr.cgroup_dir for ctr in pod.containers))]
+
+    def one(_: int) -> None:
+        for i, cgroup in enumerate(cgroups):
+            if psi:
+                for kind in ("cpu", "memory", "io"):
+                    psi_reader.text("%s.pressure" % kind, cgroup)
+            else:
+                reader.cpu_ns_and_working_set(cgroup, i % STAT_EVERY == 0)
+                reader.throttle_counts(cgroup)
+
+    try:
+        first = cycle_cpu_ms(one, 1)[0]
+        return statistics.median(cycle_cpu_ms(one, rounds)), first
+    finally:
+        reader.close()
+        psi_reader.close()
+
+
 def make_real_tree(pods: list[PodInfo], root: Path) -> list[Path]:
     created = []
     for controller in ("cpu", "cpuacct", "memory", "unified"):
@@ -304,7 +460,8 @@ def make_real_tree(pods: list[PodInfo], root: Path) -> list[Path]:
             continue
         created.append(base)
         for pod in pods:
-            (base / pod.containers[0].cgroup_dir).mkdir(parents=True)
+            for container in pod.containers:
+                (base / container.cgroup_dir).mkdir(parents=True)
     return created
 
 
@@ -323,8 +480,19 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=30)
     parser.add_argument("--real", action="store_true", help="also run on real cgroups (root)")
     parser.add_argument("--skip-rss", action="store_true")
+    parser.add_argument("--rounds-real", action="store_true",
+                        help="only the rounds on N pods x 2 containers of real cgroups (root)")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    if args.rounds_real:
+        top = "koordlet-bench-%s" % uuid.uuid4().hex[:8]
+        real_pods = pods_with_containers(top, args.pods + CHURN * args.cycles)
+        bases = make_real_tree(real_pods, Path("/sys/fs/cgroup"))
+        try:
+            bench_rounds_real(real_pods, args.pods, args.cycles)
+        finally:
+            remove_real_tree(bases, top)
+        return
     from tests.system.fake_trees import add_cgroup, build_hybrid_tree, build_proc_tree
 
     with tempfile.TemporaryDirectory(prefix="koordlet-bench-") as tmp:

@@ -3,19 +3,28 @@ each against its floor measured in the same run: a raw os.pread of the same file
 fd, or a raw open+read+close (the ratio column; cpu_max reads two files, its floor one).
 
     /work/venv/bin/python -m bench.system_readers [--n 20000] [--cgroup kubepods]
+    /work/venv/bin/python -m bench.system_readers --batch 3000 [--rounds 20]   # root
 
-Reads only (the cgroup defaults to the hierarchy root, "").
+Reads only (the cgroup defaults to the hierarchy root, ""). ``--batch N`` instead makes N
+real cgroup dirs (``koordlet-bench-<hex8>`` under cpu, cpuacct, memory and unified; removed
+at the end) and reads the collectors' files of all of them per round, four ways: raw
+os.pread on kept fds (the floor), open+read+close in Python, FileBatch (one C call), and
+FileBatch in a thread (what the event loop pays: submit + wait, measured as this thread's CPU).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import statistics
 import time
+import uuid
 from collections.abc import Callable
 
 from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
+from system.file_io import FileBatch
 from system.host import Host
 from system.procfs import read_cpu_ticks, read_meminfo, read_node_psi
 from system.topology import read_cpu_topology
@@ -57,11 +66,91 @@ def raw_floors(files: CgroupFiles, resource: str, cgroup: str, n: int) -> dict[s
         os.close(fd)
 
 
+def batch_files(top: str, n: int) -> tuple[list[str], list[str], list[str]]:
+    """Make n cgroups; (dirs made, usage files, pressure files)."""
+    root = "/sys/fs/cgroup"
+    made, usage, pressure = [], [], []
+    for controller in ("cpu", "cpuacct", "memory", "unified"):
+        os.mkdir("%s/%s/%s" % (root, controller, top))
+        made.append("%s/%s/%s" % (root, controller, top))
+    for i in range(n):
+        for controller in ("cpu", "cpuacct", "memory", "unified"):
+            path = "%s/%s/%s/c%05d" % (root, controller, top, i)
+            os.mkdir(path)
+            made.append(path)
+        usage += ["%s/cpuacct/%s/c%05d/cpuacct.usage" % (root, top, i),
+                  "%s/memory/%s/c%05d/memory.usage_in_bytes" % (root, top, i),
+                  "%s/cpu/%s/c%05d/cpu.stat" % (root, top, i)]
+        pressure += ["%s/unified/%s/c%05d/%s.pressure" % (root, top, i, kind) for kind in ("cpu", "memory", "io")]
+    return made, usage, pressure
+
+
+def round_cpu_ms(fn: Callable[[], object], rounds: int) -> float:
+    fn()
+    costs = []
+    for _ in range(rounds):
+        cpu = time.thread_time()
+        fn()
+        costs.append((time.thread_time() - cpu) * 1e3)
+    return statistics.median(costs)
+
+
+def open_read_close(paths: list[str]) -> None:
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        os.read(fd, 65536)
+        os.close(fd)
+
+
+def bench_batch(n: int, rounds: int) -> None:
+    top = "koordlet-bench-%s" % uuid.uuid4().hex[:8]
+    made: list[str] = []
+    try:
+        made, usage, pressure = batch_files(top, n)
+        print("batch: %d cgroups (%s), CPU ms per round, median of %d" % (n, top, rounds))
+        print("%-22s %10s %10s %10s %10s %12s" % ("files", "pread floor", "open/read", "FileBatch",
+                                                  "in thread", "loop CPU"))
+        loop = asyncio.new_event_loop()
+        try:
+            for label, paths in (("usage x%d" % len(usage), usage), ("pressure x%d" % len(pressure), pressure)):
+                fds = [os.open(p, os.O_RDONLY | os.O_CLOEXEC) for p in paths]
+                try:
+                    floor = round_cpu_ms(lambda fds=fds: [os.pread(fd, 65536, 0) for fd in fds], rounds)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+                python = round_cpu_ms(lambda paths=paths: open_read_close(paths), rounds)
+                batch = FileBatch(paths)
+                native = round_cpu_ms(batch.read, rounds)
+                # the reading thread's CPU is not this thread's: what stays on the loop
+                threaded = round_cpu_ms(lambda batch=batch: loop.run_until_complete(asyncio.to_thread(batch.read)),
+                                        rounds)
+                wall = []
+                for _ in range(rounds):
+                    t0 = time.perf_counter()
+                    batch.read()
+                    wall.append((time.perf_counter() - t0) * 1e3)
+                print("%-22s %10.2f %10.2f %10.2f %10.2f %12s" % (
+                    label, floor, python, native, threaded,
+                    "ratios %.2fx %.2fx %.2fx" % (python / floor, native / floor, threaded / floor)))
+                print("%-22s FileBatch wall %.2f ms (work done in the thread)" % ("", statistics.median(wall)))
+        finally:
+            loop.close()
+    finally:
+        for path in reversed(made):
+            os.rmdir(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=20000)
     parser.add_argument("--cgroup", default="")
+    parser.add_argument("--batch", type=int, default=0, help="N real cgroups: batch reads (root)")
+    parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
+    if args.batch:
+        bench_batch(args.batch, args.rounds)
+        return
     host = Host()
     files = CgroupFiles(host)
     cg = args.cgroup

@@ -1,4 +1,5 @@
-"""cffi (API mode) builder of ``system._perf_ext``: perf_event_open groups in cgroup mode.
+"""cffi (API mode) builder of ``system._perf_ext``: perf_event_open groups in cgroup mode,
+and the batch reader of many small kernel files (``koord_read_files``).
 
 Built by ``pip install`` through ``setup.py``'s ``cffi_modules``. The C part only does what
 Python cannot: fill ``struct perf_event_attr`` and make the syscall, open a group (leader
@@ -20,10 +21,13 @@ int koord_perf_open_one(uint32_t type, uint64_t config, int pid, int cpu, int gr
 int koord_perf_open_group(int cgroup_fd, int cpu, const uint32_t *types,
                           const uint64_t *configs, int n, int *fds_out);
 int koord_perf_close_group(const int *fds, int n);
+int koord_read_files(const char *paths, int n, char *out, long cap, int file_max,
+                     long *offsets, int *lens);
 """
 
 SOURCE = r"""
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -96,6 +100,41 @@ int koord_perf_open_group(int cgroup_fd, int cpu, const uint32_t *types,
         return err;
     }
     return 0;
+}
+
+/* Open, read once and close each of n files whose paths follow each other in `paths`
+ * (each ends with a NUL), appending their bytes to out[0..cap). File i's bytes are at
+ * out[offsets[i]], lens[i] long, or lens[i] = -errno. A file is read with one read() of
+ * at most file_max bytes: lens[i] == file_max means it may be longer (the caller rereads
+ * it). When less than file_max bytes of out are left, the rest get -ENOBUFS.
+ * cffi releases the GIL around the call. Returns the number of files read. */
+int koord_read_files(const char *paths, int n, char *out, long cap, int file_max,
+                     long *offsets, int *lens)
+{
+    long used = 0;
+    int i, fd, ok = 0;
+    ssize_t got;
+
+    for (i = 0; i < n; i++) {
+        offsets[i] = used;
+        if (cap - used < file_max) {
+            lens[i] = -ENOBUFS;
+        } else if ((fd = open(paths, O_RDONLY | O_CLOEXEC)) < 0) {
+            lens[i] = -errno;
+        } else {
+            got = read(fd, out + used, file_max);
+            if (got < 0) {
+                lens[i] = -errno;
+            } else {
+                lens[i] = (int)got;
+                used += got;
+                ok++;
+            }
+            close(fd);
+        }
+        paths += strlen(paths) + 1;
+    }
+    return ok;
 }
 """
 

@@ -142,6 +142,10 @@ class CgroupReader:
         if unified is not None:
             self._kept.release(unified / cgroup_dir.strip("/"))
 
+    def path(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
+        """The file's path (for batch reads: system.file_io.FileBatch)."""
+        return self._resolve(resource, cgroup_dir)[0]
+
     def text(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
         path = self._resolve(resource, cgroup_dir)[0]
         if self._kept is None:

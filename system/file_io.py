@@ -9,8 +9,9 @@ Kept fds: an open + close of a cgroup file costs several microseconds, a pread/p
 on a kept fd about one, so files used again and again stay open. A kept fd on a cgroup
 that was removed answers ENODEV: it is closed and the path opened afresh once (the
 cgroup may have been re-created under the same name); if that fails the cgroup is Gone.
-The pool is bounded (default: half the soft RLIMIT_NOFILE, at most 16384, shared by
-everyone who holds the pool) and evicts the least recently used fd first; `sweep()`
+The pool is bounded (default: half the soft RLIMIT_NOFILE, at most 512, shared by
+everyone who holds the pool: the daemon's fds stay few whatever the number of pods; the
+collectors' per-second reads keep none, see FileBatch) and evicts the least recently used fd first; `sweep()`
 closes fds not used since the previous sweep, `release(dir)` those of a removed cgroup.
 Not thread-safe: one owner, one event loop.
 """
@@ -21,11 +22,12 @@ import errno
 import os
 import resource
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from system.errors import Gone, InvalidValue, classify_os_error
 
 READ_CHUNK = 64 * 1024
-DEFAULT_FD_CAP = 16384
+DEFAULT_FD_CAP = 512
 
 _READ = os.O_RDONLY | os.O_CLOEXEC
 _WRITE = os.O_WRONLY | os.O_CLOEXEC
@@ -34,6 +36,13 @@ _WRITE = os.O_WRONLY | os.O_CLOEXEC
 _WRITE_ONCE = _WRITE | os.O_TRUNC
 _RDWR = os.O_RDWR | os.O_CLOEXEC
 _STALE = (errno.ENODEV, errno.ENOENT)  # a kept fd whose cgroup was removed
+
+try:  # the C batch reader; without it FileBatch reads file by file in Python
+    from system._perf_ext import ffi as _ffi
+    from system._perf_ext import lib as _lib
+    _read_files = _lib.koord_read_files
+except (ImportError, AttributeError):  # pragma: no cover - extension not built
+    _ffi = _read_files = None
 
 
 def fd_budget(cap: int = DEFAULT_FD_CAP) -> int:
@@ -224,3 +233,74 @@ class KeptFdPool:
         kept = self._fds.pop(path, None)
         if kept is not None:
             os.close(kept[0])
+
+
+# One read() per file in the batch; a file this long (memory.stat is ~1.5 KiB) is read again
+# whole, in Python.
+BATCH_FILE_MAX = 16384
+
+
+class FileBatch:
+    """Many small files read together, each open + read + close: no fd outlives a read,
+    whatever the number of cgroups. With the C extension the whole batch is one call that
+    releases the GIL (so it can run in a thread while the event loop goes on); the paths'
+    bytes and the output buffers are made once and reused. One reader at a time."""
+
+    def __init__(self, paths: Sequence[str], native: bool = True) -> None:
+        self.paths = tuple(paths)
+        self._native = native and _read_files is not None
+        self._cap = 0  # buffers are made by the first read (in the reading thread)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def _prepare(self) -> None:
+        assert _ffi is not None
+        self._blob = b"".join(os.fsencode(path) + b"\0" for path in self.paths)
+        self._offsets = _ffi.new("long[]", max(1, len(self.paths)))
+        self._lens = _ffi.new("int[]", max(1, len(self.paths)))
+        self._grow(len(self.paths) * 256 + BATCH_FILE_MAX)
+
+    def _grow(self, cap: int) -> None:
+        assert _ffi is not None
+        self._cap = cap
+        self._out = _ffi.new("char[]", cap)
+
+    def read(self) -> list[bytes | None]:
+        """Each file's bytes, None where it could not be read (gone, absent, refused)."""
+        if not self._native:
+            return [_read_or_none(path) for path in self.paths]
+        assert _ffi is not None and _read_files is not None
+        if not self._cap:
+            self._prepare()
+        n = len(self.paths)
+        while True:
+            _read_files(self._blob, n, self._out, self._cap, BATCH_FILE_MAX, self._offsets, self._lens)
+            lens = list(self._lens[0:n])
+            if -errno.ENOBUFS not in lens:
+                break
+            self._grow(self._cap * 2)
+        offsets = list(self._offsets[0:n])
+        data = _ffi.buffer(self._out, offsets[-1] + max(0, lens[-1]) if n else 0)[:]
+        out: list[bytes | None] = []
+        for path, offset, length in zip(self.paths, offsets, lens):
+            if length < 0:
+                out.append(None)
+            elif length == BATCH_FILE_MAX:
+                out.append(_read_or_none(path))
+            else:
+                out.append(data[offset:offset + length])
+        return out
+
+
+def _read_or_none(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, _READ)
+    except OSError:
+        return None
+    try:
+        return read_fd_text(fd).encode("ascii")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

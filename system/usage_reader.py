@@ -4,8 +4,13 @@ memory working set and throttling of one cgroup.
 Same files and meaning as ``CgroupReader`` (cpuacct.usage or v2 cpu.stat usage_usec;
 memory.usage_in_bytes or memory.current minus the inactive_file key of memory.stat;
 cpu.stat nr_periods / nr_throttled), but each cgroup's file paths are resolved once and
-read on kept fds with a single-key parse: a 1,000-container cycle makes ~8,000 of these
-reads per second, and the generic reader's per-read lookups cost more than the read.
+read with a single-key parse: a 1,000-container cycle makes ~8,000 of these reads per
+second, and the generic reader's per-read lookups cost more than the read.
+
+The collectors take the resolved paths (``paths``) and read them in batches
+(system.file_io.FileBatch: open + read + close, no fd kept), then parse the bytes with the
+pure ``cpu_ns_of`` / ``working_set_of`` / ``parse_throttle_counts``. The per-call methods
+below read through a kept-fd pool when one is given.
 """
 
 from __future__ import annotations
@@ -17,8 +22,13 @@ from system.errors import InvalidValue
 from system.file_io import KeptFdPool
 from system.kept_files import DEFAULT_MAX_OPEN, KeptFiles
 
+# cgroups whose paths stay resolved (cleared past it: cgroups that went without forget())
+MAX_PATHS = 65536
 
-class _Paths:
+
+class UsagePaths:
+    """One cgroup's usage files, resolved once."""
+
     __slots__ = ("cpu", "cpu_v2", "memory", "memory_stat", "inactive_key", "cpu_stat", "cpu_stat_v2", "inactive")
 
     def __init__(self, files: CgroupFiles, cgroup_dir: str) -> None:
@@ -50,15 +60,19 @@ class UsageReader:
         self._kept: KeptFdPool = pool if pool is not None else KeptFiles(max_open)
         # open per read: for fake trees, whose removed files stay readable on a kept fd
         self._read = self._kept.read if keep_open else read_path_text
-        self._paths: dict[str, _Paths] = {}
-        self._max_paths = max(64, self._kept.max_open)
+        self._paths: dict[str, UsagePaths] = {}
+        self._max_paths = MAX_PATHS
 
-    def _resolved(self, cgroup_dir: str) -> _Paths:
+    def paths(self, cgroup_dir: str) -> UsagePaths:
+        """The cgroup's files (resolved once, kept until forget())."""
+        return self._resolved(cgroup_dir)
+
+    def _resolved(self, cgroup_dir: str) -> UsagePaths:
         paths = self._paths.get(cgroup_dir)
         if paths is None:
             if len(self._paths) >= self._max_paths:  # cgroups that went without forget()
                 self._paths.clear()
-            paths = self._paths[cgroup_dir] = _Paths(self.files, cgroup_dir)
+            paths = self._paths[cgroup_dir] = UsagePaths(self.files, cgroup_dir)
         return paths
 
     def cpu_ns_and_working_set(self, cgroup_dir: str, refresh_inactive: bool = True) -> tuple[int, int]:
@@ -70,16 +84,13 @@ class UsageReader:
         paths = self._resolved(cgroup_dir)
         read = self._read
         try:
-            if paths.cpu_v2:
-                cpu_ns = key_value_of(read(paths.cpu), "usage_usec") * 1000
-            else:
-                cpu_ns = int(read(paths.cpu))
+            cpu_ns = cpu_ns_of(read(paths.cpu), paths.cpu_v2)
             usage = int(read(paths.memory))
         except ValueError:
             raise InvalidValue("unreadable CPU or memory usage", paths.cpu) from None
         if refresh_inactive or paths.inactive < 0:
-            paths.inactive = key_value_of(read(paths.memory_stat), paths.inactive_key)
-        return cpu_ns, max(0, usage - paths.inactive)  # kubelet's working set
+            paths.inactive = inactive_of(read(paths.memory_stat), paths.inactive_key)
+        return cpu_ns, working_set_of(usage, paths.inactive)
 
     def throttling(self, cgroup_dir: str) -> Throttling:
         paths = self._resolved(cgroup_dir)
@@ -103,6 +114,24 @@ class UsageReader:
         self._paths.clear()
 
 
+def cpu_ns_of(text: str | bytes, v2: bool) -> int:
+    """Cumulative CPU ns: cpuacct.usage as it is, v2 cpu.stat's usage_usec × 1000.
+    ValueError (or InvalidValue) when the text is not that."""
+    if v2:
+        return key_value_of(text if isinstance(text, str) else text.decode("ascii", "replace"), "usage_usec") * 1000
+    return int(text)
+
+
+def inactive_of(text: str | bytes, key: str) -> int:
+    """The inactive_file figure of memory.stat (``key`` from inactive_file_key)."""
+    return key_value_of(text if isinstance(text, str) else text.decode("ascii", "replace"), key)
+
+
+def working_set_of(usage: int, inactive: int) -> int:
+    """kubelet's working set: usage minus inactive file pages, never below zero."""
+    return max(0, usage - inactive)
+
+
 def parse_throttling(text: str, v2: bool) -> Throttling:
     """cpu.stat's nr_periods, nr_throttled and throttled time (v1 throttled_time in ns, v2
     throttled_usec): one split of the few "key value" lines, keys looked up by name."""
@@ -118,9 +147,11 @@ def parse_throttling(text: str, v2: bool) -> Throttling:
         raise InvalidValue("cpu.stat lacks the throttling keys (cpu controller not enabled?)") from None
 
 
-def parse_throttle_counts(text: str) -> tuple[int, int]:
+def parse_throttle_counts(text: str | bytes) -> tuple[int, int]:
     """nr_periods and nr_throttled from cpu.stat. v1 prints them first, in that order; other
     layouts (v2, where they follow the usage lines) are searched by key."""
+    if not isinstance(text, str):
+        text = text.decode("ascii", "replace")
     words = text.split(None, 4)
     try:
         if words[0] == "nr_periods" and words[2] == "nr_throttled":

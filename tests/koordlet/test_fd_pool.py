@@ -38,15 +38,16 @@ async def test_the_hubs_hand_one_pool_to_the_executor_and_the_collectors(tmp_pat
         executor = hubs.executor
         assert isinstance(executor.io, KeptFdFileIO)
         assert executor.io.pool is pool
-        for _ in range(300):  # the collectors' first usage reads keep fds in the shared pool
-            if len(pool):
+        stats = advisor.scheduler.stats()
+        for _ in range(300):
+            if stats["podresource"].started and stats["podthrottled"].started:
                 break
             await asyncio.sleep(0.01)
-        read_by_collectors = len(pool)
-        assert read_by_collectors > 0
+        assert stats["podresource"].started
+        assert len(pool) == 0  # the collectors' batch reads keep no fd
         result = executor.update(executor.factory.new("cpu.shares", pod.cgroup_parent, 512))
         assert result.outcome is Outcome.WRITTEN
-        assert len(pool) > read_by_collectors  # the executor's fd went into the same pool
+        assert len(pool) == 1  # the executor's fd went into the shared pool
     finally:
         await advisor.stop()
         hubs.executor.close()

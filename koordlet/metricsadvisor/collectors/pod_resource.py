@@ -3,18 +3,33 @@
 
 Pods and containers come from the states informer; a cgroup that vanished between the
 listing and the read is skipped (normal life). Series keys are made once per object and
-kept only while the object is listed, so nothing here grows with pod churn.
+kept only while the object is listed, so nothing here grows with pod churn. The files are
+read as batches (no fd kept) and parsed in slices (framework.Round).
 """
 
 from __future__ import annotations
 
+from typing import Generator
+
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
 from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMORY
-from koordlet.metricsadvisor.framework import CollectContext, PeriodicCollector, pods_and_reader
+from koordlet.metricsadvisor.framework import (
+    Batches,
+    CollectContext,
+    PeriodicCollector,
+    Round,
+    Samples,
+    Slices,
+    drive,
+    pod_objects,
+    pods_and_reader,
+    sliced_map,
+)
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
 from system.errors import SystemFileError
-from system.usage_reader import UsageReader
+from system.file_io import FileBatch
+from system.usage_reader import UsagePaths, UsageReader, cpu_ns_of, inactive_of, working_set_of
 
 SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
 SYS_MEMORY = SeriesKey.of(Metric.SYS_MEMORY_USAGE_BYTES)
@@ -26,16 +41,16 @@ STAT_EVERY = 10
 
 
 class _Tracked:
-    """Keys and the last CPU reading of one pod or container."""
+    """Keys, the last CPU reading and the last inactive_file figure of one pod or container."""
 
-    __slots__ = ("cpu_key", "memory_key", "last_t", "last_ns", "phase")
+    __slots__ = ("cpu_key", "memory_key", "last_t", "last_ns", "inactive")
 
-    def __init__(self, cpu_key: SeriesKey, memory_key: SeriesKey, phase: int) -> None:
+    def __init__(self, cpu_key: SeriesKey, memory_key: SeriesKey) -> None:
         self.cpu_key = cpu_key
         self.memory_key = memory_key
         self.last_t = 0.0
         self.last_ns = -1
-        self.phase = phase
+        self.inactive = -1  # -1 before the first memory.stat read
 
 
 class PodResourceCollector(PeriodicCollector):
@@ -47,6 +62,7 @@ class PodResourceCollector(PeriodicCollector):
         self._states: StatesInformer | None = None
         self._cache: MetricCache | None = None
         self._tracked: dict[tuple[str, str], _Tracked] = {}
+        self._batches = Batches()
         self._cycle = 0
         self.unreadable = 0  # reads skipped (cgroup gone or file missing) in the last run
 
@@ -54,56 +70,59 @@ class PodResourceCollector(PeriodicCollector):
         self._reader, self._states = pods_and_reader(ctx)
         self._cache = ctx.cache
 
-    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
-        assert self._states is not None
-        samples: list[tuple[SeriesKey, float]] = []
+    def collect(self, now: float) -> Samples:
+        return drive(self.round(now))
+
+    def round(self, now: float) -> Round:
+        assert self._states is not None and self._reader is not None
+        objects = pod_objects(self._states)
+        dirs = tuple(obj[2] for obj in objects)
+        paths: list[UsagePaths] = yield from sliced_map(self._reader.paths, dirs)
         previous, tracked = self._tracked, dict[tuple[str, str], _Tracked]()
-        self.unreadable = 0
+        entries: list[_Tracked] = yield from sliced_map(
+            lambda obj: self._entry(previous, tracked, obj[0], obj[1]), objects)
+        self._tracked = tracked
         self._cycle += 1
+        phase = self._cycle % STAT_EVERY
+        due = range(phase, len(objects), STAT_EVERY)  # staggered memory.stat refresh
+        first = [i for i, entry in enumerate(entries) if entry.inactive < 0 and i % STAT_EVERY != phase]
+        batches = (self._batches.get(dirs, "usage", lambda: [f for p in paths for f in (p.cpu, p.memory)]),
+                   self._batches.get(dirs, phase, lambda: [paths[i].memory_stat for i in due]),
+                   FileBatch([paths[i].memory_stat for i in first]))
+        replies = yield batches
+        assert replies is not None
+        usage, stats = replies[0], replies[1] + replies[2]
+        stale: set[int] = yield from _refresh_inactive(entries, paths, list(due) + first, stats)
+        slices = Slices()
+        samples: list[tuple[SeriesKey, float]] = []
         pods_cpu: float | None = 0.0
         pods_memory: float | None = 0.0
-        for pod in self._states.pods():
-            if not pod.cgroup_parent:
-                continue
-            cores, memory = self._read(previous, tracked, (pod.uid, ""), pod.cgroup_parent, now, samples,
-                                       Metric.POD_CPU_USAGE_CORES, Metric.POD_MEMORY_USAGE_BYTES, pod.uid, "")
-            # a pod without a figure this tick (new, or unreadable) makes the sum unknown
-            pods_cpu = None if cores is None or pods_cpu is None else pods_cpu + cores
-            pods_memory = None if memory is None or pods_memory is None else pods_memory + memory
-            for container in pod.running_containers:
-                if container.cgroup_dir:
-                    self._read(previous, tracked, (pod.uid, container.id), container.cgroup_dir, now,
-                               samples, Metric.CONTAINER_CPU_USAGE_CORES,
-                               Metric.CONTAINER_MEMORY_USAGE_BYTES, pod.uid, container.id)
-        self._tracked = tracked
+        self.unreadable = 0
+        for i, (entry, (_, container_id, _)) in enumerate(zip(entries, objects)):
+            if slices.over(i):
+                yield None
+            cores, memory = _sample(entry, paths[i], usage[2 * i], usage[2 * i + 1], i in stale, now, samples)
+            if memory is None:
+                self.unreadable += 1
+            if not container_id:  # a pod without a figure this tick makes the sum unknown
+                pods_cpu = None if cores is None or pods_cpu is None else pods_cpu + cores
+                pods_memory = None if memory is None or pods_memory is None else pods_memory + memory
         samples.extend(self._system(now, pods_cpu, pods_memory))
         return samples
 
-    def _read(self, previous: dict, tracked: dict, ident: tuple[str, str], cgroup_dir: str, now: float,
-              samples: list[tuple[SeriesKey, float]], cpu_metric: Metric, memory_metric: Metric,
-              pod_uid: str, container_id: str) -> tuple[float | None, float | None]:
-        """Append this object's samples; returns (cores, bytes), None for what was not measured."""
-        assert self._reader is not None
+    @staticmethod
+    def _entry(previous: dict, tracked: dict, pod_uid: str, container_id: str) -> _Tracked:
+        ident = (pod_uid, container_id)
         entry = previous.get(ident)
         if entry is None:
-            entry = _Tracked(SeriesKey.of(cpu_metric, pod_uid, container_id),
-                             SeriesKey.of(memory_metric, pod_uid, container_id), len(previous) + len(tracked))
+            if container_id:
+                entry = _Tracked(SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid, container_id),
+                                 SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, pod_uid, container_id))
+            else:
+                entry = _Tracked(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid, ""),
+                                 SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod_uid, ""))
         tracked[ident] = entry
-        try:
-            usage_ns, working_set = self._reader.cpu_ns_and_working_set(
-                cgroup_dir, (self._cycle + entry.phase) % STAT_EVERY == 0)
-            memory = float(working_set)
-        except SystemFileError:
-            self.unreadable += 1
-            return None, None
-        samples.append((entry.memory_key, memory))
-        cores = None
-        if entry.last_ns >= 0:
-            cores = cores_from_ns(entry.last_t, entry.last_ns, now, usage_ns)
-        entry.last_t, entry.last_ns = now, usage_ns
-        if cores is not None:
-            samples.append((entry.cpu_key, cores))
-        return cores, memory
+        return entry
 
     def _system(self, now: float, pods_cpu: float | None,
                 pods_memory: float | None) -> list[tuple[SeriesKey, float]]:
@@ -117,3 +136,41 @@ class PodResourceCollector(PeriodicCollector):
             if node is not None and abs(node.timestamp - now) <= self.interval / 2:
                 out.append((sys_key, max(0.0, node.value - pods)))
         return out
+
+
+def _refresh_inactive(entries: list[_Tracked], paths: list[UsagePaths], indices: list[int],
+                      texts: list[bytes | None]) -> Generator[None, object, set[int]]:
+    """Store the memory.stat figures read (in slices: all of them when every cgroup is new);
+    the indices whose refresh failed (unreadable)."""
+    failed = set()
+    slices = Slices()
+    for n, (i, text) in enumerate(zip(indices, texts)):
+        if slices.over(n):
+            yield None
+        try:
+            if text is None:
+                raise ValueError
+            entries[i].inactive = inactive_of(text, paths[i].inactive_key)
+        except (ValueError, SystemFileError):
+            failed.add(i)
+    return failed
+
+
+def _sample(entry: _Tracked, paths: UsagePaths, cpu: bytes | None, memory: bytes | None, stale: bool, now: float,
+            samples: list[tuple[SeriesKey, float]]) -> tuple[float | None, float | None]:
+    """Append one object's samples; (cores, bytes), None for what was not measured."""
+    if cpu is None or memory is None or stale or entry.inactive < 0:
+        return None, None
+    try:
+        usage_ns = cpu_ns_of(cpu, paths.cpu_v2)
+        working_set = float(working_set_of(int(memory), entry.inactive))
+    except (ValueError, SystemFileError):
+        return None, None
+    samples.append((entry.memory_key, working_set))
+    cores = None
+    if entry.last_ns >= 0:
+        cores = cores_from_ns(entry.last_t, entry.last_ns, now, usage_ns)
+    entry.last_t, entry.last_ns = now, usage_ns
+    if cores is not None:
+        samples.append((entry.cpu_key, cores))
+    return cores, working_set

@@ -1,14 +1,26 @@
 """CPU throttling of pods and containers: throttled periods over periods between two reads
-of cpu.stat (koordlet's podthrottled collector), every 1 s."""
+of cpu.stat (koordlet's podthrottled collector), every 1 s. The cpu.stat files are read as
+one batch (no fd kept) and parsed in slices (framework.Round)."""
 
 from __future__ import annotations
 
 from koordlet.metriccache.api import Metric, SeriesKey
-from koordlet.metricsadvisor.framework import CollectContext, PeriodicCollector, pods_and_reader
+from koordlet.metricsadvisor.framework import (
+    Batches,
+    CollectContext,
+    PeriodicCollector,
+    Round,
+    Samples,
+    Slices,
+    drive,
+    pod_objects,
+    pods_and_reader,
+    sliced_map,
+)
 from koordlet.metricsadvisor.rates import throttled_ratio
 from koordlet.statesinformer.api import StatesInformer
 from system.errors import SystemFileError
-from system.usage_reader import UsageReader
+from system.usage_reader import UsagePaths, UsageReader, parse_throttle_counts
 
 
 class PodThrottledCollector(PeriodicCollector):
@@ -19,38 +31,44 @@ class PodThrottledCollector(PeriodicCollector):
         self._reader: UsageReader | None = None
         self._states: StatesInformer | None = None
         self._last: dict[tuple[str, str], tuple[SeriesKey, tuple[int, int]]] = {}
+        self._batches = Batches()
 
     def setup(self, ctx: CollectContext) -> None:
         self._reader, self._states = pods_and_reader(ctx)
 
-    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
-        assert self._states is not None
+    def collect(self, now: float) -> Samples:
+        return drive(self.round(now))
+
+    def round(self, now: float) -> Round:
+        assert self._states is not None and self._reader is not None
+        reader = self._reader
+        objects = pod_objects(self._states)
+        dirs = tuple(obj[2] for obj in objects)
+        paths: list[UsagePaths] = yield from sliced_map(reader.paths, dirs)
+        replies = yield (self._batches.get(dirs, "cpu.stat", lambda: [p.cpu_stat for p in paths]),)
+        assert replies is not None
+        slices = Slices()
         samples: list[tuple[SeriesKey, float]] = []
         previous, current = self._last, dict[tuple[str, str], tuple[SeriesKey, tuple[int, int]]]()
-        for pod in self._states.pods():
-            uid = pod.uid
-            self._one(samples, previous, current, (uid, ""), pod.cgroup_parent, Metric.POD_CPU_THROTTLED_RATIO)
-            for container in pod.running_containers:
-                self._one(samples, previous, current, (uid, container.id), container.cgroup_dir,
-                          Metric.CONTAINER_CPU_THROTTLED_RATIO)
+        for i, ((uid, container_id, _), text) in enumerate(zip(objects, replies[0])):
+            if slices.over(i):
+                yield None
+            if text is None:
+                continue
+            try:
+                counts = parse_throttle_counts(text)
+            except (ValueError, SystemFileError):
+                continue
+            ident = (uid, container_id)
+            last = previous.get(ident)
+            if last is None:
+                metric = Metric.CONTAINER_CPU_THROTTLED_RATIO if container_id else Metric.POD_CPU_THROTTLED_RATIO
+                current[ident] = (SeriesKey.of(metric, uid, container_id), counts)
+                continue
+            key = last[0]
+            current[ident] = (key, counts)
+            ratio = throttled_ratio(last[1], counts)
+            if ratio is not None:
+                samples.append((key, ratio))
         self._last = current
         return samples
-
-    def _one(self, samples: list, previous: dict, current: dict, ident: tuple[str, str], cgroup_dir: str,
-             metric: Metric) -> None:
-        assert self._reader is not None
-        if not cgroup_dir:
-            return
-        try:
-            counts = self._reader.throttle_counts(cgroup_dir)
-        except SystemFileError:
-            return
-        last = previous.get(ident)
-        if last is None:
-            current[ident] = (SeriesKey.of(metric, ident[0], ident[1]), counts)
-            return
-        key = last[0]
-        current[ident] = (key, counts)
-        ratio = throttled_ratio(last[1], counts)
-        if ratio is not None:
-            samples.append((key, ratio))

@@ -6,6 +6,11 @@ cpuacct); the node's from /proc/pressure. A kernel without PSI (booted psi=0, or
 4.20) disables the collector with one log line at setup: never a crash (koordlet v1.1
 called klog.Fatalf there). cpu "full" exists from Linux 5.13; without it only "some" is
 stored, and /metrics says cpu_full_supported="false" as koordlet does.
+
+Pods and containers both, as koordlet (collectContainerPSI then collectPodPSI every
+interval): 3 files per cgroup, 9,000 for 1,000 pods of 2 containers. ``containers=False``
+reads the pods' only (a third of that); the exporter's container PSI series then stay
+empty. The files are read as one batch (no fd kept) and parsed in slices.
 """
 
 from __future__ import annotations
@@ -13,7 +18,18 @@ from __future__ import annotations
 from typing import Mapping
 
 from koordlet.metriccache.api import Metric, SeriesKey
-from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, PeriodicCollector
+from koordlet.metricsadvisor.framework import (
+    Batches,
+    CollectContext,
+    CollectorUnsupported,
+    PeriodicCollector,
+    Round,
+    Samples,
+    Slices,
+    drive,
+    pod_objects,
+    sliced_map,
+)
 from koordlet.statesinformer.api import StatesInformer
 from system.cgroup_readers import CgroupReader
 from system.errors import SystemFileError
@@ -54,8 +70,10 @@ class PSICollector(PeriodicCollector):
     name = "psi"
     gate = "PSICollector"
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, containers: bool = True) -> None:
         super().__init__(interval)
+        self._containers = containers
+        self._batches = Batches()
         self._host: Host | None = None
         self._reader: CgroupReader | None = None
         self._states: StatesInformer | None = None
@@ -82,43 +100,48 @@ class PSICollector(PeriodicCollector):
         if not self._node and not cgroups:
             raise CollectorUnsupported("this kernel has no PSI (/proc/pressure and cgroup *.pressure absent)")
 
-    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
+    def collect(self, now: float) -> Samples:
+        return drive(self.round(now))
+
+    def round(self, now: float) -> Round:
         out: list[tuple[SeriesKey, float]] = []
         previous, keys = self._keys, dict[tuple[str, str], _Keys]()
         snapshot: dict[tuple[str, str], Mapping[str, PsiReading]] = {}
         if self._node:
-            assert self._host is not None
-            node: dict[str, PsiReading] = {}
-            for resource in PSI_RESOURCES:
-                try:
-                    psi = read_node_psi(self._host, resource)
-                except SystemFileError:
-                    continue
-                full = psi.full
-                node[resource] = ((psi.some.avg10, psi.some.avg60, psi.some.avg300),
-                                  None if full is None else (full.avg10, full.avg60, full.avg300))
-            self._store(out, previous, keys, snapshot, Metric.NODE_PSI.value, "", "", node)
+            self._store(out, previous, keys, snapshot, Metric.NODE_PSI.value, "", "", self._node_readings())
         if self._reader is not None and self._states is not None:
-            for pod in self._states.pods():
-                self._cgroup(out, previous, keys, snapshot, Metric.POD_PSI.value, pod.uid, "", pod.cgroup_parent)
-                for container in pod.running_containers:
-                    self._cgroup(out, previous, keys, snapshot, Metric.CONTAINER_PSI.value, pod.uid,
-                                 container.id, container.cgroup_dir)
+            reader = self._reader
+            objects = [obj for obj in pod_objects(self._states) if self._containers or not obj[1]]
+            dirs = tuple(obj[2] for obj in objects)
+            files: list[list[str]] = yield from sliced_map(
+                lambda d: [reader.path(_PRESSURE_FILE[resource], d) for resource in PSI_RESOURCES], dirs)
+            replies = yield (self._batches.get(dirs, "pressure", lambda: [f for group in files for f in group]),)
+            assert replies is not None
+            slices = Slices()
+            texts = replies[0]
+            width = len(PSI_RESOURCES)
+            for i, (pod_uid, container_id, _) in enumerate(objects):
+                if slices.over(i):
+                    yield None
+                readings = _readings(texts[i * width:(i + 1) * width])
+                if readings is not None:
+                    metric = Metric.CONTAINER_PSI.value if container_id else Metric.POD_PSI.value
+                    self._store(out, previous, keys, snapshot, metric, pod_uid, container_id, readings)
         self._keys, self.snapshot = keys, snapshot
         return out
 
-    def _cgroup(self, out: list, previous: dict, keys: dict, snapshot: dict, metric: str, pod_uid: str,
-                container_id: str, cgroup_dir: str) -> None:
-        assert self._reader is not None
-        if not cgroup_dir:
-            return
-        readings: dict[str, PsiReading] = {}
-        for resource, file_name in _PRESSURE_FILE.items():
+    def _node_readings(self) -> dict[str, PsiReading]:
+        assert self._host is not None
+        node: dict[str, PsiReading] = {}
+        for resource in PSI_RESOURCES:
             try:
-                readings[resource] = psi_averages(self._reader.text(file_name, cgroup_dir))
+                psi = read_node_psi(self._host, resource)
             except SystemFileError:
-                return  # the cgroup is gone: no point reading its other files
-        self._store(out, previous, keys, snapshot, metric, pod_uid, container_id, readings)
+                continue
+            full = psi.full
+            node[resource] = ((psi.some.avg10, psi.some.avg60, psi.some.avg300),
+                              None if full is None else (full.avg10, full.avg60, full.avg300))
+        return node
 
     @staticmethod
     def _store(out: list, previous: dict, keys: dict, snapshot: dict, metric: str, pod_uid: str,
@@ -132,3 +155,29 @@ class PSICollector(PeriodicCollector):
             out.append((by_line[(resource, "some")], some[0]))
             if full is not None:
                 out.append((by_line[(resource, "full")], full[0]))
+
+
+def _readings(texts: list[bytes | None]) -> dict[str, PsiReading] | None:
+    """One cgroup's pressure files (PSI_RESOURCES order) parsed; None when one is unreadable
+    (the cgroup is gone)."""
+    readings: dict[str, PsiReading] = {}
+    for resource, text in zip(PSI_RESOURCES, texts):
+        if text is None:
+            return None
+        reading = _PARSED.get(text)
+        if reading is None:
+            try:
+                reading = psi_averages(text.decode("ascii", "replace"))
+            except SystemFileError:
+                return None
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            _PARSED[text] = reading
+        readings[resource] = reading
+    return readings
+
+
+# Parsed pressure texts by their bytes: idle cgroups print the very same text (all zeros,
+# and total= moves only when something stalls), so most of 9,000 files parse once.
+_PARSED: dict[bytes, PsiReading] = {}
+_PARSED_MAX = 4096

@@ -1,0 +1,133 @@
+"""Collection rounds at scale: no fd kept whatever the number of cgroups, the loop runs
+other callbacks in the middle of a round, and a round gives what collect() gives."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from koordlet.metriccache.store import MetricStore
+from koordlet.metricsadvisor import framework
+from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
+from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
+from koordlet.metricsadvisor.collectors.psi import PSICollector
+from koordlet.metricsadvisor.framework import SLICE_CHECK, Holds, Round, Scheduler, drive_async
+from koordlet.metricsadvisor.module import MetricsAdvisorModule
+from koordlet.util.host_facts import HostFacts
+from system.file_io import KeptFdPool, fd_budget
+from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
+from tests.polling import until
+
+PODS = [make_pod("u%04d" % i, containers=2) for i in range(3 * SLICE_CHECK)]
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_the_fd_budget_is_small_whatever_the_limit():
+    assert fd_budget() <= 512
+    assert KeptFdPool().max_open <= 512
+
+
+async def test_rounds_over_many_cgroups_keep_no_fd_open(tmp_path: Path):
+    host, states = fake_node(tmp_path, PODS)
+    store = MetricStore()
+    pool = KeptFdPool()
+    module = MetricsAdvisorModule(HostFacts(host), store, states, "node-a",
+                                  [PodResourceCollector(0.05), PodThrottledCollector(0.05), PSICollector(0.05)],
+                                  fd_pool=pool)
+    before = open_fds()
+    await module.start()
+    try:
+        stats = module.scheduler.stats()
+        await until(lambda: all(s.runs >= 3 for s in stats.values()))
+        assert all(s.errors == 0 for s in stats.values())
+        assert len(pool) == 0
+        assert open_fds() - before <= 16  # the loop's own, never one per cgroup (3 x 630 files here)
+    finally:
+        await module.stop()
+
+
+def _callback_runs_mid_round(round_: Round, loop: asyncio.AbstractEventLoop, seen: list[str]) -> Round:
+    """The round, with a callback scheduled once the files are read: it must run before the
+    round returns, i.e. in a yield between two slices."""
+    reply = None
+    while True:
+        try:
+            request = round_.send(reply)
+        except StopIteration as stop:
+            seen.append("round done")
+            return stop.value
+        reply = yield request
+        if request is not None:  # the reads are done: parsing starts now
+            loop.call_soon(seen.append, "callback")
+
+
+async def test_a_big_round_lets_the_loop_run_other_callbacks(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(framework, "SLICE_SECONDS", 0.0)  # a slice ends at every check
+    host, states = fake_node(tmp_path, PODS)
+    ctx = context(host, states)
+    loop = asyncio.get_running_loop()
+    for collector in (PodResourceCollector(1.0), PodThrottledCollector(1.0), PSICollector(10.0)):
+        collector.setup(ctx)
+        seen: list[str] = []
+        holds = Holds()
+        samples = await drive_async(_callback_runs_mid_round(collector.round(100.0), loop, seen), holds)
+        assert seen == ["callback", "round done"], collector.name
+        assert holds.count > 2  # read request, slices, the end
+        assert samples or collector.name == "podthrottled"  # throttling needs two readings
+
+
+async def test_a_round_gives_what_collect_gives(tmp_path: Path):
+    host, states = fake_node(tmp_path, PODS)
+    inline, sliced = PodResourceCollector(1.0), PodResourceCollector(1.0)
+    inline.setup(context(host, states))
+    sliced.setup(context(host, states))
+    for now in (100.0, 101.0, 102.0):
+        expected = inline.collect(now)
+        assert await drive_async(sliced.round(now), Holds()) == expected
+    assert len(expected) == 2 * len(PODS) * 3  # cpu and memory of each pod and container
+
+
+async def test_the_scheduler_records_the_longest_hold(tmp_path: Path):
+    host, states = fake_node(tmp_path, PODS)
+    collector = PSICollector(0.05)
+    collector.setup(context(host, states))
+    scheduler = Scheduler(MetricStore())
+    scheduler.add(collector)
+    scheduler.start()
+    try:
+        stats = scheduler.stats()["psi"]
+        await until(lambda: stats.runs >= 1)
+        assert 0 < stats.last_longest_hold_seconds <= stats.last_wall_seconds
+        assert stats.last_cpu_seconds > 0
+    finally:
+        await scheduler.stop()
+
+
+def test_psi_of_pods_only_reads_a_third(tmp_path: Path):
+    host, states = fake_node(tmp_path, PODS[:3])
+    both, pods_only = PSICollector(10.0), PSICollector(10.0, containers=False)
+    both.setup(context(host, states))
+    pods_only.setup(context(host, states))
+    both.collect(1.0)
+    pods_only.collect(1.0)
+    assert {ident for ident in both.snapshot if not ident[1]} == set(pods_only.snapshot)
+    assert len(both.snapshot) == 1 + 3 * 3  # node, then each pod and its 2 containers
+
+
+def test_psi_values_follow_the_files_when_cgroups_share_a_text(tmp_path: Path):
+    pods = PODS[:2]
+    host, states = fake_node(tmp_path, pods)
+    collector = PSICollector(10.0)
+    collector.setup(context(host, states))
+    collector.collect(1.0)
+    same = {ident: collector.snapshot[ident]["cpu"] for ident in collector.snapshot if ident[0]}
+    assert len(set(same.values())) == 1  # every fake cgroup prints the same text
+    busy = "some avg10=12.50 avg60=3.00 avg300=1.00 total=5\nfull avg10=2.25 avg60=1.00 avg300=0.50 total=2\n"
+    (host.cgroup("unified") / pods[1].cgroup_parent / "cpu.pressure").write_text(busy)
+    collector.collect(11.0)
+    assert collector.snapshot[(pods[1].uid, "")]["cpu"] == ((12.5, 3.0, 1.0), (2.25, 1.0, 0.5))
+    assert collector.snapshot[(pods[0].uid, "")]["cpu"] == same[(pods[0].uid, "")]

@@ -1,0 +1,55 @@
+"""FileBatch: the same bytes as a one-shot read, file by file, with or without the C
+reader; None for what cannot be read; no fd left open."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from system.file_io import BATCH_FILE_MAX, FileBatch, read_path_text
+
+
+def files(tmp_path: Path) -> list[str]:
+    texts = {"usage": "123456789\n", "stat": "nr_periods 5\nnr_throttled 2\nthrottled_time 9\n", "empty": "",
+             "long": "x" * (BATCH_FILE_MAX * 2 + 3)}
+    paths = []
+    for name, text in texts.items():
+        path = tmp_path / name
+        path.write_text(text)
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_batch_reads_what_a_one_shot_read_reads(tmp_path: Path, native: bool):
+    paths = files(tmp_path)
+    batch = FileBatch(paths + [str(tmp_path / "gone")], native=native)
+    before = len(os.listdir("/proc/self/fd"))
+    first, second = batch.read(), batch.read()  # buffers reused
+    assert len(os.listdir("/proc/self/fd")) == before
+    expected = [read_path_text(p).encode() for p in paths] + [None]
+    assert first == expected
+    assert second == expected
+
+
+def test_a_small_first_buffer_grows(tmp_path: Path):
+    paths = [str(tmp_path / ("f%d" % i)) for i in range(40)]
+    for i, path in enumerate(paths):
+        Path(path).write_text(str(i) * 900)  # ~36 KiB in all: more than the first buffer
+    assert FileBatch(paths).read() == [(str(i) * 900).encode() for i in range(40)]
+
+
+def test_an_empty_batch(tmp_path: Path):
+    assert FileBatch([]).read() == []
+
+
+@pytest.mark.kernel
+def test_real_cgroup_files_read_alike():
+    paths = [p for p in ("/sys/fs/cgroup/cpu/cpu.shares", "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                         "/sys/fs/cgroup/cpu/cpu.cfs_period_us", "/sys/fs/cgroup/unified/cgroup.controllers")
+             if os.path.exists(p)]
+    if not paths:
+        pytest.skip("no cgroup files here")
+    assert FileBatch(paths).read() == [read_path_text(p).encode() for p in paths]
