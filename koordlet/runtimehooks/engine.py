@@ -177,6 +177,11 @@ class HookEngine:
             return None
         return DecisionInputs(pod.annotations, pod.qos, self.config, self.index.snapshot())
 
+    def names_matter(self, pod: PodInfo) -> bool:
+        """Whether new containers of this pod can be decided differently by name (a function
+        of the pod's annotations and QoS, so of its DecisionInputs)."""
+        return any(hook.by_name(pod) for hook in self.hooks)
+
     def _timed_hooks(self, stage: str) -> tuple[Hook, ...]:
         """The hooks, each wrapped to observe its time into the stage's histogram."""
         timed = self._timed.get(stage)

@@ -28,7 +28,7 @@ from koordlet.runtimehooks.engine import DecisionInputs, HookEngine
 from koordlet.runtimehooks.reconciler import updaters_for
 from koordlet.runtimehooks.spec import ResourceSpec
 from koordlet.statesinformer.from_nri import container_info
-from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo
 from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
 from nri.stub import NotConnected, Stub
 from nri.ttrpc.status import TtrpcError
@@ -43,10 +43,15 @@ Answer = tuple[ResourceSpec, "api.ContainerAdjustment | None"]
 
 @dataclass(slots=True)
 class PodAnswers:
-    """CreateContainer answers given for one pod, by container name, while `inputs` hold."""
+    """CreateContainer answers for one pod while `inputs` hold: by container name, or
+    one for every new container ("") when no hook tells containers apart by name."""
 
     inputs: DecisionInputs
+    names_matter: bool
     by_name: dict[str, Answer] = field(default_factory=dict)
+
+    def key(self, container_name: str) -> str:
+        return container_name if self.names_matter else ""
 
 
 class KoordletNriPlugin:
@@ -116,6 +121,18 @@ class KoordletNriPlugin:
         spec = self.engine.decide(info, None, "run_pod_sandbox")
         if not spec.empty:
             executor.update_batch(updaters_for(executor, spec, info.cgroup_parent))
+        self._prepare_answer(info)
+
+    def _prepare_answer(self, info: PodInfo) -> None:
+        """Decide now, off the CreateContainer path, the answer every new container of the
+        pod will get, when that answer does not depend on the container."""
+        known = self._pod_answers(info)
+        if known is None or known.names_matter or "" in known.by_name:
+            return
+        placeholder = ContainerInfo(id="", name="", pod_uid=info.uid, state=ContainerState.CREATED,
+                                    cgroup_dir="")
+        spec = self.engine.decide(info, placeholder, "create_container")
+        known.by_name[""] = (spec, self._adjustment(spec))
 
     def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
         self._answers.pop(pod.uid, None)
@@ -142,13 +159,12 @@ class KoordletNriPlugin:
         return answer[1]
 
     def _answer(self, info: PodInfo, container: api.Container) -> Answer:
-        """The answer for a new container of a known pod: the one given to an earlier
-        container of the same name while the pod's decision inputs are unchanged, else
-        decided now.  Only the container's name counts: NRI brings no kubelet spec."""
-        inputs = self.engine.container_inputs(info) if self._admit is None else None
-        known = self._answers.get(info.uid) if inputs is not None else None
-        if known is not None and known.inputs == inputs:
-            answer = known.by_name.get(container.name)
+        """The answer for a new container of a known pod: the one prepared or given before
+        while the pod's decision inputs are unchanged, else decided now.  Only the
+        container's name can count: NRI brings no kubelet spec."""
+        known = self._pod_answers(info)
+        if known is not None:
+            answer = known.by_name.get(known.key(container.name))
             if answer is not None:
                 return answer
         created, _ = container_info(container, info.uid)
@@ -156,11 +172,22 @@ class KoordletNriPlugin:
             self._admit(info, created)
         spec = self.engine.decide(info, created, "create_container")
         answer = (spec, self._adjustment(spec))
-        if inputs is not None:
-            if known is None or known.inputs != inputs:
-                known = self._answers[info.uid] = PodAnswers(inputs)
-            known.by_name[container.name] = answer
+        if known is not None:
+            known.by_name[known.key(container.name)] = answer
         return answer
+
+    def _pod_answers(self, info: PodInfo) -> PodAnswers | None:
+        """The pod's reusable answers, emptied when its inputs changed; None when nothing
+        may be reused (an admitting allocator decides per container)."""
+        if self._admit is not None:
+            return None
+        inputs = self.engine.container_inputs(info)
+        if inputs is None:
+            return None
+        known = self._answers.get(info.uid)
+        if known is None or known.inputs != inputs:
+            known = self._answers[info.uid] = PodAnswers(inputs, self.engine.names_matter(info))
+        return known
 
     def _adjustment(self, spec: ResourceSpec) -> api.ContainerAdjustment | None:
         return nri_convert.adjustment(spec, self.cgroup_version, self._cpu_list)

@@ -36,14 +36,14 @@ class Rig:
         self.decisions = 0
         decide = self.engine.decide
 
-        def counted(*args, **kwargs):
-            self.decisions += 1
-            return decide(*args, **kwargs)
+        def counted(pod, container, stage):
+            self.decisions += container is not None  # container decisions only
+            return decide(pod, container, stage)
 
         self.engine.decide = counted  # type: ignore[method-assign]
 
     def run(self, pod: api.PodSandbox) -> None:
-        self.feed.nri_pod_event(SandboxChange.RUN, pod)
+        self.plugin.run_pod_sandbox(pod)
 
     async def create(self, pod: api.PodSandbox, name: str, suffix: str = "") -> api.ContainerAdjustment | None:
         container = nri_container(pod, name)
@@ -77,7 +77,21 @@ async def test_a_reused_answer_is_the_answer_decided_afresh() -> None:
             first = await rig.create(pod, name, "a")
             again = await rig.create(pod, name, "b")  # a restart: same name, new id
             assert first == again == rig.fresh(pod, name)
-    assert rig.decisions == 6  # one per (pod, container name)
+    # BE (sized by name from its annotation): one per name; LS and LSR: the one prepared
+    # at RunPodSandbox serves every container; LS once more: LSR took CPU 2 after it ran
+    assert rig.decisions == 5
+
+
+async def test_run_pod_sandbox_prepares_the_answer_unless_names_matter() -> None:
+    rig = Rig()
+    be, ls, _ = pods()
+    rig.run(ls)
+    assert rig.decisions == 1
+    await rig.create(ls, "main", "a")
+    await rig.create(ls, "side", "a")
+    assert rig.decisions == 1
+    rig.run(be)
+    assert rig.decisions == 1  # its containers differ by name: decided at CreateContainer
 
 
 async def test_a_changed_pod_is_decided_again() -> None:
@@ -112,7 +126,7 @@ async def test_moved_allocations_are_decided_again() -> None:
     rig.run(lsr)  # takes CPU 2 from the shared pool
     await rig.create(lsr, "main", "a")
     assert (await rig.create(ls, "main", "b")).linux.resources.cpu.cpus == "0-1,3-7"
-    assert rig.decisions == 3
+    assert rig.decisions == 3  # ls prepared, lsr prepared, ls again after the pool moved
 
 
 async def test_a_removed_pod_leaves_no_answers() -> None:
