@@ -1,6 +1,6 @@
 """Round trip runtime -> plugin -> runtime for CreateContainer with a trivial handler.
 
-    python -m bench.nri_plugin_rtt [--calls 10000] [--mode inproc|subprocess|both] [--pin | --cross]
+    python -m bench.nri_plugin_rtt [--calls 10000] [--mode inproc|subprocess|both] [--pin | --cross] [--pods N]
 
 The test peer (runtime side) calls CreateContainer on a plugin run by nri.stub,
 over a real unix socket with the NRI mux and ttrpc, sequentially, and prints
@@ -11,6 +11,10 @@ p50/p90/p99 per event loop flavour (uvloop and stdlib asyncio).
   neither: the scheduler places them).
 Each line also prints its floor from the same run and placement: a bare asyncio unix
 socket echo of a frame of the same size (no mux, no ttrpc, no protobuf), and the ratio.
+--pods N: the plugin is koordlet's (every runtime hook, N pods known to its states
+informer, the mix of bench.runtime_hooks), each call re-creates one pod's `main`, and
+calls are 1 ms apart (containerd's own work between CRI creates) so the informer feed
+the plugin defers runs between them.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from nri.testing.peer import RuntimePeer
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 
 WARMUP = 500
+GAP_S = 0.001  # between calls with --pods
 
 
 class TrivialPlugin:
@@ -39,6 +44,26 @@ class TrivialPlugin:
 
     async def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment:
         return self.adjust
+
+
+def _plugin(pods: int) -> object:
+    if not pods:
+        return TrivialPlugin()
+    from bench.runtime_hooks import known, workload
+    from koordlet.runtimehooks.hook_config import HookConfig
+    from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
+    from resourceexecutor import executor_without_cgroups
+
+    feed, engine = known(workload(pods), HookConfig(node_cpus=frozenset(range(64))))
+    return KoordletNriPlugin(engine, feed, executor_without_cgroups())
+
+
+def _requests(pods: int) -> list[api.CreateContainerRequest]:
+    if not pods:
+        return [_request()]
+    from bench.runtime_hooks import create_requests, workload
+
+    return create_requests(workload(pods), 0, False)
 
 
 def _request() -> api.CreateContainerRequest:
@@ -57,43 +82,47 @@ def _pct(samples: list[float], q: float) -> float:
     return samples[min(len(samples) - 1, int(q * len(samples)))]
 
 
-async def _measure(peer: RuntimePeer, calls: int) -> list[float]:
-    (plugin,) = await peer.wait_plugins(1, timeout=10)
+async def _measure(peer: RuntimePeer, calls: int, pods: int) -> list[float]:
+    (plugin,) = await peer.wait_plugins(1, timeout=60)
     client = plugin.client
     assert client is not None
-    request = _request()
+    requests = _requests(pods)
+    gap = GAP_S if pods else 0.0
     call = client.call
     perf = time.perf_counter_ns
     samples: list[float] = []
     for i in range(WARMUP + calls):
+        request = requests[i % len(requests)]
         t0 = perf()
         await call(PLUGIN_SERVICE, "CreateContainer", request, api.CreateContainerResponse, 2.0)
         if i >= WARMUP:
             samples.append((perf() - t0) / 1000.0)
+        if gap:
+            await asyncio.sleep(gap)
     samples.sort()
     return samples
 
 
-async def _inproc(path: Path, calls: int) -> list[float]:
+async def _inproc(path: Path, calls: int, pods: int) -> list[float]:
     async with RuntimePeer(path) as peer:
-        stub = Stub(TrivialPlugin(), name="bench", index="10", config=StubConfig(socket_path=str(path)), environ={})
+        stub = Stub(_plugin(pods), name="bench", index="10", config=StubConfig(socket_path=str(path)), environ={})
         task = await stub.start(timeout=10)
         try:
-            return await _measure(peer, calls)
+            return await _measure(peer, calls, pods)
         finally:
             await stub.stop()
             await asyncio.wait_for(task, 10)
 
 
-async def _subprocess(path: Path, calls: int, uvloop: bool, plugin_cpu: int | None) -> list[float]:
+async def _subprocess(path: Path, calls: int, uvloop: bool, plugin_cpu: int | None, pods: int) -> list[float]:
     async with RuntimePeer(path) as peer:
-        args = [sys.executable, "-m", "bench.nri_plugin_rtt", "--serve-plugin", str(path)]
+        args = [sys.executable, "-m", "bench.nri_plugin_rtt", "--serve-plugin", str(path), "--pods", str(pods)]
         if not uvloop:
             args.append("--no-uvloop")
         pin = (lambda: os.sched_setaffinity(0, {plugin_cpu})) if plugin_cpu is not None else None
         proc = await asyncio.create_subprocess_exec(*args, preexec_fn=pin)
         try:
-            return await _measure(peer, calls)
+            return await _measure(peer, calls, pods)
         finally:
             proc.terminate()
             await proc.wait()
@@ -111,7 +140,7 @@ async def _echo_serve(path: Path) -> asyncio.AbstractServer:
     return await asyncio.start_unix_server(echo, str(path))
 
 
-async def _echo_measure(path: Path, calls: int, size: int) -> list[float]:
+async def _echo_measure(path: Path, calls: int, size: int, gap: float) -> list[float]:
     for _ in range(200):  # the server may still be starting (subprocess placement)
         try:
             reader, writer = await asyncio.open_unix_connection(str(path))
@@ -127,6 +156,8 @@ async def _echo_measure(path: Path, calls: int, size: int) -> list[float]:
         await reader.readexactly(4 + size)
         if i >= WARMUP:
             samples.append((perf() - t0) / 1000.0)
+        if gap:
+            await asyncio.sleep(gap)  # paced like the calls it is the floor of
     writer.close()
     await writer.wait_closed()
     samples.sort()
@@ -134,11 +165,11 @@ async def _echo_measure(path: Path, calls: int, size: int) -> list[float]:
 
 
 async def _echo_floor(path: Path, calls: int, size: int, subprocess: bool, uvloop: bool,
-                      plugin_cpu: int | None) -> list[float]:
+                      plugin_cpu: int | None, gap: float) -> list[float]:
     if not subprocess:
         server = await _echo_serve(path)
         try:
-            return await _echo_measure(path, calls, size)
+            return await _echo_measure(path, calls, size, gap)
         finally:
             server.close()
             await asyncio.sleep(0.01)  # let the echo handler see EOF and finish
@@ -149,7 +180,7 @@ async def _echo_floor(path: Path, calls: int, size: int, subprocess: bool, uvloo
     pin = (lambda: os.sched_setaffinity(0, {plugin_cpu})) if plugin_cpu is not None else None
     proc = await asyncio.create_subprocess_exec(*args, preexec_fn=pin)
     try:
-        return await _echo_measure(path, calls, size)
+        return await _echo_measure(path, calls, size, gap)
     finally:
         proc.terminate()
         await proc.wait()
@@ -163,13 +194,13 @@ def _serve_echo(path: str, uvloop: bool) -> None:
     asyncio.Runner(loop_factory=loop_factory(uvloop)).run(serve())
 
 
-def _serve_plugin(path: str, uvloop: bool) -> None:
+def _serve_plugin(path: str, uvloop: bool, pods: int) -> None:
     import logging
 
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    stub = Stub(TrivialPlugin(), name="bench", index="10", config=StubConfig(socket_path=path), environ={})
+    stub = Stub(_plugin(pods), name="bench", index="10", config=StubConfig(socket_path=path), environ={})
     asyncio.Runner(loop_factory=loop_factory(uvloop)).run(stub.run())
 
 
@@ -180,6 +211,8 @@ def main() -> None:
     placement = parser.add_mutually_exclusive_group()
     placement.add_argument("--pin", action="store_true", help="pin runtime and plugin to CPU 0")
     placement.add_argument("--cross", action="store_true", help="runtime on CPU 0, plugin on CPU 1")
+    parser.add_argument("--pods", type=int, default=0,
+                        help="koordlet's plugin with this many pods known (0: a trivial plugin)")
     parser.add_argument("--serve-plugin", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--serve-echo", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-uvloop", action="store_true", help=argparse.SUPPRESS)
@@ -190,7 +223,7 @@ def main() -> None:
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if args.serve_plugin:
-        _serve_plugin(args.serve_plugin, not args.no_uvloop)
+        _serve_plugin(args.serve_plugin, not args.no_uvloop, args.pods)
         return
     if args.serve_echo:
         _serve_echo(args.serve_echo, not args.no_uvloop)
@@ -202,8 +235,11 @@ def main() -> None:
     placement_note = ", pinned to CPU 0" if args.pin else ", runtime CPU 0 / plugin CPU 1" if args.cross else ""
     modes = ["inproc", "subprocess"] if args.mode == "both" else [args.mode]
     flavours = [True, False] if uvloop_available() else [False]
-    print("nri_plugin_rtt: CreateContainer round trip, %d calls after %d warm-up, request %d bytes%s"
-          % (args.calls, WARMUP, _request().ByteSize(), placement_note))
+    size = _requests(args.pods)[0].ByteSize()
+    plugin_note = (", koordlet's plugin with %d pods known, calls %.0f ms apart" % (args.pods, GAP_S * 1000)
+                   if args.pods else "")
+    print("nri_plugin_rtt: CreateContainer round trip, %d calls after %d warm-up, request %d bytes%s%s"
+          % (args.calls, WARMUP, size, placement_note, plugin_note))
     for mode in modes:
         for uvloop in flavours:
             path = Path(tempfile.mkdtemp(prefix="nri-bench-", dir="/tmp")) / "nri.sock"
@@ -211,11 +247,12 @@ def main() -> None:
             try:
                 name = loop_name(runner.get_loop())
                 if mode == "inproc":
-                    samples = runner.run(_inproc(path, args.calls))
+                    samples = runner.run(_inproc(path, args.calls, args.pods))
                 else:
-                    samples = runner.run(_subprocess(path, args.calls, uvloop, plugin_cpu))
-                floor = runner.run(_echo_floor(path.with_name("echo.sock"), args.calls, _request().ByteSize(),
-                                               mode == "subprocess", uvloop, plugin_cpu))
+                    samples = runner.run(_subprocess(path, args.calls, uvloop, plugin_cpu, args.pods))
+                floor = runner.run(_echo_floor(path.with_name("echo.sock"), args.calls, size,
+                                               mode == "subprocess", uvloop, plugin_cpu,
+                                               GAP_S if args.pods else 0.0))
             except Exception as exc:  # report, do not hide, a flavour that does not work
                 print("  %-10s %-8s FAILED: %r" % (mode, "uvloop" if uvloop else "asyncio", exc))
                 continue

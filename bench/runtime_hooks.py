@@ -1,13 +1,17 @@
 """Runtime hooks: CreateContainer handler time with 1,000 pods known, and one
 reconcile pass over 1,000 containers in steady state.
 
-    python -m bench.runtime_hooks [--calls 5000] [--pods 1000] [--skip-reconcile]
+    python -m bench.runtime_hooks [--calls 5000] [--pods 1000] [--skip-reconcile] [--fresh-names]
 
 create: the test peer calls CreateContainer on koordlet's NRI plugin (full
   policy: BatchResource, Katalyst map, CPUSetAllocator, GroupIdentity; the
   states informer holding 1,000 pods) through nri.Stub over a real unix socket,
   peer and plugin on one event loop. Floor: the same round trip, same stub, to
-  an empty handler, in the same run. Also the handler alone (no wire).
+  an empty handler, in the same run. Also the handler alone (no wire), for a
+  container name the pod had before (the answer is reused) and for a new name
+  (BE pods, sized by name: decided; others: the answer prepared at RunPodSandbox).
+  The hook histograms are registered, as in the daemon. Round trips re-create each
+  pod's `main`; with --fresh-names every call is a new container name.
 reconcile (root, real cgroup v1): 1,000 pods x 1 container under a
   koordlet-bench-<hex8> tree (removed afterwards), CPU ms (process_time) of
   a pass triggered by a change (cached) and of the periodic read-compare pass.
@@ -27,6 +31,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from prometheus_client import CollectorRegistry
 
 from koordlet.daemon.logs import configure_logging
 from koordlet.runtimehooks import nri_convert
@@ -80,7 +86,7 @@ def workload(count: int, root: str = "") -> list[tuple[api.PodSandbox, api.Conta
 def known(pods, config: HookConfig) -> tuple[PodStore, HookEngine]:
     store = PodStore(NodeInfo("node"))
     feed = NriFeed(store)
-    engine = HookEngine(store, config, HOOKS)
+    engine = HookEngine(store, config, HOOKS, registry=CollectorRegistry())  # hook timings, as the daemon
     engine.start()
     for pod, ctr in pods:
         feed.nri_pod_event(SandboxChange.RUN, pod)
@@ -118,6 +124,18 @@ async def round_trips(path: Path, plugin: object, requests: list[api.CreateConta
         finally:
             await stub.stop()
             await asyncio.gather(task, return_exceptions=True)
+
+
+def create_requests(pods, calls: int, fresh_names: bool) -> list[api.CreateContainerRequest]:
+    """One request per pod re-creating its `main`, or one per call, each a container name
+    its pod never had."""
+    if not fresh_names:
+        return [api.CreateContainerRequest(pod=pod, container=ctr) for pod, ctr in pods]
+    requests = []
+    for i in range(WARMUP + calls):
+        pod, _ = pods[i % len(pods)]
+        requests.append(api.CreateContainerRequest(pod=pod, container=nri_container(pod, "c%d" % i)))
+    return requests
 
 
 async def subprocess_round_trips(path: Path, kind: str, pods_count: int,
@@ -194,8 +212,11 @@ def serve_plugin(path: str, kind: str, pods_count: int) -> None:
     async def serve() -> None:
         plugin: object = EmptyPlugin()
         if kind == "full":
-            feed, engine = known(workload(pods_count), HookConfig(node_cpus=frozenset(range(64))))
+            pods = workload(pods_count)
+            feed, engine = known(pods, HookConfig(node_cpus=frozenset(range(64))))
             plugin = KoordletNriPlugin(engine, feed, executor_without_cgroups())
+            for pod, _ in pods:
+                plugin.run_pod_sandbox(pod)
         await Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=path), environ={}).run()
 
     asyncio.Runner(loop_factory=loop_factory(uvloop_available())).run(serve())
@@ -215,13 +236,23 @@ async def _direct_calls(plugin: KoordletNriPlugin, requests: list[api.CreateCont
     return samples
 
 
-def bench_create(pods_count: int, calls: int) -> None:
+def bench_create(pods_count: int, calls: int, fresh_names: bool) -> None:
     config = HookConfig(node_cpus=frozenset(range(64)))
     pods = workload(pods_count)
-    feed, engine = known(pods, config)
-    plugin = KoordletNriPlugin(engine, feed, executor_without_cgroups())
-    requests = [api.CreateContainerRequest(pod=pod, container=ctr) for pod, ctr in pods]
-    direct = asyncio.run(_direct_calls(plugin, requests, calls))
+
+    def fresh_plugin() -> KoordletNriPlugin:
+        """1,000 pods known, each through RunPodSandbox (where answers are prepared)."""
+        feed, engine = known(pods, config)
+        plugin = KoordletNriPlugin(engine, feed, executor_without_cgroups())
+        for pod, _ in pods:
+            plugin.run_pod_sandbox(pod)
+        return plugin
+
+    plugin = fresh_plugin()
+    engine = plugin.engine
+    requests = create_requests(pods, calls, fresh_names)
+    direct = asyncio.run(_direct_calls(plugin, create_requests(pods, calls, False), calls))
+    direct_new = asyncio.run(_direct_calls(fresh_plugin(), create_requests(pods, calls, True), calls))
     policy_only = []
     infos = [(engine.states.pod(pod.uid), ctr.id) for pod, ctr in pods]
     for i in range(WARMUP + calls):
@@ -232,17 +263,24 @@ def bench_create(pods_count: int, calls: int) -> None:
         if i >= WARMUP:
             policy_only.append((time.perf_counter_ns() - t0) / 1000.0)
     flavours = [True, False] if uvloop_available() else [False]
-    print("create: %d pods known, %d CreateContainer calls (after %d warm-up), round trips %.0f ms apart"
-          % (pods_count, calls, WARMUP, GAP_S * 1000))
-    print("  handler alone (no wire)     p50 %6.1f us  p99 %6.1f us  (policy; the informer feed runs right after)"
+    print("create: %d pods known, %d CreateContainer calls (after %d warm-up), round trips %.0f ms apart, %s"
+          % (pods_count, calls, WARMUP, GAP_S * 1000,
+             "every call a new container name" if fresh_names else "each pod's main re-created"))
+    print("  handler alone (no wire)     p50 %6.1f us  p99 %6.1f us  (name seen before; the informer feed runs right after)"
           % (pct(direct, 0.5), pct(direct, 0.99)))
-    print("  policy + adjustment alone   p50 %6.1f us  p99 %6.1f us  (4 hooks timed, spec -> ContainerAdjustment)"
+    sized_by_name = [t for j, t in enumerate(direct_new) if (WARMUP + j) % len(pods) % 10 < 5]
+    others = [t for j, t in enumerate(direct_new) if (WARMUP + j) % len(pods) % 10 >= 5]
+    print("  handler alone, new names    p50 %6.1f us  p99 %6.1f us  (BE, sized by name: decided) |"
+          " p50 %6.1f us  p99 %6.1f us  (LS/LSR: prepared at RunPodSandbox)"
+          % (pct(sized_by_name, 0.5), pct(sized_by_name, 0.99), pct(others, 0.5), pct(others, 0.99)))
+    print("  policy + adjustment alone   p50 %6.1f us  p99 %6.1f us  (4 hooks timed, observed inline; spec -> ContainerAdjustment)"
           % (pct(policy_only, 0.5), pct(policy_only, 0.99)))
     for use_uvloop in flavours:
         with tempfile.TemporaryDirectory(prefix="rh-bench-", dir="/tmp") as tmp:
             runner = asyncio.Runner(loop_factory=loop_factory(use_uvloop))
             try:
-                full = runner.run(round_trips(Path(tmp) / "a.sock", plugin, requests, calls))
+                full = runner.run(round_trips(Path(tmp) / "a.sock", fresh_plugin() if fresh_names else plugin,
+                                              requests, calls))
                 floor = runner.run(round_trips(Path(tmp) / "b.sock", EmptyPlugin(), requests, calls))
             finally:
                 runner.close()
@@ -384,6 +422,8 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--skip-reconcile", action="store_true")
+    parser.add_argument("--fresh-names", action="store_true",
+                        help="every CreateContainer a container name new to its pod (no answer reused)")
     parser.add_argument("--skip-create", action="store_true")
     parser.add_argument("--serve-plugin", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--kind", default="full", help=argparse.SUPPRESS)
@@ -393,7 +433,7 @@ def main() -> None:
         serve_plugin(args.serve_plugin, args.kind, args.pods)
         return
     if not args.skip_create:
-        bench_create(args.pods, args.calls)
+        bench_create(args.pods, args.calls, args.fresh_names)
         bench_event_set(args.pods, min(args.calls, 2000))
     if not args.skip_reconcile:
         bench_reconcile(args.pods, args.runs)

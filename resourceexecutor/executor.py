@@ -22,8 +22,9 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from resourceexecutor.batch_run import BatchRun
+from resourceexecutor.dir_index import DirIndex
 from resourceexecutor.file_io import CgroupFileIO, KeptFdFileIO
-from resourceexecutor.levelled_order import Step, derive_levels, is_ancestor, levelled_schedule
+from resourceexecutor.levelled_order import Step, derive_levels, levelled_schedule
 from resourceexecutor.metrics import ExecutorMetrics
 from resourceexecutor.outcome import (
     BatchResult,
@@ -64,6 +65,7 @@ class ResourceExecutor:
         self.metrics = ExecutorMetrics(registry) if registry is not None else None
         self._unsupported: dict[CacheKey, float] = {}   # key -> when we found the file absent
         self._unsupported_logged: set[str] = set()      # resource names already logged
+        self._unsupported_dirs = DirIndex()             # the keys of _unsupported, by cgroup
 
     # ------------------------------------------------------------ building
 
@@ -110,28 +112,24 @@ class ResourceExecutor:
     def forget_cgroup(self, cgroup_dir: str) -> int:
         """Drop what we hold for a removed cgroup and everything below it: cache
         entries, "not supported" notes and (with KeptFdFileIO) open files.
-        Returns how many cache entries went."""
+        Returns how many cache entries went.  Costs that subtree, not the cache."""
         target = cgroup_dir.strip("/")
-        names: set[str] = set()
+        keys = self.cache.forget_cgroup(target)
+        noted = self._unsupported_dirs.pop_under(target)
+        for key in noted:
+            self._unsupported.pop(key, None)
+        self._release_files(target, {key[0] for key in keys} | {key[0] for key in noted})
+        return len(keys)
 
-        def under(key: Any) -> bool:
-            if key[1] == target or is_ancestor(target, key[1]):
-                names.add(key[0])
-                return True
-            return False
-
-        for key in [key for key in self._unsupported if under(key)]:
-            del self._unsupported[key]
-        forgotten = self.cache.forget_where(under)
+    def _release_files(self, cgroup_dir: str, names: set[str]) -> None:
         released: set[str] = set()
         for name in names:
             try:
-                released.add(str(self.files.dir_path(name, target)))
+                released.add(str(self.files.dir_path(name, cgroup_dir)))
             except SystemFileError:
                 continue
         for prefix in released:
             self.io.release(prefix)
-        return forgotten
 
     # ------------------------------------------------------------ internals
 
@@ -191,8 +189,11 @@ class ResourceExecutor:
         oldest_kept = now - self.cache.policy.expire_after
         for key in [k for k, seen in self._unsupported.items() if seen < oldest_kept]:
             del self._unsupported[key]
+            self._unsupported_dirs.discard(key)
 
     def _note_unsupported(self, updater: Updater, error: NotSupported) -> None:
+        if updater.key in self._unsupported:  # noted by BatchRun (a refused updater is not)
+            self._unsupported_dirs.add(updater.key)
         if updater.name not in self._unsupported_logged:
             self._unsupported_logged.add(updater.name)
             log.info("cgroup_resource_unsupported", resource=updater.name, path=error.path)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
+from resourceexecutor.dir_index import DirIndex
+
 DEFAULT_FORCE_UPDATE_SECONDS = 60.0
 DEFAULT_EXPIRE_SECONDS = 120.0
 DEFAULT_SWEEP_SECONDS = 60.0
@@ -69,13 +71,15 @@ def decide(entry: CacheEntry | None, text: str | None, now: float,
 
 
 class WriteCache:
-    """Last-known text per cgroup file key.  Not thread-safe: one owner (the executor)."""
+    """Last-known text per cgroup file key, a (resource, cgroup dir) pair.
+    Not thread-safe: one owner (the executor)."""
 
     def __init__(self, policy: CachePolicy | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.policy = policy or CachePolicy()
         self.clock = clock
         self._entries: dict[Hashable, CacheEntry] = {}
+        self._dirs = DirIndex()
         self._last_sweep = clock()
 
     def __len__(self) -> int:
@@ -102,20 +106,35 @@ class WriteCache:
         return self._entries
 
     def remember(self, key: Hashable, text: str, value: Any, now: float) -> None:
-        self._entries[key] = _new_entry(CacheEntry, (text, value, now))
+        entries = self._entries
+        if key not in entries:
+            self._dirs.add(key)
+        entries[key] = _new_entry(CacheEntry, (text, value, now))
 
     def forget(self, key: Hashable) -> None:
-        self._entries.pop(key, None)
+        if self._entries.pop(key, None) is not None:
+            self._dirs.discard(key)
+
+    def forget_cgroup(self, cgroup_dir: str) -> list[Any]:
+        """Drop the entries of `cgroup_dir` and of every cgroup below it; returns their
+        keys.  Costs that subtree's entries, whatever the size of the cache."""
+        keys = self._dirs.pop_under(cgroup_dir)
+        pop = self._entries.pop
+        for key in keys:
+            pop(key, None)
+        return keys
 
     def forget_where(self, predicate: Callable[[Hashable], bool]) -> int:
-        """Drop every entry whose key matches; returns how many went."""
+        """Drop every entry whose key matches (a scan of the whole cache; a removed
+        cgroup goes through `forget_cgroup`); returns how many went."""
         doomed = [key for key in self._entries if predicate(key)]
         for key in doomed:
-            del self._entries[key]
+            self.forget(key)
         return len(doomed)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._dirs.clear()
 
     def sweep_if_due(self, now: float) -> int | None:
         """Forget entries older than `expire_after`, at most once per `sweep_every`.
@@ -127,5 +146,5 @@ class WriteCache:
         oldest_kept = now - self.policy.expire_after
         doomed = [key for key, entry in self._entries.items() if entry.at < oldest_kept]
         for key in doomed:
-            del self._entries[key]
+            self.forget(key)
         return len(doomed)

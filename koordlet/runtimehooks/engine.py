@@ -9,13 +9,15 @@ Listeners hear which pods changed (None: all of them).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import replace
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import structlog
 from prometheus_client import CollectorRegistry, Histogram
 
+from koordlet.apis.qos import PodQoS
 from koordlet.ports.cpusets import CpusetProvider
 from koordlet.runtimehooks.allocations import AllocationIndex, CpuAllocations
 from koordlet.runtimehooks.annotations import annotation_problems
@@ -39,9 +41,13 @@ _HOOK_BUCKETS = (2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2)
 _KOORDLET_MS_BUCKETS = tuple(0.01 * 4 ** k for k in range(8))
 
 
+Observation = tuple[Histogram, Histogram, float]  # (seconds child, milliseconds child, seconds)
+
+
 class HookMetrics:
     def __init__(self, registry: CollectorRegistry | None, node: str = "") -> None:
         self.node = node
+        self._pending: list[Observation] = []
         self.duration = Histogram(
             "koordlet_runtime_hook_duration_seconds", "time one runtime hook took to decide, by stage",
             ("hook", "stage"), registry=registry, buckets=_HOOK_BUCKETS) if registry is not None else None
@@ -60,7 +66,7 @@ class HookMetrics:
         child = self.duration.labels(hook.name, stage)
         succeeded = self.invoked_ms.labels(self.node, hook.name, stage, "succeeded")
         failed = self.invoked_ms.labels(self.node, hook.name, stage, "failed")
-        inner, clock = hook.decide, time.perf_counter
+        inner, clock, note = hook.decide, time.perf_counter, self._note
 
         def decide_timed(pod: PodInfo, container: ContainerInfo | None, config: HookConfig,
                          allocations: CpuAllocations) -> ResourceSpec:
@@ -71,11 +77,37 @@ class HookMetrics:
                 outcome = succeeded
                 return spec
             finally:
-                seconds = clock() - started
-                child.observe(seconds)
-                outcome.observe(seconds * 1000)
+                note((child, outcome, clock() - started))
 
         return replace(hook, decide=decide_timed)
+
+    def _note(self, observation: Observation) -> None:
+        """Keep a timing for after the current callback: at CreateContainer that is after
+        the answer is on the wire (histogram observes are a good part of a decision)."""
+        pending = self._pending
+        pending.append(observation)
+        if len(pending) > 1:
+            return
+        try:
+            asyncio.get_running_loop().call_soon(self.flush)
+        except RuntimeError:  # no loop (a synchronous caller): observe now
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for seconds_child, ms_child, seconds in pending:
+            seconds_child.observe(seconds)
+            ms_child.observe(seconds * 1000)
+
+
+class DecisionInputs(NamedTuple):
+    """What a new container's decision reads besides the container's name and kubelet
+    spec: equal inputs, equal decision (compared by identity first, so reuse is cheap)."""
+
+    annotations: Mapping[str, str]
+    qos: PodQoS
+    config: HookConfig
+    allocations: CpuAllocations
 
 
 class HookEngine:
@@ -136,6 +168,19 @@ class HookEngine:
         log.debug("runtime_hook_decision", stage=stage, pod=pod.uid, container=container.name if container else None,
                   qos=pod.qos.effective.value, spec=spec)
         return spec
+
+    def container_inputs(self, pod: PodInfo) -> DecisionInputs | None:
+        """The inputs of this pod's container decisions, or None when a decision must not
+        be reused: an allocator (the CpusetProvider) answers per container and may change
+        its answer without the pod changing (it admits at CreateContainer)."""
+        if self.index.provider is not None:
+            return None
+        return DecisionInputs(pod.annotations, pod.qos, self.config, self.index.snapshot())
+
+    def names_matter(self, pod: PodInfo) -> bool:
+        """Whether new containers of this pod can be decided differently by name (a function
+        of the pod's annotations and QoS, so of its DecisionInputs)."""
+        return any(hook.by_name(pod) for hook in self.hooks)
 
     def _timed_hooks(self, stage: str) -> tuple[Hook, ...]:
         """The hooks, each wrapped to observe its time into the stage's histogram."""

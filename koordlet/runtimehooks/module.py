@@ -27,7 +27,9 @@ from prometheus_client import CollectorRegistry
 from koordlet.config import Config, defaults
 from koordlet.metrics.text import Family, escape, render_families
 from koordlet.ports import Ports
+from koordlet.ports.admission import ADMIT_ALL
 from koordlet.ports.be_suppress import BESuppressBoard
+from koordlet.ports.cpusets import NO_EXCLUSIVE_CPUS
 from koordlet.runtimehooks.engine import HookEngine, plans_json
 from koordlet.runtimehooks.group_identity_switch import GroupIdentitySwitch, wanted_switch
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
@@ -92,7 +94,9 @@ class RuntimeHooksModule:
         self._registry = registry
         self._ports = ports if ports is not None else Ports()
         hooks = enabled_hooks(config.common.feature_gates.enabled)
-        self.engine = HookEngine(states, HookConfig(), hooks, provider=self._ports.cpusets, registry=registry,
+        # the null ports are no allocator at all: None lets CreateContainer answers be reused
+        provider = None if self._ports.cpusets is NO_EXCLUSIVE_CPUS else self._ports.cpusets
+        self.engine = HookEngine(states, HookConfig(), hooks, provider=provider, registry=registry,
                                  node=config.common.node_name)
         self._feed = feed
         self.reconciler: Reconciler | None = None
@@ -126,7 +130,7 @@ class RuntimeHooksModule:
             self.plugin = KoordletNriPlugin(
                 self.engine, self._feed, self.executor,
                 on_synchronized=(lambda: reconciler.trigger(full=True)) if reconciler is not None else (lambda: None),
-                admit=self._ports.admitter.admit_now)
+                admit=None if self._ports.admitter is ADMIT_ALL else self._ports.admitter.admit_now)
             self.stub = Stub(self.plugin, name=defaults.NRI_PLUGIN_NAME, index=config.runtime.runtime_hooks_nri_plugin_index,
                              config=StubConfig(socket_path=str(config.runtime.nri_socket_path)))
             self.plugin.stub = self.stub

@@ -18,16 +18,17 @@ never from inside a handler (containerd would wait on its own lock).
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import Callable
 
 import structlog
 
 from koordlet.runtimehooks import nri_convert
-from koordlet.runtimehooks.engine import HookEngine
+from koordlet.runtimehooks.engine import DecisionInputs, HookEngine
 from koordlet.runtimehooks.reconciler import updaters_for
 from koordlet.runtimehooks.spec import ResourceSpec
 from koordlet.statesinformer.from_nri import container_info
-from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo
 from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
 from nri.stub import NotConnected, Stub
 from nri.ttrpc.status import TtrpcError
@@ -36,6 +37,21 @@ from resourceexecutor import ResourceExecutor
 from system.cpuset import format_cpuset
 
 log = structlog.get_logger(__name__)
+
+Answer = tuple[ResourceSpec, "api.ContainerAdjustment | None"]
+
+
+@dataclass(slots=True)
+class PodAnswers:
+    """CreateContainer answers for one pod while `inputs` hold: by container name, or
+    one for every new container ("") when no hook tells containers apart by name."""
+
+    inputs: DecisionInputs
+    names_matter: bool
+    by_name: dict[str, Answer] = field(default_factory=dict)
+
+    def key(self, container_name: str) -> str:
+        return container_name if self.names_matter else ""
 
 
 class KoordletNriPlugin:
@@ -55,6 +71,7 @@ class KoordletNriPlugin:
         self._flush_task: asyncio.Task[None] | None = None
         self._feeding: str | None = None  # the pod an event handler is feeding right now
         self._cpu_lists: dict[frozenset[int], str] = {}
+        self._answers: dict[str, PodAnswers] = {}  # pod uid -> answers reusable while its inputs hold
         engine.add_listener(self._plans_changed)
 
     @property
@@ -104,8 +121,21 @@ class KoordletNriPlugin:
         spec = self.engine.decide(info, None, "run_pod_sandbox")
         if not spec.empty:
             executor.update_batch(updaters_for(executor, spec, info.cgroup_parent))
+        self._prepare_answer(info)
+
+    def _prepare_answer(self, info: PodInfo) -> None:
+        """Decide now, off the CreateContainer path, the answer every new container of the
+        pod will get, when that answer does not depend on the container."""
+        known = self._pod_answers(info)
+        if known is None or known.names_matter or "" in known.by_name:
+            return
+        placeholder = ContainerInfo(id="", name="", pod_uid=info.uid, state=ContainerState.CREATED,
+                                    cgroup_dir="")
+        spec = self.engine.decide(info, placeholder, "create_container")
+        known.by_name[""] = (spec, self._adjustment(spec))
 
     def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
+        self._answers.pop(pod.uid, None)
         self._feed_pod(SandboxChange.REMOVE, pod)
 
     def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment | None:
@@ -116,18 +146,50 @@ class KoordletNriPlugin:
             if self._admit is not None and fed is not None:
                 self._admit(fed, fed.container_by_id(container.id))
             spec = self._container_spec(fed, container.id, "create_container")
+            if spec is None:
+                return None
+            answer: Answer = (spec, self._adjustment(spec))
         else:
-            # Decide from the converted container and feed the informer right after the
-            # answer is on its way: the feed is most of the handler's cost and the CRI call
-            # waits for us. call_soon runs before any later event of this connection is read.
-            created, _ = container_info(container, pod.uid)
-            if self._admit is not None:
-                self._admit(info, created)
-            spec = self.engine.decide(info, created, "create_container")
+            # Decide (or reuse the decision) and feed the informer right after the answer is
+            # on its way: the feed is most of the handler's cost and the CRI call waits for
+            # us. call_soon runs before any later event of this connection is read.
+            answer = self._answer(info, container)
             asyncio.get_running_loop().call_soon(self._feed_container, ContainerChange.CREATED, pod, container)
-        if spec is None:
+        self._sent[container.id] = answer[0]
+        return answer[1]
+
+    def _answer(self, info: PodInfo, container: api.Container) -> Answer:
+        """The answer for a new container of a known pod: the one prepared or given before
+        while the pod's decision inputs are unchanged, else decided now.  Only the
+        container's name can count: NRI brings no kubelet spec."""
+        known = self._pod_answers(info)
+        if known is not None:
+            answer = known.by_name.get(known.key(container.name))
+            if answer is not None:
+                return answer
+        created, _ = container_info(container, info.uid)
+        if self._admit is not None:
+            self._admit(info, created)
+        spec = self.engine.decide(info, created, "create_container")
+        answer = (spec, self._adjustment(spec))
+        if known is not None:
+            known.by_name[known.key(container.name)] = answer
+        return answer
+
+    def _pod_answers(self, info: PodInfo) -> PodAnswers | None:
+        """The pod's reusable answers, emptied when its inputs changed; None when nothing
+        may be reused (an admitting allocator decides per container)."""
+        if self._admit is not None:
             return None
-        self._sent[container.id] = spec
+        inputs = self.engine.container_inputs(info)
+        if inputs is None:
+            return None
+        known = self._answers.get(info.uid)
+        if known is None or known.inputs != inputs:
+            known = self._answers[info.uid] = PodAnswers(inputs, self.engine.names_matter(info))
+        return known
+
+    def _adjustment(self, spec: ResourceSpec) -> api.ContainerAdjustment | None:
         return nri_convert.adjustment(spec, self.cgroup_version, self._cpu_list)
 
     def update_container(self, pod: api.PodSandbox, container: api.Container,
@@ -172,6 +234,7 @@ class KoordletNriPlugin:
         return text
 
     def _plans_changed(self, changed: frozenset[str] | None) -> None:
+        self._forget_answers(changed)
         if self.stub is None or not self._sent:
             return
         if changed is not None and changed == {self._feeding}:
@@ -182,6 +245,20 @@ class KoordletNriPlugin:
             self._pending |= changed
         if self._flush_task is None or self._flush_task.done():
             self._flush_task = asyncio.get_running_loop().create_task(self._flush())
+
+    def _forget_answers(self, changed: frozenset[str] | None) -> None:
+        """Drop answers of pods gone from the informer (however they went) and, when the
+        rules or the node's allocations moved, all of them.  A pod that changed keeps its
+        entry: its inputs are compared at the next CreateContainer."""
+        if not self._answers:
+            return
+        if changed is None:
+            self._answers.clear()
+            return
+        pod = self.engine.states.pod
+        for uid in changed:
+            if uid in self._answers and pod(uid) is None:
+                del self._answers[uid]
 
     async def _flush(self) -> None:
         await asyncio.sleep(0)  # gather a burst of changes (and let the handler return)

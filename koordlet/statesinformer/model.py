@@ -142,6 +142,10 @@ class PodInfo:
     containers: tuple[ContainerInfo, ...] = ()
     sources: frozenset[Source] = frozenset()
     created_at_ns: int = 0
+    # running_containers, built on first use: every periodic pass asks each pod for it, and a
+    # PodInfo never changes (replace() makes a new one with this reset)
+    _running: tuple[ContainerInfo, ...] | None = field(default=None, init=False, repr=False,
+                                                        compare=False, hash=False)
 
     def container(self, name: str) -> ContainerInfo | None:
         for container in self.containers:
@@ -157,7 +161,11 @@ class PodInfo:
 
     @property
     def running_containers(self) -> tuple[ContainerInfo, ...]:
-        return tuple(c for c in self.containers if c.state is ContainerState.RUNNING)
+        running = self._running
+        if running is None:
+            running = tuple([c for c in self.containers if c.state is ContainerState.RUNNING])
+            object.__setattr__(self, "_running", running)
+        return running
 
 
 class PodEventKind(Enum):

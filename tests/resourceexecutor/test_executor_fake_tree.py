@@ -124,6 +124,7 @@ def test_forget_cgroup_drops_its_entries_and_those_below(v2):
     executor.update_batch([executor.updater("cpu.shares", d, 512) for d in (POD, C1, "kubepods")])
     assert executor.forget_cgroup(POD) == 2
     assert len(executor.cache) == 1
+    assert executor.cache.get(("cpu.shares", "kubepods")) is not None
 
 
 # ---------------------------------------------------------------- levelled order
@@ -215,6 +216,17 @@ def test_unsupported_resource_is_logged_once_and_not_retried(v1_host, clock):
     assert first.counts() == second.counts() == {Outcome.NOT_SUPPORTED: 2}
     assert [e["event"] for e in logs] == ["cgroup_resource_unsupported"]
     assert len(io.reads) == reads
+
+
+def test_forget_cgroup_drops_the_not_supported_notes_of_that_cgroup_only(v1_host, clock):
+    io = RecordingIO(FakeTreeIO())
+    executor = ResourceExecutor(CgroupFiles(v1_host), clock=clock, io=io)
+    batch = [executor.updater("memory.min", d, 1 << 20) for d in (C1, C2)]
+    executor.update_batch(batch)
+    reads = len(io.reads)
+    executor.forget_cgroup(C1)
+    executor.update_batch(batch)
+    assert len(io.reads) == reads + 1  # C1 is looked at afresh, C2 still known absent
 
 
 def test_kernel_refusal_is_failed_with_the_error(v2):

@@ -82,6 +82,49 @@ def test_forget_where_drops_matching_keys():
     assert len(cache) == 1
 
 
+def _under(top: str, cgroup_dir: str) -> bool:
+    return top == "" or cgroup_dir == top or cgroup_dir.startswith(top + "/")
+
+
+def test_forget_cgroup_removes_exactly_that_cgroup_and_those_below():
+    cache = WriteCache(clock=FakeClock())
+    kept = [("cpu.shares", "kubepods/pod1x/c1"), ("cpu.shares", "kubepods/pod1"),
+            ("cpuset.cpus", "kubepods"), ("cpu.shares", "kubepods/pod2/c1")]
+    doomed = [("cpu.shares", "kubepods/pod1/c1"), ("cpu.cfs_quota_us", "kubepods/pod1/c1"),
+              ("cpu.shares", "kubepods/pod1/c1/inner")]
+    for key in kept + doomed:
+        cache.remember(key, "2", 2, 0.0)
+    assert sorted(cache.forget_cgroup("/kubepods/pod1/c1/")) == sorted(doomed)
+    assert sorted(cache.entries) == sorted(kept)
+    assert cache.forget_cgroup("kubepods/pod1/c1") == []
+
+
+_DIRS = ["", "a", "a/b", "a/b/c", "a/bc", "a/b/d", "e", "e/a"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(["remember", "forget", "forget_cgroup", "sweep"]),
+                                st.sampled_from(["cpu.shares", "memory.max"]),
+                                st.sampled_from(_DIRS), st.floats(0, 300)), max_size=40))
+def test_forget_cgroup_agrees_with_a_scan_of_the_cache(steps):
+    cache = WriteCache(CachePolicy(expire_after=120, sweep_every=0), clock=FakeClock())
+    for op, name, cgroup_dir, at in steps:
+        if op == "remember":
+            cache.remember((name, cgroup_dir), "1", 1, at)
+        elif op == "forget":
+            cache.forget((name, cgroup_dir))
+        elif op == "sweep":
+            cache.sweep_if_due(at)
+        else:
+            expected = {key for key in cache.entries if _under(cgroup_dir, key[1])}
+            assert set(cache.forget_cgroup(cgroup_dir)) == expected
+            assert not any(_under(cgroup_dir, key[1]) for key in cache.entries)
+    for cgroup_dir in _DIRS:  # the index still covers what is left
+        expected = {key for key in cache.entries if _under(cgroup_dir, key[1])}
+        assert set(cache.forget_cgroup(cgroup_dir)) == expected
+    assert len(cache) == 0 and cache._dirs._keys == {} and cache._dirs._kids == {}
+
+
 def test_negative_durations_are_refused():
     with pytest.raises(ValueError):
         CachePolicy(force_update_after=-1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Sequence
 
-from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
+from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY, EXTENDED_RESOURCE_SPEC
 from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass
 from koordlet.ports.be_suppress import quota_under_tier
 from koordlet.runtimehooks.allocations import CpuAllocations
@@ -55,6 +55,12 @@ def container_resources(pod: PodInfo, container: ContainerInfo) -> Resources | N
     if spec is not None:
         return spec.get(container.name)
     return container.spec
+
+
+def by_name(pod: PodInfo) -> bool:
+    """A container the runtime announces (no kubelet spec) is sized by its name's entry
+    in the annotation; without the annotation every such container is sized alike."""
+    return EXTENDED_RESOURCE_SPEC in pod.annotations
 
 
 def pod_resources(pod: PodInfo) -> Sequence[Resources] | None:

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from koordlet.config import ConfigError
 from koordlet.daemon.cli import parse_args
+from koordlet.ports import Ports
 from koordlet.runtimehooks.module import RuntimeHooksModule, nri_enabled, nri_wanted
 from koordlet.runtimehooks.options import HooksOptions
 from koordlet.statesinformer.model import NodeInfo
@@ -69,6 +70,9 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
     await module.start()
     try:
         assert module.nri_on and not module.ready()
+        # no allocator on the node (the null ports): CreateContainer answers may be reused
+        assert module.plugin is not None and module.plugin._admit is None
+        assert module.engine.index.provider is None
         async with RuntimePeer(socket_path) as peer:
             await peer.wait_plugins(1)
             await until(module.ready)
@@ -86,3 +90,24 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
         await until(lambda: not module.ready())  # the runtime went away
     finally:
         await module.stop()
+
+
+class _Allocator:
+    def cpuset_for(self, pod_uid: str, container_name: str) -> frozenset[int] | None:
+        return None
+
+    def on_allocations_changed(self, listener) -> None:
+        return None
+
+    def admit_now(self, pod, container=None) -> None:
+        return None
+
+
+def test_an_allocator_on_the_ports_reaches_the_engine(tmp_path: Path) -> None:
+    config = parse_args(["--sys-root-dir", str(tmp_path), "--cgroup-root-dir", str(tmp_path)])
+    host = Host(tmp_path, tmp_path, tmp_path)
+    store = PodStore(NodeInfo("node"))
+    allocator = _Allocator()
+    module = RuntimeHooksModule(config, HostFacts(host), store, NriFeed(store), executor_without_cgroups(host),
+                                CollectorRegistry(), ports=Ports(admitter=allocator, cpusets=allocator))
+    assert module.engine.index.provider is allocator

@@ -411,7 +411,7 @@ def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
     from koordlet.statesinformer.merge import _rebuilt
 
     # every field set to a value unlike its default, so a field out of order shows
-    values = {f.name: f"v-{f.name}" for f in dataclasses.fields(PodInfo)}
+    values = {f.name: f"v-{f.name}" for f in dataclasses.fields(PodInfo) if f.init}
     values.update(state=SandboxState.NOT_READY, qos=PodQoS(KoordQoSClass.BE), priority=7, created_at_ns=9,
                   labels={"a": "b"}, annotations={"c": "d"}, containers=(), sources=frozenset({Source.CRI}))
     pod = PodInfo(**values)

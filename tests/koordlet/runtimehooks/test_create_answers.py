@@ -1,0 +1,166 @@
+"""CreateContainer answers reused per pod: the same adjustments as deciding afresh, and a
+new decision as soon as the pod, the rules or the node's allocations change."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from prometheus_client import CollectorRegistry
+
+from koordlet.runtimehooks import nri_convert
+from koordlet.runtimehooks.engine import HookEngine
+from koordlet.runtimehooks.hook_config import HookConfig
+from koordlet.runtimehooks.hooks import HOOKS
+from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
+from koordlet.statesinformer.model import NodeInfo
+from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
+from koordlet.statesinformer.store import PodStore
+from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
+from resourceexecutor import executor_without_cgroups
+from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
+from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
+
+ANNOT = "node.koordinator.sh/extended-resource-spec"
+STATUS = "scheduling.koordinator.sh/resource-status"
+CONFIG = HookConfig(node_cpus=frozenset(range(8)))
+
+
+class Rig:
+    def __init__(self, config: HookConfig = CONFIG, registry: CollectorRegistry | None = None) -> None:
+        self.store = PodStore(NodeInfo("node"))
+        self.feed = NriFeed(self.store)
+        self.engine = HookEngine(self.store, config, HOOKS, registry=registry)
+        self.engine.start()
+        self.plugin = KoordletNriPlugin(self.engine, self.feed, executor_without_cgroups())
+        self.decisions = 0
+        decide = self.engine.decide
+
+        def counted(pod, container, stage):
+            self.decisions += container is not None  # container decisions only
+            return decide(pod, container, stage)
+
+        self.engine.decide = counted  # type: ignore[method-assign]
+
+    def run(self, pod: api.PodSandbox) -> None:
+        self.plugin.run_pod_sandbox(pod)
+
+    async def create(self, pod: api.PodSandbox, name: str, suffix: str = "") -> api.ContainerAdjustment | None:
+        container = nri_container(pod, name)
+        container.id = (container.id[:60] + suffix).ljust(64, "0")[:64]
+        answer = self.plugin.create_container(pod, container)
+        await asyncio.sleep(0)  # the deferred informer feed
+        return answer
+
+    def fresh(self, pod: api.PodSandbox, name: str) -> api.ContainerAdjustment | None:
+        """What deciding from scratch gives for a new container `name` of `pod`."""
+        from koordlet.statesinformer.from_nri import container_info
+        info, _ = container_info(nri_container(pod, name), pod.uid)
+        engine = HookEngine(self.store, self.engine.config, HOOKS)
+        engine.start()
+        spec = engine.decide(self.store.pod(pod.uid), info, "test")
+        return nri_convert.adjustment(spec, self.plugin.cgroup_version, self.plugin._cpu_list)
+
+
+def pods() -> list[api.PodSandbox]:
+    return [nri_pod("be1", "BE", {ANNOT: ext_spec(main=batch("500", "1Gi"), side=batch("250", None))}),
+            nri_pod("ls1", "LS"),
+            nri_pod("lsr1", "LSR", {STATUS: '{"cpuset": "2"}'})]
+
+
+async def test_a_reused_answer_is_the_answer_decided_afresh() -> None:
+    rig = Rig()
+    for pod in pods():
+        rig.run(pod)
+    for pod in pods():
+        for name in ("main", "side"):
+            first = await rig.create(pod, name, "a")
+            again = await rig.create(pod, name, "b")  # a restart: same name, new id
+            assert first == again == rig.fresh(pod, name)
+    # BE (sized by name from its annotation): one per name; LS and LSR: the one prepared
+    # at RunPodSandbox serves every container; LS once more: LSR took CPU 2 after it ran
+    assert rig.decisions == 5
+
+
+async def test_run_pod_sandbox_prepares_the_answer_unless_names_matter() -> None:
+    rig = Rig()
+    be, ls, _ = pods()
+    rig.run(ls)
+    assert rig.decisions == 1
+    await rig.create(ls, "main", "a")
+    await rig.create(ls, "side", "a")
+    assert rig.decisions == 1
+    rig.run(be)
+    assert rig.decisions == 1  # its containers differ by name: decided at CreateContainer
+
+
+async def test_a_changed_pod_is_decided_again() -> None:
+    rig = Rig()
+    be = pods()[0]
+    rig.run(be)
+    assert (await rig.create(be, "main", "a")).linux.resources.cpu.quota.value == 50000
+    updated = api.PodSandbox()
+    updated.CopyFrom(be)  # the runtime sends a new message
+    updated.annotations[ANNOT] = ext_spec(main=batch("1000", "1Gi"))
+    rig.feed.nri_pod_event(SandboxChange.UPDATE, updated)
+    assert (await rig.create(be, "main", "b")).linux.resources.cpu.quota.value == 100000
+    assert rig.decisions == 2
+
+
+async def test_new_rules_are_decided_again() -> None:
+    rig = Rig()
+    be = pods()[0]
+    rig.run(be)
+    await rig.create(be, "main", "a")
+    rig.engine.set_config(dataclasses.replace(CONFIG, enable_cfs_quota=False))
+    assert (await rig.create(be, "main", "b")).linux.resources.cpu.quota.value == -1
+    assert rig.decisions == 2
+
+
+async def test_moved_allocations_are_decided_again() -> None:
+    rig = Rig()
+    ls = pods()[1]
+    rig.run(ls)
+    assert (await rig.create(ls, "main", "a")).linux.resources.cpu.cpus == "0-7"
+    lsr = pods()[2]
+    rig.run(lsr)  # takes CPU 2 from the shared pool
+    await rig.create(lsr, "main", "a")
+    assert (await rig.create(ls, "main", "b")).linux.resources.cpu.cpus == "0-1,3-7"
+    assert rig.decisions == 3  # ls prepared, lsr prepared, ls again after the pool moved
+
+
+async def test_a_removed_pod_leaves_no_answers() -> None:
+    rig = Rig()
+    ls = pods()[1]
+    rig.run(ls)
+    await rig.create(ls, "main", "a")
+    assert rig.plugin._answers
+    rig.plugin.remove_pod_sandbox(ls)
+    assert not rig.plugin._answers
+
+
+async def test_hook_timings_are_observed_after_the_handler() -> None:
+    registry = CollectorRegistry()
+    rig = Rig(registry=registry)
+    ls = pods()[1]
+    rig.run(ls)
+    container = nri_container(ls, "main")
+    rig.plugin.create_container(ls, container)
+    name = "koordlet_runtime_hook_duration_seconds_count"
+    labels = {"hook": "CPUSetAllocator", "stage": "create_container"}
+    assert registry.get_sample_value(name, labels) == 0.0  # not yet: the answer goes first
+    await asyncio.sleep(0)
+    assert registry.get_sample_value(name, labels) == 1.0
+
+
+def test_hook_timings_without_a_loop_are_observed_at_once() -> None:
+    registry = CollectorRegistry()
+    store = PodStore(NodeInfo("node"))
+    engine = HookEngine(store, CONFIG, HOOKS, registry=registry)
+    feed = NriFeed(store)
+    ls = pods()[1]
+    feed.nri_pod_event(SandboxChange.RUN, ls)
+    feed.nri_container_event(ContainerChange.CREATED, ls, nri_container(ls, "main"))
+    engine.plan(store.pod("ls1"))
+    assert registry.get_sample_value("koordlet_runtime_hook_duration_seconds_count",
+                                     {"hook": "CPUSetAllocator", "stage": "reconcile"}) == 2.0
