@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from system.file_io import KeptFdPool, fd_budget, read_path_text, write_path_text
+from system.file_io import DEFAULT_FD_CAP, KeptFdPool, fd_budget, read_path_text, write_path_text
 
 
 class CgroupFileIO(Protocol):
@@ -54,7 +54,7 @@ class KernelFileIO:
         return None
 
 
-def default_max_open(cap: int = 16384) -> int:
+def default_max_open(cap: int = DEFAULT_FD_CAP) -> int:
     """Half the process's soft fd limit, at most `cap` (system.file_io.fd_budget)."""
     return fd_budget(cap)
 
