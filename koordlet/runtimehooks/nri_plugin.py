@@ -202,6 +202,12 @@ class KoordletNriPlugin:
         message = nri_convert.update(container.id, spec, self.cgroup_version, self._cpu_list)
         return [message] if message is not None else []
 
+    def post_start_container(self, pod: api.PodSandbox, container: api.Container) -> None:
+        """The container runs: the informer marks it running, which is what the collectors
+        (usage, throttling, PSI, CPI) and CPU burst go by. After the start, so no round trip
+        on the pod's CreateContainer path."""
+        self._feed_container(ContainerChange.STARTED, pod, container)
+
     def remove_container(self, pod: api.PodSandbox, container: api.Container) -> None:
         self._sent.pop(container.id, None)
         self._feed_container(ContainerChange.REMOVED, pod, container)

@@ -63,9 +63,28 @@ async def test_subscribes_only_to_the_events_it_uses(socket_path) -> None:
     try:
         (peer_plugin,) = h.peer.plugins
         assert set(events_of(peer_plugin.mask)) == {
-            Event.RUN_POD_SANDBOX, Event.REMOVE_POD_SANDBOX, Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER,
-            Event.REMOVE_CONTAINER}
+            Event.RUN_POD_SANDBOX, Event.REMOVE_POD_SANDBOX, Event.CREATE_CONTAINER, Event.POST_START_CONTAINER,
+            Event.UPDATE_CONTAINER, Event.REMOVE_CONTAINER}
         assert (peer_plugin.name, peer_plugin.index) == ("koordlet_nri", "00")
+    finally:
+        await stop(h)
+
+
+async def test_a_started_container_is_running_for_the_collectors(socket_path) -> None:
+    """Created is not running: the collectors and CPU burst count a container from its start."""
+    from koordlet.statesinformer.model import ContainerState
+
+    h = await start(socket_path, CONFIG)
+    try:
+        pod = nri_pod("ls1", "LS")
+        await h.peer.run_pod_sandbox(pod)
+        created = await h.peer.create_container(pod, nri_container(pod, "main"))
+        states = h.plugin.engine.states
+        await until(lambda: states.pod("ls1") is not None and len(states.pod("ls1").containers) == 1)
+        assert states.pod("ls1").running_containers == ()
+        await h.peer.container_event(Event.POST_START_CONTAINER, pod, created)
+        await until(lambda: [c.state for c in states.pod("ls1").containers] == [ContainerState.RUNNING])
+        assert [c.name for c in states.pod("ls1").running_containers] == ["main"]
     finally:
         await stop(h)
 
