@@ -301,7 +301,9 @@ async def deliver(peer: RuntimePeer, pods: list[tuple[api.PodSandbox, list[api.C
         await peer.run_pod_sandbox(pod)
         for ctr in ctrs:
             created = await peer.create_container(pod, ctr)
+            # as containerd: StartContainer before the task starts, PostStartContainer after
             await peer.container_event(Event.START_CONTAINER, pod, created)
+            await peer.container_event(Event.POST_START_CONTAINER, pod, created)
     return time.monotonic() - start
 
 
