@@ -75,7 +75,9 @@ def build(hubs: Hubs) -> Built:
 
     def context() -> QoSContext:
         """Made at the manager's start: the Kubernetes evictor opens its client there."""
-        reader = CgroupReader(executor.files)
+        # open-read-close: CPU burst reads every limited container's cfs quota each round, more
+        # files than the daemon's fd budget (it kept 1,200 fds of its own at 1,000 pods)
+        reader = CgroupReader(executor.files, keep_open=False)
         return QoSContext(hubs.states, hubs.metric_cache, hubs.node_slo, executor, reader,
                           EvictionPath(_evictor(hubs.config, hubs.kube, executor, reader, metrics), metrics, time.time),
                           metrics, QoSDirs(hubs.facts.driver), hubs.host, hubs.facts.topology,
