@@ -29,8 +29,8 @@ from koordlet.reporter.nodemetric import snapshot_steps, status_document, take_s
 from koordlet.reporter.overcommit import SEED_CPU, SEED_MEMORY, advise
 from koordlet.reporter.overcommit_load import node_load
 from koordlet.reporter.policy import MetricCollectPolicy
-from koordlet.reporter.steps import PODS_PER_STEP
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo, Resources, SandboxState
+from koordlet.util.steps import PODS_PER_STEP
 
 NOW = 1_800_000_000.0
 GI = 1024 ** 3

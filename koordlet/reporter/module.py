@@ -46,10 +46,10 @@ from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_fr
 from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
 from koordlet.reporter.standalone import LatestReports, write_report_file
-from koordlet.reporter.steps import run_steps_on_loop
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.util.kube_client import KubeClientError
 from koordlet.util.periodic import Periodic
+from koordlet.util.steps import run_steps_on_loop
 from system.errors import SystemFileError
 
 log = structlog.get_logger(__name__)

@@ -31,8 +31,8 @@ from koordlet.metriccache.aggregation import COLD_START_RATIO, P95, P99, covers_
 from koordlet.metriccache.api import Aggregate, Mean, Metric, MetricCache, NotEnoughData, SeriesKey
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
-from koordlet.reporter.steps import PODS_PER_STEP, Steps, run_steps
 from koordlet.statesinformer.model import PodInfo
+from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
 PROD_RECLAIM_SAFETY_MARGIN_PERCENT = 10

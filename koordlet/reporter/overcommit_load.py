@@ -12,8 +12,8 @@ from koordlet.metriccache.api import MetricCache, NotEnoughData, SeriesKey
 from koordlet.reporter.katalyst_metrics import KATALYST_METRICS
 from koordlet.reporter.nodemetric import pod_requests
 from koordlet.reporter.overcommit import NodeLoad
-from koordlet.reporter.steps import PODS_PER_STEP, Steps, run_steps
 from koordlet.statesinformer.model import PodInfo
+from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 
 def pod_usage(cache: MetricCache, pod: PodInfo, names: Sequence[str], start: float, end: float) -> float:

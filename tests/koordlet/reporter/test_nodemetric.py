@@ -188,7 +188,7 @@ def test_a_malformed_spec_is_refused(spec):
 
 def test_the_stepped_build_gives_the_same_snapshot_and_yields_between_pod_chunks():
     from koordlet.reporter.nodemetric import snapshot_steps
-    from koordlet.reporter.steps import PODS_PER_STEP
+    from koordlet.util.steps import PODS_PER_STEP
 
     pods = [pod("p%03d" % i) for i in range(3 * PODS_PER_STEP)]
     cache = store()

@@ -103,3 +103,35 @@ def test_cgroup_v2_be_pod_gets_cpu_idle_and_weight(tmp_path: Path) -> None:
     # kubelet's formula: weight = 1 + (512 - 2) * 9999 / 262142 = 20
     assert (host.cgroup_root / be.cgroup_parent / "cpu.weight").read_text().strip() == "20"
     assert result.problems == 0
+
+
+def test_a_full_pass_yields_between_chunks_of_pods_and_writes_the_same(tmp_path: Path) -> None:
+    """Stepped, the full pass gives the loop back between chunks (the QoS tiers first, then
+    PODS_PER_STEP pods with their containers) and writes exactly what a pass in one go does."""
+    from koordlet.util.steps import PODS_PER_STEP
+
+    host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
+    for i in range(PODS_PER_STEP * 2):
+        pod = make_pod("ls-extra-%d" % i, KoordQoSClass.LS)
+        add_cgroup(host, pod.cgroup_parent)
+        for c in pod.containers:
+            add_cgroup(host, c.cgroup_dir)
+        states.put(pod)
+    engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
+    executor = ResourceExecutor(files, io=FakeTreeIO())
+    reconciler = Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs)
+    steps = reconciler.reconcile_steps(full=True)
+    yields = 0
+    try:
+        while True:
+            next(steps)
+            yields += 1
+    except StopIteration as done:
+        result = done.value
+    pods = PODS_PER_STEP * 2 + 2
+    assert yields == 1 + -(-pods // PODS_PER_STEP)  # the QoS tiers, then each chunk
+    assert result.pods == pods and result.problems == 0 and result.writes > 0
+    written = {p.uid: files.read("cpu.bvt_warp_ns", p.cgroup_parent) for p in states.pods()}
+    assert set(written.values()) <= {2, -1} and written["be1"] == -1
+    again = reconciler.reconcile_once(full=True)  # nothing drifted: a second pass writes nothing
+    assert again.writes == 0 and again.updates == result.updates
