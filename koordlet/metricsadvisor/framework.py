@@ -96,7 +96,7 @@ def drive(round_: Round) -> Samples:
             request = round_.send(reply)
         except StopIteration as stop:
             return stop.value
-        reply = None if request is None else [batch.read() for batch in request]
+        reply = None if request is None else _read_all(request)
 
 
 def _read_all(batches: tuple[FileBatch, ...]) -> list[list[bytes | None]]:
@@ -193,6 +193,17 @@ class PeriodicCollector:
 
     def begin(self, now: float) -> None:
         pass
+
+
+class RoundCollector(PeriodicCollector):
+    """Base of the collectors over pods: `round(now)` is the work (see the module doc), and
+    `collect(now)` runs it inline."""
+
+    def round(self, now: float) -> Round:
+        raise NotImplementedError
+
+    def collect(self, now: float) -> Samples:
+        return drive(self.round(now))
 
 
 def pods_and_reader(ctx: CollectContext) -> tuple[UsageReader, StatesInformer]:
@@ -320,8 +331,8 @@ class Scheduler:
 
     async def _run_group(self, entries: list[_Entry], interval: float) -> None:
         for entry in entries:
-            if hasattr(entry.collector, "round"):
-                await self._finish_round(entry)
+            if isinstance(entry.collector, RoundCollector):
+                await self._finish_round(entry, entry.collector)
             else:
                 self._finish(entry)
             if entry.stats.last_wall_seconds > interval:  # the next tick comes late, never piles up
@@ -358,7 +369,7 @@ class Scheduler:
             stats.runs += 1
         self._done(entry, samples)
 
-    async def _finish_round(self, entry: _Entry) -> None:
+    async def _finish_round(self, entry: _Entry, collector: RoundCollector) -> None:
         """A round in slices: the CPU counted is the loop thread's in the round's own
         stretches (not the reading thread's, nor other tasks' in between); the slow warning
         goes by the longest stretch, not the wall time."""
@@ -367,7 +378,7 @@ class Scheduler:
         wall = time.perf_counter()
         try:
             now = self._clock()
-            samples = await drive_async(entry.collector.round(now), holds)  # type: ignore[attr-defined]
+            samples = await drive_async(collector.round(now), holds)
             holds.begin()
             self._append(now, samples)
             holds.end()

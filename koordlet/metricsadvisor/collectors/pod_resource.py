@@ -16,11 +16,9 @@ from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMO
 from koordlet.metricsadvisor.framework import (
     Batches,
     CollectContext,
-    PeriodicCollector,
     Round,
-    Samples,
+    RoundCollector,
     Slices,
-    drive,
     pod_objects,
     pods_and_reader,
     sliced_map,
@@ -53,7 +51,7 @@ class _Tracked:
         self.inactive = -1  # -1 before the first memory.stat read
 
 
-class PodResourceCollector(PeriodicCollector):
+class PodResourceCollector(RoundCollector):
     name = "podresource"
 
     def __init__(self, interval: float) -> None:
@@ -70,8 +68,6 @@ class PodResourceCollector(PeriodicCollector):
         self._reader, self._states = pods_and_reader(ctx)
         self._cache = ctx.cache
 
-    def collect(self, now: float) -> Samples:
-        return drive(self.round(now))
 
     def round(self, now: float) -> Round:
         assert self._states is not None and self._reader is not None

@@ -8,11 +8,9 @@ from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import (
     Batches,
     CollectContext,
-    PeriodicCollector,
     Round,
-    Samples,
+    RoundCollector,
     Slices,
-    drive,
     pod_objects,
     pods_and_reader,
     sliced_map,
@@ -23,7 +21,7 @@ from system.errors import SystemFileError
 from system.usage_reader import UsagePaths, UsageReader, parse_throttle_counts
 
 
-class PodThrottledCollector(PeriodicCollector):
+class PodThrottledCollector(RoundCollector):
     name = "podthrottled"
 
     def __init__(self, interval: float) -> None:
@@ -36,8 +34,6 @@ class PodThrottledCollector(PeriodicCollector):
     def setup(self, ctx: CollectContext) -> None:
         self._reader, self._states = pods_and_reader(ctx)
 
-    def collect(self, now: float) -> Samples:
-        return drive(self.round(now))
 
     def round(self, now: float) -> Round:
         assert self._states is not None and self._reader is not None

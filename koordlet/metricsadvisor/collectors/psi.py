@@ -22,11 +22,9 @@ from koordlet.metricsadvisor.framework import (
     Batches,
     CollectContext,
     CollectorUnsupported,
-    PeriodicCollector,
     Round,
-    Samples,
+    RoundCollector,
     Slices,
-    drive,
     pod_objects,
     sliced_map,
 )
@@ -62,7 +60,7 @@ class _Keys:
                         for resource in PSI_RESOURCES for kind in KINDS}
 
 
-class PSICollector(PeriodicCollector):
+class PSICollector(RoundCollector):
     """Stores avg10 (some and full) of each resource in the metric cache, the figure QoS
     decisions use; avg60/avg300 are kept only as the latest snapshot for /metrics. Storing
     all 18 figures per object as series would cost ~36,000 series for 1,000 containers."""
@@ -100,8 +98,6 @@ class PSICollector(PeriodicCollector):
         if not self._node and not cgroups:
             raise CollectorUnsupported("this kernel has no PSI (/proc/pressure and cgroup *.pressure absent)")
 
-    def collect(self, now: float) -> Samples:
-        return drive(self.round(now))
 
     def round(self, now: float) -> Round:
         out: list[tuple[SeriesKey, float]] = []
