@@ -20,7 +20,7 @@ import structlog
 from koordlet.config import Config
 from koordlet.slo.source import ValidatedNodeSLO
 from koordlet.util.kube_client import KubeApi
-from koordlet.util.kube_watch import ObjectWatch, as_mapping
+from koordlet.util.kube_watch import ObjectWatch
 
 log = structlog.get_logger(__name__)
 
@@ -59,15 +59,7 @@ class NodeSLOWatch(ValidatedNodeSLO):
         await self.watch.stop()
 
     def ready(self) -> bool:
-        """Without a client the defaults are in force and nothing is watched; otherwise the
-        watch must be alive."""
-        return not self.watch.has_client() or self.watch.watching()
-
-    def on_event(self, kind: str, obj: Any) -> str | None:
-        """Apply one watch event; the object's resourceVersion."""
-        document = as_mapping(obj)
-        self._on_document(kind, document)
-        return (document.get("metadata") or {}).get("resourceVersion")
+        return self.watch.ready()
 
     def _on_document(self, kind: str, document: Mapping[str, Any]) -> None:
         version = (document.get("metadata") or {}).get("resourceVersion")

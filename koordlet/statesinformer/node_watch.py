@@ -71,7 +71,7 @@ class NodeWatch:
         await self.watch.stop()
 
     def ready(self) -> bool:
-        return not self.watch.has_client() or self.watch.watching()
+        return self.watch.ready()
 
     def _on_document(self, kind: str, document: Mapping[str, Any]) -> None:
         if kind not in ("ADDED", "MODIFIED"):

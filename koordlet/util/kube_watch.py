@@ -88,11 +88,10 @@ class ObjectWatch:
             self._client = None
             await self._api.release()
 
-    def watching(self) -> bool:
-        return self._task is not None and not self._task.done()
-
-    def has_client(self) -> bool:
-        return self._client is not None
+    def ready(self) -> bool:
+        """Alive while it has a client (without one nothing is watched: the caller's
+        defaults stand, which is ready too)."""
+        return self._client is None or (self._task is not None and not self._task.done())
 
     async def _follow(self) -> None:
         version: str | None = None

@@ -150,10 +150,12 @@ def test_backoff_doubles_to_a_minute_with_jitter_in_the_upper_half():
 
 def test_events_arrive_as_lightkube_objects_too():
     """lightkube decodes generic resources into objects with to_dict()."""
-    watch = watch_over(FakeWatchClient([]))
-    obj = SimpleNamespace(to_dict=lambda: nodeslo(GOOD, "21"))
-    assert watch.on_event("MODIFIED", obj) == "21"
+    client = FakeWatchClient([[("MODIFIED", SimpleNamespace(to_dict=lambda: nodeslo(GOOD, "21")))]])
+    watch = watch_over(client)
+    run(watch, client)
+    assert watch.source() == "NodeSLO/node-a resourceVersion 21"
     assert watch.current().resource_used_threshold_with_be.enable
+    assert client.watches[-1]["resource_version"] == "21"  # resumed from the object's version
 
 
 async def test_the_daemon_shares_one_client_between_its_users():
