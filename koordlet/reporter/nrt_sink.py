@@ -1,16 +1,18 @@
 """Writes the node's NodeResourceTopology to the API server: create it when absent, update
 it only when what we own of it differs (from our last write, then from the cluster's copy,
 so a restart does not rewrite an unchanged object). A 409 means someone wrote it between
-our GET and our write: GET again and retry, a bounded number of times."""
+our GET and our write: wait as the NodeMetric sink does (kube_sink.conflict_wait), GET again
+and retry, a bounded number of times."""
 
 from __future__ import annotations
 
+import asyncio
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import structlog
 
-from koordlet.reporter.kube_sink import CONFLICT_RETRIES, SinkError, status_code
+from koordlet.reporter.kube_sink import CONFLICT_RETRIES, SinkError, conflict_wait, status_code
 from koordlet.reporter.nrt import canonical, updated
 
 if TYPE_CHECKING:
@@ -33,8 +35,9 @@ def _resource():
 
 
 class NrtWriter:
-    def __init__(self, client: "AsyncClient", node_name: str) -> None:
+    def __init__(self, client: "AsyncClient", node_name: str, sleep: Callable[[float], Any] = asyncio.sleep) -> None:
         self._client = client
+        self._sleep = sleep
         self._node = node_name
         self._resource = _resource()
         self._written: str | None = None  # canonical() of the last object the cluster took
@@ -46,6 +49,8 @@ class NrtWriter:
         if wanted == self._written:
             return NrtOutcome.UNCHANGED
         for attempt in range(CONFLICT_RETRIES):
+            if attempt:
+                await self._sleep(conflict_wait(attempt))
             try:
                 current = dict(await self._client.get(self._resource, self._node))
             except ApiError as exc:

@@ -265,9 +265,16 @@ async def test_a_conflict_rereads_and_retries(api):
     server, client = api
     server.put_object(KEY[0], built())
     server.concurrent_writes = 2
-    assert await NrtWriter(client, NODE).write(built(frozenset({1}))) is NrtOutcome.UPDATED
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    assert await NrtWriter(client, NODE, sleep=sleep).write(built(frozenset({1}))) is NrtOutcome.UPDATED
     assert [r.status for r in server.calls("PUT")] == [409, 409, 200]
     assert len(server.calls("GET")) == 3
+    # the NodeMetric sink's waits: 10 ms, then x5, each with at most 10 % jitter
+    assert len(waits) == 2 and 0.010 <= waits[0] <= 0.011 and 0.050 <= waits[1] <= 0.055
     assert resources(server.objects[KEY])["node-0"]["cpu"] == ("4", "3", "2")
 
 
@@ -275,7 +282,11 @@ async def test_endless_conflicts_give_up_after_a_bounded_number_of_attempts(api)
     server, client = api
     server.put_object(KEY[0], built())
     server.concurrent_writes = CONFLICT_RETRIES + 10
-    writer = NrtWriter(client, NODE)
+
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    writer = NrtWriter(client, NODE, sleep=no_wait)
     with pytest.raises(SinkError, match="still conflicting"):
         await writer.write(built(frozenset({1})))
     assert len(server.calls("PUT")) == CONFLICT_RETRIES
