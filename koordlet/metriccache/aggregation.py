@@ -77,9 +77,7 @@ def summarize(
     Raises NotEnoughData when there is no sample or the cold-start rule says so.
     """
     count = len(values)
-    if count == 0:
-        raise NotEnoughData("no samples in [%.3f, %.3f]" % (start, end))
-    first_ts, last_ts = timestamps[0], timestamps[-1]
+    first_ts, last_ts = (timestamps[0], timestamps[-1]) if count else (start, start)
     checked_window(count, first_ts, last_ts, start, end, min_coverage)
     ordered = sorted(values)
     return Aggregate(
