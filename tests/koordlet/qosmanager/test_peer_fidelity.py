@@ -10,7 +10,7 @@ from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_burst_policy import NodeBurstState, node_burst_state
-from koordlet.qosmanager.cpu_suppress import CPUSuppress
+from koordlet.qosmanager.cpu_suppress import CPUSET_RESYNC_SECONDS, CPUSuppress
 from koordlet.qosmanager.memory_qos import MemoryQoS, memory_qos_values, pod_memory_request
 from koordlet.slo.node_slo import MemoryQOS, NodeSLOError
 from koordlet.slo.spec import parse_node_slo_spec, pod_memory_qos
@@ -116,7 +116,7 @@ def suppress_rig(tmp_path, node: NodeInfo = NODE, with_pods: bool = True) -> Rig
     return rig
 
 
-def test_after_switching_to_cfs_quota_the_restored_cpuset_is_reasserted_every_round(tmp_path):
+def test_after_switching_to_cfs_quota_the_restored_cpuset_is_reasserted_each_resync(tmp_path):
     rig = suppress_rig(tmp_path)
     strategy = CPUSuppress()
     rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
@@ -132,9 +132,29 @@ def test_after_switching_to_cfs_quota_the_restored_cpuset_is_reasserted_every_ro
     for cgroup in ("kubepods/besteffort", "kubepods/besteffort/podbe1"):  # someone narrows them
         set_cgroup_file(rig.host, cgroup, "cpuset.cpus", "1")
     usage(rig, 1.5, ls1=1.0)
+    run(strategy, rig)  # unchanged pods: not read back every second
+    assert read(rig.host, "cpuset", "kubepods/besteffort/podbe1", "cpuset.cpus") == "1"
+    rig.clock.now += CPUSET_RESYNC_SECONDS
+    usage(rig, 1.5, ls1=1.0)
     run(strategy, rig)
     for cgroup in ("kubepods/besteffort", "kubepods/besteffort/podbe1", "kubepods/besteffort/podbe1/cbe1"):
         assert read(rig.host, "cpuset", cgroup, "cpuset.cpus") == "0-3", cgroup
+    rig.close()
+
+
+def test_with_suppress_off_a_new_be_pod_gets_the_full_cpuset_the_next_round(tmp_path):
+    rig = suppress_rig(tmp_path)
+    strategy = CPUSuppress()
+    run(strategy, rig)  # the default NodeSLO: suppress off, the full pass restores
+    for d in ("kubepods/besteffort/podbe2", "kubepods/besteffort/podbe2/cbe2"):
+        add_cgroup(rig.host, d)
+        set_cgroup_file(rig.host, d, "cpuset.cpus", "2")  # as a runtime may leave it
+    rig.states.put(pod("be2", KoordQoSClass.BE, "kubepods/besteffort/podbe2", containers=(
+        container("cbe2", "be2", "kubepods/besteffort/podbe2/cbe2"),)))
+    rig.clock.now += 1
+    run(strategy, rig)
+    for d in ("kubepods/besteffort/podbe2", "kubepods/besteffort/podbe2/cbe2"):
+        assert read(rig.host, "cpuset", d, "cpuset.cpus") == "0-3", d
     rig.close()
 
 
