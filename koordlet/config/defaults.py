@@ -98,6 +98,8 @@ CPU_MANAGER_POLICY = "none"
 # Metrics advisor (koordlet v1.1 metricsadvisor/config.go and metriccache/config.go).
 COLLECT_RES_USED_INTERVAL_SECONDS = 1.0
 PSI_COLLECTOR_INTERVAL_SECONDS = 10.0
+# ours: koordlet reads containers with the pods every second
+COLLECT_CONTAINER_RES_USED_INTERVAL_SECONDS = 10.0
 CPI_COLLECTOR_INTERVAL_SECONDS = 60.0
 COLLECT_CPI_TIMEWINDOW_SECONDS = 10.0
 # Node series: 30 min (NodeMetric p99 over 30 min). Pod/container series: koordlet keeps

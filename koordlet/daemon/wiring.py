@@ -84,9 +84,11 @@ def build_hubs(config: Config, registry: CollectorRegistry, http: Routes,
     kube = KubeApi(config)
     node_slo = node_slo_for(config, kube)
     node_slo.count_refusals_on(registry)
+    advisor = config[AdvisorOptions]
     return Hubs(config=config, host=host, facts=facts, registry=registry, http=http, fd_pool=pool,
                 executor=executor, states=states, metric_cache=MetricStore(retention_for(
-                    config[MetricCacheOptions], config[AdvisorOptions].collect_res_used_interval_seconds)),
+                    config[MetricCacheOptions], advisor.collect_res_used_interval_seconds,
+                    advisor.collect_container_res_used_interval_seconds)),
                 node_slo=node_slo, be_suppress=BESuppressBoard(), kube=kube)
 
 

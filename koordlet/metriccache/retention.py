@@ -2,7 +2,8 @@
 which series survive a restart. Pure values; the store applies them.
 
 Memory bound (documented in docs/ARCHITECTURE.md): every series holds at most
-``retention / min_sample_interval + 2`` samples of 16 bytes (9/8 of that in its arrays
+``retention / min_sample_interval + 2`` samples of 16 bytes (container series: ``/
+container_sample_interval``) (9/8 of that in its arrays
 between compactions), plus ~500 bytes of bookkeeping (key, ring, index entries), and there
 are at most ``max_series`` series (the least recently written one is dropped first). With
 the defaults and 1 s samples: a node series 1,802 samples = 29 KB; a pod series 302 = 4.8
@@ -53,6 +54,9 @@ class RetentionPolicy:
     per_metric_seconds: Mapping[str, float] = field(default_factory=_no_overrides)
     # the fastest collector interval: sets each series' sample capacity
     min_sample_interval: float = 1.0
+    # the same for container series (the usage collectors read containers less often); the
+    # strategies also take it for how old a container's last sample may be
+    container_sample_interval: float = 1.0
     max_series: int = 100_000
     # levels whose series are written to disk and restored after a restart
     persisted: frozenset[Level] = frozenset({Level.NODE, Level.POD})
@@ -62,7 +66,8 @@ class RetentionPolicy:
     pod_persist_every_seconds: float = 10.0
 
     def __post_init__(self) -> None:
-        for name in ("node_seconds", "pod_seconds", "container_seconds", "min_sample_interval"):
+        for name in ("node_seconds", "pod_seconds", "container_seconds", "min_sample_interval",
+                     "container_sample_interval"):
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ValueError("%s must be a positive number of seconds, got %r" % (name, value))
@@ -79,7 +84,8 @@ class RetentionPolicy:
         return self.pod_seconds if level is Level.POD else self.container_seconds
 
     def capacity(self, key: SeriesKey) -> int:
-        return int(math.ceil(self.seconds(key) / self.min_sample_interval)) + 2
+        interval = self.container_sample_interval if key.container_id else self.min_sample_interval
+        return int(math.ceil(self.seconds(key) / interval)) + 2
 
     def persists(self, key: SeriesKey) -> bool:
         return level_of(key) in self.persisted
@@ -94,9 +100,12 @@ class RetentionPolicy:
                     *self.per_metric_seconds.values()))
 
 
-def retention_for(options: MetricCacheOptions, sample_interval: float) -> RetentionPolicy:
-    """The cache's retention from its options and the collectors' sampling interval."""
+def retention_for(options: MetricCacheOptions, sample_interval: float,
+                  container_interval: float | None = None) -> RetentionPolicy:
+    """The cache's retention from its options and the collectors' sampling intervals."""
+    fastest = min(sample_interval, 1.0)
     return RetentionPolicy(node_seconds=options.metric_expire_seconds,
                            pod_seconds=options.pod_metric_expire_seconds,
                            container_seconds=options.container_metric_expire_seconds,
-                           min_sample_interval=min(sample_interval, 1.0))
+                           min_sample_interval=fastest,
+                           container_sample_interval=max(fastest, container_interval or fastest))

@@ -27,13 +27,15 @@ def collectors_for(config: Config) -> list[Collector]:
     """Every collector whose feature gate is on, in run order (node before pods)."""
     options = config[AdvisorOptions]
     res = options.collect_res_used_interval_seconds
+    containers = max(res, options.collect_container_res_used_interval_seconds)
     candidates: list[Collector] = [
         NodeResourceCollector(res),
-        PodResourceCollector(res),
-        PodThrottledCollector(res),
+        PodResourceCollector(res, containers),
+        PodThrottledCollector(res, containers),
         BEResourceCollector(res),
         NetworkCollector(res),
-        PSICollector(options.psi_collector_interval_seconds),
+        # container PSI has no reader but the container series of /metrics: read only for them
+        PSICollector(options.psi_collector_interval_seconds, containers=options.metrics_container_series),
         CPICollector(options.cpi_collector_interval_seconds, options.collect_cpi_timewindow_seconds),
     ]
     return [c for c in candidates if c.gate is None or config.common.feature_gates.enabled(c.gate)]

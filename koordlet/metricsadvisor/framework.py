@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import zlib
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Generator, Protocol, Sequence, TypeVar, Union
@@ -228,6 +229,44 @@ def pod_objects(states: StatesInformer) -> list[CgroupObject]:
         out.append((pod.uid, "", pod.cgroup_parent))
         out.extend((pod.uid, c.id, c.cgroup_dir) for c in pod.running_containers if c.cgroup_dir)
     return out
+
+
+class Turns:
+    """Which objects a round reads: every pod each round, each container every `every`
+    rounds, a different share of the containers each round (by a checksum of the id, so a
+    container keeps its turn as others come and go)."""
+
+    __slots__ = ("every", "_turn")
+
+    def __init__(self, every: int) -> None:
+        self.every = max(1, every)
+        self._turn: dict[str, int] = {}
+
+    @classmethod
+    def of(cls, interval: float, container_interval: float | None) -> Turns:
+        return cls(1 if container_interval is None else round(container_interval / interval))
+
+    def phase(self, cycle: int) -> int:
+        return cycle % self.every
+
+    def due(self, objects: Sequence[CgroupObject], cycle: int) -> list[int]:
+        """Indices into ``objects`` read in round ``cycle``."""
+        every = self.every
+        if every == 1:
+            return list(range(len(objects)))
+        phase, turn = cycle % every, self._turn
+        if len(turn) > 2 * len(objects) + 64:  # containers gone: forget their turns
+            turn.clear()
+        due = []
+        for i, (_, container_id, _) in enumerate(objects):
+            if container_id:
+                t = turn.get(container_id)
+                if t is None:
+                    t = turn[container_id] = zlib.crc32(container_id.encode()) % every
+                if t != phase:
+                    continue
+            due.append(i)
+        return due
 
 
 class Batches:

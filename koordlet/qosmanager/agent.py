@@ -21,6 +21,7 @@ from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.options import QoSOptions
 from koordlet.qosmanager.resctrl import ResctrlQoS
+from koordlet.qosmanager.usage import LAST_MAX_AGE
 from koordlet.util.kube_client import KubeApi, KubeClientError
 from resourceexecutor import ResourceExecutor
 from system.cgroup_readers import CgroupReader
@@ -28,6 +29,7 @@ from system.cgroup_readers import CgroupReader
 if TYPE_CHECKING:
     from koordlet.config import Config
     from koordlet.hubs import Hubs
+    from koordlet.metriccache.store import MetricStore
 
 log = structlog.get_logger(__name__)
 
@@ -64,6 +66,11 @@ def _evictor(config: Config, kube: KubeApi, executor: ResourceExecutor, reader: 
     return ApiEvictor(api, config.common.node_name, not_done=metrics.eviction_not_done)
 
 
+def container_sample_age(cache: MetricStore) -> float:
+    """Two container collection intervals and a little more, as for pods (UsageView)."""
+    return max(LAST_MAX_AGE, 2 * cache.policy.container_sample_interval + 1)
+
+
 def build(hubs: Hubs) -> Built:
     strategies = strategies_for(hubs.config)
     if not hubs.facts.has_cgroups:
@@ -81,7 +88,7 @@ def build(hubs: Hubs) -> Built:
         return QoSContext(hubs.states, hubs.metric_cache, hubs.node_slo, executor, reader,
                           EvictionPath(_evictor(hubs.config, hubs.kube, executor, reader, metrics), metrics, time.time),
                           metrics, QoSDirs(hubs.facts.driver), hubs.host, hubs.facts.topology,
-                          be_suppress=hubs.be_suppress)
+                          be_suppress=hubs.be_suppress, container_sample_age=container_sample_age(hubs.metric_cache))
 
     return Built((QoSManager(strategies, context, hubs.registry),))
 

@@ -53,6 +53,7 @@ class QoSContext:
     host: Host
     topology: CpuTopology | None
     clock: Callable[[], float] = time.time  # wall clock: metric cache timestamps are unix seconds
+    container_sample_age: float = 5.0  # how old a container's last sample may be (UsageView)
     # where CPU suppress publishes the BE tier's state for the runtime hooks (a hub value)
     be_suppress: BESuppressBoard = field(default_factory=BESuppressBoard)
     _updaters: dict[tuple[str, str, type, Any], Updater] = field(default_factory=dict, init=False, repr=False)
@@ -69,7 +70,7 @@ class QoSContext:
         return found
 
     def usage(self) -> UsageView:
-        return UsageView(self.metric_cache, self.clock())
+        return UsageView(self.metric_cache, self.clock(), container_max_age=self.container_sample_age)
 
     def slo(self) -> NodeSLO:
         return self.node_slo.current()

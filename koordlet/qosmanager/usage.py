@@ -10,17 +10,21 @@ from dataclasses import dataclass
 
 from koordlet.metriccache.api import Metric, MetricCache, NotEnoughData, SeriesKey
 
+# koordlet's "last" reads look back 2 collect intervals; we allow a little more
+LAST_MAX_AGE = 5.0
+
 
 @dataclass(frozen=True, slots=True)
 class UsageView:
     cache: MetricCache
     now: float
-    max_age: float = 5.0  # koordlet's "last" reads look back 2 collect intervals; we allow a little more
+    max_age: float = LAST_MAX_AGE
+    container_max_age: float = LAST_MAX_AGE  # container series are collected less often
 
     # Metric is a str enum: it hashes and compares as its name, so keys are built without .value.
     def last(self, metric: Metric, pod_uid: str = "", container_id: str = "") -> float | None:
         last = self.cache.latest_value(SeriesKey(metric, pod_uid, container_id))
-        if last is None or self.now - last[0] > self.max_age:
+        if last is None or self.now - last[0] > (self.container_max_age if container_id else self.max_age):
             return None
         return last[1]
 

@@ -7,10 +7,11 @@ cpuacct); the node's from /proc/pressure. A kernel without PSI (booted psi=0, or
 called klog.Fatalf there). cpu "full" exists from Linux 5.13; without it only "some" is
 stored, and /metrics says cpu_full_supported="false" as koordlet does.
 
-Pods and containers both, as koordlet (collectContainerPSI then collectPodPSI every
-interval): 3 files per cgroup, 9,000 for 1,000 pods of 2 containers. ``containers=False``
-reads the pods' only (a third of that); the exporter's container PSI series then stay
-empty. The files are read as one batch (no fd kept) and parsed in slices.
+koordlet reads pods and containers both (collectContainerPSI then collectPodPSI every
+interval): 3 files per cgroup, 9,000 for 1,000 pods of 2 containers. Only /metrics'
+container series read container PSI, so the daemon asks for it only with those on
+(``containers=True``); otherwise the pods' alone, a third of the files and no container
+series in the metric cache (12,000 fewer at 1,000 pods). The files are read as one batch (no fd kept) and parsed in slices.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollect
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
-from koordlet.metricsadvisor.framework import CollectorUnsupported
+from koordlet.metricsadvisor.framework import CollectorUnsupported, Turns
 from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
 from tests.system.fake_trees import remove_cgroup, set_cgroup_file, write_file
 
@@ -100,6 +101,45 @@ def test_throttled_ratio_of_pod_and_container(tmp_path: Path):
     values = by_key(collector.collect(2.0))
     assert values[SeriesKey.of(Metric.CONTAINER_CPU_THROTTLED_RATIO, "u1", container.id)] == 0.5
     assert values[SeriesKey.of(Metric.POD_CPU_THROTTLED_RATIO, "u1")] == 0.0
+
+
+def test_turns_read_pods_every_round_and_each_container_once_in_every_rounds():
+    objects = [("p%d" % p, "", "pod%d" % p) for p in range(20)]
+    objects += [("p%d" % p, "c%d-%d" % (p, c), "pod%d/c%d" % (p, c)) for p in range(20) for c in range(3)]
+    turns = Turns(10)
+    rounds = [set(turns.due(objects, cycle)) for cycle in range(10)]
+    pods = set(range(20))
+    assert all(pods <= due for due in rounds)
+    counts = Counter(i for due in rounds for i in due - pods)
+    assert set(counts) == set(range(20, 80)) and set(counts.values()) == {1}
+    assert max(len(due) for due in rounds) < 20 + 60  # spread, not all at once
+    shuffled = objects[::-1]  # a container keeps its turn when the listing changes order
+    assert {shuffled[i][1] for i in turns.due(shuffled, 3)} == {objects[i][1] for i in turns.due(objects, 3)}
+    assert Turns.of(1.0, None).due(objects, 7) == list(range(80))
+
+
+def test_containers_read_every_container_interval_pods_every_round(tmp_path: Path):
+    pod = make_pod("u1", containers=2)
+    host, states = fake_node(tmp_path, [pod])
+    usage = PodResourceCollector(1.0, container_interval=5.0)
+    throttled = PodThrottledCollector(1.0, container_interval=5.0)
+    for collector in (usage, throttled):
+        collector.setup(context(host, states))
+    seen: dict[SeriesKey, list[float]] = {}
+    for t in range(11):
+        for c in pod.containers:
+            set_cgroup_file(host, c.cgroup_dir, "cpuacct.usage", str(t * 500_000_000))
+            set_cgroup_file(host, c.cgroup_dir, "cpu.stat", "nr_periods %d\nnr_throttled %d\n" % (t * 10, t * 5))
+        for key, value in usage.collect(100.0 + t) + throttled.collect(100.0 + t):
+            seen.setdefault(key, []).append(value)
+    assert len(seen[SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, "u1")]) == 11
+    for c in pod.containers:
+        memory = seen[SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, "u1", c.id)]
+        assert len(memory) in (2, 3)  # rounds 0-10 hold two or three of its turns
+        # rates over the 5 s between two reads
+        assert seen[SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "u1", c.id)] == [pytest.approx(0.5)] * (
+            len(memory) - 1)
+        assert seen[SeriesKey.of(Metric.CONTAINER_CPU_THROTTLED_RATIO, "u1", c.id)] == [0.5] * (len(memory) - 1)
 
 
 def test_be_usage_limit_and_batch_requests(tmp_path: Path):

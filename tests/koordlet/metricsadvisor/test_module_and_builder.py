@@ -12,6 +12,7 @@ from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.agent import SPEC, collectors_for
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
+from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
 from koordlet.util.host_facts import HostFacts
 from tests.koordlet.hubs_helper import config_of
@@ -77,6 +78,14 @@ def test_gates_choose_the_collectors():
     names = lambda gates: {c.name for c in collectors_for(config_of(feature_gates=gates))}
     assert {"psi", "noderesource", "network"} <= names("") and "cpi" not in names("")
     assert "cpi" in names("CPICollector=true") and "psi" not in names("PSICollector=false")
+
+
+def test_container_psi_is_read_only_for_the_container_series():
+    def psi(**values):
+        return next(c for c in collectors_for(config_of(**values)) if isinstance(c, PSICollector))
+
+    assert psi()._containers is False
+    assert psi(metrics_container_series="true")._containers is True
 
 
 def test_the_metric_cache_starts_before_the_advisor(tmp_path: Path):
