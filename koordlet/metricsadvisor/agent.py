@@ -31,7 +31,7 @@ def collectors_for(config: Config) -> list[Collector]:
     candidates: list[Collector] = [
         NodeResourceCollector(res),
         PodResourceCollector(res, containers),
-        PodThrottledCollector(res, containers),
+        PodThrottledCollector(containers),
         BEResourceCollector(res),
         NetworkCollector(res),
         # container PSI has no reader but the container series of /metrics: read only for them

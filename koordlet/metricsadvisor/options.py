@@ -27,10 +27,10 @@ class AdvisorOptions:
         parse_positive_seconds)
     collect_container_res_used_interval_seconds: float = option(
         defaults.COLLECT_CONTAINER_RES_USED_INTERVAL_SECONDS,
-        "container usage and throttling collection interval (koordlet: the pods' interval), rounded to a "
-        "multiple of the pods' interval; each round reads an even share of the containers. Pods are still "
-        "read every collect-res-used-interval; at 1,000 pods of 2 containers 10 s reads about 3,900 files a "
-        "second instead of 9,300",
+        "container usage collection interval, and the throttling collector's (koordlet: both the pods' "
+        "interval), rounded to a multiple of collect-res-used-interval; each round reads an even share of the "
+        "containers, pod usage is still read every collect-res-used-interval. At 1,000 pods of 2 containers "
+        "10 s reads about 3,000 files a second instead of 9,300",
         parse_positive_seconds)
     psi_collector_interval_seconds: float = option(
         defaults.PSI_COLLECTOR_INTERVAL_SECONDS, "PSI collection interval (gate PSICollector)",

@@ -1,7 +1,8 @@
 """CPU throttling of pods and containers: throttled periods over periods between two reads
-of cpu.stat (koordlet's podthrottled collector), pods every 1 s, containers every
-`container_interval` (a share of them each round, as the usage collector). The cpu.stat
-files are read as one batch (no fd kept) and parsed in slices (framework.Round)."""
+of cpu.stat (koordlet's podthrottled collector). koordlet reads them every second; here
+every container interval (10 s by default): the pods' ratios feed only /metrics, scraped
+less often than that, and the containers' CPU burst, which takes a ratio that old. The
+cpu.stat files are read as one batch (no fd kept) and parsed in slices (framework.Round)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from koordlet.metricsadvisor.framework import (
     Round,
     RoundCollector,
     Slices,
-    Turns,
     pod_objects,
     pods_and_reader,
     sliced_map,
@@ -26,14 +26,12 @@ from system.usage_reader import UsagePaths, UsageReader, parse_throttle_counts
 class PodThrottledCollector(RoundCollector):
     name = "podthrottled"
 
-    def __init__(self, interval: float, container_interval: float | None = None) -> None:
+    def __init__(self, interval: float) -> None:
         super().__init__(interval)
         self._reader: UsageReader | None = None
         self._states: StatesInformer | None = None
         self._last: dict[tuple[str, str], tuple[SeriesKey, tuple[int, int]]] = {}
         self._batches = Batches()
-        self._turns = Turns.of(interval, container_interval)
-        self._cycle = 0
 
     def setup(self, ctx: CollectContext) -> None:
         self._reader, self._states = pods_and_reader(ctx)
@@ -45,23 +43,14 @@ class PodThrottledCollector(RoundCollector):
         objects = pod_objects(self._states)
         dirs = tuple(obj[2] for obj in objects)
         paths: list[UsagePaths] = yield from sliced_map(reader.paths, dirs)
-        cycle, turns = self._cycle, self._turns
-        self._cycle += 1
-        due = turns.due(objects, cycle)
-        replies = yield (self._batches.get(dirs, turns.phase(cycle), lambda: [paths[i].cpu_stat for i in due]),)
+        replies = yield (self._batches.get(dirs, "cpu.stat", lambda: [p.cpu_stat for p in paths]),)
         assert replies is not None
         slices = Slices()
         samples: list[tuple[SeriesKey, float]] = []
         previous, current = self._last, dict[tuple[str, str], tuple[SeriesKey, tuple[int, int]]]()
-        if len(due) < len(objects):  # the others keep their last counts until their turn
-            for uid, container_id, _ in objects:
-                last = previous.get((uid, container_id))
-                if last is not None:
-                    current[(uid, container_id)] = last
-        for n, (i, text) in enumerate(zip(due, replies[0])):
-            if slices.over(n):
+        for i, ((uid, container_id, _), text) in enumerate(zip(objects, replies[0])):
+            if slices.over(i):
                 yield None
-            uid, container_id, _ = objects[i]
             if text is None:
                 continue
             try:

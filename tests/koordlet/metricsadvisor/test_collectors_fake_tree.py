@@ -9,12 +9,14 @@ import pytest
 
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric, SeriesKey
+from koordlet.metricsadvisor.agent import collectors_for
 from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector, be_request_cores, real_limit_cores
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.framework import CollectorUnsupported, Turns
+from tests.koordlet.hubs_helper import config_of
 from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
 from tests.system.fake_trees import remove_cgroup, set_cgroup_file, write_file
 
@@ -118,19 +120,16 @@ def test_turns_read_pods_every_round_and_each_container_once_in_every_rounds():
     assert Turns.of(1.0, None).due(objects, 7) == list(range(80))
 
 
-def test_containers_read_every_container_interval_pods_every_round(tmp_path: Path):
+def test_container_usage_read_every_container_interval_pods_every_round(tmp_path: Path):
     pod = make_pod("u1", containers=2)
     host, states = fake_node(tmp_path, [pod])
     usage = PodResourceCollector(1.0, container_interval=5.0)
-    throttled = PodThrottledCollector(1.0, container_interval=5.0)
-    for collector in (usage, throttled):
-        collector.setup(context(host, states))
+    usage.setup(context(host, states))
     seen: dict[SeriesKey, list[float]] = {}
     for t in range(11):
         for c in pod.containers:
             set_cgroup_file(host, c.cgroup_dir, "cpuacct.usage", str(t * 500_000_000))
-            set_cgroup_file(host, c.cgroup_dir, "cpu.stat", "nr_periods %d\nnr_throttled %d\n" % (t * 10, t * 5))
-        for key, value in usage.collect(100.0 + t) + throttled.collect(100.0 + t):
+        for key, value in usage.collect(100.0 + t):
             seen.setdefault(key, []).append(value)
     assert len(seen[SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, "u1")]) == 11
     for c in pod.containers:
@@ -139,7 +138,11 @@ def test_containers_read_every_container_interval_pods_every_round(tmp_path: Pat
         # rates over the 5 s between two reads
         assert seen[SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "u1", c.id)] == [pytest.approx(0.5)] * (
             len(memory) - 1)
-        assert seen[SeriesKey.of(Metric.CONTAINER_CPU_THROTTLED_RATIO, "u1", c.id)] == [0.5] * (len(memory) - 1)
+
+
+def test_throttling_is_collected_at_the_container_interval():
+    by_name = {c.name: c.interval for c in collectors_for(config_of(collect_container_res_used_interval_seconds="20"))}
+    assert by_name["podthrottled"] == 20.0 and by_name["podresource"] == 1.0
 
 
 def test_be_usage_limit_and_batch_requests(tmp_path: Path):
