@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from koordlet.metrics.go_counter import GoCounter, render_counters
+from koordlet.metrics.container_gauge import ContainerGauge
+from koordlet.metrics.go_counter import GoCounter
+from koordlet.metrics.text import render_families
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
 
 
@@ -31,14 +33,14 @@ class QoSMetrics:
         self.be_suppress_ls_used_cpu_cores = Gauge(
             "koordlet_be_suppress_ls_used_cpu_cores",
             "CPU cores used by non-BE pods in the last suppress round.", ["node"], registry=registry)
-        container_labels = ["node", "pod_namespace", "pod_name", "container_id", "container_name"]
-        self.scaled_cfs_burst_us = Gauge("koordlet_container_scaled_cfs_burst_us",
-                                         "The maximum accumulated run-time(in microseconds) in container-level set "
-                                         "by koordlet", container_labels, registry=registry)
-        self.scaled_cfs_quota_us = Gauge("koordlet_container_scaled_cfs_quota_us",
-                                         "Run-time replenished within a period (in microseconds) in container-level "
-                                         "set by koordlet", container_labels, registry=registry)
-        self._scaled_labels: dict[str, tuple[str, ...]] = {}  # container id -> its label values
+        # koordlet's container gauges, hand-rendered (render_koordlet_counters): CPU burst sets
+        # one per limited container every second
+        self.scaled_cfs_burst_us = ContainerGauge(
+            "koordlet_container_scaled_cfs_burst_us",
+            "The maximum accumulated run-time(in microseconds) in container-level set by koordlet")
+        self.scaled_cfs_quota_us = ContainerGauge(
+            "koordlet_container_scaled_cfs_quota_us",
+            "Run-time replenished within a period (in microseconds) in container-level set by koordlet")
         self.actions = Counter("koordlet_qos_actions", "Actions taken by QoS strategies.",
                                ["strategy", "action"], registry=registry)
         self.rounds = Counter("koordlet_qos_strategy_rounds", "QoS strategy rounds by result.",
@@ -54,22 +56,20 @@ class QoSMetrics:
         self.pod_eviction.labels(node=self.node, reason=reason, result=result).inc()
 
     def render_koordlet_counters(self, openmetrics: bool = False) -> bytes:
-        return render_counters((self.koordlet_pod_eviction, self.koordlet_pod_eviction_detail), openmetrics)
+        """koordlet's counters under their Go names and the container gauges."""
+        families = [self.koordlet_pod_eviction.family(), self.koordlet_pod_eviction_detail.family(),
+                    self.scaled_cfs_burst_us.family(), self.scaled_cfs_quota_us.family()]
+        return render_families(families, openmetrics)
 
-    def container_scaled(self, gauge: Gauge, pod: PodInfo, container: ContainerInfo, value: float) -> None:
-        labels = (self.node, pod.namespace, pod.name, container.id, container.name)
-        self._scaled_labels[container.id] = labels
-        gauge.labels(*labels).set(value)
+    def container_scaled(self, gauge: ContainerGauge, pod: PodInfo, container: ContainerInfo, value: float) -> None:
+        gauge.set((self.node, pod.namespace, pod.name, container.id, container.name), value)
 
     def forget_containers(self, live: set[str]) -> None:
         """Drop the series of containers that are gone (no label set outlives its object)."""
-        for container_id in [c for c in self._scaled_labels if c not in live]:
-            labels = self._scaled_labels.pop(container_id)
-            for gauge in (self.scaled_cfs_burst_us, self.scaled_cfs_quota_us):
-                try:
-                    gauge.remove(*labels)
-                except KeyError:
-                    pass
+        for gauge in (self.scaled_cfs_burst_us, self.scaled_cfs_quota_us):
+            for container_id in gauge.container_ids():
+                if container_id not in live:
+                    gauge.remove(container_id)
 
     def suppressed(self, policy: str, cores: float) -> None:
         self.be_suppress_cpu_cores.labels(node=self.node, type=policy).set(cores)
