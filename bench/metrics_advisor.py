@@ -11,13 +11,14 @@ Prints, each with its floor measured in the same run:
                memory usage and cpu.stat, plus memory.stat for the tenth refreshed each cycle
   psi-fake     the same for one PSI cycle (3 files per pod and container + /proc/pressure)
   cycle-real   the 1 s cycle on real cgroup v1 dirs (created koordlet-bench-<hex8>, removed)
-  rounds-real  (--rounds-real) N pods x 2 containers of real cgroup dirs: the 1 s round
-               (pod resource + throttling) and the PSI round as the daemon runs them
-               (files read in a thread, parsed in slices on the loop): the round's CPU (all
-               threads), the loop thread's share and the longest hold, against the raw
-               preads of the same files on kept fds, and the same rounds read inline on
-               kept fds (the way before: one hold, fds = files); the first round (every
-               cgroup new) and rounds with 10 new pods each
+  rounds-real  (--rounds-real) N pods x 2 containers of real cgroup dirs: the 1 s usage
+               round (pods every round, a tenth of the containers), the 10 s throttling round
+               and the 10 s PSI round (pods only), with the daemon's default intervals, as the
+               daemon runs them (files read in a thread, parsed in slices on the loop): the
+               round's CPU (all threads), the loop thread's share and the longest hold,
+               against the raw preads of the very files each round read on kept fds; the old
+               design (every file of every cgroup each round, inline on kept fds: one hold,
+               fds = files); the first round (every cgroup new) and rounds with 10 new pods each
   rss          RSS of this process while the collectors run over simulated minutes (fake
                clock, 1 s ticks, PSI every 10 s), with the store's series and sample counts
   persist      one 10 s flush of the persisted (node and pod) rows of 1,000 pods to sqlite;
@@ -45,6 +46,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from koordlet.apis.qos import KoordQoSClass, PodQoS
+from koordlet.config.defaults import COLLECT_CONTAINER_RES_USED_INTERVAL_SECONDS as CONTAINER_INTERVAL
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
@@ -54,7 +56,7 @@ from koordlet.metricsadvisor.collectors.pod_resource import STAT_EVERY, PodResou
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.exporter import AdvisorExporter
-from koordlet.metricsadvisor.framework import CollectContext, Holds, drive_async
+from koordlet.metricsadvisor.framework import CollectContext, Holds, Round, drive_async
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from koordlet.util.host_facts import HostFacts
@@ -343,8 +345,11 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
     rounds during which CHURN pods appear before each (``all_pods`` has them after the n)."""
     pods = all_pods[:n]
     host = Host()
-    kinds = {"1s usage": lambda: [PodResourceCollector(1.0), PodThrottledCollector(1.0)],
-             "psi": lambda: [PSICollector(10.0)]}
+    # as the daemon runs them by default: containers' usage every 10 s (a tenth a round),
+    # throttling every 10 s, PSI of pods only
+    kinds = {"1s usage": lambda: [PodResourceCollector(1.0, CONTAINER_INTERVAL)],
+             "throttle": lambda: [PodThrottledCollector(CONTAINER_INTERVAL)],
+             "psi": lambda: [PSICollector(10.0, containers=False)]}
     print("rounds-real %d pods x %d containers (%d cgroups), median of %d rounds; CPU ms per round"
           % (len(pods), len(pods[0].containers), len(pods) * (1 + len(pods[0].containers)), rounds))
     loop = asyncio.new_event_loop()
@@ -352,17 +357,16 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
         for kind, make in kinds.items():
             collectors = make()
             ctx = setup(host, pods, MetricStore(), collectors, keep_open=False)
-            paths = round_paths(ctx, pods, kind == "psi")
-            floor = statistics.median(raw_floor(paths, rounds))
-
             gen2 = _Gen2()
+            read: list[list[str]] = []  # the files each round read
 
-            async def one_round(collectors: list = collectors,
-                                gen2: _Gen2 = gen2) -> tuple[float, float, float, bool]:
+            async def one_round(collectors: list = collectors, gen2: _Gen2 = gen2,
+                                read: list[list[str]] = read) -> tuple[float, float, float, bool]:
                 holds = Holds()
                 cpu, collections = time.process_time(), gen2.count
+                read.append([])
                 for i, collector in enumerate(collectors):
-                    await drive_async(collector.round(T0 + i), holds)
+                    await drive_async(_recorded(collector.round(T0 + i), read[-1]), holds)
                 return ((time.process_time() - cpu) * 1e3, holds.cpu * 1e3, holds.longest * 1e3,
                         gen2.count > collections)
 
@@ -372,20 +376,24 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
                 now_ = [loop.run_until_complete(one_round()) for _ in range(rounds)]
             finally:
                 gc.callbacks.remove(gen2)
+            # floor: raw preads of the very files each measured round read, on kept fds
+            floor = statistics.median(statistics.median(raw_floor(files, 3)) for files in read[1:])
+            old_paths = round_paths(ctx, pods, kind == "psi")
             total, on_loop = statistics.median(r[0] for r in now_), statistics.median(r[1] for r in now_)
             # a gen-2 collection holds the loop wherever it falls (its cost is the whole heap's)
             clean = [r[2] for r in now_ if not r[3]] or [float("nan")]
             hold, worst_clean = statistics.median(clean), max(clean)
             worst = max(r[2] for r in now_)
             before, before_first = _inline_kept_fds(ctx, pods, kind == "psi", rounds)
-            print("%-9s files %5d | floor (raw preads on kept fds) %6.2f" % (kind, len(paths), floor))
+            print("%-9s files %5d a round (the old design: %d) | floor (raw preads of them on kept fds) %6.2f"
+                  % (kind, statistics.median(len(files) for files in read[1:]), len(old_paths), floor))
             print("%-9s now (batch in a thread, slices, 0 fds kept): CPU %6.2f (%.1fx floor), on the loop %6.2f, "
                   "longest hold p50 %5.2f (%.2fx floor), max %5.2f in the %d rounds without a gen-2 GC; "
                   "max %6.2f with the %d gen-2 GCs (longest %.1f)"
                   % ("", total, total / floor, on_loop, hold, hold / floor, worst_clean, len(clean), worst,
                      gen2.count, gen2.longest))
-            print("%-9s before (inline reads on %d kept fds): CPU %6.2f (%.1fx floor) = one hold of %6.2f "
-                  "(%.1fx floor)" % ("", len(paths), before, before / floor, before, before / floor))
+            print("%-9s the old design (every file of every cgroup each round, inline on %d kept fds): CPU %6.2f "
+                  "= one hold" % ("", len(old_paths), before))
             print("%-9s first round (every cgroup new): now longest hold %6.2f, on the loop %6.2f%s | before one "
                   "hold of %6.2f (opening the fds)" % ("", first[2], first[1], " (a gen-2 GC in it)" if first[3] else "",
                                                        before_first))
@@ -408,6 +416,20 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
                 states.remove(pod.uid)
     finally:
         loop.close()
+
+
+def _recorded(round_: Round, seen: list[str]) -> Round:
+    """The round, with the paths of every batch it asks for added to ``seen``."""
+    reply = None
+    while True:
+        try:
+            request = round_.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        if request is not None:
+            for batch in request:
+                seen.extend(batch.paths)
+        reply = yield request
 
 
 class _Gen2:
