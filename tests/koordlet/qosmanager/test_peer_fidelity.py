@@ -3,6 +3,8 @@ qosmanager and its unit tests; the code is ours)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from koordlet.apis.keys import BATCH_MEMORY
@@ -23,6 +25,7 @@ from koordlet.statesinformer.model import (
     PodInfo,
     Resources,
 )
+from koordlet.util.steps import PODS_PER_STEP
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 from tests.koordlet.qosmanager.test_strategies_fake_trees import NODE, read, run, usage
 from tests.resourceexecutor.conftest import FakeTreeIO
@@ -155,6 +158,37 @@ def test_with_suppress_off_a_new_be_pod_gets_the_full_cpuset_the_next_round(tmp_
     run(strategy, rig)
     for d in ("kubepods/besteffort/podbe2", "kubepods/besteffort/podbe2/cbe2"):
         assert read(rig.host, "cpuset", d, "cpuset.cpus") == "0-3", d
+    rig.close()
+
+
+def test_a_full_cpuset_pass_over_many_be_pods_gives_the_loop_back_between_steps(tmp_path):
+    rig = suppress_rig(tmp_path)
+    uids = ["many%d" % i for i in range(3 * PODS_PER_STEP)]
+    for uid in uids:
+        add_cgroup(rig.host, "kubepods/besteffort/pod" + uid)
+        add_cgroup(rig.host, "kubepods/besteffort/pod%s/c%s" % (uid, uid))
+        set_cgroup_file(rig.host, "kubepods/besteffort/pod%s/c%s" % (uid, uid), "cpuset.cpus", "3")
+        rig.states.put(pod(uid, KoordQoSClass.BE, "kubepods/besteffort/pod" + uid, containers=(
+            container("c" + uid, uid, "kubepods/besteffort/pod%s/c%s" % (uid, uid)),)))
+    ticks = 0
+
+    async def other_task() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async def round_beside_a_task() -> None:
+        task = asyncio.create_task(other_task())
+        await asyncio.sleep(0)
+        start = ticks
+        await CPUSuppress().run(rig.ctx)  # suppress off: the first round restores every BE cpuset
+        task.cancel()
+        assert ticks - start >= 3  # the task ran between the pass's steps
+
+    asyncio.run(round_beside_a_task())
+    for uid in uids:
+        assert read(rig.host, "cpuset", "kubepods/besteffort/pod%s/c%s" % (uid, uid), "cpuset.cpus") == "0-3"
     rig.close()
 
 
