@@ -16,6 +16,7 @@ from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
+from koordlet.slo.node_slo import CPUSuppressPolicy
 from koordlet.slo.spec import parse_node_slo_spec
 from koordlet.statesinformer.model import NodeInfo
 from system.host import Host
@@ -134,3 +135,23 @@ def test_v1_be_children_with_own_quota_follow_the_tier(rig, sandbox):
     asyncio.run(strategy.run(rig.ctx))  # restored: the tier unlimited, the pod and container their own
     assert [quota(r) for r in ("kubepods/besteffort", "kubepods/besteffort/podbe1",
                                "kubepods/besteffort/podbe1/cbe1")] == ["-1", "50000", "50000"]
+
+
+def test_restore_narrows_be_cpusets_children_first_in_the_real_hierarchy(rig, sandbox):
+    """An LSE pod bound to CPU 1: restoring the BE cpuset gives BE every other CPU, which
+    narrows the tier. The kernel refuses a parent narrower than a child (EBUSY), so this
+    passes only when the containers and pods are written before the tier."""
+    host, name = sandbox
+    if online_cpus() != 2:
+        pytest.skip("expected figures are for this 2-CPU machine")
+    rig.states.put(pod("lse1", KoordQoSClass.LSE, f"{name}/kubepods/burstable/podls1",
+                       annotations={"scheduling.koordinator.sh/resource-status": '{"cpuset": "1"}'}))
+    be_dirs = ["kubepods/besteffort", "kubepods/besteffort/podbe1", "kubepods/besteffort/podbe1/cbe1"]
+    for relative in be_dirs:  # as the hierarchy starts: every CPU, parents first
+        Path(host.cgroup("cpuset", name, relative, "cpuset.cpus")).write_text("0-1")
+    busy(rig, node=0.1, ls=0.0, be=0.0)
+    strategy = CPUSuppress()
+    asyncio.run(strategy.run(rig.ctx))  # the default NodeSLO: suppress off, restore
+    for relative in be_dirs:
+        assert kernel_file(host, "cpuset", name, relative, "cpuset.cpus") == "0", relative
+    assert strategy.in_force[CPUSuppressPolicy.CPUSET] is False  # restored without a refused write
