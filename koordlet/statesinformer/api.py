@@ -41,13 +41,27 @@ class PodTable:
     def __init__(self, node: NodeInfo, pods: Iterable[PodInfo] = ()) -> None:
         self._node = node
         self._pods: dict[str, PodInfo] = {pod.uid: pod for pod in pods}
+        self._snapshot: tuple[PodInfo, ...] | None = None  # pods() until the table changes
         self._listeners: Listeners[PodEvent] = Listeners("pods")
 
     def node(self) -> NodeInfo:
         return self._node
 
     def pods(self) -> tuple[PodInfo, ...]:
-        return tuple(self._pods.values())
+        """The same tuple object while no pod changed: the per-second collectors keep what
+        they derived from it (paths, series keys, turns) while ``pods() is`` their last one."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            snapshot = self._snapshot = tuple(self._pods.values())
+        return snapshot
+
+    def _set_pod(self, uid: str, pod: PodInfo | None) -> None:
+        """The one place the table changes."""
+        self._snapshot = None
+        if pod is None:
+            self._pods.pop(uid, None)
+        else:
+            self._pods[uid] = pod
 
     def pod(self, uid: str) -> PodInfo | None:
         return self._pods.get(uid)
@@ -67,11 +81,12 @@ class StaticStates(PodTable):
 
     def put(self, pod: PodInfo) -> None:
         previous = self._pods.get(pod.uid)
-        self._pods[pod.uid] = pod
+        self._set_pod(pod.uid, pod)
         kind = PodEventKind.ADDED if previous is None else PodEventKind.UPDATED
         self._emit(PodEvent(kind, pod, previous))
 
     def remove(self, uid: str) -> None:
-        pod = self._pods.pop(uid, None)
+        pod = self._pods.get(uid)
         if pod is not None:
+            self._set_pod(uid, None)
             self._emit(PodEvent(PodEventKind.DELETED, pod))

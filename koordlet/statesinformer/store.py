@@ -285,11 +285,9 @@ class PodStore(PodTable):
         previous = self._pods.get(uid)
         if pod == previous:
             return
+        self._set_pod(uid, pod)
         if pod is None:
-            del self._pods[uid]
             self._problems.forget(uid)
-        else:
-            self._pods[uid] = pod
         if previous is not None:
             kept = {c.id for c in pod.containers} if pod is not None else set()
             for container in previous.containers:

@@ -19,6 +19,7 @@ from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
 from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMORY
 from koordlet.metricsadvisor.framework import (
     Batches,
+    CgroupObject,
     CollectContext,
     Round,
     RoundCollector,
@@ -30,6 +31,7 @@ from koordlet.metricsadvisor.framework import (
 )
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import PodInfo
 from system.errors import SystemFileError
 from system.file_io import FileBatch
 from system.usage_reader import UsagePaths, UsageReader, cpu_ns_of, inactive_of, working_set_of
@@ -71,6 +73,11 @@ class PodResourceCollector(RoundCollector):
         self._tracked: dict[tuple[str, str], _Tracked] = {}
         self._batches = Batches()
         self._turns = Turns.of(interval, container_interval)
+        # what the last listing gave, kept while the informer's pods() is the same tuple:
+        # (objects, their dirs, their paths, their tracked entries), and each turn's indices
+        self._pods: tuple[PodInfo, ...] | None = None
+        self._listed: tuple[list[CgroupObject], tuple[str, ...], list[UsagePaths], list[_Tracked]] = ([], (), [], [])
+        self._due: dict[int, list[int]] = {}
         self._cycle = 0
         self._born = 0  # objects tracked so far: spreads their memory.stat turns
         self.unreadable = 0  # reads skipped (cgroup gone or file missing) in the last run
@@ -82,16 +89,22 @@ class PodResourceCollector(RoundCollector):
 
     def round(self, now: float) -> Round:
         assert self._states is not None and self._reader is not None
-        objects = pod_objects(self._states)
-        dirs = tuple(obj[2] for obj in objects)
-        paths: list[UsagePaths] = yield from sliced_map(self._reader.paths, dirs)
-        previous, tracked = self._tracked, dict[tuple[str, str], _Tracked]()
-        entries: list[_Tracked] = yield from sliced_map(
-            lambda obj: self._entry(previous, tracked, obj[0], obj[1]), objects)
-        self._tracked = tracked
+        pods = self._states.pods()
+        if pods is not self._pods:  # the same tuple: nothing listed changed since the last round
+            objects = pod_objects(self._states)
+            dirs = tuple(obj[2] for obj in objects)
+            paths: list[UsagePaths] = yield from sliced_map(self._reader.paths, dirs)
+            previous, tracked = self._tracked, dict[tuple[str, str], _Tracked]()
+            entries: list[_Tracked] = yield from sliced_map(
+                lambda obj: self._entry(previous, tracked, obj[0], obj[1]), objects)
+            self._tracked = tracked
+            self._pods, self._listed, self._due = pods, (objects, dirs, paths, entries), {}
+        objects, dirs, paths, entries = self._listed
         cycle, turns = self._cycle, self._turns
         self._cycle += 1
-        due = turns.due(objects, cycle)
+        due = self._due.get(turns.phase(cycle))
+        if due is None:
+            due = self._due[turns.phase(cycle)] = turns.due(objects, cycle)
         container_stat_every = max(1, STAT_EVERY // turns.every)
         stat = [i for i in due if entries[i].stat_due(container_stat_every if objects[i][1] else STAT_EVERY)]
         batches = (self._batches.get(dirs, ("usage", turns.phase(cycle)),

@@ -155,6 +155,22 @@ def test_feeding_the_same_facts_again_emits_nothing() -> None:
     assert len(rec.events) == 1
 
 
+def test_pods_is_the_same_tuple_until_a_pod_changes() -> None:
+    store, _, _ = new_store()
+    sb = sandbox(1)
+    nri(store).nri_synchronized([sb], [container(sb, "c1")])
+    listed = store.pods()
+    nri(store).nri_synchronized([sb], [container(sb, "c1")])  # the same facts: nothing changed
+    assert store.pods() is listed
+    nri(store).nri_container_event(ContainerChange.UPDATED, sb, container(sb, "c1", shares=150),
+                                   api_pb2.LinuxResources(cpu=api_pb2.LinuxCPU(shares=api_pb2.OptionalUInt64(
+                                       value=300))))
+    changed = store.pods()
+    assert changed is not listed and changed[0].containers[0].linux.cpu_shares == 300
+    nri(store).nri_pod_event(PodEventKind.DELETED, sb)
+    assert store.pods() == () and store.pods() is store.pods()
+
+
 def test_a_changed_container_emits_one_update_with_the_previous_pod() -> None:
     store, rec, _ = new_store()
     sb = sandbox(1)
