@@ -132,11 +132,13 @@ def as_daemon(out: str, hold_ms: float, freeze_after: float, argv: list[str]) ->
         loop = make_loop()
         probe.loop = loop
         if freeze_after > 0:
-            from koordlet.util.heap import settle_heap
+            from koordlet.util.heap import keep_heap_settled, settle_heap
 
             def settle() -> None:
                 probe.froze_at = time.monotonic()
                 settle_heap()
+                if os.environ.get("DAEMON_HOLDS_REFREEZE"):
+                    keep_heap_settled()
             loop.call_later(freeze_after, settle)
         return loop
 
@@ -192,6 +194,8 @@ def main() -> None:
     parser.add_argument("--hold-ms", type=float, default=3.0)
     parser.add_argument("--gc-freeze-after", type=float, default=0.0,
                         help="settle_heap() this many s after the daemon's loop starts (0: never)")
+    parser.add_argument("--gc-refreeze", action="store_true",
+                        help="with --gc-freeze-after: keep_heap_settled() too (freeze after every full collection)")
     parser.add_argument("--gc-young", type=int, default=0,
                         help="the daemon's generation-0 threshold (gc.set_threshold; 0: Python's default)")
     parser.add_argument("--out", default="/tmp/daemon-holds.json")
@@ -210,6 +214,8 @@ def main() -> None:
                 str(args.gc_freeze_after), str(args.gc_young)] + flags
 
     scale.daemon_command = probed_command
+    if args.gc_refreeze:
+        os.environ["DAEMON_HOLDS_REFREEZE"] = "1"  # the daemon inherits it
     window: list[float] = []
     plain_probes = scale.create_probes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from koordlet.util.heap import settle_heap
+from koordlet.util.heap import keep_heap_settled, settle_heap
 
 
 def test_settled_objects_leave_the_collected_generations_and_new_cycles_are_still_collected() -> None:
@@ -21,3 +21,20 @@ def test_settled_objects_leave_the_collected_generations_and_new_cycles_are_stil
     finally:
         gc.unfreeze()
     assert any(obj is kept for obj in gc.get_objects())
+
+
+def test_kept_settled_each_full_collection_freezes_its_survivors() -> None:
+    stop = keep_heap_settled()
+    try:
+        gc.unfreeze()
+        survivor = {"b": [3]}
+        gc.collect(1)  # not a full collection: nothing frozen
+        assert gc.get_freeze_count() == 0
+        gc.collect()
+        assert gc.get_freeze_count() > 0
+        assert not any(obj is survivor for obj in gc.get_objects())
+    finally:
+        stop()
+        gc.unfreeze()
+    gc.collect()
+    assert gc.get_freeze_count() == 0  # stopped: a full collection freezes nothing more
