@@ -9,7 +9,7 @@ from koordlet.apis.qos import KoordQoSClass
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.module import probe_host, qos_dirs_of
-from koordlet.runtimehooks.reconciler import Reconciler
+from koordlet.runtimehooks.reconciler import PODS_PER_PASS_STEP, Reconciler
 from koordlet.runtimehooks.slo_rules import hook_config_from_slo
 from koordlet.slo.spec import parse_node_slo_spec
 from koordlet.statesinformer.api import StaticStates
@@ -120,11 +120,10 @@ def test_cgroup_v2_be_pod_gets_cpu_idle_and_weight(tmp_path: Path) -> None:
 
 def test_a_full_pass_yields_between_chunks_of_pods_and_writes_the_same(tmp_path: Path) -> None:
     """Stepped, the full pass gives the loop back between chunks (the QoS tiers first, then
-    PODS_PER_STEP pods with their containers) and writes exactly what a pass in one go does."""
-    from koordlet.util.steps import PODS_PER_STEP
+    PODS_PER_PASS_STEP pods with their containers) and writes exactly what a pass in one go does."""
 
     host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
-    add_ls_pods(host, states, PODS_PER_STEP * 2)
+    add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
     engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
     executor = ResourceExecutor(files, io=FakeTreeIO())
     reconciler = Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs)
@@ -136,8 +135,8 @@ def test_a_full_pass_yields_between_chunks_of_pods_and_writes_the_same(tmp_path:
             yields += 1
     except StopIteration as done:
         result = done.value
-    pods = PODS_PER_STEP * 2 + 2
-    assert yields == 1 + -(-pods // PODS_PER_STEP)  # the QoS tiers, then each chunk
+    pods = PODS_PER_PASS_STEP * 2 + 2
+    assert yields == 1 + -(-pods // PODS_PER_PASS_STEP)  # the QoS tiers, then each chunk
     assert result.pods == pods and result.problems == 0 and result.writes > 0
     written = {p.uid: files.read("cpu.bvt_warp_ns", p.cgroup_parent) for p in states.pods()}
     assert set(written.values()) <= {2, -1} and written["be1"] == -1
@@ -148,10 +147,9 @@ def test_a_full_pass_yields_between_chunks_of_pods_and_writes_the_same(tmp_path:
 def test_a_pod_gone_between_steps_is_neither_written_nor_kept(tmp_path: Path) -> None:
     """Plans are taken chunk by chunk from the informer as it is then: a pod removed while
     the pass yields is skipped (no write into its cgroup, no updaters kept for it)."""
-    from koordlet.util.steps import PODS_PER_STEP
 
     host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
-    extra = add_ls_pods(host, states, PODS_PER_STEP * 2)
+    extra = add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
     engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
     reconciler = Reconciler(engine, ResourceExecutor(files, io=FakeTreeIO()), 10.0, qos_dirs=qos_dirs)
     steps = reconciler.reconcile_steps(full=True)
