@@ -16,7 +16,7 @@ from koordlet.statesinformer.store import PodStore
 from nri.events import Event
 from nri.masks import events_of
 from nri.stub import Stub, StubConfig
-from nri.testing import RuntimePeer
+from nri.testing import Misbehaviour, RuntimePeer
 from resourceexecutor import executor_without_cgroups
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
@@ -185,5 +185,52 @@ async def test_created_container_reaches_the_informer_right_after_the_answer(soc
         created = await h.peer.create_container(ls, nri_container(ls, "main"))
         await asyncio.sleep(0)
         assert h.plugin.engine.states.pod("ls2").container_by_id(created.id) is not None
+    finally:
+        await stop(h)
+
+
+async def test_unsolicited_updates_go_in_bounded_requests_in_order(socket_path, monkeypatch) -> None:
+    """Many running containers to update: several UpdateContainers of at most
+    UPDATES_PER_CALL each, every container once, in the informer's pod order."""
+    from koordlet.runtimehooks import nri_plugin
+
+    monkeypatch.setattr(nri_plugin, "UPDATES_PER_CALL", 2)
+    h = await start(socket_path, CONFIG)
+    try:
+        created = []
+        for i in range(5):
+            ls = nri_pod("ls%d" % i, "LS")
+            await h.peer.run_pod_sandbox(ls)
+            created.append((await h.peer.create_container(ls, nri_container(ls, "main"))).id)
+        lsr = nri_pod("lsr1", "LSR", {STATUS: '{"cpuset": "2-3"}'})
+        await h.peer.run_pod_sandbox(lsr)
+        await h.peer.create_container(lsr, nri_container(lsr, "main"))
+        containers = h.peer.state.containers
+        await until(lambda: all(containers[c].linux.resources.cpu.cpus == "0-1" for c in created))
+        requests = h.peer.plugins[0].record.unsolicited
+        sent = [u.container_id for r in requests for u in r.update]
+        assert all(len(r.update) <= 2 for r in requests) and len(requests) >= 3
+        assert sent == created  # each once, pods in the order the informer holds them
+    finally:
+        await stop(h)
+
+
+async def test_a_change_while_updates_are_on_their_way_is_sent_too(socket_path) -> None:
+    """A second binding that lands while the first flush waits on the runtime is not lost:
+    the running flush picks it up when its requests are answered."""
+    h = await start(socket_path, CONFIG)
+    try:
+        ls = nri_pod("ls1", "LS")
+        await h.peer.run_pod_sandbox(ls)
+        created = await h.peer.create_container(ls, nri_container(ls, "main"))
+        h.peer.misbehaviour = Misbehaviour(update_reply_delay=0.3)
+        first = nri_pod("lsr1", "LSR", {STATUS: '{"cpuset": "3"}'})
+        await h.peer.run_pod_sandbox(first)
+        await h.peer.create_container(first, nri_container(first, "main"))
+        await until(lambda: len(h.peer.plugins[0].record.unsolicited) == 1)  # the first flush is waiting
+        second = nri_pod("lsr2", "LSR", {STATUS: '{"cpuset": "2"}'})
+        await h.peer.run_pod_sandbox(second)
+        await h.peer.create_container(second, nri_container(second, "main"))
+        await until(lambda: h.peer.state.containers[created.id].linux.resources.cpu.cpus == "0-1")
     finally:
         await stop(h)

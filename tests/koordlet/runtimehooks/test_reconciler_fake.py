@@ -9,7 +9,7 @@ from koordlet.apis.qos import KoordQoSClass
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.module import probe_host, qos_dirs_of
-from koordlet.runtimehooks.reconciler import Reconciler
+from koordlet.runtimehooks.reconciler import PODS_PER_PASS_STEP, Reconciler
 from koordlet.runtimehooks.slo_rules import hook_config_from_slo
 from koordlet.slo.spec import parse_node_slo_spec
 from koordlet.statesinformer.api import StaticStates
@@ -41,6 +41,19 @@ def setup(tmp_path: Path, tree, **kw):
     engine = HookEngine(states, config, HOOKS)
     engine.start()
     return host, files, engine, qos_dirs, states, be, ls
+
+
+def add_ls_pods(host, states, count: int) -> list:
+    """`count` more LS pods with their cgroups, in the informer."""
+    pods = []
+    for i in range(count):
+        pod = make_pod("ls-extra-%d" % i, KoordQoSClass.LS)
+        add_cgroup(host, pod.cgroup_parent)
+        for c in pod.containers:
+            add_cgroup(host, c.cgroup_dir)
+        states.put(pod)
+        pods.append(pod)
+    return pods
 
 
 CPU_QOS_ON = parse_node_slo_spec({"resourceQOSStrategy": {
@@ -107,16 +120,10 @@ def test_cgroup_v2_be_pod_gets_cpu_idle_and_weight(tmp_path: Path) -> None:
 
 def test_a_full_pass_yields_between_chunks_of_pods_and_writes_the_same(tmp_path: Path) -> None:
     """Stepped, the full pass gives the loop back between chunks (the QoS tiers first, then
-    PODS_PER_STEP pods with their containers) and writes exactly what a pass in one go does."""
-    from koordlet.util.steps import PODS_PER_STEP
+    PODS_PER_PASS_STEP pods with their containers) and writes exactly what a pass in one go does."""
 
     host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
-    for i in range(PODS_PER_STEP * 2):
-        pod = make_pod("ls-extra-%d" % i, KoordQoSClass.LS)
-        add_cgroup(host, pod.cgroup_parent)
-        for c in pod.containers:
-            add_cgroup(host, c.cgroup_dir)
-        states.put(pod)
+    add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
     engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
     executor = ResourceExecutor(files, io=FakeTreeIO())
     reconciler = Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs)
@@ -128,10 +135,29 @@ def test_a_full_pass_yields_between_chunks_of_pods_and_writes_the_same(tmp_path:
             yields += 1
     except StopIteration as done:
         result = done.value
-    pods = PODS_PER_STEP * 2 + 2
-    assert yields == 1 + -(-pods // PODS_PER_STEP)  # the QoS tiers, then each chunk
+    pods = PODS_PER_PASS_STEP * 2 + 2
+    assert yields == 1 + -(-pods // PODS_PER_PASS_STEP)  # the QoS tiers, then each chunk
     assert result.pods == pods and result.problems == 0 and result.writes > 0
     written = {p.uid: files.read("cpu.bvt_warp_ns", p.cgroup_parent) for p in states.pods()}
     assert set(written.values()) <= {2, -1} and written["be1"] == -1
     again = reconciler.reconcile_once(full=True)  # nothing drifted: a second pass writes nothing
     assert again.writes == 0 and again.updates == result.updates
+
+
+def test_a_pod_gone_between_steps_is_neither_written_nor_kept(tmp_path: Path) -> None:
+    """Plans are taken chunk by chunk from the informer as it is then: a pod removed while
+    the pass yields is skipped (no write into its cgroup, no updaters kept for it)."""
+
+    host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
+    extra = add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
+    engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
+    reconciler = Reconciler(engine, ResourceExecutor(files, io=FakeTreeIO()), 10.0, qos_dirs=qos_dirs)
+    steps = reconciler.reconcile_steps(full=True)
+    next(steps)  # the QoS tiers are written; no pod yet
+    gone = extra[-1]
+    states.remove(gone.uid)
+    for _ in steps:
+        pass
+    assert files.read("cpu.bvt_warp_ns", gone.cgroup_parent) == 0  # the fake tree's initial value, untouched
+    assert files.read("cpu.bvt_warp_ns", extra[0].cgroup_parent) == 2
+    assert gone.uid not in reconciler._built

@@ -1,0 +1,241 @@
+"""Who holds the daemon's event loop: bench.daemon_scale with a lag probe inside the daemon.
+
+    python -m bench.daemon_holds [--pods 1000] [--warmup 40] [--window 30] [--creates 200]
+                                 [--hold-ms 3] [--gc-freeze-after S] [--out holds.json]
+
+Runs bench.daemon_scale for one N, but starts koordlet through this module, which first
+installs, in the daemon's process:
+  - a probe thread that posts a callback to the daemon's loop every PROBE_GAP s and times
+    how long the loop takes to run it (the lag: how long the loop was held);
+  - while a posted callback waits, samples of the loop thread's stack (the innermost and
+    outermost project frames), so each hold names who held the loop;
+  - gc.callbacks timing every collection by generation (a full collection holds the GIL
+    and so the loop; the probe thread cannot sample it, the callback times it).
+--gc-freeze-after S calls koordlet.util.heap.settle_heap() S seconds after the loop starts
+(after the pods are delivered): the proposal for the daemon's entry.
+
+Prints the daemon_scale JSON line, then: the lag distribution over the create window, each
+hold longer than --hold-ms with its holder, and gen-2 collections (count, p50, max ms).
+The floor is the probe's own lag on the empty plugin's process is not measured; the
+CreateContainer floor (empty plugin) is daemon_scale's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gc
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+PROBE_GAP = 0.002  # s between two posted callbacks when the loop is free
+SAMPLE_GAP = 0.001  # s between two stack samples while a callback waits
+PROJECT_DIRS = ("koordlet", "nri", "resourceexecutor", "system", "prometheus_client", "structlog")
+LOOP_FRAMES = ("koordlet/__main__.py", "/asyncio/", "bench/daemon_holds.py")
+DUMP_EVERY = 5.0
+
+
+# -- in the daemon ------------------------------------------------------------------------
+
+
+def _where(frame) -> tuple[str, str]:
+    """(innermost project frame, the task's two outermost project frames below the loop),
+    each as path:function."""
+    names = []
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if any("/%s/" % d in path for d in PROJECT_DIRS) and not any(f in path for f in LOOP_FRAMES):
+            names.append("%s:%s" % (path.split("/site-packages/")[-1].split("/r25-holds/")[-1], frame.f_code.co_name))
+        frame = frame.f_back
+    if not names:
+        return "", ""
+    outer = [n for n in names if not n.startswith("koordlet/util/periodic.py")][-2:]
+    return names[0], " < ".join(reversed(outer))
+
+
+class Probe:
+    def __init__(self, out: Path, hold_ms: float) -> None:
+        self.out = out
+        self.hold_s = hold_ms / 1000.0
+        self.loop = None
+        self.lags: list[tuple[float, float]] = []  # (monotonic at post, lag s)
+        self.holds: list[dict] = []
+        self.gcs: list[tuple[float, int, float]] = []  # (monotonic at start, generation, s)
+        self._gc_start = 0.0
+        self._main = threading.main_thread().ident
+        self._schedstat = "/proc/self/task/%d/schedstat" % threading.main_thread().native_id
+        self.froze_at = None
+
+    def gc_callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_start = time.monotonic()
+        else:
+            self.gcs.append((self._gc_start, info["generation"], time.monotonic() - self._gc_start))
+
+    def loop_cpu(self) -> float:
+        """CPU time of the loop's thread, s (a hold can be the loop working or the loop
+        descheduled on a busy machine: only the first is the holder's cost)."""
+        with open(self._schedstat) as f:
+            return int(f.read().split()[0]) / 1e9
+
+    def run(self) -> None:
+        last_dump = time.monotonic()
+        while True:
+            if self.loop is None or self.loop.is_closed():
+                time.sleep(0.05)
+                continue
+            ran = threading.Event()
+            posted, cpu = time.monotonic(), self.loop_cpu()
+            try:
+                self.loop.call_soon_threadsafe(ran.set)
+            except RuntimeError:
+                return
+            samples: collections.Counter = collections.Counter()
+            while not ran.wait(SAMPLE_GAP):
+                frame = sys._current_frames().get(self._main)
+                if frame is not None:
+                    samples[_where(frame)] += 1
+            lag = time.monotonic() - posted
+            cpu = self.loop_cpu() - cpu
+            self.lags.append((posted, lag))
+            if lag >= self.hold_s:
+                done = time.monotonic()
+                gc_s = sum(min(at + s, done) - max(at, posted) for at, _, s in self.gcs[-20:]
+                           if at < done and at + s > posted)
+                self.holds.append({"at": posted, "ms": lag * 1000, "cpu_ms": cpu * 1000, "gc_ms": gc_s * 1000,
+                                   "holders": [[inner, outer, n] for (inner, outer), n in samples.most_common(3)]})
+            if time.monotonic() - last_dump > DUMP_EVERY:
+                self.dump()
+                last_dump = time.monotonic()
+            time.sleep(PROBE_GAP)
+
+    def dump(self) -> None:
+        data = {"lags": self.lags, "holds": self.holds, "gcs": self.gcs, "froze_at": self.froze_at}
+        tmp = self.out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, self.out)
+
+
+def as_daemon(out: str, hold_ms: float, freeze_after: float, argv: list[str]) -> int:
+    import koordlet.daemon.wiring as wiring
+    from koordlet.__main__ import main
+
+    probe = Probe(Path(out), hold_ms)
+    gc.callbacks.append(probe.gc_callback)
+    make_loop = wiring.loop_factory()
+
+    def probed_loop():
+        loop = make_loop()
+        probe.loop = loop
+        if freeze_after > 0:
+            from koordlet.util.heap import keep_heap_settled, settle_heap
+
+            def settle() -> None:
+                probe.froze_at = time.monotonic()
+                settle_heap()
+                if os.environ.get("DAEMON_HOLDS_REFREEZE"):
+                    keep_heap_settled()
+            loop.call_later(freeze_after, settle)
+        return loop
+
+    wiring.loop_factory = lambda: probed_loop
+    threading.Thread(target=probe.run, name="lag-probe", daemon=True).start()
+    try:
+        return main(argv)
+    finally:
+        probe.dump()
+
+
+# -- in the bench -------------------------------------------------------------------------
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
+    lo, hi = window
+    lags = [lag * 1000 for at, lag in data["lags"] if lo <= at <= hi]
+    holds = [h for h in data["holds"] if lo <= h["at"] <= hi]
+    gen2 = [s * 1000 for at, gen, s in data["gcs"] if gen == 2 and lo <= at <= hi]
+    gen2_all = [s * 1000 for _, gen, s in data["gcs"] if gen == 2]
+    by_holder: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+    for h in holds:
+        name = "gc" if h["gc_ms"] >= 0.5 * h["ms"] else (
+            " <- ".join(h["holders"][0][:2]) if h["holders"] else "?")
+        by_holder[name].append((h["ms"], h["cpu_ms"]))
+    return {
+        "lag_ms": {"p50": pct(lags, 0.5), "p99": pct(lags, 0.99), "max": max(lags, default=0.0), "n": len(lags)},
+        "holds_over_ms": hold_ms, "holds": len(holds),
+        "by_holder": {k: {"n": len(v), "max_ms": max(w for w, _ in v), "max_cpu_ms": max(c for _, c in v),
+                          "sum_ms": sum(w for w, _ in v)}
+                      for k, v in sorted(by_holder.items(), key=lambda kv: -max(c for _, c in kv[1]))},
+        "gen2_in_window": {"n": len(gen2), "p50_ms": pct(gen2, 0.5), "max_ms": max(gen2, default=0.0)},
+        "gen2_whole_run": {"n": len(gen2_all), "p50_ms": pct(gen2_all, 0.5), "max_ms": max(gen2_all, default=0.0)},
+    }
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--as-daemon":
+        out, hold_ms, freeze_after, young = sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+        if young:
+            gc.set_threshold(young, *gc.get_threshold()[1:])
+        sys.exit(as_daemon(out, hold_ms, freeze_after, sys.argv[6:]))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--warmup", type=float, default=40.0)
+    parser.add_argument("--window", type=float, default=30.0)
+    parser.add_argument("--creates", type=int, default=200)
+    parser.add_argument("--hold-ms", type=float, default=3.0)
+    parser.add_argument("--gc-freeze-after", type=float, default=0.0,
+                        help="settle_heap() this many s after the daemon's loop starts (0: never)")
+    parser.add_argument("--gc-refreeze", action="store_true",
+                        help="with --gc-freeze-after: keep_heap_settled() too (freeze after every full collection)")
+    parser.add_argument("--gc-young", type=int, default=0,
+                        help="the daemon's generation-0 threshold (gc.set_threshold; 0: Python's default)")
+    parser.add_argument("--out", default="/tmp/daemon-holds.json")
+    args = parser.parse_args()
+    from bench import daemon_scale as scale
+
+    scale.configure_logging("warning", "json")
+    if os.geteuid() != 0:
+        sys.exit("daemon_holds: needs root (real cgroups)")
+    plain_command = scale.daemon_command
+
+    def probed_command(*a):
+        plain = plain_command(*a)
+        flags = plain[plain.index("--addr"):]
+        return [sys.executable, "-m", "bench.daemon_holds", "--as-daemon", args.out, str(args.hold_ms),
+                str(args.gc_freeze_after), str(args.gc_young)] + flags
+
+    scale.daemon_command = probed_command
+    if args.gc_refreeze:
+        os.environ["DAEMON_HOLDS_REFREEZE"] = "1"  # the daemon inherits it
+    window: list[float] = []
+    plain_probes = scale.create_probes
+
+    async def timed_probes(*a):
+        window.append(time.monotonic())
+        try:
+            return await plain_probes(*a)
+        finally:
+            window.append(time.monotonic())
+
+    scale.create_probes = timed_probes
+    scale_args = argparse.Namespace(warmup=args.warmup, window=args.window, creates=args.creates, scrapes=2,
+                                    keep_log="")
+    result = scale.run_one(scale_args, args.pods)
+    print(json.dumps({k: result[k] for k in ("pods", "create", "floor", "ratio_p50", "ratio_p99",
+                                             "cpu_pct_quiet", "cpu_pct_creates", "rss_end_mib")}))
+    data = json.loads(Path(args.out).read_text())
+    print("create window:", json.dumps(report(data, (window[0], window[1]), args.hold_ms), indent=1))
+    print("whole run:", json.dumps(report(data, (0.0, float("inf")), args.hold_ms)["by_holder"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
