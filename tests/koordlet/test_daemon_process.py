@@ -143,3 +143,14 @@ def test_systemd_is_told_ready_once_started(tmp_path, monkeypatch):
         finally:
             if daemon.proc.poll() is None:
                 daemon.proc.kill()
+
+
+def test_start_up_heap_is_frozen_once_every_module_started(tmp_path):
+    daemon = start_daemon(tmp_path / "state")
+    code, _ = daemon.terminate()
+    events = [json.loads(line) for line in daemon.stderr().splitlines() if line.startswith("{")]
+    names = [event["event"] for event in events]
+    frozen = [event for event in events if event["event"] == "gc_start_up_heap_frozen"]
+    assert code == 0
+    assert len(frozen) == 1 and frozen[0]["objects"] > 10_000  # every module's objects, at least
+    assert names.index("daemon_started") < names.index("gc_start_up_heap_frozen")
