@@ -22,8 +22,8 @@ from koordlet import __version__
 from koordlet.agent import AgentSpec, Module, StartupError
 from koordlet.agents import AGENTS
 from koordlet.config import Config, defaults, parse_addr
+from koordlet.daemon import gc_policy
 from koordlet.daemon.executor_module import ExecutorModule
-from koordlet.daemon.gc_policy import freeze_start_up_heap
 from koordlet.daemon.lifecycle import Daemon
 from koordlet.daemon.sdnotify import notify
 from koordlet.daemon.state_dir import StateDirLock, prepare_state_dir
@@ -184,8 +184,8 @@ async def _run(config: Config, early_stop: list[int]) -> int:
 
 
 async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> None:
-    """Tell systemd READY=1 once every module has started (not if start failed), then freeze
-    the start-up heap (koordlet.daemon.gc_policy).
+    """Tell systemd READY=1 once every module has started (not if start failed), then apply
+    the collector's policy (koordlet.daemon.gc_policy).
 
     Started, not ready: a module may wait long for a peer (containerd, the API
     server) and /readyz reports that; systemd only needs to know start-up is over.
@@ -195,7 +195,7 @@ async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> Non
     await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     if daemon.started.is_set():
         notify("READY=1")
-        freeze_start_up_heap()
+        gc_policy.apply_after_start_up()
     started.cancel()
 
 
