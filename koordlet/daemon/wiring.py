@@ -22,6 +22,7 @@ from koordlet import __version__
 from koordlet.agent import AgentSpec, Module, StartupError
 from koordlet.agents import AGENTS
 from koordlet.config import Config, defaults, parse_addr
+from koordlet.daemon import gc_policy
 from koordlet.daemon.executor_module import ExecutorModule
 from koordlet.daemon.lifecycle import Daemon
 from koordlet.daemon.sdnotify import notify
@@ -185,7 +186,8 @@ async def _run(config: Config, early_stop: list[int]) -> int:
 
 
 async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> None:
-    """Tell systemd READY=1 once every module has started (not if start failed).
+    """Tell systemd READY=1 once every module has started (not if start failed), then apply
+    the collector's policy (koordlet.daemon.gc_policy).
 
     Started, not ready: a module may wait long for a peer (containerd, the API
     server) and /readyz reports that; systemd only needs to know start-up is over.
@@ -195,6 +197,7 @@ async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> Non
     await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     if daemon.started.is_set():
         notify("READY=1")
+        gc_policy.apply_after_start_up()
     started.cancel()
 
 

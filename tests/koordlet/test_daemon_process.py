@@ -143,3 +143,17 @@ def test_systemd_is_told_ready_once_started(tmp_path, monkeypatch):
         finally:
             if daemon.proc.poll() is None:
                 daemon.proc.kill()
+
+
+def test_gc_policy_is_applied_once_every_module_started(tmp_path):
+    from koordlet.daemon.gc_policy import YOUNG_THRESHOLD
+
+    daemon = start_daemon(tmp_path / "state")
+    code, _ = daemon.terminate()
+    events = [json.loads(line) for line in daemon.stderr().splitlines() if line.startswith("{")]
+    names = [event["event"] for event in events]
+    (applied,) = [event for event in events if event["event"] == "gc_policy_applied"]
+    assert code == 0
+    assert applied["frozen_objects"] > 10_000  # every module's objects, at least
+    assert applied["thresholds"][0] == YOUNG_THRESHOLD
+    assert names.index("daemon_started") < names.index("gc_policy_applied")
