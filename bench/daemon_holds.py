@@ -11,8 +11,9 @@ installs, in the daemon's process:
     outermost project frames), so each hold names who held the loop;
   - gc.callbacks timing every collection by generation (a full collection holds the GIL
     and so the loop; the probe thread cannot sample it, the callback times it).
---gc-freeze-after S calls koordlet.util.heap.settle_heap() S seconds after the loop starts
-(after the pods are delivered): the proposal for the daemon's entry.
+The daemon applies its own collector policy after start-up (koordlet/daemon/gc_policy.py);
+--gc-freeze-after S (another settle_heap() S seconds after the loop starts), --gc-refreeze
+and --gc-young N come on top of it, for experiments.
 
 Prints the daemon_scale JSON line, then: the lag distribution over the create window, each
 hold longer than --hold-ms with its holder, and gen-2 collections (count, p50, max ms).

@@ -177,17 +177,23 @@ async def _run(config: Config, early_stop: list[int]) -> int:
         log.info("stop_signal_received", signal=signal.Signals(early_stop[0]).name, during="start")
         daemon.request_stop()
     task = asyncio.ensure_future(daemon.run())
-    await _notify_when_started(daemon, task)
-    code = await task
+    undo_gc_policy = await _notify_when_started(daemon, task)
+    refresh = asyncio.ensure_future(gc_policy.refresh_frozen())
+    try:
+        code = await task
+    finally:
+        refresh.cancel()
+        if undo_gc_policy is not None:
+            undo_gc_policy()
     notify("STOPPING=1")
     lock.release()
     log.info("koordlet_exiting", exit_code=code)
     return code
 
 
-async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> None:
+async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> Callable[[], None] | None:
     """Tell systemd READY=1 once every module has started (not if start failed), then apply
-    the collector's policy (koordlet.daemon.gc_policy).
+    the collector's policy (koordlet.daemon.gc_policy); what undoes it, if applied.
 
     Started, not ready: a module may wait long for a peer (containerd, the API
     server) and /readyz reports that; systemd only needs to know start-up is over.
@@ -195,10 +201,11 @@ async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> Non
     started: asyncio.Future[Any] = asyncio.ensure_future(daemon.started.wait())
     waiting: list[asyncio.Future[Any]] = [started, task]
     await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-    if daemon.started.is_set():
-        notify("READY=1")
-        gc_policy.apply_after_start_up()
     started.cancel()
+    if not daemon.started.is_set():
+        return None
+    notify("READY=1")
+    return gc_policy.apply_after_start_up()
 
 
 def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -65,11 +65,12 @@ def test_keep_alive_serves_two_requests_on_one_connection(daemon):
     assert received.count(b"HTTP/1.1 200") == 2
 
 
-def test_sigterm_exits_zero_within_two_seconds(daemon):
-    code, took = daemon.terminate()
+def test_sigterm_exits_zero_with_every_module_stopped_in_time(daemon):
+    code, _ = daemon.terminate(timeout=60.0)  # a deadline for a busy machine, not a budget
     assert code == 0
-    assert took < 2.0
-    assert "koordlet_exiting" in daemon.stderr()
+    err = daemon.stderr()
+    assert "koordlet_exiting" in err
+    assert "module_stop_timed_out" not in err  # each module's own stop deadline held
 
 
 def test_taken_port_is_a_clear_error_and_exit_2(tmp_path):
