@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import structlog
 
 from koordlet.agent import NOTHING, AgentSpec, Built
-from koordlet.qosmanager.api_evictor import ApiEvictor, LightkubeEvictionApi
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_evict import CPUEvict
 from koordlet.qosmanager.cpu_suppress import CPUSuppress
@@ -60,6 +59,8 @@ def _evictor(config: Config, kube: KubeApi, executor: ResourceExecutor, reader: 
     except KubeClientError as exc:
         log.warning("pod_eviction_unavailable", reason=str(exc))
         return DisabledEvictor()
+    from koordlet.qosmanager.api_evictor import ApiEvictor, LightkubeEvictionApi  # cluster mode only
+
     api = LightkubeEvictionApi(client, kube.release)
     if metrics is None:
         return ApiEvictor(api, config.common.node_name)

@@ -24,7 +24,6 @@ import platform
 from typing import TYPE_CHECKING, Any, Callable
 
 import structlog
-import yaml
 
 from koordlet import __version__
 from koordlet.config import Config
@@ -77,6 +76,7 @@ class RequestHooks:
 def open_kube_client(config: Config, timeout_seconds: float = REQUEST_TIMEOUT_SECONDS) -> "AsyncClient":
     try:
         import httpx2
+        import yaml  # here, not at import: only a daemon with a cluster loads a kubeconfig
         from lightkube import AsyncClient, KubeConfig
         from lightkube.core.exceptions import ConfigError
     except ImportError as exc:
