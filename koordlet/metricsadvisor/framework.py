@@ -48,6 +48,9 @@ SLOW_RUN_SECONDS = 0.1
 # How long a round runs on the loop before it yields (checked every SLICE_CHECK objects).
 SLICE_SECONDS = 0.002
 SLICE_CHECK = 32
+# Samples a round's results go into the metric cache with per yield: the PSI round's 6,000
+# at 1,000 pods held the loop ~8 ms in one append.
+APPEND_SLICE = 512
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -418,9 +421,12 @@ class Scheduler:
         try:
             now = self._clock()
             samples = await drive_async(collector.round(now), holds)
-            holds.begin()
-            self._append(now, samples)
-            holds.end()
+            for start in range(0, len(samples), APPEND_SLICE):
+                if start:
+                    await asyncio.sleep(0)
+                holds.begin()
+                self._append(now, samples[start:start + APPEND_SLICE])
+                holds.end()
         except Exception as exc:
             self._failed(entry, exc)
             return

@@ -7,12 +7,13 @@ import asyncio
 import os
 from pathlib import Path
 
+from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor import framework
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
-from koordlet.metricsadvisor.framework import SLICE_CHECK, Holds, Round, Scheduler, drive_async
+from koordlet.metricsadvisor.framework import APPEND_SLICE, SLICE_CHECK, Holds, Round, Scheduler, drive_async
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
 from koordlet.util.host_facts import HostFacts
 from system.file_io import KeptFdPool, fd_budget
@@ -105,6 +106,50 @@ async def test_the_scheduler_records_the_longest_hold(tmp_path: Path):
         assert stats.last_cpu_seconds > 0
     finally:
         await scheduler.stop()
+
+
+class _ManySamples(framework.RoundCollector):
+    """A round that returns many samples at once, without a slice of its own."""
+
+    name = "many"
+
+    def round(self, now: float) -> Round:
+        yield from ()
+        return [(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i), 1.0) for i in range(3 * APPEND_SLICE)]
+
+
+class _LoggedStore(MetricStore):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self.log = log
+
+    def append_at(self, timestamp, pairs) -> None:
+        self.log.append("append %d" % len(pairs))
+        super().append_at(timestamp, pairs)
+
+
+async def test_a_rounds_samples_go_into_the_cache_in_slices_with_the_loop_run_between():
+    log: list[str] = []
+    store = _LoggedStore(log)
+    scheduler = Scheduler(store)
+    scheduler.add(_ManySamples(0.05))
+
+    async def other_task() -> None:
+        while True:
+            if log and log[-1] != "other":
+                log.append("other")
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(other_task())
+    scheduler.start()
+    try:
+        await until(lambda: scheduler.stats()["many"].runs >= 1)
+    finally:
+        await scheduler.stop()
+        task.cancel()
+    first_round = log[:log.index("append %d" % APPEND_SLICE) + 6]
+    assert first_round == ["append %d" % APPEND_SLICE, "other"] * 3
+    assert len(store.keys(Metric.POD_CPU_USAGE_CORES)) == 3 * APPEND_SLICE
 
 
 def test_psi_of_pods_only_reads_a_third(tmp_path: Path):
