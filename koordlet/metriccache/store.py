@@ -24,7 +24,7 @@ import structlog
 from koordlet.metriccache.aggregation import COLD_START_RATIO, mean_of, percentile_of, summarize
 from koordlet.metriccache.api import Aggregate, Mean, Metric, NotEnoughData, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
-from koordlet.metriccache.series_ring import SeriesRing
+from koordlet.metriccache.series_ring import SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
 
 log = structlog.get_logger(__name__)
@@ -87,11 +87,24 @@ class MetricStore:
     def _put(self, items: Iterable[tuple[SeriesKey, float, float]]) -> None:
         persist_rows = []
         series = self._series
+        new: list[tuple[SeriesKey, float, float]] = []
+        timeline = None  # the timeline of the batch's known series: new series of the round join it
         for key, timestamp, value in items:
             ring = series.get(key)
             if ring is None:
-                ring = self._new_series(key)
+                new.append((key, timestamp, value))
+                continue
             ring.append(timestamp, value)
+            timeline = ring.timeline
+            if ring.due_for_disk(timestamp):
+                persist_rows.append((key, ring.retention, timestamp, value))
+        for key, timestamp, value in new:
+            ring = series.get(key)
+            if ring is None:
+                ring = self._new_series(key, timeline if timeline is not None and len(timeline.ts)
+                                        and timeline.ts[-1] == timestamp else None)
+            ring.append(timestamp, value)
+            timeline = ring.timeline
             if ring.due_for_disk(timestamp):
                 persist_rows.append((key, ring.retention, timestamp, value))
         if persist_rows and self._persistence is not None:
@@ -116,7 +129,8 @@ class MetricStore:
         lo, hi = ring.bounds(start, end)
         if lo == hi:
             raise NotEnoughData("no samples in [%.3f, %.3f]" % (start, end))
-        return mean_of(memoryview(ring.values)[lo:hi], ring.ts[lo], ring.ts[hi - 1], start, end, min_coverage)
+        return mean_of(memoryview(ring.values)[lo:hi], ring.timestamp(lo), ring.timestamp(hi - 1), start, end,
+                       min_coverage)
 
     def percentile(self, key: SeriesKey, start: float, end: float, permille: int) -> float:
         """One high percentile of the window (koordlet's nearest rank, as `aggregate` gives
@@ -173,11 +187,11 @@ class MetricStore:
             self._drop(key, on_disk=False)  # the disk expires on its own clock
         return len(emptied)
 
-    def _new_series(self, key: SeriesKey) -> SeriesRing:
+    def _new_series(self, key: SeriesKey, timeline: Timeline | None = None) -> SeriesRing:
         if len(self._series) >= self.policy.max_series:
             self._evict_stalest()
         ring = SeriesRing(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key),
-                          self.policy.persist_every(key))
+                          self.policy.persist_every(key), timeline)
         self._series[key] = ring
         self._by_metric[key.metric].add(key)
         if key.pod_uid:
@@ -196,8 +210,10 @@ class MetricStore:
         self._drop(key)
 
     def _drop(self, key: SeriesKey, on_disk: bool = True) -> None:
-        if self._series.pop(key, None) is None:
+        ring = self._series.pop(key, None)
+        if ring is None:
             return
+        ring.release()
         by_metric = self._by_metric.get(key.metric)
         if by_metric is not None:
             by_metric.discard(key)
