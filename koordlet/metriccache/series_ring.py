@@ -9,7 +9,9 @@ timeline while it gets a value every round of it; one that misses a round or get
 or out-of-step sample moves to a timeline of its own (a copy of its timestamps), which
 behaves exactly as a series with its own timestamp array.
 
-The oldest values are dropped by moving a head index; the dead prefix is cut once it
+A series holds the samples of its last ``retention`` seconds (counted from its newest)
+and at most ``capacity`` of them: older ones are dropped as newer ones come (not left for
+the store's periodic expiry), by moving a head index; the dead prefix is cut once it
 reaches an eighth of the capacity, so appends and trims are amortised O(1) and the values
 array never holds more than 9/8 of ``capacity`` samples. A timeline cuts the timestamps no
 series reads any more when it has grown by an eighth; a series that has fallen more than
@@ -23,6 +25,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 
 _COMPACT_MIN = 16  # do not bother compacting tiny dead prefixes
+_NEVER = float("-inf")
 
 
 class Timeline:
@@ -75,7 +78,7 @@ class SeriesRing:
         self.retention = retention  # seconds, decided once by the store's policy
         self.persist = persist  # written to disk
         self.persist_every = persist_every  # seconds between two samples written (0: all)
-        self.persisted_at = float("-inf")  # timestamp of the last sample written
+        self.persisted_at = _NEVER  # timestamp of the last sample written
 
     def due_for_disk(self, timestamp: float) -> bool:
         """Whether this sample is one to write (and remember it is)."""
@@ -120,21 +123,24 @@ class SeriesRing:
         if at == size:
             if timestamp > ts[-1]:  # the first series of a new round
                 timeline.push(timestamp)
-                self._add(value)
+                self._add(timestamp, value)
                 return
             if timestamp == ts[-1]:  # one value per instant: the newer wins
                 self.values[-1] = value
                 return
         elif at == size - 1 and ts[-1] == timestamp:  # the round another series began
-            self._add(value)
+            self._add(timestamp, value)
             return
         elif timestamp == ts[at - 1]:
             self.values[-1] = value
             return
+        if timestamp < ts[at - 1] - self.retention:
+            return  # older than the retention allows: expire() would drop it
         self.detach()  # a missed round, or a late sample: on our own timeline from now on
         self._append_own(timestamp, value)
 
-    def _add(self, value: float) -> None:
+    def _add(self, timestamp: float, value: float) -> None:
+        """A value newer than all we hold, its timestamp already on the timeline."""
         values = self.values
         values.append(value)
         excess = len(values) - self.head - self.capacity
@@ -142,13 +148,21 @@ class SeriesRing:
             self.head += excess
             self.first += excess
             self._maybe_compact()
+        timeline = self.timeline
+        start = self.first - timeline.dropped
+        cutoff = timestamp - self.retention
+        if timeline.ts[start] < cutoff:  # what expire() would drop is not kept till then
+            gone = bisect_left(timeline.ts, cutoff, start, start + len(values) - self.head) - start
+            self.head += gone
+            self.first += gone
+            self._maybe_compact()
 
     def _append_own(self, timestamp: float, value: float) -> None:
         timeline = self.timeline
         ts = timeline.ts
         if timestamp > ts[-1]:
             timeline.push(timestamp)
-            self._add(value)
+            self._add(timestamp, value)
             return
         start = self.first - timeline.dropped
         at = bisect_left(ts, timestamp, start)

@@ -46,8 +46,9 @@ class MetricStore:
         self.policy = policy or RetentionPolicy()
         self._clock = clock
         self._series: dict[SeriesKey, SeriesRing] = {}
-        self._by_metric: dict[str, set[SeriesKey]] = defaultdict(set)
-        self._by_pod: dict[str, set[SeriesKey]] = defaultdict(set)
+        # indexes: a dict used as an ordered set (smaller than a set), and a short list per pod
+        self._by_metric: dict[str, dict[SeriesKey, None]] = defaultdict(dict)
+        self._by_pod: dict[str, list[SeriesKey]] = defaultdict(list)
         self._persistence = persistence
         self._disk_lock = threading.Lock()
         self._pending_lock = threading.Lock()
@@ -164,7 +165,7 @@ class MetricStore:
 
     def forget_pod(self, pod_uid: str) -> int:
         """Drop every series of a pod and its containers (the pod is gone)."""
-        keys = tuple(self._by_pod.get(pod_uid, ()))
+        keys = self._by_pod.pop(pod_uid, [])  # taken whole: no removal one key at a time
         for key in keys:
             self._drop(key)
         return len(keys)
@@ -193,9 +194,9 @@ class MetricStore:
         ring = SeriesRing(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key),
                           self.policy.persist_every(key), timeline)
         self._series[key] = ring
-        self._by_metric[key.metric].add(key)
+        self._by_metric[key.metric][key] = None
         if key.pod_uid:
-            self._by_pod[key.pod_uid].add(key)
+            self._by_pod[key.pod_uid].append(key)
         return ring
 
     def _evict_stalest(self) -> None:
@@ -216,13 +217,13 @@ class MetricStore:
         ring.release()
         by_metric = self._by_metric.get(key.metric)
         if by_metric is not None:
-            by_metric.discard(key)
+            by_metric.pop(key, None)
             if not by_metric:
                 del self._by_metric[key.metric]
         if key.pod_uid:
             by_pod = self._by_pod.get(key.pod_uid)
             if by_pod is not None:
-                by_pod.discard(key)
+                by_pod.remove(key)
                 if not by_pod:
                     del self._by_pod[key.pod_uid]
         if on_disk and self._persistence is not None and self.policy.persists(key):

@@ -1,6 +1,7 @@
 """Series written in the same rounds share their timestamps; whatever the rounds do (series
 that skip rounds, late, repeated or out-of-step samples, capacity, expiry, forgotten
-series), every reader answers what a plain sorted list of each series' samples gives."""
+series), every reader answers what a plain sorted list of each series' samples gives: the
+samples of the last `retention` seconds before the newest, at most `capacity` of them."""
 
 from __future__ import annotations
 
@@ -37,10 +38,13 @@ class Model:
 
     def put(self, key: SeriesKey, timestamp: float, value: float) -> None:
         points = self.series.setdefault(key, {})
+        retention = POLICY.seconds(key)
+        if points and timestamp < max(points) - retention:
+            return
         points[timestamp] = value
-        capacity = POLICY.capacity(key)
-        for old in sorted(points)[:-capacity]:
-            del points[old]
+        newest = max(points)
+        for old in sorted(points)[:-POLICY.capacity(key)] + [t for t in points if t < newest - retention]:
+            points.pop(old, None)
 
     def expire(self, now: float) -> None:
         for key in list(self.series):
@@ -117,4 +121,4 @@ def test_series_of_one_collector_share_one_timeline_and_a_stale_one_lets_it_go()
     capacity = POLICY.capacity(KEYS[1])
     assert len(rings[1].timeline.ts) <= capacity + capacity // 8 + 16  # not held back by the stale series
     assert store.aggregate(KEYS[0], T0, T0 + 200, 0.0).last_timestamp == T0 + 49
-    assert store.aggregate(KEYS[1], T0, T0 + 200, 0.0).count == capacity
+    assert store.aggregate(KEYS[1], T0, T0 + 200, 0.0).count == 9 < capacity  # the 8 s of retention
