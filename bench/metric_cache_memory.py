@@ -152,6 +152,9 @@ def report(label: str, store: MetricStore, pods: int) -> None:
              floor / series, total / pods, floor / pods, keys / 2**20))
     for kind, size in sorted(parts.items(), key=lambda item: -item[1]):
         print("    %-28s %8.2f MiB  %6.0f B/series" % (kind, size / 2**20, size / series))
+    values = parts.get("value arrays", 0)
+    print("    value arrays against their data alone (8 B a sample, no header, no spare room): %.2f MiB, ratio %.2f"
+          % (samples * 8 / 2**20, values / (samples * 8)))
 
 
 def main() -> None:

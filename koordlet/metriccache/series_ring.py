@@ -11,12 +11,13 @@ behaves exactly as a series with its own timestamp array.
 
 A series holds the samples of its last ``retention`` seconds (counted from its newest)
 and at most ``capacity`` of them: older ones are dropped as newer ones come (not left for
-the store's periodic expiry), by moving a head index; the dead prefix is cut once it
-reaches an eighth of the capacity, so appends and trims are amortised O(1) and the values
-array never holds more than 9/8 of ``capacity`` samples. A timeline cuts the timestamps no
-series reads any more when it has grown by an eighth; a series that has fallen more than
-twice its capacity behind is moved to its own timeline then, so a stale series cannot hold
-a shared timeline's memory.
+the store's periodic expiry) by moving a head index. The dead prefix is cut once it reaches
+an eighth of the live values (a memmove of the live part every live/8 appends: amortised
+O(1)), so a values array holds at most 9/8 of its live values (+4): a series written every
+10 s keeps its 30 values, not 30 + 16. A timeline cuts the timestamps no series reads any
+more when it has grown by an eighth; a series that has fallen more than twice its capacity
+behind is moved to its own timeline then, so a stale series cannot hold a shared
+timeline's memory.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 
-_COMPACT_MIN = 16  # do not bother compacting tiny dead prefixes
+_COMPACT_MIN = 16  # a timeline does not bother cutting fewer timestamps
+_DEAD_MIN = 4  # nor a series fewer dead values
 _NEVER = float("-inf")
 
 
@@ -235,6 +237,6 @@ class SeriesRing:
 
     def _maybe_compact(self) -> None:
         head = self.head
-        if head >= _COMPACT_MIN and (head * 8 >= self.capacity or head * 2 >= len(self.values)):
+        if head >= _DEAD_MIN and head * 8 >= len(self.values) - head:  # dead: at most 1/8 of the live
             del self.values[:head]
             self.head = 0
