@@ -1,6 +1,6 @@
 """Where the daemon's memory is at N pods: tracemalloc inside the real daemon process.
 
-    python -m bench.daemon_memory [--pods 1000] [--warmup 40] [--window 30] [--top 25]
+    python -m bench.daemon_memory [--pods 1000] [--warmup 40] [--window 30] [--top 25] [--frames 1]
 
 Runs bench.daemon_scale's measurement once (same daemon, same test runtime, same real
 cgroups; root) with the daemon started under ``python -X tracemalloc=1`` and a SIGUSR1
@@ -8,7 +8,9 @@ handler that dumps a snapshot; the snapshot is taken at the end of the quiet win
 VmRSS printed with it). Prints the Python heap traced by package (koordlet/<module>,
 third-party, stdlib), by file and by line; the floor is the process's VmRSS at the same
 instant (the traced share of it). tracemalloc's own overhead is in the RSS, not in the
-traced bytes.
+traced bytes. With --frames N > 1 a last table charges each allocation to the innermost
+frame of the project's own code (not the stdlib's, a frozen module's or a package's), e.g.
+the module that keeps a pathlib.Path rather than pathlib.py.
 """
 
 from __future__ import annotations
@@ -51,6 +53,23 @@ def owner(filename: str) -> str:
     return "stdlib/" + parts[-1] if filename.startswith(sys.base_prefix) else filename
 
 
+def ours(filename: str) -> bool:
+    return not (filename.startswith("<") or "site-packages" in filename or filename.startswith(sys.base_prefix))
+
+
+def by_own_frame(snapshot: tracemalloc.Snapshot, pods: int, top: int) -> None:
+    sizes: dict[str, list[int]] = {}
+    for trace in snapshot.traces:
+        # a Traceback runs from the oldest frame kept to the most recent
+        frame = next((f for f in reversed(trace.traceback) if ours(f.filename)), trace.traceback[-1])
+        entry = sizes.setdefault("%s:%d" % (short(frame.filename), frame.lineno), [0, 0])
+        entry[0] += trace.size
+        entry[1] += 1
+    print("by the innermost frame of our own code:")
+    for where, (size, count) in sorted(sizes.items(), key=lambda item: -item[1][0])[:top]:
+        print("  %-60s %8.2f MiB  %8d blocks  %6.0f B/pod" % (where, size / 2**20, count, size / max(pods, 1)))
+
+
 def report(snapshot: tracemalloc.Snapshot, rss_kib: int, pods: int, top: int) -> None:
     stats = snapshot.statistics("filename")
     traced = sum(s.size for s in stats)
@@ -86,6 +105,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=40.0)
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--frames", type=int, default=1, help="frames kept per allocation (slower when > 1)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("daemon_memory: needs root (real cgroups)")
@@ -97,7 +117,7 @@ def main() -> None:
     def traced_command(*command_args: Path | int) -> list[str]:
         command = plain_command(*command_args)  # type: ignore[arg-type]
         head = 3 if command[1:3] == ["-m", "koordlet"] else 1
-        return [sys.executable, "-X", "tracemalloc=1", "-m", "bench.daemon_memory", "--traced-daemon",
+        return [sys.executable, "-X", "tracemalloc=%d" % args.frames, "-m", "bench.daemon_memory", "--traced-daemon",
                 snapshot_path, "--", *command[head:]]
 
     def sample_and_snapshot(pid: int) -> daemon_scale.ProcSample:
@@ -114,15 +134,19 @@ def main() -> None:
     daemon_scale.proc_sample = sample_and_snapshot
     daemon_scale.configure_logging("warning", "json")
     run_args = argparse.Namespace(warmup=args.warmup, window=args.window, creates=20, scrapes=1, keep_log="")
-    print("daemon_memory: the daemon_scale daemon at %d pods x 2 containers under tracemalloc (1 frame); snapshot "
-          "at the end of a %.0f s quiet window after %.0f s of warm-up" % (args.pods, args.window, args.warmup),
+    print("daemon_memory: the daemon_scale daemon at %d pods x 2 containers under tracemalloc (%d frames); snapshot "
+          "at the end of a %.0f s quiet window after %.0f s of warm-up" % (args.pods, args.frames, args.window,
+                                                                           args.warmup),
           flush=True)
     result = daemon_scale.run_one(run_args, args.pods)
     print("daemon_scale figures of this (traced) run: rss_start_mib %.1f rss_end_mib %.1f hwm_mib %.1f"
           % (result["rss_start_mib"], result["rss_end_mib"], result["hwm_mib"]))
     if not os.path.exists(snapshot_path):
         sys.exit("daemon_memory: no snapshot from the daemon")
-    report(tracemalloc.Snapshot.load(snapshot_path), taken[1], args.pods, args.top)
+    snapshot = tracemalloc.Snapshot.load(snapshot_path)
+    report(snapshot, taken[1], args.pods, args.top)
+    if args.frames > 1:
+        by_own_frame(snapshot, args.pods, args.top)
     os.remove(snapshot_path)
     os.rmdir(os.path.dirname(snapshot_path))
 

@@ -92,12 +92,6 @@ class SeriesRing:
     def __len__(self) -> int:
         return len(self.values) - self.head
 
-    @property
-    def ts(self) -> array:
-        """The timestamps of the live samples (a copy)."""
-        start = self.first - self.timeline.dropped
-        return self.timeline.ts[start:start + len(self)]
-
     def release(self) -> None:
         """The store dropped this series: stop holding its timeline's timestamps."""
         self.timeline.users.discard(self)
