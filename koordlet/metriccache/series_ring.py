@@ -136,22 +136,28 @@ class SeriesRing:
         self._append_own(timestamp, value)
 
     def _add(self, timestamp: float, value: float) -> None:
-        """A value newer than all we hold, its timestamp already on the timeline."""
+        """A value newer than all we hold, its timestamp already on the timeline: then drop
+        the oldest past the capacity or the retention (what expire() would drop is not kept
+        till then); once a series is full that is one value per append, found without a search."""
         values = self.values
         values.append(value)
-        excess = len(values) - self.head - self.capacity
-        if excess > 0:
-            self.head += excess
-            self.first += excess
-            self._maybe_compact()
-        timeline = self.timeline
-        start = self.first - timeline.dropped
+        head = self.head
+        live = len(values) - head
+        gone = live - self.capacity if live > self.capacity else 0
+        ts = self.timeline.ts
+        start = self.first - self.timeline.dropped
         cutoff = timestamp - self.retention
-        if timeline.ts[start] < cutoff:  # what expire() would drop is not kept till then
-            gone = bisect_left(timeline.ts, cutoff, start, start + len(values) - self.head) - start
-            self.head += gone
+        if ts[start + gone] < cutoff:
+            gone += 1
+            if ts[start + gone] < cutoff:
+                gone = bisect_left(ts, cutoff, start + gone, start + live) - start
+        if gone:
             self.first += gone
-            self._maybe_compact()
+            head += gone
+            if head >= _DEAD_MIN and head * 8 >= len(values) - head:  # dead: at most 1/8 of the live
+                del values[:head]
+                head = 0
+            self.head = head
 
     def _append_own(self, timestamp: float, value: float) -> None:
         timeline = self.timeline

@@ -22,7 +22,9 @@ POLICY = RetentionPolicy(node_seconds=60, pod_seconds=20, container_seconds=8)
 
 # one step: ("round", second, present series, values) | ("late", series, second, value) | ("expire", second)
 #           | ("forget", series)
-round_step = st.tuples(st.just("round"), st.integers(0, 3), st.lists(st.booleans(), min_size=6, max_size=6),
+# seconds between rounds: mostly in step, sometimes a gap longer than a container's retention
+round_step = st.tuples(st.just("round"), st.sampled_from([0, 0, 1, 2, 3, 12]),
+                       st.lists(st.booleans(), min_size=6, max_size=6),
                        st.lists(st.integers(-1000, 1000), min_size=6, max_size=6))
 late_step = st.tuples(st.just("late"), st.integers(0, 5), st.integers(-40, 0), st.integers(-1000, 1000))
 expire_step = st.tuples(st.just("expire"), st.integers(0, 30))
