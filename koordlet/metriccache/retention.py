@@ -2,12 +2,15 @@
 which series survive a restart. Pure values; the store applies them.
 
 Memory bound (documented in docs/ARCHITECTURE.md): every series holds at most
-``retention / min_sample_interval + 2`` samples of 16 bytes (container series: ``/
-container_sample_interval``) (9/8 of that in its arrays
-between compactions), plus ~500 bytes of bookkeeping (key, ring, index entries), and there
+``retention / min_sample_interval + 2`` samples (container series: ``retention /
+container_sample_interval + 2``) of 8 bytes of value (9/8 of that in its
+array between compactions) and 8 more bytes of timestamp only when it is not in step with
+the other series of its collector (series_ring.py: one copy of the timestamps per round),
+plus ~350 bytes of bookkeeping (ring, index entries; keys are the collectors'), and there
 are at most ``max_series`` series (the least recently written one is dropped first). With
-the defaults and 1 s samples: a node series 1,802 samples = 29 KB; a pod series 302 = 4.8
-KB; a container series 122 = 2 KB. bench/metrics_advisor.py prints the RSS this gives.
+the defaults and 1 s samples: a node series 1,802 samples = 14 KB; a pod series 302 = 2.4
+KB; a container series every 10 s 14 = 112 B. bench/metric_cache_memory.py prints the bytes at 1,000
+pods against 16 bytes a sample; bench/metrics_advisor.py the RSS over simulated minutes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,23 @@
-"""One series in memory: timestamps and values in two float64 arrays used as a ring.
+"""One series in memory: its values in a float64 array used as a ring, its timestamps in a
+timeline that the series written in the same rounds share.
 
-16 bytes per sample plus ~300 bytes per series (object, two array headers, spare room).
-The oldest samples are dropped by moving a head index; the dead prefix is cut once it
-reaches an eighth of the capacity, so appends and trims are amortised O(1) (a memmove of
-the live part every capacity/8 appends) and the arrays never hold more than 9/8 of
-``capacity`` samples.
+A collector writes all its series with one timestamp per round, so the timestamps are
+stored once per round in a `Timeline` and each series keeps only its values (8 bytes a
+sample instead of 16) and the timeline index of its oldest value: series i's k-th value
+has the timestamp ``timeline.ts[first - timeline.dropped + k]``. A series stays on a shared
+timeline while it gets a value every round of it; one that misses a round or gets a late
+or out-of-step sample moves to a timeline of its own (a copy of its timestamps), which
+behaves exactly as a series with its own timestamp array.
+
+A series holds the samples of its last ``retention`` seconds (counted from its newest)
+and at most ``capacity`` of them: older ones are dropped as newer ones come (not left for
+the store's periodic expiry) by moving a head index. The dead prefix is cut once it reaches
+an eighth of the live values (a memmove of the live part every live/8 appends: amortised
+O(1)), so a values array holds at most 9/8 of its live values (+4): a series written every
+10 s keeps its 30 values, not 30 + 16. A timeline cuts the timestamps no series reads any
+more when it has grown by an eighth; a series that has fallen more than twice its capacity
+behind is moved to its own timeline then, so a stale series cannot hold a shared
+timeline's memory.
 """
 
 from __future__ import annotations
@@ -12,22 +25,62 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 
-_COMPACT_MIN = 16  # do not bother compacting tiny dead prefixes
+_COMPACT_MIN = 16  # a timeline does not bother cutting fewer timestamps
+_DEAD_MIN = 4  # nor a series fewer dead values
+_NEVER = float("-inf")
+
+
+class Timeline:
+    """Strictly increasing round timestamps; ``dropped`` of them already cut from the front
+    (so indexes kept by the series stay valid); ``users`` are the series reading it."""
+
+    __slots__ = ("ts", "dropped", "users", "limit")
+
+    def __init__(self, ts: array | None = None) -> None:
+        self.ts = array("d") if ts is None else ts
+        self.dropped = 0
+        self.users: set[SeriesRing] = set()
+        self.limit = len(self.ts) + _COMPACT_MIN  # length at which the next cut is tried
+
+    def push(self, timestamp: float) -> None:
+        self.ts.append(timestamp)
+        if len(self.ts) >= self.limit:
+            self.trim()
+
+    def trim(self) -> None:
+        """Cut the timestamps older than every user's oldest value."""
+        end = self.dropped + len(self.ts)
+        needed = end
+        for ring in list(self.users):
+            if ring.first >= needed:
+                continue
+            if len(self.users) > 1 and end - ring.first > 2 * ring.capacity + _COMPACT_MIN:
+                ring.detach()  # stale: its own copy, at most `capacity` timestamps
+            else:
+                needed = ring.first
+        cut = needed - self.dropped
+        if cut > 0:
+            del self.ts[:cut]
+            self.dropped = needed
+        self.limit = len(self.ts) + max(_COMPACT_MIN, len(self.ts) // 8)
 
 
 class SeriesRing:
-    __slots__ = ("ts", "values", "head", "capacity", "retention", "persist", "persist_every", "persisted_at")
+    __slots__ = ("timeline", "first", "values", "head", "capacity", "retention", "persist", "persist_every",
+                 "persisted_at")
 
     def __init__(self, capacity: int, retention: float = float("inf"), persist: bool = False,
-                 persist_every: float = 0.0) -> None:
-        self.ts = array("d")
+                 persist_every: float = 0.0, timeline: Timeline | None = None) -> None:
+        self.timeline = Timeline() if timeline is None else timeline
+        self.timeline.users.add(self)
+        self.first = self.timeline.dropped + len(self.timeline.ts)  # timeline index of values[head]
         self.values = array("d")
         self.head = 0
         self.capacity = max(1, capacity)
         self.retention = retention  # seconds, decided once by the store's policy
         self.persist = persist  # written to disk
         self.persist_every = persist_every  # seconds between two samples written (0: all)
-        self.persisted_at = float("-inf")  # timestamp of the last sample written
+        self.persisted_at = _NEVER  # timestamp of the last sample written
 
     def due_for_disk(self, timestamp: float) -> bool:
         """Whether this sample is one to write (and remember it is)."""
@@ -37,57 +90,153 @@ class SeriesRing:
         return True
 
     def __len__(self) -> int:
-        return len(self.ts) - self.head
+        return len(self.values) - self.head
+
+    def release(self) -> None:
+        """The store dropped this series: stop holding its timeline's timestamps."""
+        self.timeline.users.discard(self)
 
     def append(self, timestamp: float, value: float) -> None:
-        ts = self.ts
+        timeline = self.timeline
+        ts = timeline.ts
         size = len(ts)
-        if size == self.head or timestamp > ts[-1]:  # the common case: a newer sample
-            ts.append(timestamp)
+        count = len(self.values) - self.head
+        if count == 0:  # (re)start at the timeline's newest round, or at a new one
+            if size and ts[-1] == timestamp:
+                self.first = timeline.dropped + size - 1
+            elif size == 0 or timestamp > ts[-1]:
+                self.first = timeline.dropped + size
+                timeline.push(timestamp)
+            else:  # older than the timeline's newest round: a timeline of our own
+                self.release()
+                self.timeline = Timeline()
+                self.timeline.users.add(self)
+                self.first = 0
+                self.timeline.push(timestamp)
             self.values.append(value)
-            if size + 1 - self.head > self.capacity:
-                self.head = size + 1 - self.capacity
-                self._maybe_compact()
-        elif timestamp == ts[-1]:
-            self.values[-1] = value  # one value per instant: the newer wins
-        else:
-            self._insert_late(timestamp, value)
-            if len(ts) - self.head > self.capacity:
-                self.head = len(ts) - self.capacity
-                self._maybe_compact()
+            return
+        at = self.first - timeline.dropped + count  # the timeline slot after our newest value
+        if at == size:
+            if timestamp > ts[-1]:  # the first series of a new round
+                timeline.push(timestamp)
+                self._add(timestamp, value)
+                return
+            if timestamp == ts[-1]:  # one value per instant: the newer wins
+                self.values[-1] = value
+                return
+        elif at == size - 1 and ts[-1] == timestamp:  # the round another series began
+            self._add(timestamp, value)
+            return
+        elif timestamp == ts[at - 1]:
+            self.values[-1] = value
+            return
+        if timestamp < ts[at - 1] - self.retention:
+            return  # older than the retention allows: expire() would drop it
+        self.detach()  # a missed round, or a late sample: on our own timeline from now on
+        self._append_own(timestamp, value)
 
-    def _insert_late(self, timestamp: float, value: float) -> None:
-        at = bisect_left(self.ts, timestamp, self.head)
-        if self.ts[at] == timestamp:
-            self.values[at] = value
-        else:
-            self.ts.insert(at, timestamp)
-            self.values.insert(at, value)
+    def _add(self, timestamp: float, value: float) -> None:
+        """A value newer than all we hold, its timestamp already on the timeline: then drop
+        the oldest past the capacity or the retention (what expire() would drop is not kept
+        till then); once a series is full that is one value per append, found without a search."""
+        values = self.values
+        values.append(value)
+        head = self.head
+        live = len(values) - head
+        gone = live - self.capacity if live > self.capacity else 0
+        ts = self.timeline.ts
+        start = self.first - self.timeline.dropped
+        cutoff = timestamp - self.retention
+        if ts[start + gone] < cutoff:
+            gone += 1
+            if ts[start + gone] < cutoff:
+                gone = bisect_left(ts, cutoff, start + gone, start + live) - start
+        if gone:
+            self.first += gone
+            head += gone
+            if head >= _DEAD_MIN and head * 8 >= len(values) - head:  # dead: at most 1/8 of the live
+                del values[:head]
+                head = 0
+            self.head = head
+
+    def _append_own(self, timestamp: float, value: float) -> None:
+        timeline = self.timeline
+        ts = timeline.ts
+        if timestamp > ts[-1]:
+            timeline.push(timestamp)
+            self._add(timestamp, value)
+            return
+        start = self.first - timeline.dropped
+        at = bisect_left(ts, timestamp, start)
+        if ts[at] == timestamp:
+            self.values[self.head + at - start] = value
+            return
+        ts.insert(at, timestamp)
+        self.values.insert(self.head + at - start, value)
+        excess = len(self.values) - self.head - self.capacity
+        if excess > 0:
+            self.head += excess
+            self.first += excess
+            self._maybe_compact()
+        if len(ts) >= timeline.limit:
+            timeline.trim()
+
+    def detach(self) -> None:
+        """Move to a timeline of our own holding exactly our timestamps."""
+        timeline = self.timeline
+        start = self.first - timeline.dropped
+        end = start + len(self)
+        if len(timeline.users) == 1:  # ours already: keep only our own timestamps
+            del timeline.ts[end:]  # rounds written after ours by series since gone
+            del timeline.ts[:start]
+            timeline.dropped += start
+            return
+        timeline.users.discard(self)
+        own = Timeline(timeline.ts[start:end])
+        own.users.add(self)
+        self.timeline = own
+        self.first = 0
 
     def last(self) -> tuple[float, float] | None:
-        if len(self.ts) == self.head:
+        count = len(self.values) - self.head
+        if count == 0:
             return None
-        return self.ts[-1], self.values[-1]
+        timeline = self.timeline
+        return timeline.ts[self.first - timeline.dropped + count - 1], self.values[-1]
 
     def bounds(self, start: float, end: float) -> tuple[int, int]:
-        """[lo, hi) of the samples with start <= t <= end."""
-        lo = bisect_left(self.ts, start, self.head)
-        return lo, bisect_right(self.ts, end, lo)
+        """[lo, hi) indexes into ``values`` of the samples with start <= t <= end."""
+        timeline = self.timeline
+        first = self.first - timeline.dropped
+        stop = first + len(self.values) - self.head
+        lo = bisect_left(timeline.ts, start, first, stop)
+        hi = bisect_right(timeline.ts, end, lo, stop)
+        shift = self.head - first
+        return lo + shift, hi + shift
+
+    def timestamp(self, index: int) -> float:
+        """The timestamp of ``values[index]``."""
+        timeline = self.timeline
+        return timeline.ts[self.first - timeline.dropped + index - self.head]
 
     def window(self, start: float, end: float) -> tuple[array, array]:
         """Timestamps and values with start <= t <= end (copies, oldest first)."""
-        lo = bisect_left(self.ts, start, self.head)
-        hi = bisect_right(self.ts, end, lo)
-        return self.ts[lo:hi], self.values[lo:hi]
+        lo, hi = self.bounds(start, end)
+        shift = self.first - self.timeline.dropped - self.head
+        return self.timeline.ts[lo + shift:hi + shift], self.values[lo:hi]
 
     def drop_before(self, cutoff: float) -> None:
         """Forget samples older than ``cutoff``."""
-        self.head = bisect_left(self.ts, cutoff, self.head)
-        self._maybe_compact()
+        timeline = self.timeline
+        first = self.first - timeline.dropped
+        gone = bisect_left(timeline.ts, cutoff, first, first + len(self.values) - self.head) - first
+        if gone:
+            self.head += gone
+            self.first += gone
+            self._maybe_compact()
 
     def _maybe_compact(self) -> None:
         head = self.head
-        if head >= _COMPACT_MIN and (head * 8 >= self.capacity or head * 2 >= len(self.ts)):
-            del self.ts[:head]
+        if head >= _DEAD_MIN and head * 8 >= len(self.values) - head:  # dead: at most 1/8 of the live
             del self.values[:head]
             self.head = 0

@@ -24,7 +24,7 @@ import structlog
 from koordlet.metriccache.aggregation import COLD_START_RATIO, mean_of, percentile_of, summarize
 from koordlet.metriccache.api import Aggregate, Mean, Metric, NotEnoughData, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
-from koordlet.metriccache.series_ring import SeriesRing
+from koordlet.metriccache.series_ring import SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
 
 log = structlog.get_logger(__name__)
@@ -46,8 +46,9 @@ class MetricStore:
         self.policy = policy or RetentionPolicy()
         self._clock = clock
         self._series: dict[SeriesKey, SeriesRing] = {}
-        self._by_metric: dict[str, set[SeriesKey]] = defaultdict(set)
-        self._by_pod: dict[str, set[SeriesKey]] = defaultdict(set)
+        # indexes: a dict used as an ordered set (smaller than a set), and a short list per pod
+        self._by_metric: dict[str, dict[SeriesKey, None]] = defaultdict(dict)
+        self._by_pod: dict[str, list[SeriesKey]] = defaultdict(list)
         self._persistence = persistence
         self._disk_lock = threading.Lock()
         self._pending_lock = threading.Lock()
@@ -87,11 +88,24 @@ class MetricStore:
     def _put(self, items: Iterable[tuple[SeriesKey, float, float]]) -> None:
         persist_rows = []
         series = self._series
+        new: list[tuple[SeriesKey, float, float]] = []
+        timeline = None  # the timeline of the batch's known series: new series of the round join it
         for key, timestamp, value in items:
             ring = series.get(key)
             if ring is None:
-                ring = self._new_series(key)
+                new.append((key, timestamp, value))
+                continue
             ring.append(timestamp, value)
+            timeline = ring.timeline
+            if ring.due_for_disk(timestamp):
+                persist_rows.append((key, ring.retention, timestamp, value))
+        for key, timestamp, value in new:
+            ring = series.get(key)
+            if ring is None:
+                ring = self._new_series(key, timeline if timeline is not None and len(timeline.ts)
+                                        and timeline.ts[-1] == timestamp else None)
+            ring.append(timestamp, value)
+            timeline = ring.timeline
             if ring.due_for_disk(timestamp):
                 persist_rows.append((key, ring.retention, timestamp, value))
         if persist_rows and self._persistence is not None:
@@ -116,7 +130,8 @@ class MetricStore:
         lo, hi = ring.bounds(start, end)
         if lo == hi:
             raise NotEnoughData("no samples in [%.3f, %.3f]" % (start, end))
-        return mean_of(memoryview(ring.values)[lo:hi], ring.ts[lo], ring.ts[hi - 1], start, end, min_coverage)
+        return mean_of(memoryview(ring.values)[lo:hi], ring.timestamp(lo), ring.timestamp(hi - 1), start, end,
+                       min_coverage)
 
     def percentile(self, key: SeriesKey, start: float, end: float, permille: int) -> float:
         """One high percentile of the window (koordlet's nearest rank, as `aggregate` gives
@@ -150,7 +165,7 @@ class MetricStore:
 
     def forget_pod(self, pod_uid: str) -> int:
         """Drop every series of a pod and its containers (the pod is gone)."""
-        keys = tuple(self._by_pod.get(pod_uid, ()))
+        keys = self._by_pod.pop(pod_uid, [])  # taken whole: no removal one key at a time
         for key in keys:
             self._drop(key)
         return len(keys)
@@ -173,15 +188,15 @@ class MetricStore:
             self._drop(key, on_disk=False)  # the disk expires on its own clock
         return len(emptied)
 
-    def _new_series(self, key: SeriesKey) -> SeriesRing:
+    def _new_series(self, key: SeriesKey, timeline: Timeline | None = None) -> SeriesRing:
         if len(self._series) >= self.policy.max_series:
             self._evict_stalest()
         ring = SeriesRing(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key),
-                          self.policy.persist_every(key))
+                          self.policy.persist_every(key), timeline)
         self._series[key] = ring
-        self._by_metric[key.metric].add(key)
+        self._by_metric[key.metric][key] = None
         if key.pod_uid:
-            self._by_pod[key.pod_uid].add(key)
+            self._by_pod[key.pod_uid].append(key)
         return ring
 
     def _evict_stalest(self) -> None:
@@ -196,17 +211,19 @@ class MetricStore:
         self._drop(key)
 
     def _drop(self, key: SeriesKey, on_disk: bool = True) -> None:
-        if self._series.pop(key, None) is None:
+        ring = self._series.pop(key, None)
+        if ring is None:
             return
+        ring.release()
         by_metric = self._by_metric.get(key.metric)
         if by_metric is not None:
-            by_metric.discard(key)
+            by_metric.pop(key, None)
             if not by_metric:
                 del self._by_metric[key.metric]
         if key.pod_uid:
             by_pod = self._by_pod.get(key.pod_uid)
             if by_pod is not None:
-                by_pod.discard(key)
+                by_pod.remove(key)
                 if not by_pod:
                     del self._by_pod[key.pod_uid]
         if on_disk and self._persistence is not None and self.policy.persists(key):

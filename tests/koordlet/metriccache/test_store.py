@@ -82,7 +82,7 @@ def test_capacity_bounds_samples_per_series():
     store.append(samples(NODE_CPU, T0, [float(i) for i in range(1000)], step=0.01))
     assert store.sample_count() == policy.capacity(NODE_CPU) == 12  # 10 s / 1 s, +2
     ring = store._series[NODE_CPU]
-    assert len(ring.ts) <= 12 + 12 // 8 + 16  # the dead prefix is cut before it grows large
+    assert len(ring.timeline.ts) <= 12 + 12 // 8 + 16  # the dead prefix is cut before it grows large
     assert store.latest(NODE_CPU).value == 999.0
 
 

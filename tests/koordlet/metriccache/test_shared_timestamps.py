@@ -1,0 +1,126 @@
+"""Series written in the same rounds share their timestamps; whatever the rounds do (series
+that skip rounds, late, repeated or out-of-step samples, capacity, expiry, forgotten
+series), every reader answers what a plain sorted list of each series' samples gives: the
+samples of the last `retention` seconds before the newest, at most `capacity` of them."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from koordlet.metriccache.aggregation import nearest_rank
+from koordlet.metriccache.api import Metric, NotEnoughData, Sample, SeriesKey
+from koordlet.metriccache.retention import RetentionPolicy
+from koordlet.metriccache.store import MetricStore
+
+T0 = 1_700_000_000.0
+KEYS = [SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "p%d" % (i // 2), "c%d" % i) for i in range(4)] + [
+    SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i) for i in range(2)]
+POLICY = RetentionPolicy(node_seconds=60, pod_seconds=20, container_seconds=8)
+
+# one step: ("round", second, present series, values) | ("late", series, second, value) | ("expire", second)
+#           | ("forget", series)
+# seconds between rounds: mostly in step, sometimes a gap longer than a container's retention
+round_step = st.tuples(st.just("round"), st.sampled_from([0, 0, 1, 2, 3, 12]),
+                       st.lists(st.booleans(), min_size=6, max_size=6),
+                       st.lists(st.integers(-1000, 1000), min_size=6, max_size=6))
+late_step = st.tuples(st.just("late"), st.integers(0, 5), st.integers(-40, 0), st.integers(-1000, 1000))
+expire_step = st.tuples(st.just("expire"), st.integers(0, 30))
+forget_step = st.tuples(st.just("forget"), st.integers(0, 5))
+steps = st.lists(st.one_of(round_step, round_step, round_step, late_step, expire_step, forget_step), max_size=120)
+
+
+class Model:
+    """Each series as a dict timestamp -> value, trimmed as the store promises."""
+
+    def __init__(self) -> None:
+        self.series: dict[SeriesKey, dict[float, float]] = {}
+
+    def put(self, key: SeriesKey, timestamp: float, value: float) -> None:
+        points = self.series.setdefault(key, {})
+        retention = POLICY.seconds(key)
+        if points and timestamp < max(points) - retention:
+            return
+        points[timestamp] = value
+        newest = max(points)
+        for old in sorted(points)[:-POLICY.capacity(key)] + [t for t in points if t < newest - retention]:
+            points.pop(old, None)
+
+    def expire(self, now: float) -> None:
+        for key in list(self.series):
+            points = self.series[key]
+            for old in [t for t in points if t < now - POLICY.seconds(key)]:
+                del points[old]
+            if not points:
+                del self.series[key]
+
+
+def check(store: MetricStore, model: Model, now: float) -> None:
+    assert len(store) == len(model.series)
+    assert store.sample_count() == sum(len(points) for points in model.series.values())
+    for key in KEYS:
+        points = model.series.get(key, {})
+        latest = store.latest(key)
+        assert (latest and (latest.timestamp, latest.value)) == (max(points.items()) if points else None)
+        for start, end in ((now - 5, now), (now - 19, now - 3), (T0 - 100, now + 1)):
+            inside = sorted((t, v) for t, v in points.items() if start <= t <= end)
+            try:
+                whole = store.aggregate(key, start, end, 0.0)
+            except NotEnoughData:
+                assert not inside
+                continue
+            values = [v for _, v in inside]
+            assert (whole.count, whole.first_timestamp, whole.last_timestamp, whole.last) == (
+                len(inside), inside[0][0], inside[-1][0], values[-1])
+            assert whole.avg == math.fsum(values) / len(values)
+            assert whole.p99 == nearest_rank(sorted(values), 990) == store.percentile(key, start, end, 990)
+            assert store.mean(key, start, end, 0.0).avg == whole.avg
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps)
+def test_shared_timestamps_answer_as_separate_series(steps):
+    store = MetricStore(POLICY, clock=lambda: T0)
+    model = Model()
+    second = 0.0
+    for step in steps:
+        if step[0] == "round":
+            _, advance, present, values = step
+            second += advance + 0.25  # each round its own timestamp, rounds may repeat one
+            now = T0 + second
+            batch = [(KEYS[i], float(values[i])) for i in range(6) if present[i]]
+            store.append_at(now, batch)
+            for key, value in batch:
+                model.put(key, now, value)
+        elif step[0] == "late":
+            _, index, back, value = step
+            when = T0 + second + back * 0.5
+            store.append([Sample(KEYS[index], when, float(value))])
+            model.put(KEYS[index], when, float(value))
+        elif step[0] == "expire":
+            now = T0 + second + step[1]
+            store.expire(now)
+            model.expire(now)
+        else:
+            key = KEYS[step[1]]
+            store.forget_container(key.pod_uid, key.container_id) if key.container_id else store.forget_pod(
+                key.pod_uid)
+            for gone in [k for k in model.series if k.pod_uid == key.pod_uid and (
+                    not key.container_id or k.container_id == key.container_id)]:
+                del model.series[gone]
+        check(store, model, T0 + second)
+
+
+def test_series_of_one_collector_share_one_timeline_and_a_stale_one_lets_it_go():
+    store = MetricStore(POLICY, clock=lambda: T0)
+    for second in range(200):
+        store.append_at(T0 + second, [(key, float(second)) for key in KEYS[:4] if second < 50 or key != KEYS[0]])
+    rings = [store._series[key] for key in KEYS[:4]]
+    assert len({id(ring.timeline) for ring in rings[1:]}) == 1  # one copy of the timestamps for three series
+    assert rings[0].timeline is not rings[1].timeline  # stopped at 50 s: moved to its own copy
+    capacity = POLICY.capacity(KEYS[1])
+    assert len(rings[1].timeline.ts) <= capacity + capacity // 8 + 16  # not held back by the stale series
+    assert store.aggregate(KEYS[0], T0, T0 + 200, 0.0).last_timestamp == T0 + 49
+    assert store.aggregate(KEYS[1], T0, T0 + 200, 0.0).count == 9 < capacity  # the 8 s of retention
