@@ -80,7 +80,11 @@ class MetricCacheModule:
         if not self.store.persistent:
             if self._state_dir is not None and self._clock() >= self._reopen_at:
                 await self._open()
-            return
+            if not self.store.persistent:  # memory only (no state dir, or no usable file yet)
+                if self._clock() >= self._next_gc:
+                    self._next_gc = self._clock() + self._gc_interval
+                    log.debug("metric_cache_expired", series_dropped=self.store.expire(), series=len(self.store))
+                return
         try:
             await asyncio.to_thread(self.store.flush)
             if self._clock() >= self._next_gc:

@@ -46,3 +46,16 @@ async def test_without_a_state_dir_the_cache_is_memory_only():
     module.store.append([Sample(KEY, time.time(), 1.0)])
     assert not module.store.persistent and module.store.latest(KEY) is not None
     await module.stop()
+
+
+async def test_a_memory_only_cache_still_drops_expired_series():
+    from tests.polling import until
+
+    module = MetricCacheModule(MetricStore(), None, flush_interval=0.01, gc_interval=0.01)
+    await module.start()
+    try:
+        module.store.append([Sample(KEY, time.time() - 10 * module.store.policy.node_seconds, 1.0)])
+        assert len(module.store) == 1
+        await until(lambda: len(module.store) == 0)  # the maintenance round expired it
+    finally:
+        await module.stop()
