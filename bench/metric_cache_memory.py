@@ -2,12 +2,14 @@
 
     python -m bench.metric_cache_memory [--pods 1000] [--tracemalloc]
 
-The store (default retention, no file) gets, per pod of 2 containers, the series the
-default collectors write and at their cadence, each collector with its own round
-timestamp (time.time() of its round): pod resource (2 pod + 4 container series, 1 s),
-throttling (1 pod + 2 container, 1 s), PSI avg10 (6 per pod and per container, 10 s),
-CPI (3 per container, 60 s); node, system and BE series (1 s) for the whole 30 min node
-retention. Expiry runs every 300 s (the module's gc interval). Figures are taken just
+The store (the daemon's retention: container series sized for their 10 s interval; no
+file) gets, per pod of 2 containers, the series the default collectors write and at their
+cadence, each collector with its own round timestamp (time.time() of its round): pod
+resource (2 pod series every second, and 4 container series every 10 s, a tenth of the
+containers in each second's round), throttling (1 pod + 2 container, 10 s), PSI avg10 (6
+per pod, 10 s; container PSI only comes with --metrics-container-series); node, system and
+BE series (1 s) for the whole 30 min node retention. CPI is off by default (gate).
+Expiry runs every 300 s (the module's gc interval). Figures are taken just
 before an expiry (the fullest the cache gets: the HWM) and just after it.
 
 Bytes are counted by walking the store (sys.getsizeof of every object it owns: rings,
@@ -27,11 +29,13 @@ import tracemalloc
 from array import array
 from collections.abc import Iterator
 
+from koordlet.config.defaults import COLLECT_CONTAINER_RES_USED_INTERVAL_SECONDS
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
 
 GC_INTERVAL = 300
+CONTAINER_EVERY = int(COLLECT_CONTAINER_RES_USED_INTERVAL_SECONDS)  # seconds, the daemon's default
 PSI_LABELS = tuple((("kind", kind), ("resource", resource), ("window", "avg10"))
                    for resource in ("cpu", "memory", "io") for kind in ("some", "full"))
 NODE_KEYS = tuple(SeriesKey.of(metric) for metric in (
@@ -41,33 +45,36 @@ NODE_KEYS = tuple(SeriesKey.of(metric) for metric in (
 
 
 class Collector:
-    """One collector's keys, cadence and round-time offset within the second."""
+    """One collector's keys, cadence and round-time offset within the second; `turns`: keys
+    read in turn, one list per round (the containers of the 1 s usage round)."""
 
-    def __init__(self, name: str, every: int, offset: float, keys: list[SeriesKey]) -> None:
+    def __init__(self, name: str, every: int, offset: float, keys: list[SeriesKey],
+                 turns: list[list[SeriesKey]] | None = None) -> None:
         self.name, self.every, self.offset, self.keys = name, every, offset, keys
+        self.turns = turns or [[]]
+
+    def keys_at(self, second: int) -> list[SeriesKey]:
+        return self.keys + self.turns[second % len(self.turns)]
 
 
 def collectors(pods: int) -> tuple[Collector, list[Collector]]:
     usage: list[SeriesKey] = []
+    usage_turns: list[list[SeriesKey]] = [[] for _ in range(CONTAINER_EVERY)]
     throttled: list[SeriesKey] = []
     psi: list[SeriesKey] = []
-    cpi: list[SeriesKey] = []
     for i in range(pods):
         uid = "%08x-0000-4000-8000-%012x" % (i, i)
         containers = ["%064x" % (i * 2 + c) for c in range(2)]
         usage += [SeriesKey.of(Metric.POD_CPU_USAGE_CORES, uid), SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, uid)]
         throttled.append(SeriesKey.of(Metric.POD_CPU_THROTTLED_RATIO, uid))
         psi += [SeriesKey(Metric.POD_PSI.value, uid, "", labels) for labels in PSI_LABELS]
-        for cid in containers:
-            usage += [SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, uid, cid),
-                      SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, uid, cid)]
+        for n, cid in enumerate(containers):
+            usage_turns[(i * 2 + n) % CONTAINER_EVERY] += [SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, uid, cid),
+                                                           SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, uid, cid)]
             throttled.append(SeriesKey.of(Metric.CONTAINER_CPU_THROTTLED_RATIO, uid, cid))
-            psi += [SeriesKey(Metric.CONTAINER_PSI.value, uid, cid, labels) for labels in PSI_LABELS]
-            cpi += [SeriesKey.of(metric, uid, cid) for metric in (
-                Metric.CONTAINER_CPU_CYCLES, Metric.CONTAINER_INSTRUCTIONS, Metric.CONTAINER_CPI)]
     node = Collector("node", 1, 0.0012, list(NODE_KEYS))
-    return node, [Collector("pod_resource", 1, 0.0031, usage), Collector("throttled", 1, 0.2107, throttled),
-                  Collector("psi", 10, 0.4403, psi), Collector("cpi", 60, 0.6619, cpi)]
+    return node, [Collector("pod_resource", 1, 0.0031, usage, usage_turns),
+                  Collector("throttled", CONTAINER_EVERY, 0.2107, throttled), Collector("psi", 10, 0.4403, psi)]
 
 
 def value_for(key: SeriesKey, rng: random.Random) -> float:
@@ -92,7 +99,7 @@ def fill(store: MetricStore, pods: int, seconds: int, rng: random.Random) -> Ite
             if second % collector.every:
                 continue
             now = base + second + collector.offset + rng.random() * 1e-4
-            store.append_at(now, [(key, value_for(key, rng)) for key in collector.keys])
+            store.append_at(now, [(key, value_for(key, rng)) for key in collector.keys_at(second)])
 
 
 def deep_bytes(store: MetricStore) -> dict[str, int]:
@@ -162,7 +169,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--tracemalloc", action="store_true", help="top allocation sites (slower)")
     args = parser.parse_args()
-    policy = RetentionPolicy()
+    policy = RetentionPolicy(container_sample_interval=float(CONTAINER_EVERY))
     seconds = int(policy.node_seconds) + GC_INTERVAL
     print("metric_cache_memory: %d pods x 2 containers, default retention (node %.0f s, pod %.0f s, "
           "container %.0f s), expiry every %d s, %d simulated s; store bytes walked, floor = 16 B a sample"
