@@ -13,7 +13,7 @@ installs, in the daemon's process:
     and so the loop; the probe thread cannot sample it, the callback times it).
 The daemon applies its own collector policy after start-up (koordlet/daemon/gc_policy.py);
 --gc-freeze-after S (another settle_heap() S seconds after the loop starts), --gc-refreeze
-and --gc-young N come on top of it, for experiments.
+for experiments on top of it, and --gc-young N sets its --gc-young-threshold.
 
 Prints the daemon_scale JSON line, then: the lag distribution over the create window, each
 hold longer than --hold-ms with its holder, and gen-2 collections (count, p50, max ms).
@@ -183,10 +183,8 @@ def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--as-daemon":
-        out, hold_ms, freeze_after, young = sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-        if young:
-            gc.set_threshold(young, *gc.get_threshold()[1:])
-        sys.exit(as_daemon(out, hold_ms, freeze_after, sys.argv[6:]))
+        out, hold_ms, freeze_after = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+        sys.exit(as_daemon(out, hold_ms, freeze_after, sys.argv[5:]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--warmup", type=float, default=40.0)
@@ -198,7 +196,7 @@ def main() -> None:
     parser.add_argument("--gc-refreeze", action="store_true",
                         help="with --gc-freeze-after: keep_heap_settled() too (freeze after every full collection)")
     parser.add_argument("--gc-young", type=int, default=0,
-                        help="the daemon's generation-0 threshold (gc.set_threshold; 0: Python's default)")
+                        help="the daemon's --gc-young-threshold (0: its default)")
     parser.add_argument("--out", default="/tmp/daemon-holds.json")
     args = parser.parse_args()
     from bench import daemon_scale as scale
@@ -211,8 +209,9 @@ def main() -> None:
     def probed_command(*a):
         plain = plain_command(*a)
         flags = plain[plain.index("--addr"):]
+        young = ["--gc-young-threshold", str(args.gc_young)] if args.gc_young else []
         return [sys.executable, "-m", "bench.daemon_holds", "--as-daemon", args.out, str(args.hold_ms),
-                str(args.gc_freeze_after), str(args.gc_young)] + flags
+                str(args.gc_freeze_after)] + flags + young
 
     scale.daemon_command = probed_command
     if args.gc_refreeze:

@@ -51,6 +51,10 @@ class CommonOptions:
     kube_api_burst: int = option(
         defaults.KUBE_API_BURST, "requests the API client may send at once above `--kube-api-qps`",
         parse_positive_int)
+    gc_young_threshold: int = option(
+        defaults.GC_YOUNG_THRESHOLD, "allocations between two young garbage collections once the daemon has "
+        "started (Python's own: 700); see koordlet/daemon/gc_policy.py and docs/PERFORMANCE.md",
+        parse_positive_int)
     log_level: str = option(defaults.LOG_LEVEL, '`debug`, `info`, `warning`, `error`', choices=LOG_LEVELS)
     log_format: str = option(
         defaults.LOG_FORMAT, "auto: JSON in a pod or when not on a terminal, console otherwise",

@@ -140,3 +140,6 @@ MODULE_START_TIMEOUT_SECONDS = 60.0
 # The daemon's API client: koordlet's client-side limits (kube-api-qps / kube-api-burst)
 KUBE_API_QPS = 20.0
 KUBE_API_BURST = 30
+
+# The young garbage collection threshold after start-up (koordlet/daemon/gc_policy.py).
+GC_YOUNG_THRESHOLD = 10_000

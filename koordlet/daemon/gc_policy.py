@@ -6,7 +6,7 @@ loop waits for it: ~100 ms at 1,000 pods, every ~4-6 s with the interpreter's th
 
 1. the start-up heap (modules, classes, the hubs and agents built) is collected once and
    frozen (util/heap.settle_heap): no later collection walks it;
-2. the young threshold goes from 700 to YOUNG_THRESHOLD allocations: objects that live a
+2. the young threshold goes from 700 to `--gc-young-threshold` (10,000) allocations: objects that live a
    second or two (a round's readings, a report being built) mostly die young instead of
    reaching generation 2 and triggering full passes (21 -> 2 per 90 s at 1,000 pods, the
    collector's CPU 2.9 % -> 0.24 % of a core); a young pass walks up to 10,000 objects;
@@ -27,20 +27,20 @@ from typing import Callable
 
 import structlog
 
+from koordlet.config.defaults import GC_YOUNG_THRESHOLD
 from koordlet.util.heap import keep_heap_settled, settle_heap
 
 log = structlog.get_logger(__name__)
 
-YOUNG_THRESHOLD = 10_000
 REFRESH_SECONDS = 3600.0
 
 
-def apply_after_start_up() -> Callable[[], None]:
+def apply_after_start_up(young_threshold: int = GC_YOUNG_THRESHOLD) -> Callable[[], None]:
     """Settle the start-up heap, raise the young threshold, keep later survivors frozen;
     returns what undoes it (for an in-process stop)."""
     frozen = settle_heap()
     young, middle, old = gc.get_threshold()
-    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+    gc.set_threshold(young_threshold, middle, old)
     stop_settling = keep_heap_settled()
     log.info("gc_policy_applied", frozen_objects=frozen, thresholds=list(gc.get_threshold()))
 

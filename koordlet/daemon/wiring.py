@@ -177,7 +177,7 @@ async def _run(config: Config, early_stop: list[int]) -> int:
         log.info("stop_signal_received", signal=signal.Signals(early_stop[0]).name, during="start")
         daemon.request_stop()
     task = asyncio.ensure_future(daemon.run())
-    undo_gc_policy = await _notify_when_started(daemon, task)
+    undo_gc_policy = await _notify_when_started(daemon, task, config.common.gc_young_threshold)
     refresh = asyncio.ensure_future(gc_policy.refresh_frozen())
     try:
         code = await task
@@ -191,7 +191,8 @@ async def _run(config: Config, early_stop: list[int]) -> int:
     return code
 
 
-async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> Callable[[], None] | None:
+async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int],
+                               gc_young_threshold: int) -> Callable[[], None] | None:
     """Tell systemd READY=1 once every module has started (not if start failed), then apply
     the collector's policy (koordlet.daemon.gc_policy); what undoes it, if applied.
 
@@ -205,7 +206,7 @@ async def _notify_when_started(daemon: Daemon, task: asyncio.Future[int]) -> Cal
     if not daemon.started.is_set():
         return None
     notify("READY=1")
-    return gc_policy.apply_after_start_up()
+    return gc_policy.apply_after_start_up(gc_young_threshold)
 
 
 def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -147,7 +147,7 @@ def test_systemd_is_told_ready_once_started(tmp_path, monkeypatch):
 
 
 def test_gc_policy_is_applied_once_every_module_started(tmp_path):
-    from koordlet.daemon.gc_policy import YOUNG_THRESHOLD
+    from koordlet.config.defaults import GC_YOUNG_THRESHOLD as YOUNG_THRESHOLD
 
     daemon = start_daemon(tmp_path / "state")
     code, _ = daemon.terminate()

@@ -7,6 +7,7 @@ import asyncio
 import gc
 import weakref
 
+from koordlet.config.defaults import GC_YOUNG_THRESHOLD
 from koordlet.daemon import gc_policy
 
 
@@ -19,7 +20,7 @@ def test_apply_raises_the_young_threshold_keeps_survivors_frozen_and_undo_restor
     before = gc.get_threshold()
     undo = gc_policy.apply_after_start_up()
     try:
-        assert gc.get_threshold()[0] == gc_policy.YOUNG_THRESHOLD and gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD and gc.get_freeze_count() > 0
         gc.unfreeze()
         gc.collect()  # a full collection: its survivors are frozen again
         assert gc.get_freeze_count() > 0
