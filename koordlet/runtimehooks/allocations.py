@@ -53,6 +53,9 @@ class AllocationIndex:
     def __init__(self, provider: CpusetProvider | None = None) -> None:
         self.provider = provider
         self._by_pod: dict[str, tuple[CpuBinding, frozenset[int]]] = {}
+        # how many pods hold each (binding, CPU): a union changes only when a count leaves or
+        # reaches 0 (ten LSR pods bound to the same CPU move the pools once, not ten times)
+        self._holders: dict[tuple[CpuBinding, int], int] = {}
         self._snapshot: CpuAllocations | None = None
 
     def put(self, pod: PodInfo) -> bool:
@@ -61,17 +64,36 @@ class AllocationIndex:
         # a pod the provider pinned without a binding class (kubelet-style static CPUs) is exclusive
         binding = cpu_binding(pod.qos) or (CpuBinding.EXCLUSIVE if cpus else None)
         entry = (binding, cpus) if binding is not None and cpus else None
-        if self._by_pod.get(pod.uid) == entry:
+        old = self._by_pod.get(pod.uid)
+        if old == entry:
             return False
         if entry is None:
             del self._by_pod[pod.uid]
         else:
             self._by_pod[pod.uid] = entry
-        self._snapshot = None
-        return True
+        return self._moved(old, entry)
 
     def remove(self, uid: str) -> bool:
-        if self._by_pod.pop(uid, None) is None:
+        old = self._by_pod.pop(uid, None)
+        return old is not None and self._moved(old, None)
+
+    def _moved(self, old: tuple[CpuBinding, frozenset[int]] | None,
+               new: tuple[CpuBinding, frozenset[int]] | None) -> bool:
+        """One pod's entry replaced in the counts; whether a union gained or lost a CPU."""
+        holders = self._holders
+        touched = {(entry[0], cpu) for entry in (old, new) if entry is not None for cpu in entry[1]}
+        before = {key for key in touched if key in holders}
+        if new is not None:
+            for cpu in new[1]:
+                holders[(new[0], cpu)] = holders.get((new[0], cpu), 0) + 1
+        if old is not None:
+            for cpu in old[1]:
+                key = (old[0], cpu)
+                if holders[key] == 1:
+                    del holders[key]
+                else:
+                    holders[key] -= 1
+        if {key for key in touched if key in holders} == before:
             return False
         self._snapshot = None
         return True

@@ -261,3 +261,19 @@ def test_provider_change_moves_the_shared_pools() -> None:
     assert heard == [None]
     assert engine.plan(ls).containers[0].spec.cpuset_cpus == frozenset(range(2, 8))
     assert engine.plan(ded).containers[0].spec.cpuset_cpus == {0, 1}
+
+
+def test_the_index_says_the_pools_moved_only_when_a_cpu_joins_or_leaves_a_union() -> None:
+    index = AllocationIndex()
+    first = make_pod("lsr1", LSR, annotations={STATUS: '{"cpuset": "0"}'})
+    second = make_pod("lsr2", LSR, annotations={STATUS: '{"cpuset": "0"}'})
+    assert index.put(first) is True  # CPU 0 leaves the share pool
+    assert index.put(second) is False  # already reserved: no pod's pool moves
+    assert index.snapshot().reserved == {0}
+    assert index.remove("lsr1") is False  # lsr2 still holds CPU 0
+    assert index.put(make_pod("lsr2", LSR, annotations={STATUS: '{"cpuset": "0-1"}'})) is True  # CPU 1 joins
+    assert index.snapshot().reserved == {0, 1}
+    assert index.put(make_pod("lsr2", LSE, annotations={STATUS: '{"cpuset": "0-1"}'})) is True  # now exclusive
+    assert index.snapshot() == CpuAllocations(exclusive=frozenset({0, 1}))
+    assert index.remove("lsr2") is True and index.snapshot() == CpuAllocations()
+    assert index.remove("gone") is False
