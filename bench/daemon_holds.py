@@ -43,6 +43,9 @@ DUMP_EVERY = 5.0
 # -- in the daemon ------------------------------------------------------------------------
 
 
+_ROOT = str(Path(__file__).resolve().parents[1]) + "/"  # frames are named relative to the project
+
+
 def _where(frame) -> tuple[str, str]:
     """(innermost project frame, the task's two outermost project frames below the loop),
     each as path:function."""
@@ -50,7 +53,7 @@ def _where(frame) -> tuple[str, str]:
     while frame is not None:
         path = frame.f_code.co_filename
         if any("/%s/" % d in path for d in PROJECT_DIRS) and not any(f in path for f in LOOP_FRAMES):
-            names.append("%s:%s" % (path.split("/site-packages/")[-1].split("/r25-holds/")[-1], frame.f_code.co_name))
+            names.append("%s:%s" % (path.split("/site-packages/")[-1].removeprefix(_ROOT), frame.f_code.co_name))
         frame = frame.f_back
     if not names:
         return "", ""
