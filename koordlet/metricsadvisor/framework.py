@@ -237,13 +237,13 @@ def pod_objects(states: StatesInformer) -> list[CgroupObject]:
 class Turns:
     """Which objects a round reads: every pod each round, each container every `every`
     rounds, a different share of the containers each round (by a checksum of the id, so a
-    container keeps its turn as others come and go)."""
+    container keeps its turn as others come and go). A collector keeps each turn's indices
+    while its listing holds: `due` runs at most `every` times per listing."""
 
-    __slots__ = ("every", "_turn")
+    __slots__ = ("every",)
 
     def __init__(self, every: int) -> None:
         self.every = max(1, every)
-        self._turn: dict[str, int] = {}
 
     @classmethod
     def of(cls, interval: float, container_interval: float | None) -> Turns:
@@ -257,19 +257,9 @@ class Turns:
         every = self.every
         if every == 1:
             return list(range(len(objects)))
-        phase, turn = cycle % every, self._turn
-        if len(turn) > 2 * len(objects) + 64:  # containers gone: forget their turns
-            turn.clear()
-        due = []
-        for i, (_, container_id, _) in enumerate(objects):
-            if container_id:
-                t = turn.get(container_id)
-                if t is None:
-                    t = turn[container_id] = zlib.crc32(container_id.encode()) % every
-                if t != phase:
-                    continue
-            due.append(i)
-        return due
+        phase = cycle % every
+        return [i for i, (_, container_id, _) in enumerate(objects)
+                if not container_id or zlib.crc32(container_id.encode()) % every == phase]
 
 
 class Batches:

@@ -86,7 +86,6 @@ class PodResourceCollector(RoundCollector):
         self._reader, self._states = pods_and_reader(ctx)
         self._cache = ctx.cache
 
-
     def round(self, now: float) -> Round:
         assert self._states is not None and self._reader is not None
         pods = self._states.pods()
@@ -102,12 +101,13 @@ class PodResourceCollector(RoundCollector):
         objects, dirs, paths, entries = self._listed
         cycle, turns = self._cycle, self._turns
         self._cycle += 1
-        due = self._due.get(turns.phase(cycle))
+        phase = turns.phase(cycle)
+        due = self._due.get(phase)
         if due is None:
-            due = self._due[turns.phase(cycle)] = turns.due(objects, cycle)
+            due = self._due[phase] = turns.due(objects, cycle)
         container_stat_every = max(1, STAT_EVERY // turns.every)
         stat = [i for i in due if entries[i].stat_due(container_stat_every if objects[i][1] else STAT_EVERY)]
-        batches = (self._batches.get(dirs, ("usage", turns.phase(cycle)),
+        batches = (self._batches.get(dirs, ("usage", phase),
                                      lambda: [f for i in due for f in (paths[i].cpu, paths[i].memory)]),
                    FileBatch([paths[i].memory_stat for i in stat]))
         replies = yield batches

@@ -36,7 +36,6 @@ class PodThrottledCollector(RoundCollector):
     def setup(self, ctx: CollectContext) -> None:
         self._reader, self._states = pods_and_reader(ctx)
 
-
     def round(self, now: float) -> Round:
         assert self._states is not None and self._reader is not None
         reader = self._reader

@@ -11,7 +11,8 @@ koordlet reads pods and containers both (collectContainerPSI then collectPodPSI 
 interval): 3 files per cgroup, 9,000 for 1,000 pods of 2 containers. Only /metrics'
 container series read container PSI, so the daemon asks for it only with those on
 (``containers=True``); otherwise the pods' alone, a third of the files and no container
-series in the metric cache (12,000 fewer at 1,000 pods). The files are read as one batch (no fd kept) and parsed in slices.
+series in the metric cache (12,000 fewer at 1,000 pods). The files are read as one batch
+(no fd kept) and parsed in slices.
 """
 
 from __future__ import annotations
@@ -98,7 +99,6 @@ class PSICollector(RoundCollector):
             self._reader = None
         if not self._node and not cgroups:
             raise CollectorUnsupported("this kernel has no PSI (/proc/pressure and cgroup *.pressure absent)")
-
 
     def round(self, now: float) -> Round:
         out: list[tuple[SeriesKey, float]] = []
