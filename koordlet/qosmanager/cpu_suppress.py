@@ -62,6 +62,12 @@ def node_cpus(ctx: QoSContext) -> list[CpuInfo]:
     return [CpuInfo(cpu, cpu, 0, 0, 0) for cpu in range(count)]
 
 
+def be_pods(ctx: QoSContext) -> list[PodInfo]:
+    """The pods whose cgroup is under the BE tier: what the tier's cpuset and quota hold."""
+    below = ctx.dirs.besteffort + "/"
+    return [pod for pod in ctx.states.pods() if pod.cgroup_parent.startswith(below)]
+
+
 def own_quota(container: ContainerInfo) -> int:
     """The quota a BE container has without suppression: from its batch-cpu (or cpu) limit,
     else what the runtime was asked for; -1 when unlimited."""
@@ -212,10 +218,7 @@ class CPUSuppress:
         levels: list[list[Updater]] = [[ctx.updater("cpu.cfs_quota_us", be_dir, tier_quota)], [], []]
         if ctx.reader.files.version_for("cpu.cfs_quota_us") != 1:
             return levels
-        below = be_dir + "/"
-        for pod in ctx.states.pods():
-            if not pod.cgroup_parent.startswith(below):
-                continue
+        for pod in be_pods(ctx):
             own = [(c.cgroup_dir, own_quota(c) if tier_quota == UNLIMITED_QUOTA else UNLIMITED_QUOTA)
                    for c in pod.running_containers if c.cgroup_dir]
             pod_own = sum(q for _, q in own) if own and all(q > 0 for _, q in own) else UNLIMITED_QUOTA
@@ -257,8 +260,7 @@ class CPUSuppress:
             return
         self.last_cpus = cpus
         # the same CPUs as last round: only new or changed BE pods need writing (all of them each minute)
-        be_pods = [p for p in ctx.states.pods() if p.cgroup_parent.startswith(be_dir + "/")]
-        pods, full = self.changes.select(be_pods, ctx.clock(), (cpus, static))
+        pods, full = self.changes.select(be_pods(ctx), ctx.clock(), (cpus, static))
         written = True
         if pods or full:
             # kubelet's static CPU manager owns pod-level cpusets: suppress containers only (as koordlet)
@@ -293,8 +295,7 @@ class CPUSuppress:
             publish_cpus(ctx, None)
             return
         cpus = self.unsuppressed(ctx)
-        be_pods = [p for p in ctx.states.pods() if p.cgroup_parent.startswith(be_dir + "/")]
-        pods, full = self.changes.select(be_pods, ctx.clock(), ("restore", cpus))
+        pods, full = self.changes.select(be_pods(ctx), ctx.clock(), ("restore", cpus))
         if not pods and not full:
             return
         action = "restore_cpuset" if self.in_force.get(CPUSuppressPolicy.CPUSET) is not False else "repair_cpuset"
@@ -306,7 +307,7 @@ class CPUSuppress:
 
     async def _write_cpuset(self, ctx: QoSContext, pods: list[PodInfo], targets: CpusetTargets, action: str,
                             be_milli: int | None, full: bool = True) -> bool:
-        """The tier, then the pods PODS_PER_STEP at a time with the loop given back in between
+        """The tier, then `pods` (BE pods: be_pods) PODS_PER_STEP at a time with the loop given back in between
         (a full pass over 500 BE pods held it ~40 ms in one batch). cgroup v1 keeps a child's
         cpuset inside its parent's: the tier first takes the union of what it holds and what
         it gets, then the pods and their containers, then the tier its own value."""
@@ -316,11 +317,9 @@ class CPUSuppress:
         except SystemFileError:
             held = frozenset()
         steps = [[ctx.updater("cpuset.cpus", be_dir, held | targets.tier)]]
-        below = be_dir + "/"
-        be_pods = [pod for pod in pods if pod.cgroup_parent.startswith(below)]
-        for start in range(0, len(be_pods), PODS_PER_STEP):
+        for start in range(0, len(pods), PODS_PER_STEP):
             step = []
-            for pod in be_pods[start:start + PODS_PER_STEP]:
+            for pod in pods[start:start + PODS_PER_STEP]:
                 step.append(ctx.updater("cpuset.cpus", pod.cgroup_parent, targets.pod))
                 step += [ctx.updater("cpuset.cpus", c.cgroup_dir, targets.container)
                          for c in pod.running_containers if c.cgroup_dir]
