@@ -77,18 +77,15 @@ class MetricCacheModule:
             self._reopen_wait = min(self._reopen_wait * 2, REOPEN_WAIT_MAX_SECONDS)
 
     async def _maintain(self) -> None:
-        if not self.store.persistent:
-            if self._state_dir is not None and self._clock() >= self._reopen_at:
-                await self._open()
-            if not self.store.persistent:  # memory only (no state dir, or no usable file yet)
-                if self._clock() >= self._next_gc:
-                    self._next_gc = self._clock() + self._gc_interval
-                    log.debug("metric_cache_expired", series_dropped=self.store.expire(), series=len(self.store))
-                return
+        if not self.store.persistent and self._state_dir is not None and self._clock() >= self._reopen_at:
+            await self._open()
+        if not self.store.persistent:  # memory only (no state dir, or no usable file yet)
+            if self._gc_due():
+                log.debug("metric_cache_expired", series_dropped=self.store.expire(), series=len(self.store))
+            return
         try:
             await asyncio.to_thread(self.store.flush)
-            if self._clock() >= self._next_gc:
-                self._next_gc = self._clock() + self._gc_interval
+            if self._gc_due():
                 dropped = self.store.expire()
                 deleted = await asyncio.to_thread(self.store.expire_on_disk)
                 log.debug("metric_cache_expired", series_dropped=dropped, rows_deleted=deleted,
@@ -101,6 +98,13 @@ class MetricCacheModule:
         if self._problem is not None:
             log.info("metric_cache_write_recovered")
             self._problem = None
+
+    def _gc_due(self) -> bool:
+        """Whether expired samples are dropped this round (every gc interval)."""
+        if self._clock() < self._next_gc:
+            return False
+        self._next_gc = self._clock() + self._gc_interval
+        return True
 
 
 def open_or_set_aside(path: Path) -> tuple[SqlitePersistence | None, str | None]:
