@@ -7,14 +7,20 @@ protocol, which tests wrap to record or count writes.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
-from system.file_io import DEFAULT_FD_CAP, KeptFdPool, fd_budget, read_path_text, write_path_text
+from system.file_io import DEFAULT_FD_CAP, FileBatch, KeptFdPool, fd_budget, read_path_text, write_path_text
 
 
 class CgroupFileIO(Protocol):
     def read(self, path: str) -> str:
         """The file's text, stripped; raises system errors (Gone, NotSupported, ...)."""
+        ...
+
+    def read_many(self, paths: Sequence[str]) -> list[str | None]:
+        """Each file's text, stripped, None where it could not be read. Holds no fd
+        afterwards: a periodic check of thousands of files must not churn kept fds."""
         ...
 
     def write(self, path: str, text: str) -> None:
@@ -41,6 +47,9 @@ class KernelFileIO:
     def read(self, path: str) -> str:
         return read_path_text(path).strip()
 
+    def read_many(self, paths: Sequence[str]) -> list[str | None]:
+        return read_batch(paths)
+
     def write(self, path: str, text: str) -> None:
         write_path_text(path, text)
 
@@ -52,6 +61,13 @@ class KernelFileIO:
 
     def close(self) -> None:
         return None
+
+
+def read_batch(paths: Sequence[str]) -> list[str | None]:
+    """open + read + close of each file in one call of the C batch reader (file by file
+    without it): 4,000 cgroup files in ~39 ms here, against ~52 ms through the kept-fd
+    pool, whose 512 fds would churn (bench/runtime_hooks.py)."""
+    return [None if data is None else data.decode("ascii", "replace").strip() for data in FileBatch(paths).read()]
 
 
 def default_max_open(cap: int = DEFAULT_FD_CAP) -> int:
@@ -82,6 +98,9 @@ class KeptFdFileIO:
 
     def read(self, path: str) -> str:
         return self.pool.read(path).strip()
+
+    def read_many(self, paths: Sequence[str]) -> list[str | None]:
+        return read_batch(paths)  # past the pool: its fds are for the files written again and again
 
     def write(self, path: str, text: str) -> None:
         self.pool.write(path, text)

@@ -36,7 +36,6 @@ from koordlet.util.steps import Steps, run_steps, run_steps_on_loop
 from resourceexecutor import Outcome, ResourceExecutor, Updater
 from system.cgroup_layout import QoSTier
 from system.cgroup_resource import REGISTRY
-from system.errors import SystemFileError
 
 log = structlog.get_logger(__name__)
 
@@ -81,18 +80,17 @@ def updaters_for(executor: ResourceExecutor, spec: ResourceSpec, cgroup_dir: str
 
 
 def invalidate_drifted(executor: ResourceExecutor, updaters: list[Updater]) -> int:
-    """Forget cache entries whose file no longer holds the cached value; returns how many."""
-    read, entries, forget = executor.io.read, executor.cache.entries, executor.cache.forget
+    """Forget cache entries whose file no longer holds the cached value; returns how many.
+    The vouched-for files are read in one batch (no fd kept)."""
+    entries, forget = executor.cache.entries, executor.cache.forget
+    vouched = [(updater, entry) for updater in updaters if (entry := entries.get(updater.key)) is not None]
+    texts = executor.io.read_many([updater.path for updater, _ in vouched])
     drifted = 0
-    for updater in updaters:
-        entry = entries.get(updater.key)
-        if entry is None:
-            continue  # not vouched for: the batch reads it anyway
+    for (updater, entry), text in zip(vouched, texts):
         try:
-            text = read(updater.path)
-            same = text == entry.text or updater.parse(text) == entry.value
-        except (SystemFileError, ValueError):
-            same = False  # gone or unreadable: let the batch find out and report it
+            same = text is not None and (text == entry.text or updater.parse(text) == entry.value)
+        except ValueError:
+            same = False  # unreadable: let the batch find out and report it
         if not same:
             forget(updater.key)
             drifted += 1

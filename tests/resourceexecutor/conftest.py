@@ -45,6 +45,10 @@ class RecordingIO:
         self.reads.append(path)
         return self.inner.read(path)
 
+    def read_many(self, paths):
+        self.reads.extend(paths)
+        return self.inner.read_many(paths)
+
     def write(self, path: str, text: str) -> None:
         if self.before_write is not None:
             self.before_write(path, text)

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import os
+import uuid
 
 import pytest
 
 from resourceexecutor.file_io import KeptFdFileIO, KernelFileIO, default_max_open
 from system.errors import Gone, NotSupported
+from system.host import Host
 from tests.system.test_file_io import _files
 
 
@@ -90,3 +92,26 @@ def test_kept_fd_follows_a_cgroup_recreated_under_the_same_name(cpu_memory_sandb
     finally:
         io.close()
     assert os.path.isdir(os.path.dirname(path))
+
+
+def test_read_many_strips_each_file_and_answers_none_where_unreadable(io, tmp_path):
+    (tmp_path / "cpu.shares").write_text("1024\n")
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    (tmp_path / "child").mkdir()
+    paths = [str(tmp_path / name) for name in ("cpu.shares", "cpu.nothing", "cpu.max", "child")]
+    assert io.read_many(paths) == ["1024", None, "max 100000", None]
+    assert io.read_many([]) == []
+    if isinstance(io, KeptFdFileIO):
+        assert len(io) == 0  # the batch keeps no fd: the pool stays for the files written again
+
+
+@pytest.mark.kernel
+def test_read_many_reads_what_the_kernel_holds(io):
+    cgroup = Host().cgroup("cpu") / ("koordlet-test-%s" % uuid.uuid4().hex[:8])
+    cgroup.mkdir()
+    try:
+        (cgroup / "cpu.shares").write_text("512")
+        paths = [str(cgroup / "cpu.shares"), str(cgroup / "cpu.cfs_quota_us")]
+        assert io.read_many(paths) == ["512", "-1"]
+    finally:
+        cgroup.rmdir()
