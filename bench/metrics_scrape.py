@@ -2,15 +2,18 @@
 
 Run from the project root:
 
-    .venv/bin/python -m bench.metrics_scrape [--pods 100,1000,3000] [--repeats 15] [--no-psi]
+    .venv/bin/python -m bench.metrics_scrape [--pods 100,1000,3000] [--repeats 15] [--no-psi] [--busy 1.0,0.2]
 
 In this process: the exporter over N fake pods (half BE with batch requests and limits,
 half LS with cpu and memory ones), a MetricStore holding what the collectors store for
 them (pod and container usage and throttling, fresh), and a PSI snapshot as a cgroup2
 kernel with PSI gives it (cpu/memory/io, some and full, for the node, each pod and each
-container; `--no-psi` for a host without). For each N and each level — default, and
+container; `--no-psi` for a host without). Renders alternate between two PSI rounds, as
+scrapes 10 s apart meet a new round each: the `--busy` fraction of the pods has averages
+that differ between them, the others are idle (0.0 in both; the exporter re-renders an
+object's PSI lines only when its readings changed). For each N, each level — default, and
 `--metrics-container-series=true --metrics-psi-precisions=avg10,avg60,avg300` ("all",
-which is what /metrics exported before these flags) — one row:
+which is what /metrics exported before these flags) — and each busy fraction, one row:
 
   series       sample lines of /metrics' advisor part (render_parts, both halves)
   KiB          its body
@@ -75,14 +78,25 @@ def filled_store(pods: list[PodInfo]) -> MetricStore:
     return store
 
 
-def psi_snapshot(pods: list[PodInfo], with_psi: bool) -> PsiSnapshot:
+def _readings(scale: float) -> dict:
+    return {resource: (tuple(v * scale for v in some), tuple(v * scale for v in full))
+            for resource, (some, full) in _PSI.items()}
+
+
+def psi_snapshots(pods: list[PodInfo], with_psi: bool, busy: float) -> tuple[PsiSnapshot, PsiSnapshot]:
+    """Two PSI rounds as the collector makes them (new objects each round): the first
+    `busy` fraction of the pods (and their containers) under pressure with averages that
+    differ between the rounds, the others idle (0.0 in both)."""
     if not with_psi:
-        return {}
-    snapshot = {("", ""): _PSI}
-    for pod in pods:
-        snapshot[(pod.uid, "")] = _PSI
-        snapshot.update({(pod.uid, c.id): _PSI for c in pod.containers})
-    return snapshot
+        return {}, {}
+    rounds: tuple[dict, dict] = ({}, {})
+    for k, snapshot in enumerate(rounds):
+        snapshot[("", "")] = _readings(1.0 + k)
+        for i, pod in enumerate(pods):
+            scale = (1.0 + k + i % 7) if i < busy * len(pods) else 0.0
+            snapshot[(pod.uid, "")] = _readings(scale)
+            snapshot.update({(pod.uid, c.id): _readings(scale) for c in pod.containers})
+    return rounds
 
 
 def timed_ms(calls: tuple[Callable[[], object], ...], repeats: int) -> list[tuple[list[float], list[float]]]:
@@ -105,20 +119,26 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
-def measure(n: int, level: str, with_psi: bool, repeats: int) -> dict:
+def measure(n: int, level: str, with_psi: bool, repeats: int, busy: float) -> dict:
     pods = fake_pods(n)
-    store, snapshot = filled_store(pods), psi_snapshot(pods, with_psi)
+    store, rounds = filled_store(pods), psi_snapshots(pods, with_psi, busy)
+    current = [0]  # each render meets the other PSI round, as scrapes 10 s apart would
     exporter = AdvisorExporter(store, StaticStates(NodeInfo("bench-node"), pods), "bench-node",
-                               clock=lambda: NOW + 1, psi=lambda: snapshot, container_series=level == "all",
+                               clock=lambda: NOW + 1, psi=lambda: rounds[current[0]],
+                               container_series=level == "all",
                                psi_precisions=("avg10", "avg60", "avg300") if level == "all" else ("avg10",))
-    body = exporter.render_parts(False, True, True)
+
+    def render() -> bytes:
+        current[0] ^= 1
+        return exporter.render_parts(False, True, True)
+
+    body = render()
     lines = body.decode().split("\n")
-    (render, render_cpu), (floor, _) = timed_ms(
-        (lambda: exporter.render_parts(False, True, True), lambda: "\n".join(lines).encode()), repeats)
+    (render_ms, render_cpu), (floor, _) = timed_ms((render, lambda: "\n".join(lines).encode()), repeats)
     series = sum(1 for line in lines if line and not line.startswith("#"))
-    return {"pods": n, "level": level, "series": series, "per_pod": series / n, "kib": len(body) / 1024,
-            "p50": statistics.median(render), "p99": p99(render), "cpu": statistics.median(render_cpu),
-            "floor": statistics.median(floor), "ratio": statistics.median(render) / statistics.median(floor)}
+    return {"pods": n, "level": level, "busy": busy, "series": series, "per_pod": series / n, "kib": len(body) / 1024,
+            "p50": statistics.median(render_ms), "p99": p99(render_ms), "cpu": statistics.median(render_cpu),
+            "floor": statistics.median(floor), "ratio": statistics.median(render_ms) / statistics.median(floor)}
 
 
 def main() -> None:
@@ -126,16 +146,20 @@ def main() -> None:
     parser.add_argument("--pods", default="100,1000,3000", help="comma-separated N")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--no-psi", action="store_true", help="a host whose kernel gives no PSI")
+    parser.add_argument("--busy", default="1.0,0.2",
+                        help="comma-separated fractions of pods whose PSI averages change between scrapes")
     args = parser.parse_args()
     print("advisor part of /metrics, N pods x 2 containers, PSI %s; render = render_parts(both halves)"
           % ("absent" if args.no_psi else "cpu/memory/io some+full"))
-    print("| N pods | level | series | per pod | KiB | render p50 ms | p99 ms | CPU p50 ms | floor p50 ms | ratio |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| N pods | level | PSI busy | series | per pod | KiB | render p50 ms | p99 ms | CPU p50 ms | floor p50 ms "
+          "| ratio |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in (int(x) for x in args.pods.split(",")):
         for level in ("default", "all"):
-            r = measure(n, level, not args.no_psi, args.repeats)
-            print("| {pods:,} | {level} | {series:,} | {per_pod:.1f} | {kib:,.0f} | {p50:.2f} | {p99:.2f} | "
-                  "{cpu:.2f} | {floor:.2f} | {ratio:.1f}x |".format(**r), flush=True)
+            for busy in (float(x) for x in args.busy.split(",")):
+                r = measure(n, level, not args.no_psi, args.repeats, busy)
+                print("| {pods:,} | {level} | {busy:.0%} | {series:,} | {per_pod:.1f} | {kib:,.0f} | {p50:.2f} | "
+                      "{p99:.2f} | {cpu:.2f} | {floor:.2f} | {ratio:.1f}x |".format(**r), flush=True)
 
 
 if __name__ == "__main__":

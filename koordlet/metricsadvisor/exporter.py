@@ -12,6 +12,8 @@ prints both). One walk over the pods serves both halves of /metrics (internal an
 external). What does not change while a pod does not — its label strings, each family's
 line prefix, the series keys, the request and limit lines — is made once per pod object
 and kept by uid until the informer hands a different object (bench/metrics_scrape.py).
+An object's PSI lines are formatted again only when its readings differ from the last
+scrape's (idle cgroups read 0.00 round after round).
 
 Per-container usage, throttling and PSI are exported only with ``container_series``
 (--metrics-container-series): at 1,000 pods they were most of /metrics, and the pod's
@@ -91,6 +93,7 @@ class AdvisorExporter:
         self._psi_shape = _PsiShape(psi_precisions)
         self._latest_value = getattr(cache, "latest_value", None)  # MetricStore: no Sample objects
         self._rows: dict[str, _PodRows] = {}
+        self._node_psi_lines = _PsiLines("koordlet_node_psi{" + self._node_label)
 
     def _value(self, key: SeriesKey, oldest: float) -> float | None:
         if self._latest_value is not None:
@@ -144,7 +147,7 @@ class AdvisorExporter:
 
     def _node_psi(self) -> Family:
         psi = Family("koordlet_node_psi", "Node psi collected by koordlet")
-        _add_psi(psi.lines, "koordlet_node_psi{" + self._node_label, self._psi().get(("", "")), self._psi_shape)
+        self._node_psi_lines.add(psi.lines, self._psi().get(("", "")), self._psi_shape)
         return psi
 
     def _pod_families(self, oldest: float, internal: bool, external: bool) -> list[Family]:
@@ -172,12 +175,10 @@ class AdvisorExporter:
                         _add_values(ctr_usage, ctr.usage, latest, oldest)
             if external:
                 if psi_snapshot:
-                    _add_psi(pod_psi.lines, row.psi_prefix, psi_snapshot.get((pod.uid, "")), self._psi_shape,
-                             row.psi_templates)
+                    row.psi.add(pod_psi.lines, psi_snapshot.get((pod.uid, "")), self._psi_shape)
                 for ctr in row.containers:
                     if want_ctr_psi:
-                        _add_psi(ctr_psi.lines, ctr.psi_prefix, psi_snapshot.get((pod.uid, ctr.id)), self._psi_shape,
-                                 ctr.psi_templates)
+                        ctr.psi.add(ctr_psi.lines, psi_snapshot.get((pod.uid, ctr.id)), self._psi_shape)
                     if want_cpi:
                         _add_values((cpi, cpi), ctr.cpi, latest, oldest)  # both fields in one family
                     requests.lines.extend(ctr.requests)
@@ -212,7 +213,7 @@ _Series = tuple[SeriesKey, str]
 
 
 class _ContainerRows:
-    __slots__ = ("id", "usage", "cpi", "psi_prefix", "psi_templates", "requests", "limits")
+    __slots__ = ("id", "usage", "cpi", "psi", "requests", "limits")
 
     def __init__(self, pod: PodInfo, container: ContainerInfo, node: str, pod_part: str) -> None:
         uid, cid = pod.uid, container.id
@@ -223,15 +224,14 @@ class _ContainerRows:
                            for name, _, metric in _CONTAINER_FAMILIES)
         self.cpi = tuple((SeriesKey(metric.value, uid, cid), '%s{%s,cpi_field="%s"} ' % (_CPI[0], labels, field))
                          for field, metric in _CPI_FIELDS)
-        self.psi_prefix = "%s{%s" % (_CONTAINER_PSI[0], labels)
-        self.psi_templates: _PsiTemplates = {}
+        self.psi = _PsiLines("%s{%s" % (_CONTAINER_PSI[0], labels))
         spec = container.spec
         self.requests = _resource_lines(_REQUESTS[0], node, ids, spec.requests) if spec is not None else ()
         self.limits = _resource_lines(_LIMITS[0], node, ids, spec.limits) if spec is not None else ()
 
 
 class _PodRows:
-    __slots__ = ("pod", "usage", "psi_prefix", "psi_templates", "containers")
+    __slots__ = ("pod", "usage", "psi", "containers")
 
     def __init__(self, pod: PodInfo, node: str) -> None:
         pod_part = 'pod_uid="%s",pod_name="%s",pod_namespace="%s"' % (
@@ -240,8 +240,7 @@ class _PodRows:
         self.pod = pod  # the informer replaces the object when the pod changes: identity says "still valid"
         self.usage = tuple((SeriesKey(metric.value, pod.uid), "%s{%s} " % (name, labels))
                            for name, _, metric in _POD_FAMILIES)
-        self.psi_prefix = "%s{%s" % (_POD_PSI[0], labels)
-        self.psi_templates: _PsiTemplates = {}
+        self.psi = _PsiLines("%s{%s" % (_POD_PSI[0], labels))
         self.containers = tuple(_ContainerRows(pod, c, node, pod_part) for c in pod.containers
                                 if c.state is ContainerState.RUNNING)
 
@@ -293,21 +292,37 @@ class _PsiShape:
             for precision in self.precisions)
 
 
-def _add_psi(lines: list[str], prefix: str, readings: Mapping[str, PsiReading] | None, shape: _PsiShape,
-             templates: _PsiTemplates | None = None) -> None:
-    """koordlet's PSI records: some (and full where the kernel has it) x the averages asked for."""
-    if not readings:
-        return
-    if templates is None:
-        templates = {}
-    cpu = readings.get("cpu")
-    supported = "true" if cpu is not None and cpu[1] is not None else "false"
-    for resource, (some, full) in readings.items():
-        for degree, averages in (("some", some), ("full", full)):
-            if averages is None:
-                continue
-            key = (resource, degree, supported)
-            template = templates.get(key)
-            if template is None:
-                template = templates[key] = shape.template(prefix, *key)
-            lines.append(template % shape.pick(averages))
+class _PsiLines:
+    """One object's PSI lines: koordlet's records, some (and full where the kernel has it) x
+    the averages asked for. They are made again only when the object's readings changed
+    since the last scrape: an idle cgroup's averages stay at 0.00 round after round."""
+
+    __slots__ = ("prefix", "templates", "readings", "lines")
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.templates: _PsiTemplates = {}
+        self.readings: Mapping[str, PsiReading] | None = None
+        self.lines: list[str] = []
+
+    def add(self, out: list[str], readings: Mapping[str, PsiReading] | None, shape: _PsiShape) -> None:
+        if not readings:
+            return
+        if readings != self.readings:  # the shape is the exporter's, fixed: the readings decide
+            self.readings, self.lines = dict(readings), self._render(readings, shape)
+        out += self.lines
+
+    def _render(self, readings: Mapping[str, PsiReading], shape: _PsiShape) -> list[str]:
+        cpu = readings.get("cpu")
+        supported = "true" if cpu is not None and cpu[1] is not None else "false"
+        lines = []
+        for resource, (some, full) in readings.items():
+            for degree, averages in (("some", some), ("full", full)):
+                if averages is None:
+                    continue
+                key = (resource, degree, supported)
+                template = self.templates.get(key)
+                if template is None:
+                    template = self.templates[key] = shape.template(self.prefix, *key)
+                lines.append(template % shape.pick(averages))
+        return lines

@@ -91,6 +91,27 @@ def test_psi_is_avg10_unless_more_averages_are_asked_for():
         parse_args(["--metrics-psi-precisions", "avg5"])
 
 
+def test_psi_lines_follow_each_new_round_and_a_mutated_one():
+    store = MetricStore()
+    pod = make_pod("u1")
+    rounds = [{("u1", ""): {"cpu": ((1.0, 0.5, 0.25), None)}}]
+    exporter = AdvisorExporter(store, StaticStates(NodeInfo("node-a"), [pod]), "node-a", clock=lambda: NOW,
+                               psi=lambda: rounds[-1])
+
+    def pod_psi() -> list[float]:
+        return [s.value for s in scrape(exporter)["koordlet_pod_psi"]]
+
+    assert pod_psi() == [1.0]
+    rounds.append({("u1", ""): {"cpu": ((1.0, 0.5, 0.25), None)}})  # a new round, the same averages
+    assert pod_psi() == [1.0]
+    rounds.append({("u1", ""): {"cpu": ((3.0, 0.5, 0.25), (0.5, 0.5, 0.5))}})
+    assert pod_psi() == [3.0, 0.5]
+    rounds[-1][("u1", "")]["cpu"] = ((0.0, 0.0, 0.0), None)  # even a round changed in place is seen
+    assert pod_psi() == [0.0]
+    rounds.append({})  # the pod's cgroup gave no PSI this round
+    assert "koordlet_pod_psi" not in scrape(exporter)
+
+
 def test_the_daemon_default_is_the_pod_level():
     options = parse_args([])[AdvisorOptions]
     assert not options.metrics_container_series and options.metrics_psi_precisions == ("avg10",)
