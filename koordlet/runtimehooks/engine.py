@@ -177,10 +177,17 @@ class HookEngine:
             return None
         return DecisionInputs(pod.annotations, pod.qos, self.config, self.index.snapshot())
 
-    def names_matter(self, pod: PodInfo) -> bool:
-        """Whether new containers of this pod can be decided differently by name (a function
-        of the pod's annotations and QoS, so of its DecisionInputs)."""
-        return any(hook.by_name(pod) for hook in self.hooks)
+    def named_containers(self, pod: PodInfo) -> frozenset[str] | None:
+        """The names of this pod's containers that can be decided differently from an
+        unnamed one (None: any name can), a function of the pod's annotations and QoS, so
+        of its DecisionInputs."""
+        names: set[str] = set()
+        for hook in self.hooks:
+            named = hook.named(pod)
+            if named is None:
+                return None
+            names |= named
+        return frozenset(names)
 
     def _timed_hooks(self, stage: str) -> tuple[Hook, ...]:
         """The hooks, each wrapped to observe its time into the stage's histogram."""

@@ -48,15 +48,15 @@ UPDATES_PER_CALL = 100
 
 @dataclass(slots=True)
 class PodAnswers:
-    """CreateContainer answers for one pod while `inputs` hold: by container name, or
-    one for every new container ("") when no hook tells containers apart by name."""
+    """CreateContainer answers for one pod while `inputs` hold: one per name a hook tells
+    apart (`named`; None: every name), one ("") for every other new container."""
 
     inputs: DecisionInputs
-    names_matter: bool
+    named: frozenset[str] | None
     by_name: dict[str, Answer] = field(default_factory=dict)
 
     def key(self, container_name: str) -> str:
-        return container_name if self.names_matter else ""
+        return container_name if self.named is None or container_name in self.named else ""
 
 
 class KoordletNriPlugin:
@@ -126,18 +126,27 @@ class KoordletNriPlugin:
         spec = self.engine.decide(info, None, "run_pod_sandbox")
         if not spec.empty:
             executor.update_batch(updaters_for(executor, spec, info.cgroup_parent))
-        self._prepare_answer(info)
+        try:  # after this answer is on its way, before the runtime's next request is read
+            asyncio.get_running_loop().call_soon(self._prepare_answers, pod.uid)
+        except RuntimeError:  # no loop (a synchronous caller): now
+            self._prepare_answers(pod.uid)
 
-    def _prepare_answer(self, info: PodInfo) -> None:
-        """Decide now, off the CreateContainer path, the answer every new container of the
-        pod will get, when that answer does not depend on the container."""
-        known = self._pod_answers(info)
-        if known is None or known.names_matter or "" in known.by_name:
+    def _prepare_answers(self, pod_uid: str) -> None:
+        """Decide, off the CreateContainer path, the answers the pod's new containers will
+        get: one per name a hook tells apart, one for every other name. Nothing when any
+        name may be decided differently."""
+        info = self.engine.states.pod(pod_uid)
+        if info is None:
             return
-        placeholder = ContainerInfo(id="", name="", pod_uid=info.uid, state=ContainerState.CREATED,
-                                    cgroup_dir="")
-        spec = self.engine.decide(info, placeholder, "create_container")
-        known.by_name[""] = (spec, self._adjustment(spec))
+        known = self._pod_answers(info)
+        if known is None or known.named is None:
+            return
+        for name in ("", *sorted(known.named)):
+            if name not in known.by_name:
+                placeholder = ContainerInfo(id="", name=name, pod_uid=info.uid, state=ContainerState.CREATED,
+                                            cgroup_dir="")
+                spec = self.engine.decide(info, placeholder, "create_container")
+                known.by_name[name] = (spec, self._adjustment(spec))
 
     def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
         self._answers.pop(pod.uid, None)
@@ -191,7 +200,7 @@ class KoordletNriPlugin:
             return None
         known = self._answers.get(info.uid)
         if known is None or known.inputs != inputs:
-            known = self._answers[info.uid] = PodAnswers(inputs, self.engine.names_matter(info))
+            known = self._answers[info.uid] = PodAnswers(inputs, self.engine.named_containers(info))
         return known
 
     def _adjustment(self, spec: ResourceSpec) -> api.ContainerAdjustment | None:

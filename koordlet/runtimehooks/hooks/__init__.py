@@ -18,12 +18,12 @@ from koordlet.statesinformer.model import ContainerInfo, PodInfo
 HookFn = Callable[[PodInfo, "ContainerInfo | None", HookConfig, CpuAllocations], ResourceSpec]
 
 
-def _always(pod: PodInfo) -> bool:
-    return True
+def _every_name(pod: PodInfo) -> frozenset[str] | None:
+    return None
 
 
-def _never(pod: PodInfo) -> bool:
-    return False
+def _no_name(pod: PodInfo) -> frozenset[str] | None:
+    return frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,18 +31,19 @@ class Hook:
     name: str
     gate: str
     decide: HookFn
-    # Whether a new container's decision (as the runtime announces it: a name, no kubelet
-    # spec) depends on its name in this pod; False lets one decision serve the pod's new
-    # containers. An allocator answering per container is the engine's to rule out.
-    by_name: Callable[[PodInfo], bool] = _always
+    # The container names whose decision (as the runtime announces a container: a name, no
+    # kubelet spec) may differ from an unnamed one's in this pod; every other name shares
+    # that one decision. None: any name may differ. An allocator answering per container
+    # is the engine's to rule out.
+    named: Callable[[PodInfo], frozenset[str] | None] = _every_name
 
 
 HOOKS: tuple[Hook, ...] = (
-    Hook("BatchResource", "BatchResource", batch_resource.decide, batch_resource.by_name),
+    Hook("BatchResource", "BatchResource", batch_resource.decide, batch_resource.named),
     # Katalyst's reclaimed-resource map is BatchResource for reclaimed_cores pods: same gate.
-    Hook("ReclaimedResource", "BatchResource", reclaimed_resource.decide, batch_resource.by_name),
-    Hook("CPUSetAllocator", "CPUSetAllocator", cpuset_allocator.decide, _never),
-    Hook("GroupIdentity", "GroupIdentity", group_identity.decide, _never),
+    Hook("ReclaimedResource", "BatchResource", reclaimed_resource.decide, batch_resource.named),
+    Hook("CPUSetAllocator", "CPUSetAllocator", cpuset_allocator.decide, _no_name),
+    Hook("GroupIdentity", "GroupIdentity", group_identity.decide, _no_name),
 )
 
 

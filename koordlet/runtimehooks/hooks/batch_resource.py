@@ -57,10 +57,17 @@ def container_resources(pod: PodInfo, container: ContainerInfo) -> Resources | N
     return container.spec
 
 
-def by_name(pod: PodInfo) -> bool:
+def named(pod: PodInfo) -> frozenset[str] | None:
     """A container the runtime announces (no kubelet spec) is sized by its name's entry
-    in the annotation; without the annotation every such container is sized alike."""
-    return EXTENDED_RESOURCE_SPEC in pod.annotations
+    in the annotation: the names the annotation lists differ, every other name is sized
+    alike (as without the annotation). An annotation that does not parse: any name may."""
+    if EXTENDED_RESOURCE_SPEC not in pod.annotations:
+        return frozenset()
+    try:
+        spec = extended_resource_spec(pod.annotations)
+    except AnnotationError:
+        return None
+    return frozenset(spec or ())
 
 
 def pod_resources(pod: PodInfo) -> Sequence[Resources] | None:

@@ -42,8 +42,9 @@ class Rig:
 
         self.engine.decide = counted  # type: ignore[method-assign]
 
-    def run(self, pod: api.PodSandbox) -> None:
+    async def run(self, pod: api.PodSandbox) -> None:
         self.plugin.run_pod_sandbox(pod)
+        await asyncio.sleep(0)  # the answers are prepared after RunPodSandbox's own
 
     async def create(self, pod: api.PodSandbox, name: str, suffix: str = "") -> api.ContainerAdjustment | None:
         container = nri_container(pod, name)
@@ -71,59 +72,72 @@ def pods() -> list[api.PodSandbox]:
 async def test_a_reused_answer_is_the_answer_decided_afresh() -> None:
     rig = Rig()
     for pod in pods():
-        rig.run(pod)
-    for pod in pods():
-        for name in ("main", "side"):
+        await rig.run(pod)
+        for name in ("main", "side", "other"):
             first = await rig.create(pod, name, "a")
             again = await rig.create(pod, name, "b")  # a restart: same name, new id
             assert first == again == rig.fresh(pod, name)
-    # BE (sized by name from its annotation): one per name; LS and LSR: the one prepared
-    # at RunPodSandbox serves every container; LS once more: LSR took CPU 2 after it ran
+    # all prepared after RunPodSandbox: BE (sized by name from its annotation) the unnamed
+    # answer, main's and side's; LS and LSR the unnamed one, which serves every container
     assert rig.decisions == 5
 
 
-async def test_run_pod_sandbox_prepares_the_answer_unless_names_matter() -> None:
+async def test_run_pod_sandbox_prepares_each_name_told_apart_and_one_for_the_rest() -> None:
     rig = Rig()
     be, ls, _ = pods()
-    rig.run(ls)
+    await rig.run(ls)
     assert rig.decisions == 1
     await rig.create(ls, "main", "a")
     await rig.create(ls, "side", "a")
     assert rig.decisions == 1
-    rig.run(be)
-    assert rig.decisions == 1  # its containers differ by name: decided at CreateContainer
+    await rig.run(be)
+    assert rig.decisions == 4  # its annotation sizes main and side by name; any other name alike
+    quotas = {n: (await rig.create(be, n, "a")).linux.resources.cpu.quota.value for n in ("main", "side", "init")}
+    assert quotas == {"main": 50000, "side": 25000, "init": 0}  # init: not in the annotation, no quota set
+    assert rig.decisions == 4
+
+
+async def test_an_unparsable_annotation_prepares_nothing() -> None:
+    rig = Rig()
+    broken = nri_pod("be2", "BE", {ANNOT: "{not json"})
+    await rig.run(broken)
+    assert rig.decisions == 0  # any name may be sized differently: decided at CreateContainer
+    await rig.create(broken, "main", "a")
+    await rig.create(broken, "main", "b")
+    assert rig.decisions == 1
 
 
 async def test_a_changed_pod_is_decided_again() -> None:
     rig = Rig()
     be = pods()[0]
-    rig.run(be)
+    await rig.run(be)
     assert (await rig.create(be, "main", "a")).linux.resources.cpu.quota.value == 50000
+    assert rig.decisions == 3  # prepared: unnamed, main, side
     updated = api.PodSandbox()
     updated.CopyFrom(be)  # the runtime sends a new message
     updated.annotations[ANNOT] = ext_spec(main=batch("1000", "1Gi"))
     rig.feed.nri_pod_event(SandboxChange.UPDATE, updated)
     assert (await rig.create(be, "main", "b")).linux.resources.cpu.quota.value == 100000
-    assert rig.decisions == 2
+    assert rig.decisions == 4
 
 
 async def test_new_rules_are_decided_again() -> None:
     rig = Rig()
     be = pods()[0]
-    rig.run(be)
+    await rig.run(be)
     await rig.create(be, "main", "a")
     rig.engine.set_config(dataclasses.replace(CONFIG, enable_cfs_quota=False))
     assert (await rig.create(be, "main", "b")).linux.resources.cpu.quota.value == -1
-    assert rig.decisions == 2
+    assert rig.decisions == 4  # three prepared, main's again under the new rule
 
 
 async def test_moved_allocations_are_decided_again() -> None:
     rig = Rig()
     ls = pods()[1]
-    rig.run(ls)
+    await rig.run(ls)
     assert (await rig.create(ls, "main", "a")).linux.resources.cpu.cpus == "0-7"
     lsr = pods()[2]
-    rig.run(lsr)  # takes CPU 2 from the shared pool
+    await rig.run(lsr)  # takes CPU 2 from the shared pool
     await rig.create(lsr, "main", "a")
     assert (await rig.create(ls, "main", "b")).linux.resources.cpu.cpus == "0-1,3-7"
     assert rig.decisions == 3  # ls prepared, lsr prepared, ls again after the pool moved
@@ -132,7 +146,7 @@ async def test_moved_allocations_are_decided_again() -> None:
 async def test_a_removed_pod_leaves_no_answers() -> None:
     rig = Rig()
     ls = pods()[1]
-    rig.run(ls)
+    await rig.run(ls)
     await rig.create(ls, "main", "a")
     assert rig.plugin._answers
     rig.plugin.remove_pod_sandbox(ls)
@@ -143,7 +157,7 @@ async def test_hook_timings_are_observed_after_the_handler() -> None:
     registry = CollectorRegistry()
     rig = Rig(registry=registry)
     ls = pods()[1]
-    rig.run(ls)
+    await rig.run(ls)
     container = nri_container(ls, "main")
     rig.plugin.create_container(ls, container)
     name = "koordlet_runtime_hook_duration_seconds_count"
