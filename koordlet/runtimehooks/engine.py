@@ -65,19 +65,22 @@ class HookMetrics:
             return hook
         child = self.duration.labels(hook.name, stage)
         succeeded = self.invoked_ms.labels(self.node, hook.name, stage, "succeeded")
-        failed = self.invoked_ms.labels(self.node, hook.name, stage, "failed")
+        invoked_ms, node = self.invoked_ms, self.node
         inner, clock, note = hook.decide, time.perf_counter, self._note
 
         def decide_timed(pod: PodInfo, container: ContainerInfo | None, config: HookConfig,
                          allocations: CpuAllocations) -> ResourceSpec:
             started = clock()
-            outcome = failed
+            outcome = None
             try:
                 spec = inner(pod, container, config, allocations)
                 outcome = succeeded
                 return spec
             finally:
-                note((child, outcome, clock() - started))
+                # the failed series appears with the first failure, as Go's children do
+                # (12 all-zero histograms less on every scrape)
+                note((child, outcome if outcome is not None else invoked_ms.labels(node, hook.name, stage, "failed"),
+                      clock() - started))
 
         return replace(hook, decide=decide_timed)
 
