@@ -56,6 +56,14 @@ def _pod(template: tuple[api_pb2.PodSandbox, api_pb2.Container], n: int) -> tupl
     sandbox = copy.deepcopy(template[0])
     uid = "00000000-0000-4000-8000-%012d" % n
     sandbox.id, sandbox.uid, sandbox.name = "sb%064d" % n, uid, "pod-%d" % n
+    # the pod's own name, uid and sandbox id in its labels and annotations too, as kubelet writes them
+    own = ((template[0].uid, uid), (template[0].id, sandbox.id), (template[0].name, sandbox.name))
+    for table in (sandbox.labels, sandbox.annotations):
+        for key, value in list(table.items()):
+            for theirs, ours in own:
+                if theirs:
+                    value = value.replace(theirs, ours)
+            table[key] = value
     sandbox.linux.cgroup_parent = "/kubepods/burstable/pod" + uid
     containers = []
     for k, name in enumerate(("main", "side")):
