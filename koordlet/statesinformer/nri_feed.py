@@ -94,12 +94,13 @@ class NriFeed:
         if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
             self.store.nri_container_gone(view, container.id)
             return
-        info, problems = container_info(container, sandbox.uid)
+        kept = None if kind is ContainerChange.CREATED else self.store.nri_asked(container.id)
+        state = _EVENT_STATE.get(kind)
+        info, problems = container_info(container, view.pod.uid, linux=kept, state=state)
         self.store.problems.report(sandbox.uid, sandbox.name, problems)
         ask = linux_resources(linux_resources_update) if linux_resources_update is not None else None
         self.store.nri_container_seen(view, info, container.pod_sandbox_id or sandbox.id,
-                                      created=kind is ContainerChange.CREATED, state=_EVENT_STATE.get(kind),
-                                      ask=ask)
+                                      created=kind is ContainerChange.CREATED, state=state, ask=ask)
 
     def _view(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
         known = self._views.get(sandbox.id)

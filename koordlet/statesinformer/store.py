@@ -19,6 +19,7 @@ container (and pod) that went, so the daemon can `ResourceExecutor.forget_cgroup
 from __future__ import annotations
 
 import time
+from bisect import insort
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Callable, Iterable, Mapping
@@ -164,6 +165,12 @@ class PodStore(PodTable):
         else:
             self._refresh({view.pod.uid, info.pod_uid})
 
+    def nri_asked(self, container_id: str) -> LinuxResources | None:
+        """The Linux resources kubelet asked for a container NRI reported, which a later event's
+        own (adjusted) values do not replace: the feed need not convert those."""
+        known = self._nri.containers.get(container_id)
+        return None if known is None else known.linux
+
     def nri_container_gone(self, sandbox: SandboxView, container_id: str) -> None:
         """The container stopped or was removed."""
         if self._removed(sandbox.pod.sandbox_id):
@@ -248,9 +255,11 @@ class PodStore(PodTable):
         already (nri_feed hands back the same one for an unchanged message): then the pod's
         own fields, merged from its sandboxes, cannot have changed."""
         view = self._as_known(sandbox)
-        same = self._nri.sandboxes.get(view.pod.sandbox_id) is view
+        if self._nri.sandboxes.get(view.pod.sandbox_id) is view:
+            self._nri.seen_at[view.pod.sandbox_id] = now
+            return view, True
         self._nri.put_sandbox(view, now)
-        return view, same
+        return view, False
 
     def _forget_sandbox(self, sandbox_id: str, uid: str, now: float) -> str:
         self._tombstone(sandbox_id, now)
@@ -311,14 +320,16 @@ class PodStore(PodTable):
                 views = self._nri.sandbox_views(uid) + self._cri.sandbox_views(uid)
                 merged = merged_container(runtime, chosen_sandbox(views).container_specs, self._kubelet.get(uid))
                 break
-        others = [c for c in previous.containers if c.id != container_id]
-        if merged is not None:
-            if merged in previous.containers:
-                return
-            others.append(merged)
-            others.sort(key=container_order)
-        elif len(others) == len(previous.containers):
+        old, others = None, []
+        for container in previous.containers:
+            if container.id == container_id:
+                old = container
+            else:
+                others.append(container)
+        if merged == old:
             return
+        if merged is not None:
+            insort(others, merged, key=container_order)
         self._replace(uid, with_containers(previous, tuple(others), previous.sources), previous)
 
     def _apply(self, uid: str, pod: PodInfo | None) -> None:
