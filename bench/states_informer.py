@@ -11,9 +11,9 @@ capture's pod). Measured per event, p50/p99:
 Floor, in the same run: a dict lookup plus dataclasses.replace of a ContainerInfo,
 the least any store holding frozen values must do per event.
 
-Memory: what the store and the feed hold for those 1,000 pods (tracemalloc, Python
-allocations only: the protobuf messages the feed keeps for comparison live in upb's
-arenas, which tracemalloc does not see).
+Memory: what the store and the feed hold for those 1,000 pods (tracemalloc: Python
+allocations; a protobuf message kept would live in upb's arenas, which it does not see,
+so the feed keeps none).
 
 Then one steady-state CRI poll (nothing new: the two list calls, conversion, merge,
 no event) over real gRPC on a unix socket against an in-process runtime holding the

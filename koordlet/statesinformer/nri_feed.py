@@ -58,7 +58,11 @@ class NriFeed:
 
     def __init__(self, store: PodStore) -> None:
         self.store = store
-        self._views: dict[str, tuple[api_pb2.PodSandbox, SandboxView]] = {}
+        # sandbox id -> (its last message serialized, its view): holding the message itself would
+        # hold the whole request it was parsed from (upb keeps one arena per request; a Synchronize
+        # of 1,000 pods is ~8 MiB) for as long as any of its pods sees no newer event. Serialized
+        # with sorted map keys: the runtime's map order may change from one event to the next
+        self._views: dict[str, tuple[bytes, SandboxView]] = {}
 
     def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
         """NRI's whole view after a (re)Synchronize: it replaces what NRI said before."""
@@ -103,11 +107,12 @@ class NriFeed:
                                       created=kind is ContainerChange.CREATED, state=state, ask=ask)
 
     def _view(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
+        message = sandbox.SerializeToString(deterministic=True)
         known = self._views.get(sandbox.id)
-        if known is not None and known[0] == sandbox:
+        if known is not None and known[0] == message:
             return known[1]
         view = sandbox_view(sandbox)
-        self._views[sandbox.id] = (sandbox, view)
+        self._views[sandbox.id] = (message, view)
         return view
 
 

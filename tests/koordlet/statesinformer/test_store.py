@@ -481,3 +481,23 @@ def test_an_update_ask_overlays_what_it_sets_and_keeps_the_rest() -> None:
     assert asked.overlaid(LinuxResources(cpu_quota=30, cpu_period=40, cpuset_cpus="2", cpuset_mems="1",
                                          unified=unified)) == LinuxResources(
         cpu_shares=2, cpu_quota=30, cpu_period=40, cpuset_cpus="2", cpuset_mems="1", memory_limit=5, unified=unified)
+
+
+def test_an_equal_sandbox_message_reuses_its_view_and_the_feed_keeps_no_message() -> None:
+    import sys
+
+    store, rec, _ = new_store()
+    feed = nri(store)
+    sb = sandbox(1)
+    before = sys.getrefcount(sb)
+    feed.nri_container_event(ContainerChange.CREATED, sb, container(sb, "c1"))
+    assert sys.getrefcount(sb) == before  # a kept message would keep the whole request it came in
+    labels = store.pod(sb.uid).labels
+    again = api_pb2.PodSandbox()
+    again.CopyFrom(sb)
+    feed.nri_container_event(ContainerChange.STARTED, again, container(again, "c1"))
+    assert store.pod(sb.uid).labels is labels  # not converted again
+    again.labels["tier"] = "web"
+    feed.nri_container_event(ContainerChange.STARTED, again, container(again, "c1"))
+    assert store.pod(sb.uid).labels["tier"] == "web"
+    assert [kind for kind, _ in rec.kinds()] == [PodEventKind.ADDED, PodEventKind.UPDATED, PodEventKind.UPDATED]
