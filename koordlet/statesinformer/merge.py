@@ -9,7 +9,6 @@ container requests/limits and roles. A pod no runtime source knows does not exis
 
 from __future__ import annotations
 
-import dataclasses
 from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
@@ -34,19 +33,35 @@ def _spec(kubelet: Resources | None, extended: Resources | None) -> Resources | 
     )
 
 
+def merged_container(
+    container: ContainerInfo, specs: Mapping[str, Resources], kubelet: KubeletPod | None
+) -> ContainerInfo | None:
+    """A runtime container as the pod shows it (spec and role from kubelet and the chosen
+    sandbox's extended-resource-spec); None for one that exited."""
+    if container.state is ContainerState.EXITED:
+        return None
+    spec = _spec(kubelet.container_specs.get(container.name) if kubelet else None, specs.get(container.name))
+    role = kubelet.container_roles.get(container.name, container.role) if kubelet else container.role
+    if spec != container.spec or role != container.role:
+        container = container.with_spec(spec, role)
+    return container
+
+
+def container_order(container: ContainerInfo) -> tuple[str, str]:
+    """The order of PodInfo.containers."""
+    return container.name, container.id
+
+
+def chosen_sandbox(sandboxes: Sequence[SandboxView]) -> SandboxView:
+    """The READY one, NRI's before CRI's, then the newest."""
+    return sandboxes[0] if len(sandboxes) == 1 else max(sandboxes, key=_preference)
+
+
 def _containers(
     runtime: Iterable[ContainerInfo], specs: Mapping[str, Resources], kubelet: KubeletPod | None
 ) -> tuple[ContainerInfo, ...]:
-    out: list[ContainerInfo] = []
-    for container in runtime:
-        if container.state is ContainerState.EXITED:
-            continue
-        spec = _spec(kubelet.container_specs.get(container.name) if kubelet else None, specs.get(container.name))
-        role = kubelet.container_roles.get(container.name, container.role) if kubelet else container.role
-        if spec != container.spec or role != container.role:
-            container = dataclasses.replace(container, spec=spec, role=role)
-        out.append(container)
-    out.sort(key=lambda c: (c.name, c.id))
+    out = [merged for container in runtime if (merged := merged_container(container, specs, kubelet)) is not None]
+    out.sort(key=container_order)
     return tuple(out)
 
 
@@ -58,11 +73,11 @@ def merge_pod(
     """The pod from its sandboxes (any source), its containers (deduplicated by id by
     the caller, NRI's copy preferred) and kubelet's pod; None when no sandbox is known.
 
-    The sandbox chosen is the READY one, NRI's before CRI's, then the newest.
+    The sandbox chosen is `chosen_sandbox`'s.
     """
     if not sandboxes:
         return None, ()
-    chosen = sandboxes[0] if len(sandboxes) == 1 else max(sandboxes, key=_preference)
+    chosen = chosen_sandbox(sandboxes)
     pod = chosen.pod
     sources = pod.sources
     for view in sandboxes:
@@ -70,7 +85,7 @@ def merge_pod(
             sources = sources | view.pod.sources
     merged = _containers(containers, chosen.container_specs, kubelet)
     if kubelet is None:
-        return _rebuilt(pod, merged, sources), chosen.problems
+        return with_containers(pod, merged, sources), chosen.problems
     labels = MappingProxyType({**pod.labels, **kubelet.labels})
     annotations = MappingProxyType({**pod.annotations, **kubelet.annotations})
     tier = kubelet.k8s_qos if kubelet.k8s_qos is not None else pod.cgroup_parent
@@ -93,9 +108,8 @@ def merge_pod(
     ), (*chosen.problems, *qos_problems)
 
 
-def _rebuilt(pod: PodInfo, containers: tuple[ContainerInfo, ...], sources: frozenset[Source]) -> PodInfo:
-    """dataclasses.replace(pod, containers=..., sources=...), at a fraction of its cost: this
-    runs on every event."""
+def with_containers(pod: PodInfo, containers: tuple[ContainerInfo, ...], sources: frozenset[Source]) -> PodInfo:
+    """dataclasses.replace(pod, containers=..., sources=...), at a fraction of its cost."""
     return PodInfo(pod.uid, pod.name, pod.namespace, pod.sandbox_id, pod.state, pod.cgroup_parent, pod.qos,
                    pod.labels, pod.annotations, pod.priority, pod.priority_class_name, containers, sources,
                    pod.created_at_ns)

@@ -10,10 +10,10 @@ resource executor takes them ("kubepods/besteffort/pod<uid>/<container id>").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Mapping
 
 from koordlet.apis.qos import PodQoS
 
@@ -102,14 +102,16 @@ class LinuxResources:
     def overlaid(self, update: LinuxResources) -> LinuxResources:
         """A new ask over this one (kubelet's UpdateContainerResources): what the update sets
         wins, the rest (cpusets kubelet does not resize) stays."""
-        changes: dict[str, Any] = {name: value for name in _LINUX_SCALARS
-                                   if (value := getattr(update, name)) is not None}
-        if update.unified:
-            changes["unified"] = update.unified
-        return replace(self, **changes) if changes else self
-
-
-_LINUX_SCALARS = ("cpu_shares", "cpu_quota", "cpu_period", "cpuset_cpus", "cpuset_mems", "memory_limit")
+        merged = LinuxResources(
+            self.cpu_shares if update.cpu_shares is None else update.cpu_shares,
+            self.cpu_quota if update.cpu_quota is None else update.cpu_quota,
+            self.cpu_period if update.cpu_period is None else update.cpu_period,
+            self.cpuset_cpus if update.cpuset_cpus is None else update.cpuset_cpus,
+            self.cpuset_mems if update.cpuset_mems is None else update.cpuset_mems,
+            self.memory_limit if update.memory_limit is None else update.memory_limit,
+            update.unified or self.unified,
+        )
+        return self if merged == self else merged
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +126,19 @@ class ContainerInfo:
     pid: int | None = None
     created_at_ns: int = 0
     role: ContainerRole = MAIN_ROLE
+
+    # dataclasses.replace costs several times a constructor call; these run on every NRI event
+    def with_state(self, state: ContainerState) -> ContainerInfo:
+        return ContainerInfo(self.id, self.name, self.pod_uid, state, self.cgroup_dir, self.linux, self.spec,
+                             self.pid, self.created_at_ns, self.role)
+
+    def with_linux(self, linux: LinuxResources) -> ContainerInfo:
+        return ContainerInfo(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, linux, self.spec,
+                             self.pid, self.created_at_ns, self.role)
+
+    def with_spec(self, spec: Resources | None, role: ContainerRole) -> ContainerInfo:
+        return ContainerInfo(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, self.linux, spec,
+                             self.pid, self.created_at_ns, role)
 
 
 @dataclass(frozen=True, slots=True)

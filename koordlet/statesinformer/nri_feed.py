@@ -58,7 +58,11 @@ class NriFeed:
 
     def __init__(self, store: PodStore) -> None:
         self.store = store
-        self._views: dict[str, tuple[api_pb2.PodSandbox, SandboxView]] = {}
+        # sandbox id -> (its last message serialized, its view): holding the message itself would
+        # hold the whole request it was parsed from (upb keeps one arena per request; a Synchronize
+        # of 1,000 pods is ~8 MiB) for as long as any of its pods sees no newer event. Serialized
+        # with sorted map keys: the runtime's map order may change from one event to the next
+        self._views: dict[str, tuple[bytes, SandboxView]] = {}
 
     def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
         """NRI's whole view after a (re)Synchronize: it replaces what NRI said before."""
@@ -94,19 +98,21 @@ class NriFeed:
         if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
             self.store.nri_container_gone(view, container.id)
             return
-        info, problems = container_info(container, sandbox.uid)
+        kept = None if kind is ContainerChange.CREATED else self.store.nri_asked(container.id)
+        state = _EVENT_STATE.get(kind)
+        info, problems = container_info(container, view.pod.uid, linux=kept, state=state)
         self.store.problems.report(sandbox.uid, sandbox.name, problems)
         ask = linux_resources(linux_resources_update) if linux_resources_update is not None else None
         self.store.nri_container_seen(view, info, container.pod_sandbox_id or sandbox.id,
-                                      created=kind is ContainerChange.CREATED, state=_EVENT_STATE.get(kind),
-                                      ask=ask)
+                                      created=kind is ContainerChange.CREATED, state=state, ask=ask)
 
     def _view(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
+        message = sandbox.SerializeToString(deterministic=True)
         known = self._views.get(sandbox.id)
-        if known is not None and known[0] == sandbox:
+        if known is not None and known[0] == message:
             return known[1]
         view = sandbox_view(sandbox)
-        self._views[sandbox.id] = (sandbox, view)
+        self._views[sandbox.id] = (message, view)
         return view
 
 

@@ -27,6 +27,7 @@ A label, annotation or JSON that is present but invalid is reported as an
 
 from __future__ import annotations
 
+import functools
 import json
 from types import MappingProxyType
 from typing import Mapping
@@ -177,11 +178,19 @@ def resolve_qos_checked(
         effective = _K8S_CLASS[k8s]
     else:
         effective = KoordQoSClass.LS
-    qos = PodQoS(
-        effective=effective, koord=koord, band=band, katalyst=level, k8s=k8s,
-        memory_enhancement=memory, cpu_enhancement=cpu,
-    )
+    if memory or cpu:
+        qos = PodQoS(effective=effective, koord=koord, band=band, katalyst=level, k8s=k8s,
+                     memory_enhancement=memory, cpu_enhancement=cpu)
+    else:
+        qos = _plain_qos(effective, koord, band, level, k8s)
     return qos, tuple(problems)
+
+
+@functools.cache  # enums only: a few hundred values at most, shared by the node's pods
+def _plain_qos(effective: KoordQoSClass, koord: KoordQoSClass, band: PriorityBand, level: KatalystQoSLevel | None,
+               k8s: QoSTier | None) -> PodQoS:
+    """A PodQoS without enhancements."""
+    return PodQoS(effective=effective, koord=koord, band=band, katalyst=level, k8s=k8s)
 
 
 def resolve_qos(

@@ -23,8 +23,9 @@ class RuntimeIndex:
         self.sandboxes: dict[str, SandboxView] = {}
         self.containers: dict[str, ContainerInfo] = {}
         self.seen_at: dict[str, float] = {}  # sandbox or container id -> clock reading
-        self._uid_sandboxes: dict[str, set[str]] = {}
-        self._uid_containers: dict[str, set[str]] = {}
+        # ids by pod uid, as tuples: a pod has one or two of each, and a set costs 216 bytes
+        self._uid_sandboxes: dict[str, tuple[str, ...]] = {}
+        self._uid_containers: dict[str, tuple[str, ...]] = {}
         self._container_sandbox: dict[str, str] = {}
 
     def put_sandbox(self, view: SandboxView, now: float) -> str:
@@ -34,7 +35,7 @@ class RuntimeIndex:
             self.drop_sandbox(sandbox_id)
         self.sandboxes[sandbox_id] = view
         self.seen_at[sandbox_id] = now
-        self._uid_sandboxes.setdefault(uid, set()).add(sandbox_id)
+        _add(self._uid_sandboxes, uid, sandbox_id)
         return uid
 
     def drop_sandbox(self, sandbox_id: str) -> str | None:
@@ -56,7 +57,7 @@ class RuntimeIndex:
         self.containers[container.id] = container
         self._container_sandbox[container.id] = sandbox_id
         self.seen_at[container.id] = now
-        self._uid_containers.setdefault(container.pod_uid, set()).add(container.id)
+        _add(self._uid_containers, container.pod_uid, container.id)
         return container.pod_uid
 
     def drop_container(self, container_id: str) -> str | None:
@@ -99,9 +100,17 @@ class RuntimeIndex:
         return self._container_sandbox.get(container_id)
 
 
-def _discard(index: dict[str, set[str]], uid: str, key: str) -> None:
-    keys = index.get(uid)
-    if keys is not None:
-        keys.discard(key)
-        if not keys:
+def _add(index: dict[str, tuple[str, ...]], uid: str, key: str) -> None:
+    keys = index.get(uid, ())
+    if key not in keys:
+        index[uid] = (*keys, key)
+
+
+def _discard(index: dict[str, tuple[str, ...]], uid: str, key: str) -> None:
+    keys = index.get(uid, ())
+    if key in keys:
+        rest = tuple(k for k in keys if k != key)
+        if rest:
+            index[uid] = rest
+        else:
             del index[uid]

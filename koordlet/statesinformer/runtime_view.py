@@ -18,6 +18,9 @@ def _no_specs() -> Mapping[str, Resources]:
     return MappingProxyType({})
 
 
+_ONLY = {source: frozenset({source}) for source in Source}  # one per node, not one per pod
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxView:
     """A converted sandbox: the pod (without containers), the per-container specs its
@@ -58,7 +61,7 @@ def build_view(facts: SandboxFacts, problems: tuple[InputProblem, ...] = ()) -> 
         qos=qos,
         labels=facts.labels,
         annotations=facts.annotations,
-        sources=frozenset({facts.source}),
+        sources=_ONLY[facts.source],
         created_at_ns=facts.created_at_ns,
     )
     return SandboxView(pod, specs, (*problems, *qos_problems, *spec_problems))
@@ -68,6 +71,8 @@ def checked_cgroup_dir(value: Any, key: str, problems: list[InputProblem]) -> st
     """cgroup_dir(value), or "" with a problem noted when no driver writes it so."""
     if not isinstance(value, str):
         return ""
+    if value[:1] == "/" and value[-1:] != "/" and "//" not in value and "/." not in value and ":" not in value:
+        return value[1:]  # cgroupfs's plain form, what nearly every event carries: cgroup_dir would keep it as is
     try:
         return cgroup_dir(value)
     except InvalidValue as exc:

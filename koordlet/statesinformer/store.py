@@ -19,6 +19,7 @@ container (and pod) that went, so the daemon can `ResourceExecutor.forget_cgroup
 from __future__ import annotations
 
 import time
+from bisect import insort
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Callable, Iterable, Mapping
@@ -27,7 +28,7 @@ import structlog
 
 from koordlet.statesinformer.api import PodTable
 from koordlet.statesinformer.from_kubelet import KubeletPod
-from koordlet.statesinformer.merge import merge_pod
+from koordlet.statesinformer.merge import chosen_sandbox, container_order, merge_pod, merged_container, with_containers
 from koordlet.statesinformer.model import (
     ContainerInfo,
     ContainerState,
@@ -147,28 +148,41 @@ class PodStore(PodTable):
         if self._removed(sandbox.pod.sandbox_id):
             return
         now = self._clock()
-        touched = {self._nri.put_sandbox(self._as_known(sandbox), now)}
-        known = self._nri.containers.get(info.id)
+        nri = self._nri
+        view, same_view = self._put_nri_sandbox(sandbox, now)
+        known = nri.containers.get(info.id)
         if state is None and info.state is ContainerState.UNKNOWN and known is not None:
             state = known.state
         if state is not None and state is not info.state:
-            info = replace(info, state=state)
+            info = info.with_state(state)
         info = _keep_ask(info, known, created=created, ask=ask)
-        touched.add(self._nri.put_container(info, sandbox_id, now))
-        self._refresh(touched)
+        if same_view and known is not None and info == known and nri.sandbox_of(info.id) == sandbox_id:
+            nri.seen_at[info.id] = now  # nothing changed: the table stays as it is
+            return
+        nri.put_container(info, sandbox_id, now)
+        if same_view and info.pod_uid == view.pod.uid:
+            self._refresh_container(view.pod.uid, info.id)
+        else:
+            self._refresh({view.pod.uid, info.pod_uid})
+
+    def nri_asked(self, container_id: str) -> LinuxResources | None:
+        """The Linux resources kubelet asked for a container NRI reported, which a later event's
+        own (adjusted) values do not replace: the feed need not convert those."""
+        known = self._nri.containers.get(container_id)
+        return None if known is None else known.linux
 
     def nri_container_gone(self, sandbox: SandboxView, container_id: str) -> None:
         """The container stopped or was removed."""
         if self._removed(sandbox.pod.sandbox_id):
             return
         now = self._clock()
-        touched = {self._nri.put_sandbox(self._as_known(sandbox), now)}
+        view, same_view = self._put_nri_sandbox(sandbox, now)
         self._tombstone(container_id, now)
-        for index in (self._nri, self._cri):
-            uid = index.drop_container(container_id)
-            if uid is not None:
-                touched.add(uid)
-        self._refresh(touched)
+        touched = {uid for index in (self._nri, self._cri) if (uid := index.drop_container(container_id)) is not None}
+        if not same_view or touched - {view.pod.uid}:
+            self._refresh(touched | {view.pod.uid})
+        elif touched:
+            self._refresh_container(view.pod.uid, container_id)
 
     # ---- feeding: CRI and kubelet
 
@@ -236,6 +250,17 @@ class PodStore(PodTable):
             return _not_ready(view)
         return view
 
+    def _put_nri_sandbox(self, sandbox: SandboxView, now: float) -> tuple[SandboxView, bool]:
+        """Record NRI's sandbox (as `_as_known` makes it); also whether NRI held that very view
+        already (nri_feed hands back the same one for an unchanged message): then the pod's
+        own fields, merged from its sandboxes, cannot have changed."""
+        view = self._as_known(sandbox)
+        if self._nri.sandboxes.get(view.pod.sandbox_id) is view:
+            self._nri.seen_at[view.pod.sandbox_id] = now
+            return view, True
+        self._nri.put_sandbox(view, now)
+        return view, False
+
     def _forget_sandbox(self, sandbox_id: str, uid: str, now: float) -> str:
         self._tombstone(sandbox_id, now)
         for index in (self._nri, self._cri):
@@ -281,13 +306,41 @@ class PodStore(PodTable):
                 self._problems.report(uid, pod.name, problems)
             self._apply(uid, pod)
 
+    def _refresh_container(self, uid: str, container_id: str) -> None:
+        """`_refresh({uid})` when only this container may have changed in the pod: the other
+        containers and the pod's own fields are kept from the merged pod, not merged again."""
+        previous = self._pods.get(uid)
+        if previous is None:
+            self._refresh({uid})
+            return
+        merged = None
+        for index in (self._nri, self._cri):  # NRI's copy first, as in _refresh
+            runtime = index.containers.get(container_id)
+            if runtime is not None and runtime.pod_uid == uid:
+                views = self._nri.sandbox_views(uid) + self._cri.sandbox_views(uid)
+                merged = merged_container(runtime, chosen_sandbox(views).container_specs, self._kubelet.get(uid))
+                break
+        old, others = None, []
+        for container in previous.containers:
+            if container.id == container_id:
+                old = container
+            else:
+                others.append(container)
+        if merged == old:
+            return
+        if merged is not None:
+            insort(others, merged, key=container_order)
+        self._replace(uid, with_containers(previous, tuple(others), previous.sources), previous)
+
     def _apply(self, uid: str, pod: PodInfo | None) -> None:
         previous = self._pods.get(uid)
         if pod == previous:
             return
+        self._replace(uid, pod, previous)
+
+    def _replace(self, uid: str, pod: PodInfo | None, previous: PodInfo | None) -> None:
+        """Put the changed pod (None: gone) in the table, release the cgroups that went and tell the listeners."""
         self._set_pod(uid, pod)
-        if pod is None:
-            self._problems.forget(uid)
         if previous is not None:
             kept = {c.id for c in pod.containers} if pod is not None else set()
             for container in previous.containers:
@@ -295,12 +348,10 @@ class PodStore(PodTable):
                     self._cgroup_gone(container.cgroup_dir)
         if pod is None:
             assert previous is not None
+            self._problems.forget(uid)
             self._cgroup_gone(previous.cgroup_parent)
-            self._emit(PodEvent(PodEventKind.DELETED, previous))
-        elif previous is None:
-            self._emit(PodEvent(PodEventKind.ADDED, pod))
-        else:
-            self._emit(PodEvent(PodEventKind.UPDATED, pod, previous))
+        if self._listeners:  # with nobody listening no event is built
+            self._emit(_event(pod, previous))
 
     def _cgroup_gone(self, cgroup_dir: str) -> None:
         if not cgroup_dir or self.on_cgroup_gone is None:
@@ -309,6 +360,15 @@ class PodStore(PodTable):
             self.on_cgroup_gone(cgroup_dir)
         except Exception:  # a failing callback must not stop the informer
             log.exception("cgroup_gone_callback_failed", cgroup_dir=cgroup_dir)
+
+
+def _event(pod: PodInfo | None, previous: PodInfo | None) -> PodEvent:
+    if pod is None:
+        assert previous is not None
+        return PodEvent(PodEventKind.DELETED, previous)
+    if previous is None:
+        return PodEvent(PodEventKind.ADDED, pod)
+    return PodEvent(PodEventKind.UPDATED, pod, previous)
 
 
 def _not_ready(view: SandboxView) -> SandboxView:
@@ -321,4 +381,4 @@ def _keep_ask(info: ContainerInfo, known: ContainerInfo | None, *, created: bool
     if created or known is None:
         return info  # at creation, or first sight later: the values carried are all we have
     asked = known.linux if ask is None else known.linux.overlaid(ask)
-    return info if asked == info.linux else replace(info, linux=asked)
+    return info if asked == info.linux else info.with_linux(asked)

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.extended_spec import ANNOTATION_EXTENDED_RESOURCE_SPEC
 from koordlet.statesinformer.from_nri import container_info, container_state, linux_resources, sandbox_view
 from koordlet.statesinformer.model import ContainerState, LinuxResources, Resources, SandboxState, Source
+from koordlet.statesinformer.runtime_view import checked_cgroup_dir
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 from system.cgroup_layout import CgroupDriver, QoSTier, container_dir, pod_dir
+from system.errors import InvalidValue
+from system.runtime_cgroup_path import cgroup_dir
 from tests.koordlet.statesinformer.nri_capture import first
 
 PRE_UID = "b6a55975-c650-465b-b4cc-f6bc6f380edf"
@@ -131,3 +136,33 @@ def test_unset_optionals_stay_none_and_set_ones_keep_their_value() -> None:
 ])
 def test_container_states(state: int, expected: ContainerState) -> None:
     assert container_state(state) is expected
+
+
+def test_equal_resources_without_unified_share_one_value_and_the_sharing_is_bounded() -> None:
+    from koordlet.statesinformer import from_nri
+
+    def ask(shares: int) -> api_pb2.LinuxResources:
+        resources = api_pb2.LinuxResources()
+        resources.cpu.shares.value = shares
+        return resources
+
+    assert linux_resources(ask(7)) is linux_resources(ask(7))
+    assert linux_resources(ask(7)) != linux_resources(ask(8))
+    with_unified = ask(7)
+    with_unified.unified["memory.high"] = "max"
+    assert linux_resources(with_unified) == LinuxResources(cpu_shares=7, unified={"memory.high": "max"})
+    for shares in range(from_nri._SHARED_LINUX_MAX + 10):
+        assert linux_resources(ask(shares)).cpu_shares == shares
+    assert len(from_nri._shared_linux) <= from_nri._SHARED_LINUX_MAX
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="/.:ab-", max_size=12))
+def test_the_plain_cgroupfs_shortcut_reads_paths_as_cgroup_dir_does(value: str) -> None:
+    try:
+        expected, invalid = cgroup_dir(value), False
+    except InvalidValue:
+        expected, invalid = "", True
+    problems: list = []
+    assert checked_cgroup_dir(value, "key", problems) == expected
+    assert bool(problems) == invalid

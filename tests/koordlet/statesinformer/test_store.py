@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.from_kubelet import KubeletPod
 from koordlet.statesinformer.from_nri import container_info, sandbox_view
+from koordlet.statesinformer.merge import merge_pod
 from koordlet.statesinformer.model import (
     ContainerState,
     NodeInfo,
@@ -357,6 +358,13 @@ EVENTS = st.lists(
 )
 
 
+def merged_afresh(store: PodStore, uid: str) -> PodInfo | None:
+    containers = {c.id: c for c in store._cri.pod_containers(uid)}
+    containers.update((c.id, c) for c in store._nri.pod_containers(uid))
+    views = store._nri.sandbox_views(uid) + store._cri.sandbox_views(uid)
+    return merge_pod(views, containers.values(), store._kubelet.get(uid))[0]
+
+
 @settings(max_examples=150, deadline=None)
 @given(EVENTS)
 def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
@@ -409,6 +417,8 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
         assert mirror == {p.uid: p for p in store.pods()}
         for m in live:
             assert {x.id for x in store.pod(uid_of(m)).containers} == {"c%d-%d" % (m, k) for k in running.get(m, ())}
+            # an event that changed one container updated the pod in place: what a whole merge gives
+            assert store.pod(uid_of(m)) == merged_afresh(store, uid_of(m))
     for m in list(live):
         nri(store).nri_pod_event(SandboxChange.REMOVE, sb_of(m))
     assert store.pods() == () and mirror == {}
@@ -424,7 +434,7 @@ def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
     import dataclasses
 
     from koordlet.apis.qos import PodQoS
-    from koordlet.statesinformer.merge import _rebuilt
+    from koordlet.statesinformer.merge import with_containers
 
     # every field set to a value unlike its default, so a field out of order shows
     values = {f.name: f"v-{f.name}" for f in dataclasses.fields(PodInfo) if f.init}
@@ -433,4 +443,61 @@ def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
     pod = PodInfo(**values)
     containers = (container_info(container(sandbox(1), "c9"), pod.uid)[0],)
     sources = frozenset({Source.NRI, Source.CRI})
-    assert _rebuilt(pod, containers, sources) == dataclasses.replace(pod, containers=containers, sources=sources)
+    assert with_containers(pod, containers, sources) == dataclasses.replace(pod, containers=containers,
+                                                                            sources=sources)
+
+
+def test_the_fast_container_copies_equal_dataclasses_replace() -> None:
+    import dataclasses
+
+    from koordlet.statesinformer.model import ContainerInfo, ContainerKind, ContainerRole, LinuxResources, Resources
+
+    # every field set to a value unlike its default, so a field out of order shows
+    values = {f.name: f"v-{f.name}" for f in dataclasses.fields(ContainerInfo)}
+    values.update(state=ContainerState.CREATED, linux=LinuxResources(cpu_shares=3), spec=Resources(), pid=5,
+                  created_at_ns=9, role=ContainerRole(ContainerKind.SIDECAR, 2))
+    info = ContainerInfo(**values)
+    linux = LinuxResources(memory_limit=7)
+    role = ContainerRole(ContainerKind.INIT, 1, True)
+    spec = Resources(requests={"cpu": 1})
+    assert info.with_state(ContainerState.RUNNING) == dataclasses.replace(info, state=ContainerState.RUNNING)
+    assert info.with_linux(linux) == dataclasses.replace(info, linux=linux)
+    assert info.with_spec(spec, role) == dataclasses.replace(info, spec=spec, role=role)
+
+
+def test_an_update_ask_overlays_what_it_sets_and_keeps_the_rest() -> None:
+    from types import MappingProxyType
+
+    from koordlet.statesinformer.model import LinuxResources
+
+    asked = LinuxResources(cpu_shares=2, cpu_quota=3, cpu_period=4, cpuset_cpus="0-1", cpuset_mems="0",
+                           memory_limit=5, unified=MappingProxyType({"memory.high": "6"}))
+    assert asked.overlaid(LinuxResources()) is asked
+    assert asked.overlaid(LinuxResources(cpu_shares=2)) is asked
+    assert asked.overlaid(LinuxResources(cpu_shares=20, memory_limit=50)) == LinuxResources(
+        cpu_shares=20, cpu_quota=3, cpu_period=4, cpuset_cpus="0-1", cpuset_mems="0", memory_limit=50,
+        unified=asked.unified)
+    unified = MappingProxyType({"memory.max": "7"})
+    assert asked.overlaid(LinuxResources(cpu_quota=30, cpu_period=40, cpuset_cpus="2", cpuset_mems="1",
+                                         unified=unified)) == LinuxResources(
+        cpu_shares=2, cpu_quota=30, cpu_period=40, cpuset_cpus="2", cpuset_mems="1", memory_limit=5, unified=unified)
+
+
+def test_an_equal_sandbox_message_reuses_its_view_and_the_feed_keeps_no_message() -> None:
+    import sys
+
+    store, rec, _ = new_store()
+    feed = nri(store)
+    sb = sandbox(1)
+    before = sys.getrefcount(sb)
+    feed.nri_container_event(ContainerChange.CREATED, sb, container(sb, "c1"))
+    assert sys.getrefcount(sb) == before  # a kept message would keep the whole request it came in
+    labels = store.pod(sb.uid).labels
+    again = api_pb2.PodSandbox()
+    again.CopyFrom(sb)
+    feed.nri_container_event(ContainerChange.STARTED, again, container(again, "c1"))
+    assert store.pod(sb.uid).labels is labels  # not converted again
+    again.labels["tier"] = "web"
+    feed.nri_container_event(ContainerChange.STARTED, again, container(again, "c1"))
+    assert store.pod(sb.uid).labels["tier"] == "web"
+    assert [kind for kind, _ in rec.kinds()] == [PodEventKind.ADDED, PodEventKind.UPDATED, PodEventKind.UPDATED]
