@@ -23,19 +23,23 @@ class Listeners(Generic[T]):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._listeners: list[Callable[[T], object]] = []
+        # replaced, never changed in place: a notify in progress keeps the tuple it began with
+        # (a listener may subscribe or leave while it runs), and notifying copies nothing
+        self._listeners: tuple[Callable[[T], object], ...] = ()
 
     def add(self, listener: Callable[[T], object]) -> Unsubscribe:
-        self._listeners.append(listener)
+        self._listeners += (listener,)
 
         def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            listeners = list(self._listeners)
+            if listener in listeners:
+                listeners.remove(listener)
+                self._listeners = tuple(listeners)
 
         return unsubscribe
 
     def notify(self, value: T) -> None:
-        for listener in list(self._listeners):
+        for listener in self._listeners:
             try:
                 listener(value)
             except Exception:  # one listener's bug must not keep the news from the others

@@ -51,3 +51,22 @@ def test_a_signal_calls_listeners_without_a_value() -> None:
     unsubscribe()
     signal.fire()
     assert calls == ["a", "b", "b"]
+
+
+def test_listeners_that_join_or_leave_during_a_notify_count_from_the_next_one() -> None:
+    board: Board[int] = Board("n", 0)
+    heard: list[tuple[str, int]] = []
+    unsubscribe_b = None
+
+    def a(value: int) -> None:
+        heard.append(("a", value))
+        if value == 1:
+            assert unsubscribe_b is not None
+            unsubscribe_b()  # leaves while this notify runs: still told of 1
+            board.subscribe(lambda v: heard.append(("c", v)))  # joins: told from 2 on
+
+    board.subscribe(a)
+    unsubscribe_b = board.subscribe(lambda v: heard.append(("b", v)))
+    board.publish(1)
+    board.publish(2)
+    assert heard == [("a", 1), ("b", 1), ("a", 2), ("c", 2)]
