@@ -122,6 +122,60 @@ def raw_floor(paths: list[str], cycles: int) -> list[float]:
             os.close(fd)
 
 
+def open_read_close_floor(paths: list[str], cycles: int) -> list[float]:
+    """os.open + os.read + os.close of every file per cycle: the kernel work of a round
+    that keeps no fd, plus the least Python can add."""
+    read_flags = os.O_RDONLY | os.O_CLOEXEC
+
+    def one(_: int) -> None:
+        for path in paths:
+            fd = os.open(path, read_flags)
+            os.read(fd, 16384)
+            os.close(fd)
+    return cycle_cpu_ms(one, cycles)
+
+
+def c_open_read_close_floor(paths: list[str], cycles: int) -> list[float]:
+    """The same in C, one call for all (the extension's koord_read_files): the kernel's
+    part alone."""
+    from system.file_io import BATCH_FILE_MAX, FileBatch, _ffi, _read_files
+
+    if _read_files is None or _ffi is None:
+        return [float("nan")]
+    batch = FileBatch(paths)
+    batch.read()  # makes the buffers
+    n = len(paths)
+    return cycle_cpu_ms(lambda _: _read_files(batch._blob, n, batch._out, batch._cap, BATCH_FILE_MAX,
+                                              batch._offsets, batch._lens), cycles)
+
+
+class CReaderTime:
+    """CPU seconds spent in the C batch readers (in whatever thread calls them)."""
+
+    def __init__(self) -> None:
+        import system.file_io as file_io
+
+        self.seconds = 0.0
+        self._module = file_io
+        self._saved = {name: getattr(file_io, name, None) for name in ("_read_files", "_read_values")}
+        for name, fn in self._saved.items():
+            if fn is not None:
+                setattr(file_io, name, self._timed(fn))
+
+    def _timed(self, fn: Callable) -> Callable:
+        def timed(*args: object) -> object:
+            start = time.thread_time()
+            try:
+                return fn(*args)
+            finally:
+                self.seconds += time.thread_time() - start
+        return timed
+
+    def restore(self) -> None:
+        for name, fn in self._saved.items():
+            setattr(self._module, name, fn)
+
+
 def usage_paths(ctx: CollectContext, pods: list[PodInfo]) -> list[str]:
     files = ctx.files
     assert files is not None
@@ -360,24 +414,36 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
             gen2 = _Gen2()
             read: list[list[str]] = []  # the files each round read
 
-            async def one_round(collectors: list = collectors, gen2: _Gen2 = gen2,
-                                read: list[list[str]] = read) -> tuple[float, float, float, bool]:
+            c_time = CReaderTime()
+            c_ms: list[float] = []
+
+            async def one_round(collectors: list = collectors, gen2: _Gen2 = gen2, read: list[list[str]] = read,
+                                c_time: CReaderTime = c_time,
+                                c_ms: list[float] = c_ms) -> tuple[float, float, float, bool]:
                 holds = Holds()
-                cpu, collections = time.process_time(), gen2.count
+                cpu, collections, c_before = time.process_time(), gen2.count, c_time.seconds
                 read.append([])
                 for i, collector in enumerate(collectors):
                     await drive_async(_recorded(collector.round(T0 + i), read[-1]), holds)
+                c_ms.append((c_time.seconds - c_before) * 1e3)
                 return ((time.process_time() - cpu) * 1e3, holds.cpu * 1e3, holds.longest * 1e3,
                         gen2.count > collections)
 
-            first = loop.run_until_complete(one_round())  # every cgroup new: keys, paths, batches made
-            gc.callbacks.append(gen2)
             try:
-                now_ = [loop.run_until_complete(one_round()) for _ in range(rounds)]
+                first = loop.run_until_complete(one_round())  # every cgroup new: keys, paths, batches made
+                gc.callbacks.append(gen2)
+                try:
+                    now_ = [loop.run_until_complete(one_round()) for _ in range(rounds)]
+                finally:
+                    gc.callbacks.remove(gen2)
             finally:
-                gc.callbacks.remove(gen2)
-            # floor: raw preads of the very files each measured round read, on kept fds
+                c_time.restore()
+            # floors, of the very files each measured round read: raw preads on kept fds; open +
+            # read + close in Python; the same in C
             floor = statistics.median(statistics.median(raw_floor(files, 3)) for files in read[1:])
+            orc = statistics.median(statistics.median(open_read_close_floor(files, 3)) for files in read[1:])
+            c_orc = statistics.median(statistics.median(c_open_read_close_floor(files, 3)) for files in read[1:])
+            in_c = statistics.median(c_ms[1:])
             old_paths = round_paths(ctx, pods, kind == "psi")
             total, on_loop = statistics.median(r[0] for r in now_), statistics.median(r[1] for r in now_)
             # a gen-2 collection holds the loop wherever it falls (its cost is the whole heap's)
@@ -385,12 +451,17 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
             hold, worst_clean = statistics.median(clean), max(clean)
             worst = max(r[2] for r in now_)
             before, before_first = _inline_kept_fds(ctx, pods, kind == "psi", rounds)
-            print("%-9s files %5d a round (the old design: %d) | floor (raw preads of them on kept fds) %6.2f"
-                  % (kind, statistics.median(len(files) for files in read[1:]), len(old_paths), floor))
-            print("%-9s now (batch in a thread, slices, 0 fds kept): CPU %6.2f (%.1fx floor), on the loop %6.2f, "
-                  "longest hold p50 %5.2f (%.2fx floor), max %5.2f in the %d rounds without a gen-2 GC; "
+            print("%-9s files %5d a round (the old design: %d) | floors: raw preads of them on kept fds %6.2f; "
+                  "open+read+close %6.2f in Python, %6.2f in C"
+                  % (kind, statistics.median(len(files) for files in read[1:]), len(old_paths), floor, orc, c_orc))
+            print("%-9s now CPU %6.2f = %.1fx pread floor, %.2fx open/read/close floor in Python, %.2fx in C | "
+                  "of it in the C reader %6.2f (%.2fx the C floor), the rest (Python: batches, parsing, samples, "
+                  "thread handoff) %6.2f" % ("", total, total / floor, total / orc, total / c_orc, in_c, in_c / c_orc,
+                                             total - in_c))
+            print("%-9s now (batch in a thread, slices, 0 fds kept): on the loop %6.2f, "
+                  "longest hold p50 %5.2f (%.2fx pread floor), max %5.2f in the %d rounds without a gen-2 GC; "
                   "max %6.2f with the %d gen-2 GCs (longest %.1f)"
-                  % ("", total, total / floor, on_loop, hold, hold / floor, worst_clean, len(clean), worst,
+                  % ("", on_loop, hold, hold / floor, worst_clean, len(clean), worst,
                      gen2.count, gen2.longest))
             print("%-9s the old design (every file of every cgroup each round, inline on %d kept fds): CPU %6.2f "
                   "= one hold" % ("", len(old_paths), before))

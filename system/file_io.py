@@ -41,8 +41,9 @@ try:  # the C batch reader; without it FileBatch reads file by file in Python
     from system._perf_ext import ffi as _ffi
     from system._perf_ext import lib as _lib
     _read_files = _lib.koord_read_files
+    _read_values = _lib.koord_read_values
 except (ImportError, AttributeError):  # pragma: no cover - extension not built
-    _ffi = _read_files = None
+    _ffi = _read_files = _read_values = None
 
 
 def fd_budget(cap: int = DEFAULT_FD_CAP) -> int:
@@ -304,3 +305,88 @@ def _read_or_none(path: str) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+# Values ValueBatch gives per file (the C side's KOORD_VALUES_PER_FILE).
+VALUES_PER_FILE = 2
+_EFBIG = -errno.EFBIG
+
+
+class ValueBatch:
+    """Many small files read and parsed together, each open + read + close: what the
+    collectors read every second. ``specs`` are (path, keys): keys "" for a file holding
+    one number (cpuacct.usage, memory.usage_in_bytes), else up to two space-separated keys
+    of "key value" lines (memory.stat's inactive_file, cpu.stat's "nr_periods
+    nr_throttled"). With the C extension the whole batch is one call that releases the GIL
+    and hands back only integers: no bytes or str per file. One reader at a time."""
+
+    def __init__(self, specs: Sequence[tuple[str, str]], native: bool = True) -> None:
+        self.specs = tuple(specs)
+        self.paths = tuple(path for path, _ in self.specs)
+        self._native = native and _read_values is not None
+        self._ready = False  # the C arrays are made by the first read (in the reading thread)
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def read(self) -> tuple[list[int], list[int]]:
+        """(values, status): file i's k-th value at values[i * VALUES_PER_FILE + k]
+        (meaningful where status[i] == 0); status[i] < 0 where the file could not be read
+        or parsed (gone, absent, a key missing)."""
+        if not self._native:
+            return _values_in_python(self.specs)
+        assert _ffi is not None and _read_values is not None
+        n = len(self.specs)
+        if not self._ready:
+            self._blob = b"".join(os.fsencode(path) + b"\0" + keys.encode("ascii") + b"\0"
+                                  for path, keys in self.specs)
+            self._values = _ffi.new("int64_t[]", max(1, n * VALUES_PER_FILE))
+            self._status = _ffi.new("int[]", max(1, n))
+            self._ready = True
+        _read_values(self._blob, n, self._values, self._status)
+        values = _ffi.unpack(self._values, n * VALUES_PER_FILE)
+        status = _ffi.unpack(self._status, n)
+        if _EFBIG in status:  # a file longer than the C buffer: parsed here
+            for i, code in enumerate(status):
+                if code == _EFBIG:
+                    status[i] = _value_into(self.specs[i], values, i)
+        return values, status
+
+
+def _values_in_python(specs: Sequence[tuple[str, str]]) -> tuple[list[int], list[int]]:
+    values = [0] * (len(specs) * VALUES_PER_FILE)
+    status = [_value_into(spec, values, i) for i, spec in enumerate(specs)]
+    return values, status
+
+
+def _value_into(spec: tuple[str, str], values: list[int], i: int) -> int:
+    """Parse one file into values[i * VALUES_PER_FILE:]; its status (0 or < 0)."""
+    path, keys = spec
+    text = _read_or_none(path)
+    if text is None:
+        return -errno.ENOENT
+    try:
+        parsed = parse_values(text, keys)
+    except ValueError:
+        return -errno.ENODATA
+    values[i * VALUES_PER_FILE:i * VALUES_PER_FILE + len(parsed)] = parsed
+    return 0
+
+
+def parse_values(text: bytes, keys: str) -> list[int]:
+    """What the C reader takes from one file: its one number (keys ""), or the values of
+    the "key value" lines named by keys. ValueError when one is missing or not a number."""
+    if not keys:
+        words = text.split(None, 1)
+        if not words:
+            raise ValueError("empty file")
+        return [int(words[0])]
+    wanted = keys.split()
+    found = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(b" ")
+        found[key.decode("ascii", "replace")] = value
+    try:
+        return [int(found[key].split(None, 1)[0]) for key in wanted]
+    except (KeyError, IndexError):
+        raise ValueError("missing key in %r" % keys) from None
