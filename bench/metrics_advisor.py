@@ -14,9 +14,11 @@ Prints, each with its floor measured in the same run:
   rounds-real  (--rounds-real) N pods x 2 containers of real cgroup dirs: the 1 s usage
                round (pods every round, a tenth of the containers), the 10 s throttling round
                and the 10 s PSI round (pods only), with the daemon's default intervals, as the
-               daemon runs them (files read in a thread, parsed in slices on the loop): the
-               round's CPU (all threads), the loop thread's share and the longest hold,
-               against the raw preads of the very files each round read on kept fds; the old
+               daemon runs them (files read in a thread, parsed in slices on the loop), steady
+               (after a round of each container turn): the round's CPU (all threads), the
+               loop thread's share, the C reader's share and the longest hold, against three
+               floors of the very files each round read: raw preads on kept fds, and
+               open + read + close (os.open/os.read/os.close; and in C, koord_read_files); the old
                design (every file of every cgroup each round, inline on kept fds: one hold,
                fds = files); the first round (every cgroup new) and rounds with 10 new pods each
   rss          RSS of this process while the collectors run over simulated minutes (fake
@@ -391,6 +393,9 @@ def round_paths(ctx: CollectContext, pods: list[PodInfo], psi: bool) -> list[str
 
 
 CHURN = 10  # pods added per round in the churn rounds
+# rounds run after the first and before the measured ones: every container turn once (its
+# batches made; the churn rounds show what making them costs)
+WARM_ROUNDS = round(CONTAINER_INTERVAL)
 
 
 def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
@@ -431,6 +436,9 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
 
             try:
                 first = loop.run_until_complete(one_round())  # every cgroup new: keys, paths, batches made
+                for _ in range(WARM_ROUNDS):  # each turn once: its batches made, as in a steady daemon
+                    loop.run_until_complete(one_round())
+                del read[:], c_ms[:]
                 gc.callbacks.append(gen2)
                 try:
                     now_ = [loop.run_until_complete(one_round()) for _ in range(rounds)]
@@ -440,10 +448,10 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
                 c_time.restore()
             # floors, of the very files each measured round read: raw preads on kept fds; open +
             # read + close in Python; the same in C
-            floor = statistics.median(statistics.median(raw_floor(files, 3)) for files in read[1:])
-            orc = statistics.median(statistics.median(open_read_close_floor(files, 3)) for files in read[1:])
-            c_orc = statistics.median(statistics.median(c_open_read_close_floor(files, 3)) for files in read[1:])
-            in_c = statistics.median(c_ms[1:])
+            floor = statistics.median(statistics.median(raw_floor(files, 3)) for files in read)
+            orc = statistics.median(statistics.median(open_read_close_floor(files, 3)) for files in read)
+            c_orc = statistics.median(statistics.median(c_open_read_close_floor(files, 3)) for files in read)
+            in_c = statistics.median(c_ms)
             old_paths = round_paths(ctx, pods, kind == "psi")
             total, on_loop = statistics.median(r[0] for r in now_), statistics.median(r[1] for r in now_)
             # a gen-2 collection holds the loop wherever it falls (its cost is the whole heap's)
@@ -453,7 +461,7 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
             before, before_first = _inline_kept_fds(ctx, pods, kind == "psi", rounds)
             print("%-9s files %5d a round (the old design: %d) | floors: raw preads of them on kept fds %6.2f; "
                   "open+read+close %6.2f in Python, %6.2f in C"
-                  % (kind, statistics.median(len(files) for files in read[1:]), len(old_paths), floor, orc, c_orc))
+                  % (kind, statistics.median(len(files) for files in read), len(old_paths), floor, orc, c_orc))
             print("%-9s now CPU %6.2f = %.1fx pread floor, %.2fx open/read/close floor in Python, %.2fx in C | "
                   "of it in the C reader %6.2f (%.2fx the C floor), the rest (Python: batches, parsing, samples, "
                   "thread handoff) %6.2f" % ("", total, total / floor, total / orc, total / c_orc, in_c, in_c / c_orc,

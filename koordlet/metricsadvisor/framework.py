@@ -268,8 +268,11 @@ B = TypeVar("B", FileBatch, ValueBatch)
 
 
 class Batches:
-    """Batches kept while the cgroups they read stay the same: making one costs about a
-    microsecond per path, reading it a few."""
+    """Batches kept while the cgroups they read stay the same: making one costs a
+    microsecond or two per path, reading it a few. At most MAX_BATCHES are kept (the
+    usage round has one per turn and per set of memory.stat files due, which repeat)."""
+
+    MAX_BATCHES = 64
 
     def __init__(self) -> None:
         self._key: tuple[str, ...] = ()
@@ -277,7 +280,7 @@ class Batches:
 
     def get(self, dirs: tuple[str, ...], name: object, make: Callable[[], B]) -> B:
         """The batch kept under ``name``, or ``make()``'s while ``dirs`` stay the same."""
-        if dirs != self._key:
+        if dirs != self._key or len(self._batches) >= self.MAX_BATCHES:
             self._key, self._batches = dirs, {}
         batch = self._batches.get(name)
         if batch is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from system.file_io import VALUES_PER_FILE, ValueBatch, _read_values, parse_values
+from system.file_io import ANCHOR_SHARE, VALUES_PER_FILE, ValueBatch, _read_values, choose_anchors, parse_values
 
 V1_STAT = ("cache 4096\nrss 8192\ninactive_file 12\nactive_file 7\n"
            "total_cache 4096\ntotal_inactive_file 1234567\ntotal_active_file 8\n")
@@ -156,3 +156,39 @@ def test_real_cgroup_files_parse_as_python_parses_them():
     finally:
         for directory in made:
             directory.rmdir()
+
+
+def test_anchors_are_the_deepest_directories_enough_files_share():
+    pods = ["/cg/%s/tier/pod%d/%s" % (ctl, i, name) for i in range(20)
+            for ctl, name in (("cpuacct", "cpuacct.usage"), ("memory", "memory.usage_in_bytes"))]
+    containers = ["/cg/memory/tier/pod%d/ctr/memory.stat" % i for i in range(20)]
+    lone = ["/elsewhere/file", "relative"]
+    anchors, anchor_of, rel_at = choose_anchors(pods + containers + lone)
+    assert anchors == ["/cg/cpuacct/tier", "/cg/memory/tier"]
+    assert anchor_of == [0, 1] * 20 + [1] * 20 + [-1, -1]
+    for path, anchor, at in zip(pods + containers, anchor_of, rel_at):
+        assert anchors[anchor] + "/" + path[at:] == path
+
+
+def test_files_opened_relative_to_anchors_read_as_by_their_whole_path(tmp_path: Path):
+    if _read_values is None:
+        pytest.skip("extension not built")
+    specs = []
+    for i in range(ANCHOR_SHARE + 4):
+        pod = tmp_path / "tier" / ("pod%d" % i)
+        pod.mkdir(parents=True)
+        (pod / "usage").write_text("%d\n" % (1000 + i))
+        specs.append((str(pod / "usage"), ""))
+    specs.append((str(tmp_path / "tier" / "pod0" / "gone"), ""))
+    assert choose_anchors([path for path, _ in specs])[0] == [str(tmp_path / "tier")]
+    batch = ValueBatch(specs)
+    values, status = batch.read()
+    assert status == [0] * (len(specs) - 1) + [-errno.ENOENT]
+    assert values[::VALUES_PER_FILE][:-1] == [1000 + i for i in range(ANCHOR_SHARE + 4)]
+    # the anchor is opened for each read: a tier removed and made again is read afresh
+    (tmp_path / "tier").rename(tmp_path / "old")
+    (tmp_path / "tier" / "pod0").mkdir(parents=True)
+    (tmp_path / "tier" / "pod0" / "usage").write_text("7\n")
+    values, status = batch.read()
+    assert status[0] == 0 and values[0] == 7
+    assert status[1] == -errno.ENOENT

@@ -107,7 +107,8 @@ class PodResourceCollector(RoundCollector):
         container_stat_every = max(1, STAT_EVERY // turns.every)
         stat = [i for i in due if entries[i].stat_due(container_stat_every if objects[i][1] else STAT_EVERY)]
         batches = (self._batches.get(dirs, ("usage", phase), lambda: _usage_batch(paths, due)),
-                   ValueBatch([(paths[i].memory_stat, paths[i].inactive_key) for i in stat]))
+                   self._batches.get(dirs, ("stat", phase, tuple(stat)),
+                                     lambda: ValueBatch([(paths[i].memory_stat, paths[i].inactive_key) for i in stat])))
         replies = yield batches
         assert replies is not None
         values, status = replies[0]
