@@ -244,8 +244,9 @@ BATCH_FILE_MAX = 16384
 class FileBatch:
     """Many small files read together, each open + read + close: no fd outlives a read,
     whatever the number of cgroups. With the C extension the whole batch is one call that
-    releases the GIL (so it can run in a thread while the event loop goes on); the paths'
-    bytes and the output buffers are made once and reused. One reader at a time."""
+    releases the GIL (so it can run in a thread while the event loop goes on) and opens the
+    files relative to the directories most of them share (as ValueBatch); the paths' bytes
+    and the output buffers are made once and reused. One reader at a time."""
 
     def __init__(self, paths: Sequence[str], native: bool = True) -> None:
         self.paths = tuple(paths)
@@ -258,6 +259,7 @@ class FileBatch:
     def _prepare(self) -> None:
         assert _ffi is not None
         self._blob = b"".join(os.fsencode(path) + b"\0" for path in self.paths)
+        self._anchored = _Anchored(self.paths)
         self._offsets = _ffi.new("long[]", max(1, len(self.paths)))
         self._lens = _ffi.new("int[]", max(1, len(self.paths)))
         self._grow(len(self.paths) * 256 + BATCH_FILE_MAX)
@@ -276,7 +278,9 @@ class FileBatch:
             self._prepare()
         n = len(self.paths)
         while True:
-            _read_files(self._blob, n, self._out, self._cap, BATCH_FILE_MAX, self._offsets, self._lens)
+            anchored = self._anchored
+            _read_files(anchored.blob, anchored.count, self._blob, anchored.anchor_of, anchored.rel_at, n,
+                        self._out, self._cap, BATCH_FILE_MAX, self._offsets, self._lens)
             lens = list(self._lens[0:n])
             if -errno.ENOBUFS not in lens:
                 break
@@ -348,15 +352,12 @@ class ValueBatch:
         if not self._ready:
             self._blob = b"".join(os.fsencode(path) + b"\0" + keys.encode("ascii") + b"\0"
                                   for path, keys in self.specs)
-            anchors, anchor_of, rel_at = choose_anchors(self.paths)
-            self._anchors = b"".join(os.fsencode(anchor) + b"\0" for anchor in anchors)
-            self._n_anchors = len(anchors)
-            self._anchor_of = _ffi.new("int[]", anchor_of or [0])
-            self._rel_at = _ffi.new("int[]", rel_at or [0])
+            self._anchored = _Anchored(self.paths)
             self._values = _ffi.new("int64_t[]", max(1, n * VALUES_PER_FILE))
             self._status = _ffi.new("int[]", max(1, n))
             self._ready = True
-        _read_values(self._anchors, self._n_anchors, self._blob, self._anchor_of, self._rel_at, n,
+        anchored = self._anchored
+        _read_values(anchored.blob, anchored.count, self._blob, anchored.anchor_of, anchored.rel_at, n,
                      self._values, self._status)
         values = _ffi.unpack(self._values, n * VALUES_PER_FILE)
         status = _ffi.unpack(self._status, n)
@@ -365,6 +366,20 @@ class ValueBatch:
                 if code == _EFBIG:
                     status[i] = _value_into(self.specs[i], values, i)
         return values, status
+
+
+class _Anchored:
+    """choose_anchors' answer as the C readers take it."""
+
+    __slots__ = ("blob", "count", "anchor_of", "rel_at")
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        assert _ffi is not None
+        anchors, anchor_of, rel_at = choose_anchors(paths)
+        self.blob = b"".join(os.fsencode(anchor) + b"\0" for anchor in anchors)
+        self.count = len(anchors)
+        self.anchor_of = _ffi.new("int[]", anchor_of or [0])
+        self.rel_at = _ffi.new("int[]", rel_at or [0])
 
 
 def choose_anchors(paths: Sequence[str]) -> tuple[list[str], list[int], list[int]]:
