@@ -14,9 +14,11 @@ Prints, each with its floor measured in the same run:
   rounds-real  (--rounds-real) N pods x 2 containers of real cgroup dirs: the 1 s usage
                round (pods every round, a tenth of the containers), the 10 s throttling round
                and the 10 s PSI round (pods only), with the daemon's default intervals, as the
-               daemon runs them (files read in a thread, parsed in slices on the loop): the
-               round's CPU (all threads), the loop thread's share and the longest hold,
-               against the raw preads of the very files each round read on kept fds; the old
+               daemon runs them (files read in a thread, parsed in slices on the loop), steady
+               (after a round of each container turn): the round's CPU (all threads), the
+               loop thread's share, the C reader's share and the longest hold, against three
+               floors of the very files each round read: raw preads on kept fds, and
+               open + read + close (os.open/os.read/os.close; and in C, koord_read_files); the old
                design (every file of every cgroup each round, inline on kept fds: one hold,
                fds = files); the first round (every cgroup new) and rounds with 10 new pods each
   rss          RSS of this process while the collectors run over simulated minutes (fake
@@ -120,6 +122,63 @@ def raw_floor(paths: list[str], cycles: int) -> list[float]:
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def open_read_close_floor(paths: list[str], cycles: int) -> list[float]:
+    """os.open + os.read + os.close of every file per cycle: the kernel work of a round
+    that keeps no fd, plus the least Python can add."""
+    read_flags = os.O_RDONLY | os.O_CLOEXEC
+
+    def one(_: int) -> None:
+        for path in paths:
+            fd = os.open(path, read_flags)
+            os.read(fd, 16384)
+            os.close(fd)
+    return cycle_cpu_ms(one, cycles)
+
+
+def c_open_read_close_floor(paths: list[str], cycles: int, anchored: bool) -> list[float]:
+    """The same in C, one call for all (the extension's koord_read_files): the kernel's
+    part alone; ``anchored``: each file opened relative to the directory most share (a
+    shorter path walk), as the collectors' batches do."""
+    from system.file_io import BATCH_FILE_MAX, FileBatch, _Anchored, _ffi, _read_files
+
+    if _read_files is None or _ffi is None:
+        return [float("nan")]
+    batch = FileBatch(paths)
+    batch.read()  # makes the buffers
+    n = len(paths)
+    anchors = batch._anchored if anchored else _Anchored([])
+    return cycle_cpu_ms(lambda _: _read_files(anchors.blob, anchors.count, batch._blob, anchors.anchor_of,
+                                              anchors.rel_at, n, batch._out, batch._cap, BATCH_FILE_MAX,
+                                              batch._offsets, batch._lens), cycles)
+
+
+class CReaderTime:
+    """CPU seconds spent in the C batch readers (in whatever thread calls them)."""
+
+    def __init__(self) -> None:
+        import system.file_io as file_io
+
+        self.seconds = 0.0
+        self._module = file_io
+        self._saved = {name: getattr(file_io, name, None) for name in ("_read_files", "_read_values")}
+        for name, fn in self._saved.items():
+            if fn is not None:
+                setattr(file_io, name, self._timed(fn))
+
+    def _timed(self, fn: Callable) -> Callable:
+        def timed(*args: object) -> object:
+            start = time.thread_time()
+            try:
+                return fn(*args)
+            finally:
+                self.seconds += time.thread_time() - start
+        return timed
+
+    def restore(self) -> None:
+        for name, fn in self._saved.items():
+            setattr(self._module, name, fn)
 
 
 def usage_paths(ctx: CollectContext, pods: list[PodInfo]) -> list[str]:
@@ -337,6 +396,9 @@ def round_paths(ctx: CollectContext, pods: list[PodInfo], psi: bool) -> list[str
 
 
 CHURN = 10  # pods added per round in the churn rounds
+# rounds run after the first and before the measured ones: every container turn once (its
+# batches made; the churn rounds show what making them costs)
+WARM_ROUNDS = round(CONTAINER_INTERVAL)
 
 
 def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
@@ -360,24 +422,40 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
             gen2 = _Gen2()
             read: list[list[str]] = []  # the files each round read
 
-            async def one_round(collectors: list = collectors, gen2: _Gen2 = gen2,
-                                read: list[list[str]] = read) -> tuple[float, float, float, bool]:
+            c_time = CReaderTime()
+            c_ms: list[float] = []
+
+            async def one_round(collectors: list = collectors, gen2: _Gen2 = gen2, read: list[list[str]] = read,
+                                c_time: CReaderTime = c_time,
+                                c_ms: list[float] = c_ms) -> tuple[float, float, float, bool]:
                 holds = Holds()
-                cpu, collections = time.process_time(), gen2.count
+                cpu, collections, c_before = time.process_time(), gen2.count, c_time.seconds
                 read.append([])
                 for i, collector in enumerate(collectors):
                     await drive_async(_recorded(collector.round(T0 + i), read[-1]), holds)
+                c_ms.append((c_time.seconds - c_before) * 1e3)
                 return ((time.process_time() - cpu) * 1e3, holds.cpu * 1e3, holds.longest * 1e3,
                         gen2.count > collections)
 
-            first = loop.run_until_complete(one_round())  # every cgroup new: keys, paths, batches made
-            gc.callbacks.append(gen2)
             try:
-                now_ = [loop.run_until_complete(one_round()) for _ in range(rounds)]
+                first = loop.run_until_complete(one_round())  # every cgroup new: keys, paths, batches made
+                for _ in range(WARM_ROUNDS):  # each turn once: its batches made, as in a steady daemon
+                    loop.run_until_complete(one_round())
+                del read[:], c_ms[:]
+                gc.callbacks.append(gen2)
+                try:
+                    now_ = [loop.run_until_complete(one_round()) for _ in range(rounds)]
+                finally:
+                    gc.callbacks.remove(gen2)
             finally:
-                gc.callbacks.remove(gen2)
-            # floor: raw preads of the very files each measured round read, on kept fds
-            floor = statistics.median(statistics.median(raw_floor(files, 3)) for files in read[1:])
+                c_time.restore()
+            # floors, of the very files each measured round read: raw preads on kept fds; open +
+            # read + close in Python; the same in C
+            floor = statistics.median(statistics.median(raw_floor(files, 3)) for files in read)
+            orc = statistics.median(statistics.median(open_read_close_floor(files, 3)) for files in read)
+            c_orc = statistics.median(statistics.median(c_open_read_close_floor(files, 3, False)) for files in read)
+            c_near = statistics.median(statistics.median(c_open_read_close_floor(files, 3, True)) for files in read)
+            in_c = statistics.median(c_ms)
             old_paths = round_paths(ctx, pods, kind == "psi")
             total, on_loop = statistics.median(r[0] for r in now_), statistics.median(r[1] for r in now_)
             # a gen-2 collection holds the loop wherever it falls (its cost is the whole heap's)
@@ -385,12 +463,17 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
             hold, worst_clean = statistics.median(clean), max(clean)
             worst = max(r[2] for r in now_)
             before, before_first = _inline_kept_fds(ctx, pods, kind == "psi", rounds)
-            print("%-9s files %5d a round (the old design: %d) | floor (raw preads of them on kept fds) %6.2f"
-                  % (kind, statistics.median(len(files) for files in read[1:]), len(old_paths), floor))
-            print("%-9s now (batch in a thread, slices, 0 fds kept): CPU %6.2f (%.1fx floor), on the loop %6.2f, "
-                  "longest hold p50 %5.2f (%.2fx floor), max %5.2f in the %d rounds without a gen-2 GC; "
+            print("%-9s files %5d a round (the old design: %d) | floors: raw preads of them on kept fds %6.2f; "
+                  "open+read+close %6.2f in Python, %6.2f in C, %6.2f in C relative to the shared dirs"
+                  % (kind, statistics.median(len(files) for files in read), len(old_paths), floor, orc, c_orc, c_near))
+            print("%-9s now CPU %6.2f = %.1fx pread floor, %.2fx open/read/close in Python, %.2fx in C, %.2fx in C "
+                  "relative | of it in the C reader %6.2f (%.2fx the relative C floor), the rest (Python: batches, "
+                  "parsing, samples, thread handoff) %6.2f" % ("", total, total / floor, total / orc, total / c_orc,
+                                                               total / c_near, in_c, in_c / c_near, total - in_c))
+            print("%-9s now (batch in a thread, slices, 0 fds kept): on the loop %6.2f, "
+                  "longest hold p50 %5.2f (%.2fx pread floor), max %5.2f in the %d rounds without a gen-2 GC; "
                   "max %6.2f with the %d gen-2 GCs (longest %.1f)"
-                  % ("", total, total / floor, on_loop, hold, hold / floor, worst_clean, len(clean), worst,
+                  % ("", on_loop, hold, hold / floor, worst_clean, len(clean), worst,
                      gen2.count, gen2.longest))
             print("%-9s the old design (every file of every cgroup each round, inline on %d kept fds): CPU %6.2f "
                   "= one hold" % ("", len(old_paths), before))

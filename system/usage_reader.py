@@ -8,9 +8,9 @@ read with a single-key parse: a 1,000-container cycle makes ~8,000 of these read
 second, and the generic reader's per-read lookups cost more than the read.
 
 The collectors take the resolved paths (``paths``) and read them in batches
-(system.file_io.FileBatch: open + read + close, no fd kept), then parse the bytes with the
-pure ``cpu_ns_of`` / ``working_set_of`` / ``parse_throttle_counts``. The per-call methods
-below read through a kept-fd pool when one is given.
+(system.file_io.ValueBatch: open + read + close + parse in one C call, no fd kept, only
+integers back). The per-call methods below read through a kept-fd pool when one is given
+and parse with the pure ``cpu_ns_of`` / ``working_set_of`` / ``parse_throttle_counts``.
 """
 
 from __future__ import annotations

@@ -53,3 +53,19 @@ def test_real_cgroup_files_read_alike():
     if not paths:
         pytest.skip("no cgroup files here")
     assert FileBatch(paths).read() == [read_path_text(p).encode() for p in paths]
+
+
+def test_files_read_relative_to_the_directory_they_share(tmp_path: Path):
+    paths = []
+    for i in range(40):
+        pod = tmp_path / "tier" / ("pod%d" % i)
+        pod.mkdir(parents=True)
+        (pod / "cpu.pressure").write_text("some avg10=0.%02d avg60=0.00 avg300=0.00 total=%d\n" % (i, i))
+        paths.append(str(pod / "cpu.pressure"))
+    paths.append(str(tmp_path / "tier" / "gone" / "cpu.pressure"))
+    batch = FileBatch(paths)
+    assert batch.read() == [read_path_text(p).encode() for p in paths[:-1]] + [None]
+    (tmp_path / "tier").rename(tmp_path / "old")  # the shared directory replaced: read afresh
+    (tmp_path / "tier" / "pod0").mkdir(parents=True)
+    (tmp_path / "tier" / "pod0" / "cpu.pressure").write_text("new\n")
+    assert batch.read()[:2] == [b"new\n", None]

@@ -32,9 +32,8 @@ from koordlet.metricsadvisor.framework import (
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import PodInfo
-from system.errors import SystemFileError
-from system.file_io import FileBatch
-from system.usage_reader import UsagePaths, UsageReader, cpu_ns_of, inactive_of, working_set_of
+from system.file_io import VALUES_PER_FILE, ValueBatch
+from system.usage_reader import UsagePaths, UsageReader, working_set_of
 
 SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
 SYS_MEMORY = SeriesKey.of(Metric.SYS_MEMORY_USAGE_BYTES)
@@ -107,13 +106,13 @@ class PodResourceCollector(RoundCollector):
             due = self._due[phase] = turns.due(objects, cycle)
         container_stat_every = max(1, STAT_EVERY // turns.every)
         stat = [i for i in due if entries[i].stat_due(container_stat_every if objects[i][1] else STAT_EVERY)]
-        batches = (self._batches.get(dirs, ("usage", phase),
-                                     lambda: [f for i in due for f in (paths[i].cpu, paths[i].memory)]),
-                   FileBatch([paths[i].memory_stat for i in stat]))
+        batches = (self._batches.get(dirs, ("usage", phase), lambda: _usage_batch(paths, due)),
+                   self._batches.get(dirs, ("stat", phase, tuple(stat)),
+                                     lambda: ValueBatch([(paths[i].memory_stat, paths[i].inactive_key) for i in stat])))
         replies = yield batches
         assert replies is not None
-        usage = replies[0]
-        stale: set[int] = yield from _refresh_inactive(entries, paths, stat, replies[1])
+        values, status = replies[0]
+        stale: set[int] = yield from _refresh_inactive(entries, stat, replies[1])
         slices = Slices()
         samples: list[tuple[SeriesKey, float]] = []
         pods_cpu: float | None = 0.0
@@ -124,8 +123,12 @@ class PodResourceCollector(RoundCollector):
                 yield None
             entry = entries[i]
             entry.reads += 1
-            cores, memory = _sample(entry, paths[i], usage[2 * n], usage[2 * n + 1], i in stale, now, samples)
-            if memory is None:
+            cores = memory = None
+            if not (status[2 * n] or status[2 * n + 1] or i in stale or entry.inactive < 0):
+                at = 2 * VALUES_PER_FILE * n  # the object's cpu file, then its memory file
+                cpu_ns = values[at] * 1000 if paths[i].cpu_v2 else values[at]
+                cores, memory = _sample(entry, cpu_ns, values[at + VALUES_PER_FILE], now, samples)
+            else:
                 self.unreadable += 1
             if not objects[i][1]:  # a pod without a figure this tick makes the sum unknown
                 pods_cpu = None if cores is None or pods_cpu is None else pods_cpu + cores
@@ -162,34 +165,33 @@ class PodResourceCollector(RoundCollector):
         return out
 
 
-def _refresh_inactive(entries: list[_Tracked], paths: list[UsagePaths], indices: list[int],
-                      texts: list[bytes | None]) -> Generator[None, object, set[int]]:
+def _usage_batch(paths: list[UsagePaths], due: list[int]) -> ValueBatch:
+    """CPU time (v1 cpuacct.usage; v2 cpu.stat's usage_usec) and memory usage of each due object."""
+    return ValueBatch([spec for i in due for spec in ((paths[i].cpu, "usage_usec" if paths[i].cpu_v2 else ""),
+                                                      (paths[i].memory, ""))])
+
+
+def _refresh_inactive(entries: list[_Tracked], indices: list[int],
+                      reply: tuple[list[int], list[int]]) -> Generator[None, object, set[int]]:
     """Store the memory.stat figures read (in slices: all of them when every cgroup is new);
     the indices whose refresh failed (unreadable)."""
+    values, status = reply
     failed = set()
     slices = Slices()
-    for n, (i, text) in enumerate(zip(indices, texts)):
+    for n, i in enumerate(indices):
         if slices.over(n):
             yield None
-        try:
-            if text is None:
-                raise ValueError
-            entries[i].inactive = inactive_of(text, paths[i].inactive_key)
-        except (ValueError, SystemFileError):
+        if status[n]:
             failed.add(i)
+        else:
+            entries[i].inactive = values[VALUES_PER_FILE * n]
     return failed
 
 
-def _sample(entry: _Tracked, paths: UsagePaths, cpu: bytes | None, memory: bytes | None, stale: bool, now: float,
-            samples: list[tuple[SeriesKey, float]]) -> tuple[float | None, float | None]:
-    """Append one object's samples; (cores, bytes), None for what was not measured."""
-    if cpu is None or memory is None or stale or entry.inactive < 0:
-        return None, None
-    try:
-        usage_ns = cpu_ns_of(cpu, paths.cpu_v2)
-        working_set = float(working_set_of(int(memory), entry.inactive))
-    except (ValueError, SystemFileError):
-        return None, None
+def _sample(entry: _Tracked, usage_ns: int, memory: int, now: float,
+            samples: list[tuple[SeriesKey, float]]) -> tuple[float | None, float]:
+    """Append one object's samples; (cores or None before a second reading, bytes)."""
+    working_set = float(working_set_of(memory, entry.inactive))
     samples.append((entry.memory_key, working_set))
     cores = None
     if entry.last_ns >= 0:

@@ -33,6 +33,7 @@ from koordlet.metricsadvisor.framework import (
 from koordlet.statesinformer.api import StatesInformer
 from system.cgroup_readers import CgroupReader
 from system.errors import SystemFileError
+from system.file_io import FileBatch
 from system.host import Host
 from system.procfs import read_node_psi
 from system.psi import PSI_RESOURCES, PsiAverages, psi_averages
@@ -112,7 +113,7 @@ class PSICollector(RoundCollector):
             dirs = tuple(obj[2] for obj in objects)
             files: list[list[str]] = yield from sliced_map(
                 lambda d: [reader.path(_PRESSURE_FILE[resource], d) for resource in PSI_RESOURCES], dirs)
-            replies = yield (self._batches.get(dirs, "pressure", lambda: [f for group in files for f in group]),)
+            replies = yield (self._batches.get(dirs, "pressure", lambda: FileBatch([f for group in files for f in group])),)
             assert replies is not None
             slices = Slices()
             texts = replies[0]

@@ -176,3 +176,32 @@ def test_psi_values_follow_the_files_when_cgroups_share_a_text(tmp_path: Path):
     collector.collect(11.0)
     assert collector.snapshot[(pods[1].uid, "")]["cpu"] == ((12.5, 3.0, 1.0), (2.25, 1.0, 0.5))
     assert collector.snapshot[(pods[0].uid, "")]["cpu"] == same[(pods[0].uid, "")]
+
+
+def test_steady_usage_rounds_make_no_new_batch(tmp_path: Path, monkeypatch):
+    """Once every turn has run, the usage round reuses its batches (paths, anchors and C
+    arrays made once per listing), memory.stat ones included."""
+    from koordlet.metricsadvisor.collectors import pod_resource
+
+    host, states = fake_node(tmp_path, PODS[:12])
+    collector = PodResourceCollector(1.0, 10.0)
+    collector.setup(context(host, states))
+    made = []
+    real = pod_resource.ValueBatch
+    monkeypatch.setattr(pod_resource, "ValueBatch", lambda specs: made.append(len(specs)) or real(specs))
+    for second in range(20):  # each turn and each memory.stat share: twice
+        collector.collect(1000.0 + second)
+    first_pass = len(made)
+    for second in range(20, 40):
+        collector.collect(1000.0 + second)
+    assert first_pass > 0
+    assert len(made) == first_pass
+
+
+def test_batches_kept_are_bounded():
+    batches = framework.Batches()
+    dirs = ("a", "b")
+    made = [batches.get(dirs, i, lambda: object()) for i in range(framework.Batches.MAX_BATCHES + 5)]
+    assert batches.get(dirs, 0, lambda: "new") == "new"  # the oldest were dropped
+    assert batches.get(dirs, 0, lambda: "newer") == "new"
+    assert len(made) == framework.Batches.MAX_BATCHES + 5
