@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from system.file_io import DEFAULT_FD_CAP, FileBatch, KeptFdPool, fd_budget, read_path_text, write_path_text
+from system.file_io import DEFAULT_FD_CAP, KeptFdPool, fd_budget, read_files_once, read_path_text, write_path_text
 
 
 class CgroupFileIO(Protocol):
@@ -64,10 +64,9 @@ class KernelFileIO:
 
 
 def read_batch(paths: Sequence[str]) -> list[str | None]:
-    """open + read + close of each file in one call of the C batch reader (file by file
-    without it): 4,000 cgroup files in ~39 ms here, against ~52 ms through the kept-fd
-    pool, whose 512 fds would churn (bench/runtime_hooks.py)."""
-    return [None if data is None else data.decode("ascii", "replace").strip() for data in FileBatch(paths).read()]
+    """open + read + close of each file in one call of the C reader (file by file without
+    it), no fd kept: the kept-fd pool's 512 fds would churn on the reconciler's thousands."""
+    return [None if data is None else data.decode("ascii", "replace").strip() for data in read_files_once(paths)]
 
 
 def default_max_open(cap: int = DEFAULT_FD_CAP) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import resource
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 
@@ -285,17 +286,71 @@ class FileBatch:
             if -errno.ENOBUFS not in lens:
                 break
             self._grow(self._cap * 2)
-        offsets = list(self._offsets[0:n])
-        data = _ffi.buffer(self._out, offsets[-1] + max(0, lens[-1]) if n else 0)[:]
-        out: list[bytes | None] = []
-        for path, offset, length in zip(self.paths, offsets, lens):
-            if length < 0:
-                out.append(None)
-            elif length == BATCH_FILE_MAX:
-                out.append(_read_or_none(path))
-            else:
-                out.append(data[offset:offset + length])
-        return out
+        return _split(self.paths, self._out, list(self._offsets[0:n]), lens)
+
+
+class _Scratch(threading.local):
+    """One thread's buffers for read_files_once, grown as needed and kept."""
+
+    def __init__(self) -> None:
+        self.size = self.cap = 0
+
+    def fit(self, n: int) -> None:
+        assert _ffi is not None
+        if n > self.size:
+            self.size = max(n, 2 * self.size)
+            self.unused = _ffi.new("int[]", self.size)  # anchor_of / rel_at: no anchors
+            self.offsets = _ffi.new("long[]", self.size)
+            self.lens = _ffi.new("int[]", self.size)
+        if self.cap < n * 64 + BATCH_FILE_MAX:
+            self.grow(n * 64 + BATCH_FILE_MAX)
+
+    def grow(self, cap: int) -> None:
+        assert _ffi is not None
+        self.cap = cap
+        self.out = _ffi.new("char[]", cap)
+
+
+_SCRATCH = _Scratch()
+
+
+def read_files_once(paths: Sequence[str]) -> list[bytes | None]:
+    """Each file's bytes (None where it could not be read): open + read + close in one C
+    call, whole paths, the calling thread's buffers reused. For a few dozen files read now
+    and then (the reconciler's drift check), where a FileBatch's setup (anchors, buffers of
+    its own) costs more than it saves."""
+    if _read_files is None:
+        return [_read_or_none(path) for path in paths]
+    n = len(paths)
+    if not n:
+        return []
+    blob = b"".join(os.fsencode(path) + b"\0" for path in paths)
+    scratch = _SCRATCH
+    scratch.fit(n)
+    while True:
+        _read_files(b"", 0, blob, scratch.unused, scratch.unused, n, scratch.out, scratch.cap, BATCH_FILE_MAX,
+                    scratch.offsets, scratch.lens)
+        lens = list(scratch.lens[0:n])
+        if -errno.ENOBUFS not in lens:
+            break
+        scratch.grow(scratch.cap * 2)
+    return _split(paths, scratch.out, list(scratch.offsets[0:n]), lens)
+
+
+def _split(paths: Sequence[str], buffer: object, offsets: list[int], lens: list[int]) -> list[bytes | None]:
+    """The C reader's output cut per file: None where it failed, a file that filled its
+    BATCH_FILE_MAX bytes read again whole."""
+    assert _ffi is not None
+    data = _ffi.buffer(buffer, offsets[-1] + max(0, lens[-1]) if offsets else 0)[:]
+    out: list[bytes | None] = []
+    for path, offset, length in zip(paths, offsets, lens):
+        if length < 0:
+            out.append(None)
+        elif length == BATCH_FILE_MAX:
+            out.append(_read_or_none(path))
+        else:
+            out.append(data[offset:offset + length])
+    return out
 
 
 def _read_or_none(path: str) -> bytes | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from system.file_io import BATCH_FILE_MAX, FileBatch, read_path_text
+from system.file_io import BATCH_FILE_MAX, FileBatch, read_files_once, read_path_text
 
 
 def files(tmp_path: Path) -> list[str]:
@@ -69,3 +69,16 @@ def test_files_read_relative_to_the_directory_they_share(tmp_path: Path):
     (tmp_path / "tier" / "pod0").mkdir(parents=True)
     (tmp_path / "tier" / "pod0" / "cpu.pressure").write_text("new\n")
     assert batch.read()[:2] == [b"new\n", None]
+
+
+def test_read_files_once_reads_what_a_batch_reads_and_grows_its_buffers(tmp_path: Path):
+    paths = files(tmp_path) + [str(tmp_path / "gone")]
+    for name in ("a", "b", "c"):  # 600 bytes ahead of the last file: past the first buffer's room
+        (tmp_path / name).write_text(name * 300)
+        paths.append(str(tmp_path / name))
+    before = len(os.listdir("/proc/self/fd"))
+    expected = FileBatch(paths, native=False).read()
+    assert read_files_once(paths) == expected and expected[4] is None and expected[-1] == b"c" * 300
+    assert read_files_once(paths[:2]) == expected[:2]  # the grown buffers serve a smaller call
+    assert read_files_once([]) == []
+    assert len(os.listdir("/proc/self/fd")) == before
