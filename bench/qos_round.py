@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import logging
+import pstats
 import statistics
 import tempfile
 import time
@@ -100,6 +102,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the N costliest calls (cProfile, cumulative) of the measured rounds")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with tempfile.TemporaryDirectory(prefix="qos-round-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None) \
@@ -115,10 +119,18 @@ def main() -> None:
             for _ in range(10):  # the BE cpuset grows by at most 10 % of the CPUs a round
                 await manager.run_round()
             cpu: list[float] = []
+            profiler = cProfile.Profile() if args.profile else None
             for _ in range(args.rounds):
                 start = time.process_time()
+                if profiler is not None:
+                    profiler.enable()
                 await manager.run_round()
+                if profiler is not None:
+                    profiler.disable()
                 cpu.append((time.process_time() - start) * 1000)
+            if profiler is not None:
+                pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
+                pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile)
             return cpu
 
         per_round = asyncio.run(rounds())
