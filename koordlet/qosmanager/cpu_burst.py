@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import structlog
 
@@ -50,6 +51,11 @@ def container_limit_milli(container: ContainerInfo) -> int:
     return 0
 
 
+def limited(cfg: CPUBurstStrategy) -> bool:
+    """Whether quota scaling under these settings goes through the token bucket."""
+    return cfg.cfs_quota_burst_period_seconds >= 0 and cfg.cfs_quota_burst_percent >= 100
+
+
 @dataclass(frozen=True, slots=True)
 class Scalable:
     """A running container whose quota the strategy may scale, with its pod's settings."""
@@ -59,6 +65,9 @@ class Scalable:
     cfg: CPUBurstStrategy
     base: int  # its quota at its CPU limit, microseconds a period
     limit_cores: float
+    id: str  # the container's
+    scales: bool  # its settings scale quotas (cfg.policy.cfs_quota_burst)
+    limited: bool  # through a token bucket
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +85,7 @@ class BurstPlan:
     state_pods: tuple[str, ...]  # LSR pods (and BE pods) whose usage the node's state subtracts
     be_pods: tuple[str, ...]
     all_limited: bool  # every container's settings run its token bucket (so each round touches it)
+    any_limited: bool  # some container's do (only token buckets read CPU usage)
 
 
 @dataclass(slots=True)
@@ -154,27 +164,28 @@ class CPUBurst:
                 limit = container_limit_milli(container)
                 base = limit * CFS_PERIOD_US // 1000
                 if base > 0 and container.cgroup_dir:
-                    containers.append(Scalable(pod, container, pod_cfg, base, limit / 1000))
+                    containers.append(Scalable(pod, container, pod_cfg, base, limit / 1000, container.id,
+                                               pod_cfg.policy.cfs_quota_burst, limited(pod_cfg)))
         plan = self.plan = BurstPlan(
             all_pods, cfg, tuple(containers),
             tuple(SeriesKey(Metric.CONTAINER_CPU_THROTTLED_RATIO, c.pod.uid, c.container.id) for c in containers),
             tuple(SeriesKey(Metric.CONTAINER_CPU_USAGE_CORES, c.pod.uid, c.container.id) for c in containers),
             frozenset(running), lsr_request, tuple(state_pods), tuple(be_pods),
-            all(c.cfg.cfs_quota_burst_period_seconds >= 0 and c.cfg.cfs_quota_burst_percent >= 100
-                for c in containers))
+            all(c.limited for c in containers), any(c.limited for c in containers))
         return plan
 
     def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, plan: BurstPlan, now: float,
                       quotas: QuotaReads) -> None:
         usage = ctx.usage()
         throttled_all = usage.last_of(plan.throttled_keys, usage.container_max_age)
-        used_all = usage.last_of(plan.usage_keys, usage.container_max_age)
+        used_all = usage.last_of(plan.usage_keys, usage.container_max_age) if plan.any_limited else repeat(None)
         seen, scaled = self.seen, self.scaled
         state = None
         for entry, throttled, used in zip(plan.containers, throttled_all, used_all):
-            allowed = self._allowed(entry, now, used)
-            if entry.container.id in seen and entry.container.id not in scaled and \
-                    not (entry.cfg.policy.cfs_quota_burst and allowed and throttled is not None and throttled > 0):
+            allowed = self._allowed(entry, now, used) if entry.limited else \
+                entry.cfg.cfs_quota_burst_period_seconds < 0
+            if not (entry.scales and allowed and throttled is not None and throttled > 0) and \
+                    entry.id in seen and entry.id not in scaled:
                 continue  # it sits at its base quota and would not scale up: nothing to do, whatever the node
             if state is None:
                 state = self.node_state(ctx, cfg, plan)
