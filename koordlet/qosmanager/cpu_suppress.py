@@ -76,8 +76,8 @@ class PodFacts:
     pods: tuple[PodInfo, ...]
     node: NodeInfo
     topology: CpuTopology | None
-    usage_keys: tuple[SeriesKey, ...]  # every pod's CPU usage series, in `pods` order
-    is_be: tuple[bool, ...]  # whether that pod is of the BE class (else it counts as LS)
+    ls_usage: tuple[SeriesKey, ...]  # CPU usage series of the pods not of the BE class (counted as LS)
+    be_usage: tuple[SeriesKey, ...]  # of the BE class's
     be_tier: list[PodInfo]  # pods whose cgroup is under the BE tier
     cpus: int  # the node's CPUs
     lsr_pool: list[CpuInfo]  # CPUs bound to LSR pods
@@ -102,8 +102,10 @@ def pod_facts(ctx: QoSContext, known: PodFacts | None = None) -> PodFacts:
     cpus = node_cpus(ctx)
     return PodFacts(
         pods, node, ctx.topology,
-        usage_keys=tuple(SeriesKey(Metric.POD_CPU_USAGE_CORES, pod.uid) for pod in pods),
-        is_be=tuple(pod.qos.effective is KoordQoSClass.BE for pod in pods),
+        ls_usage=tuple(SeriesKey(Metric.POD_CPU_USAGE_CORES, pod.uid) for pod in pods
+                       if pod.qos.effective is not KoordQoSClass.BE),
+        be_usage=tuple(SeriesKey(Metric.POD_CPU_USAGE_CORES, pod.uid) for pod in pods
+                       if pod.qos.effective is KoordQoSClass.BE),
         be_tier=[pod for pod in pods if pod.cgroup_parent.startswith(below)],
         cpus=len(cpus),
         lsr_pool=[i for i in cpus if owner.get(i.cpu) is KoordQoSClass.LSR],
@@ -180,15 +182,10 @@ class CPUSuppress:
         facts = self.facts = pod_facts(ctx, self.facts)
         # Pods the informer does not know are left out: their usage then counts as system
         # usage instead of LS usage, which takes the same CPUs from the BE budget.
-        all_used = be_used = 0
-        for value, is_be in zip(usage.last_of(facts.usage_keys, usage.max_age), facts.is_be):
-            if value is not None:
-                milli = int(value * 1000)
-                all_used += milli
-                if is_be:
-                    be_used += milli
+        ls_used = sum(int(v * 1000) for v in usage.last_of(facts.ls_usage, usage.max_age) if v is not None)
+        be_used = sum(int(v * 1000) for v in usage.last_of(facts.be_usage, usage.max_age) if v is not None)
         budget = be_suppress_budget_of(allocatable, strategy.cpu_suppress_threshold_percent,
-                                       int(node_used * 1000), all_used, all_used - be_used)
+                                       int(node_used * 1000), ls_used + be_used, ls_used)
         ctx.metrics.be_suppress_ls_used_cpu_cores.labels(node=ctx.metrics.node).set(
             budget.ls_used_milli / 1000)
         ctx.metrics.be_suppress_be_used_cpu_cores.labels(node=ctx.metrics.node).set(be_used / 1000)
