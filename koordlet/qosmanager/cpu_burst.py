@@ -82,8 +82,9 @@ class BurstPlan:
     usage_keys: tuple[SeriesKey, ...]
     running: frozenset[str]  # ids of the running containers of burstable pods
     lsr_request_cores: float
-    state_pods: tuple[str, ...]  # LSR pods (and BE pods) whose usage the node's state subtracts
-    be_pods: tuple[str, ...]
+    # (uid, is BE) of the LSR and BE pods, in pod order: whose usage the node's state subtracts
+    # (BE pods' only when the BE tier's own series is missing)
+    state_pods: tuple[tuple[str, bool], ...]
     all_limited: bool  # every container's settings run its token bucket (so each round touches it)
     any_limited: bool  # some container's do (only token buckets read CPU usage)
 
@@ -148,14 +149,14 @@ class CPUBurst:
         if plan is not None and plan.pods is all_pods and (plan.cfg is cfg or plan.cfg == cfg):
             return plan
         containers, running = [], set()
-        lsr_request, state_pods, be_pods = 0.0, [], []
+        lsr_request, state_pods = 0.0, []
         for pod in all_pods:
             cls = pod.qos.effective
             if cls is KoordQoSClass.LSR:
                 lsr_request += sum((c.spec.requests.get("cpu", 0) if c.spec else 0) for c in pod.containers) / 1000
-                state_pods.append(pod.uid)
+                state_pods.append((pod.uid, False))
             elif cls is KoordQoSClass.BE:
-                be_pods.append(pod.uid)
+                state_pods.append((pod.uid, True))
             if cls not in BURSTABLE or not pod.running_containers:
                 continue
             pod_cfg = self.settings_for(cfg, pod)
@@ -170,7 +171,7 @@ class CPUBurst:
             all_pods, cfg, tuple(containers),
             tuple(SeriesKey(Metric.CONTAINER_CPU_THROTTLED_RATIO, c.pod.uid, c.container.id) for c in containers),
             tuple(SeriesKey(Metric.CONTAINER_CPU_USAGE_CORES, c.pod.uid, c.container.id) for c in containers),
-            frozenset(running), lsr_request, tuple(state_pods), tuple(be_pods),
+            frozenset(running), lsr_request, tuple(state_pods),
             all(c.limited for c in containers), any(c.limited for c in containers))
         return plan
 
@@ -206,7 +207,9 @@ class CPUBurst:
             ctx.states.node().capacity.get("cpu", 0) // 1000
         be_total = usage.average(Metric.BE_CPU_USAGE_CORES, STATE_WINDOW)  # one series instead of every BE pod
         lsr_be_used = be_total[0] if be_total else 0.0
-        for uid in plan.state_pods if be_total is not None else plan.state_pods + plan.be_pods:
+        for uid, is_be in plan.state_pods:
+            if is_be and be_total is not None:
+                continue
             used = usage.average(Metric.POD_CPU_USAGE_CORES, STATE_WINDOW, uid)
             lsr_be_used += used[0] if used else 0.0
         return node_burst_state(cpus, node_used[0], plan.lsr_request_cores, lsr_be_used,
