@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import structlog
 
 from koordlet.apis.qos import KoordQoSClass
-from koordlet.metriccache.api import Metric
+from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.qosmanager.cpu_burst_policy import (
     CFS_PERIOD_US,
     BurstLimiter,
@@ -50,6 +51,44 @@ def container_limit_milli(container: ContainerInfo) -> int:
     return 0
 
 
+def limited(cfg: CPUBurstStrategy) -> bool:
+    """Whether quota scaling under these settings goes through the token bucket."""
+    return cfg.cfs_quota_burst_period_seconds >= 0 and cfg.cfs_quota_burst_percent >= 100
+
+
+@dataclass(frozen=True, slots=True)
+class Scalable:
+    """A running container whose quota the strategy may scale, with its pod's settings."""
+
+    pod: PodInfo
+    container: ContainerInfo
+    cfg: CPUBurstStrategy
+    base: int  # its quota at its CPU limit, microseconds a period
+    limit_cores: float
+    id: str  # the container's
+    scales: bool  # its settings scale quotas (cfg.policy.cfs_quota_burst)
+    limited: bool  # through a token bucket
+
+
+@dataclass(frozen=True, slots=True)
+class BurstPlan:
+    """What quota scaling derives from the pod set and the settings, built again only when
+    either changes: a round then reads usage in bulk and walks this instead of every pod."""
+
+    pods: tuple[PodInfo, ...]
+    cfg: CPUBurstStrategy
+    containers: tuple[Scalable, ...]
+    throttled_keys: tuple[SeriesKey, ...]  # in `containers` order
+    usage_keys: tuple[SeriesKey, ...]
+    running: frozenset[str]  # ids of the running containers of burstable pods
+    lsr_request_cores: float
+    # (uid, is BE) of the LSR and BE pods, in pod order: whose usage the node's state subtracts
+    # (BE pods' only when the BE tier's own series is missing)
+    state_pods: tuple[tuple[str, bool], ...]
+    all_limited: bool  # every container's settings run its token bucket (so each round touches it)
+    any_limited: bool  # some container's do (only token buckets read CPU usage)
+
+
 @dataclass(slots=True)
 class CPUBurst:
     interval: float = 1.0
@@ -63,6 +102,7 @@ class CPUBurst:
     # uid -> (annotation text, node settings, the pod's settings)
     pod_settings: dict[str, tuple[str | None, CPUBurstStrategy, CPUBurstStrategy]] = field(default_factory=dict)
     rng: random.Random = field(default_factory=random.Random)  # token buckets start at a random fill
+    plan: BurstPlan | None = None
 
     def settings_for(self, node_cfg: CPUBurstStrategy, pod: PodInfo) -> CPUBurstStrategy:
         """The node's settings, or the pod's koordinator.sh/cpuBurst override (parsed once per text)."""
@@ -100,28 +140,65 @@ class CPUBurst:
                 log.info("cpu_burst_set", writes=result.writes, policy=cfg.policy.value,
                          cpu_burst_percent=cfg.cpu_burst_percent, reason="cpuBurstStrategy")
         if cfg.policy.cfs_quota_burst or self.scaled or not self.seen or self.pod_settings:
-            self._scale_quotas(ctx, cfg, all_pods, now, quotas)
+            self._scale_quotas(ctx, cfg, self._plan(cfg, all_pods), now, quotas)
         if full:
             ctx.metrics.forget_containers({c.id for p in all_pods for c in p.containers})
 
-    def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, all_pods: tuple[PodInfo, ...], now: float,
-                      quotas: QuotaReads) -> None:
-        running = [(p, p.running_containers) for p in all_pods if p.qos.effective in BURSTABLE]
-        pods = [p for p, containers in running if containers]
-        state = self.node_state(ctx, cfg, all_pods)
-        usage = ctx.usage()
-        for pod, containers in running:
+    def _plan(self, cfg: CPUBurstStrategy, all_pods: tuple[PodInfo, ...]) -> BurstPlan:
+        plan = self.plan
+        if plan is not None and plan.pods is all_pods and (plan.cfg is cfg or plan.cfg == cfg):
+            return plan
+        containers, running = [], set()
+        lsr_request, state_pods = 0.0, []
+        for pod in all_pods:
+            cls = pod.qos.effective
+            if cls is KoordQoSClass.LSR:
+                lsr_request += sum((c.spec.requests.get("cpu", 0) if c.spec else 0) for c in pod.containers) / 1000
+                state_pods.append((pod.uid, False))
+            elif cls is KoordQoSClass.BE:
+                state_pods.append((pod.uid, True))
+            if cls not in BURSTABLE or not pod.running_containers:
+                continue
             pod_cfg = self.settings_for(cfg, pod)
-            for container in containers:
-                self._scale_quota(ctx, pod_cfg, pod, container, state, now, usage, quotas)
-        for key in [k for k, limiter in self.limiters.items() if limiter.expired(now)]:
-            del self.limiters[key]
-        if len(self.seen) > 4 * max(1, sum(len(p.running_containers) for p in pods)):
-            live = {c.id for p in pods for c in p.running_containers}
-            self.seen &= live
-            self.scaled &= live
+            for container in pod.running_containers:
+                running.add(container.id)
+                limit = container_limit_milli(container)
+                base = limit * CFS_PERIOD_US // 1000
+                if base > 0 and container.cgroup_dir:
+                    containers.append(Scalable(pod, container, pod_cfg, base, limit / 1000, container.id,
+                                               pod_cfg.policy.cfs_quota_burst, limited(pod_cfg)))
+        plan = self.plan = BurstPlan(
+            all_pods, cfg, tuple(containers),
+            tuple(SeriesKey(Metric.CONTAINER_CPU_THROTTLED_RATIO, c.pod.uid, c.container.id) for c in containers),
+            tuple(SeriesKey(Metric.CONTAINER_CPU_USAGE_CORES, c.pod.uid, c.container.id) for c in containers),
+            frozenset(running), lsr_request, tuple(state_pods),
+            all(c.limited for c in containers), any(c.limited for c in containers))
+        return plan
 
-    def node_state(self, ctx: QoSContext, cfg: CPUBurstStrategy, pods: tuple[PodInfo, ...]) -> NodeBurstState:
+    def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, plan: BurstPlan, now: float,
+                      quotas: QuotaReads) -> None:
+        usage = ctx.usage()
+        throttled_all = usage.last_of(plan.throttled_keys, usage.container_max_age)
+        used_all = usage.last_of(plan.usage_keys, usage.container_max_age) if plan.any_limited else repeat(None)
+        seen, scaled = self.seen, self.scaled
+        state = None
+        for entry, throttled, used in zip(plan.containers, throttled_all, used_all):
+            allowed = self._allowed(entry, now, used) if entry.limited else \
+                entry.cfg.cfs_quota_burst_period_seconds < 0
+            if not (entry.scales and allowed and throttled is not None and throttled > 0) and \
+                    entry.id in seen and entry.id not in scaled:
+                continue  # it sits at its base quota and would not scale up: nothing to do, whatever the node
+            if state is None:
+                state = self.node_state(ctx, cfg, plan)
+            self._scale_quota(ctx, entry, state, now, throttled, allowed, quotas)
+        if len(self.limiters) > len(plan.containers) or not plan.all_limited:  # else each was just touched
+            for key in [k for k, limiter in self.limiters.items() if limiter.expired(now)]:
+                del self.limiters[key]
+        if len(seen) > 4 * max(1, len(plan.running)):
+            seen &= plan.running
+            scaled &= plan.running
+
+    def node_state(self, ctx: QoSContext, cfg: CPUBurstStrategy, plan: BurstPlan) -> NodeBurstState:
         usage = ctx.usage()
         node_used = usage.average(Metric.NODE_CPU_USAGE_CORES, STATE_WINDOW)
         if node_used is None:
@@ -129,15 +206,14 @@ class CPUBurst:
         cpus = len(ctx.topology.cpus) if ctx.topology is not None else \
             ctx.states.node().capacity.get("cpu", 0) // 1000
         be_total = usage.average(Metric.BE_CPU_USAGE_CORES, STATE_WINDOW)  # one series instead of every BE pod
-        lsr_request, lsr_be_used = 0.0, be_total[0] if be_total else 0.0
-        for pod in pods:
-            cls = pod.qos.effective
-            if cls is KoordQoSClass.LSR:
-                lsr_request += sum((c.spec.requests.get("cpu", 0) if c.spec else 0) for c in pod.containers) / 1000
-            if cls is KoordQoSClass.LSR or cls is KoordQoSClass.BE and be_total is None:
-                used = usage.average(Metric.POD_CPU_USAGE_CORES, STATE_WINDOW, pod.uid)
-                lsr_be_used += used[0] if used else 0.0
-        return node_burst_state(cpus, node_used[0], lsr_request, lsr_be_used, cfg.share_pool_threshold_percent)
+        lsr_be_used = be_total[0] if be_total else 0.0
+        for uid, is_be in plan.state_pods:
+            if is_be and be_total is not None:
+                continue
+            used = usage.average(Metric.POD_CPU_USAGE_CORES, STATE_WINDOW, uid)
+            lsr_be_used += used[0] if used else 0.0
+        return node_burst_state(cpus, node_used[0], plan.lsr_request_cores, lsr_be_used,
+                                cfg.share_pool_threshold_percent)
 
     def _burst_updaters(self, ctx: QoSContext, cfg: CPUBurstStrategy, pod: PodInfo,
                         quotas: QuotaReads) -> list:
@@ -156,30 +232,26 @@ class CPUBurst:
                                         within_quota(pod_total, quotas.get(pod.cgroup_parent))))
         return updaters
 
-    def _allowed(self, cfg: CPUBurstStrategy, container: ContainerInfo, now: float, usage) -> bool:
+    def _allowed(self, entry: Scalable, now: float, used: float | None) -> bool:
+        cfg = entry.cfg
         if cfg.cfs_quota_burst_period_seconds < 0:
             return True
         if cfg.cfs_quota_burst_percent < 100:
             return False
-        limit = container_limit_milli(container) / 1000
-        used = usage.last(Metric.CONTAINER_CPU_USAGE_CORES, container.pod_uid, container.id)
+        limit = entry.limit_cores
         used = limit if used is None else used
-        limiter = self.limiters.get(container.id)
+        limiter = self.limiters.get(entry.container.id)
         capacity = cfg.cfs_quota_burst_period_seconds * (cfg.cfs_quota_burst_percent - 100)
         if limiter is None or limiter.capacity != capacity:
             limiter = BurstLimiter.new(cfg.cfs_quota_burst_period_seconds, cfg.cfs_quota_burst_percent,
                                        now, self.rng)
-            self.limiters[container.id] = limiter
+            self.limiters[entry.container.id] = limiter
         return limiter.allow(now, int(used / limit * 100) if limit > 0 else 0)
 
-    def _scale_quota(self, ctx: QoSContext, cfg: CPUBurstStrategy, pod: PodInfo, container: ContainerInfo,
-                     state: NodeBurstState, now: float, usage, quotas: QuotaReads) -> None:
-        base = container_limit_milli(container) * CFS_PERIOD_US // 1000
-        if base <= 0 or not container.cgroup_dir:
-            return
-        throttled = usage.last(Metric.CONTAINER_CPU_THROTTLED_RATIO, container.pod_uid, container.id)
-        wanted = container_operation(cfg.policy.cfs_quota_burst, self._allowed(cfg, container, now, usage),
-                                     throttled)
+    def _scale_quota(self, ctx: QoSContext, entry: Scalable, state: NodeBurstState, now: float,
+                     throttled: float | None, allowed: bool, quotas: QuotaReads) -> None:
+        pod, container, cfg, base = entry.pod, entry.container, entry.cfg, entry.base
+        wanted = container_operation(cfg.policy.cfs_quota_burst, allowed, throttled)
         operation = adjust_by_node(state, wanted)
         first_look = container.id not in self.seen  # after a restart a quota may still be scaled
         self.seen.add(container.id)

@@ -20,7 +20,7 @@ import structlog
 from koordlet.apis import keys
 from koordlet.apis.annotations import AnnotationError, resource_status_cpuset
 from koordlet.apis.qos import KoordQoSClass
-from koordlet.metriccache.api import Metric
+from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.ports.be_suppress import BESuppress, quota_under_tier
 from koordlet.qosmanager.cpu_suppress_policy import (
     BE_MIN_QUOTA_US,
@@ -28,7 +28,7 @@ from koordlet.qosmanager.cpu_suppress_policy import (
     UNLIMITED_QUOTA,
     be_cfs_quota,
     be_cpuset_size,
-    be_suppress_budget,
+    be_suppress_budget_of,
     pick_cpus,
     split_between_pools,
 )
@@ -39,7 +39,7 @@ from koordlet.statesinformer.model import ContainerInfo, NodeInfo, PodInfo
 from koordlet.util.steps import PODS_PER_STEP
 from resourceexecutor import Outcome, Updater
 from system.errors import Gone, SystemFileError
-from system.topology import CpuInfo
+from system.topology import CpuInfo, CpuTopology
 
 log = structlog.get_logger(__name__)
 
@@ -64,8 +64,53 @@ def node_cpus(ctx: QoSContext) -> list[CpuInfo]:
 
 def be_pods(ctx: QoSContext) -> list[PodInfo]:
     """The pods whose cgroup is under the BE tier: what the tier's cpuset and quota hold."""
+    return pod_facts(ctx).be_tier
+
+
+@dataclass(frozen=True, slots=True)
+class PodFacts:
+    """What suppress derives from the pod set and the node, built again only when one of
+    them changes (the informer hands out the same pods tuple until then): a round then
+    reads usage and decides without walking pods."""
+
+    pods: tuple[PodInfo, ...]
+    node: NodeInfo
+    topology: CpuTopology | None
+    ls_usage: tuple[SeriesKey, ...]  # CPU usage series of the pods not of the BE class (counted as LS)
+    be_usage: tuple[SeriesKey, ...]  # of the BE class's
+    be_tier: list[PodInfo]  # pods whose cgroup is under the BE tier
+    cpus: int  # the node's CPUs
+    lsr_pool: list[CpuInfo]  # CPUs bound to LSR pods
+    ls_pool: list[CpuInfo]  # CPUs no LSE or LSR pod is bound to
+    unsuppressed: frozenset[int]  # every CPU but those of LSE pods: the BE cpuset when nothing is suppressed
+
+
+def pod_facts(ctx: QoSContext, known: PodFacts | None = None) -> PodFacts:
+    pods, node = ctx.states.pods(), ctx.states.node()
+    if known is not None and known.pods is pods and known.node is node and known.topology is ctx.topology:
+        return known
     below = ctx.dirs.besteffort + "/"
-    return [pod for pod in ctx.states.pods() if pod.cgroup_parent.startswith(below)]
+    owner: dict[int, KoordQoSClass] = {}
+    lse: set[int] = set()
+    for pod in pods:
+        if pod.qos.effective in (KoordQoSClass.LSE, KoordQoSClass.LSR):
+            bound = pod_cpuset(pod)
+            for cpu in bound:
+                owner[cpu] = pod.qos.effective
+            if pod.qos.effective is KoordQoSClass.LSE:
+                lse |= bound
+    cpus = node_cpus(ctx)
+    return PodFacts(
+        pods, node, ctx.topology,
+        ls_usage=tuple(SeriesKey(Metric.POD_CPU_USAGE_CORES, pod.uid) for pod in pods
+                       if pod.qos.effective is not KoordQoSClass.BE),
+        be_usage=tuple(SeriesKey(Metric.POD_CPU_USAGE_CORES, pod.uid) for pod in pods
+                       if pod.qos.effective is KoordQoSClass.BE),
+        be_tier=[pod for pod in pods if pod.cgroup_parent.startswith(below)],
+        cpus=len(cpus),
+        lsr_pool=[i for i in cpus if owner.get(i.cpu) is KoordQoSClass.LSR],
+        ls_pool=[i for i in cpus if i.cpu not in owner],
+        unsuppressed=frozenset(i.cpu for i in cpus if i.cpu not in lse))
 
 
 def own_quota(container: ContainerInfo) -> int:
@@ -111,6 +156,8 @@ class CPUSuppress:
     last_cpus: frozenset[int] = frozenset()
     tier_absent: bool = False
     nothing_known: bool = False
+    facts: PodFacts | None = None
+    _last_pick: tuple[PodFacts, int, int, frozenset[int]] | None = None
 
     async def run(self, ctx: QoSContext) -> None:
         node = ctx.states.node()
@@ -132,22 +179,16 @@ class CPUSuppress:
         if node_used is None:
             log.debug("cpu_suppress_skipped", reason="no recent node CPU usage")
             return
+        facts = self.facts = pod_facts(ctx, self.facts)
         # Pods the informer does not know are left out: their usage then counts as system
         # usage instead of LS usage, which takes the same CPUs from the BE budget.
-        pod_used: dict[str, int] = {}
-        be_uids = []
-        for p in pods:
-            value = usage.last(Metric.POD_CPU_USAGE_CORES, p.uid)
-            if value is not None:
-                pod_used[p.uid] = int(value * 1000)
-            if p.qos.effective is KoordQoSClass.BE:
-                be_uids.append(p.uid)
-        budget = be_suppress_budget(allocatable, strategy.cpu_suppress_threshold_percent,
-                                    int(node_used * 1000), pod_used, be_uids)
+        ls_used = sum(int(v * 1000) for v in usage.last_of(facts.ls_usage, usage.max_age) if v is not None)
+        be_used = sum(int(v * 1000) for v in usage.last_of(facts.be_usage, usage.max_age) if v is not None)
+        budget = be_suppress_budget_of(allocatable, strategy.cpu_suppress_threshold_percent,
+                                       int(node_used * 1000), ls_used + be_used, ls_used)
         ctx.metrics.be_suppress_ls_used_cpu_cores.labels(node=ctx.metrics.node).set(
             budget.ls_used_milli / 1000)
-        ctx.metrics.be_suppress_be_used_cpu_cores.labels(node=ctx.metrics.node).set(
-            sum(pod_used.get(uid, 0) for uid in be_uids) / 1000)
+        ctx.metrics.be_suppress_be_used_cpu_cores.labels(node=ctx.metrics.node).set(be_used / 1000)
         log.debug("cpu_suppress_budget", be_milli=budget.be_milli, threshold_milli=budget.threshold_milli,
                   ls_used_milli=budget.ls_used_milli, system_used_milli=budget.system_used_milli)
         if strategy.cpu_suppress_policy is CPUSuppressPolicy.CFS_QUOTA:
@@ -228,16 +269,6 @@ class CPUSuppress:
 
     # ---------------------------------------------------------------- cpuset
 
-    def _pools(self, ctx: QoSContext) -> tuple[list[CpuInfo], list[CpuInfo]]:
-        owner: dict[int, KoordQoSClass] = {}
-        for pod in ctx.states.pods():
-            if pod.qos.effective in (KoordQoSClass.LSE, KoordQoSClass.LSR):
-                for cpu in pod_cpuset(pod):
-                    owner[cpu] = pod.qos.effective
-        lsr = [i for i in node_cpus(ctx) if owner.get(i.cpu) is KoordQoSClass.LSR]
-        ls = [i for i in node_cpus(ctx) if i.cpu not in owner]
-        return lsr, ls
-
     async def by_cpuset(self, ctx: QoSContext, be_milli: int) -> None:
         be_dir = ctx.dirs.besteffort
         if not ctx.reader.files.exists(be_dir, "cpuset"):
@@ -250,35 +281,36 @@ class CPUSuppress:
         except SystemFileError as exc:
             log.warning("cpu_suppress_skipped", reason="cannot read BE cpuset", error=str(exc))
             return
-        lsr, ls = self._pools(ctx)
-        size = be_cpuset_size(be_milli, current, len(node_cpus(ctx)))
+        facts = self.facts = pod_facts(ctx, self.facts)
+        lsr, ls = facts.lsr_pool, facts.ls_pool
+        size = be_cpuset_size(be_milli, current, facts.cpus)
         from_lsr, from_ls = split_between_pools(size, len(lsr), len(ls))
-        cpus = frozenset(pick_cpus(from_lsr, lsr) + pick_cpus(from_ls, ls))
+        cpus = self._picked(from_lsr, from_ls, facts)
         self.in_force[CPUSuppressPolicy.CPUSET] = True
         if not cpus:
             log.warning("cpu_suppress_skipped", reason="not enough CPUs in the pools", wanted=size)
             return
         self.last_cpus = cpus
         # the same CPUs as last round: only new or changed BE pods need writing (all of them each minute)
-        pods, full = self.changes.select(be_pods(ctx), ctx.clock(), (cpus, static))
+        pods, full = self.changes.select(facts.be_tier, ctx.clock(), (cpus, static))
         written = True
         if pods or full:
             # kubelet's static CPU manager owns pod-level cpusets: suppress containers only (as koordlet)
-            upper_cpus = self.unsuppressed(ctx) if static else cpus
+            upper_cpus = facts.unsuppressed if static else cpus
             written = await self._write_cpuset(ctx, pods, CpusetTargets(upper_cpus, upper_cpus, cpus), "cpuset",
                                                be_milli, full)
         if written:  # a tier left wider than `cpus` still holds the hooks' writes of `cpus`
             publish_cpus(ctx, cpus)
         ctx.metrics.suppressed(CPUSuppressPolicy.CPUSET.value, len(cpus))
 
-    @staticmethod
-    def unsuppressed(ctx: QoSContext) -> frozenset[int]:
-        """Every CPU but those of LSE pods: the BE cpuset when nothing is suppressed."""
-        lse: set[int] = set()
-        for pod in ctx.states.pods():
-            if pod.qos.effective is KoordQoSClass.LSE:
-                lse |= pod_cpuset(pod)
-        return frozenset(i.cpu for i in node_cpus(ctx) if i.cpu not in lse)
+    def _picked(self, from_lsr: int, from_ls: int, facts: PodFacts) -> frozenset[int]:
+        """pick_cpus from both pools; the same pools and counts as last round give the same CPUs."""
+        last = self._last_pick
+        if last is not None and last[0] is facts and last[1] == from_lsr and last[2] == from_ls:
+            return last[3]
+        cpus = frozenset(pick_cpus(from_lsr, facts.lsr_pool) + pick_cpus(from_ls, facts.ls_pool))
+        self._last_pick = (facts, from_lsr, from_ls, cpus)
+        return cpus
 
     async def restore_cpuset(self, ctx: QoSContext) -> None:
         """The full BE cpuset on the tier, its pods and containers, every round the cpuset
@@ -294,8 +326,9 @@ class CPUSuppress:
             self.in_force[CPUSuppressPolicy.CPUSET] = False
             publish_cpus(ctx, None)
             return
-        cpus = self.unsuppressed(ctx)
-        pods, full = self.changes.select(be_pods(ctx), ctx.clock(), ("restore", cpus))
+        facts = self.facts = pod_facts(ctx, self.facts)
+        cpus = facts.unsuppressed
+        pods, full = self.changes.select(facts.be_tier, ctx.clock(), ("restore", cpus))
         if not pods and not full:
             return
         action = "restore_cpuset" if self.in_force.get(CPUSuppressPolicy.CPUSET) is not False else "repair_cpuset"

@@ -39,9 +39,16 @@ class SuppressBudget:
 def be_suppress_budget(allocatable_milli: int, threshold_percent: int, node_used_milli: int,
                        pod_used_milli: Mapping[str, int], be_uids: Iterable[str]) -> SuppressBudget:
     be = set(be_uids)
-    all_pods = sum(pod_used_milli.values())
-    ls_used = sum(used for uid, used in pod_used_milli.items() if uid not in be)
-    system_used = max(0, node_used_milli - all_pods)
+    return be_suppress_budget_of(allocatable_milli, threshold_percent, node_used_milli,
+                                 sum(pod_used_milli.values()),
+                                 sum(used for uid, used in pod_used_milli.items() if uid not in be))
+
+
+def be_suppress_budget_of(allocatable_milli: int, threshold_percent: int, node_used_milli: int,
+                          all_pods_milli: int, ls_used_milli: int) -> SuppressBudget:
+    """`be_suppress_budget` from the sums (every known pod's usage, the non-BE pods' part)."""
+    ls_used = ls_used_milli
+    system_used = max(0, node_used_milli - all_pods_milli)
     threshold = allocatable_milli * threshold_percent // 100
     return SuppressBudget(threshold - ls_used - system_used, threshold, ls_used, system_used)
 

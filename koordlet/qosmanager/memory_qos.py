@@ -134,13 +134,14 @@ class MemoryQoS:
     pod_values: dict[str, tuple[str, MemoryQoSValues]] = field(default_factory=dict)  # uid -> (dir, values)
     applied: bool = False  # some class or pod had memory QoS on in an earlier round
     refused: dict[str, str] = field(default_factory=dict)  # pod uid -> the invalid annotation logged
+    annotated: tuple[tuple[PodInfo, ...], bool] | None = None  # (pods, whether one has the annotation)
 
     async def run(self, ctx: QoSContext) -> None:
         slo = ctx.slo()
         allocatable = ctx.states.node().allocatable.get("memory", 0) or ctx.states.node().capacity.get("memory", 0)
         all_pods = ctx.states.pods()
         enabled = any(cfg is not None and cfg.enable for cfg in map(slo.memory_qos, CLASSES)) or \
-            any(POD_MEMORY_QOS in pod.annotations for pod in all_pods)
+            self._annotated(all_pods)
         if not enabled and not self.applied:
             return  # never configured: leave the files to kubelet (its own MemoryQoS may set them)
         pods, full = self.changes.select(all_pods, ctx.clock(), (slo.resource_qos_strategy, allocatable))
@@ -179,6 +180,12 @@ class MemoryQoS:
             ctx.metrics.action(NAME, "write", result.writes)
             log.info("memory_qos_applied", writes=result.writes, pods=len(pod_level) // 2,
                      reason="resourceQOSStrategy.memoryQOS")
+
+    def _annotated(self, pods: tuple[PodInfo, ...]) -> bool:
+        """Whether some pod asks for memory QoS by annotation (looked up once per pod set)."""
+        if self.annotated is None or self.annotated[0] is not pods:
+            self.annotated = (pods, any(POD_MEMORY_QOS in pod.annotations for pod in pods))
+        return self.annotated[1]
 
     def _config(self, slo: NodeSLO, pod: PodInfo) -> MemoryQOS | None:
         try:

@@ -24,6 +24,7 @@ class PodChanges:
     _settings: Any = None
     _last_full: float | None = None
     removed: bool = False  # whether the last select saw pods go away
+    _last_pods: Sequence[PodInfo] | None = None  # the informer hands out the same tuple while nothing changed
 
     def select(self, pods: Sequence[PodInfo], now: float, settings: Any) -> tuple[list[PodInfo], bool]:
         """(pods to act on, whether this is a full pass)."""
@@ -31,9 +32,13 @@ class PodChanges:
             self._last_full = now
             self._settings = settings
             self._seen = {pod.uid: pod for pod in pods}
+            self._last_pods = pods
             return list(pods), True
-        seen = self._seen
         self.removed = False
+        if pods is self._last_pods:
+            return [], False
+        self._last_pods = pods
+        seen = self._seen
         changed = [pod for pod in pods if seen.get(pod.uid) is not pod]
         for pod in changed:
             seen[pod.uid] = pod

@@ -85,11 +85,24 @@ class ResctrlQoS:
         if not self.info.usable:
             return
         writer = ResctrlWriter(ctx.host)
+        cfgs = {group: slo.resctrl_qos(CLASS_OF_GROUP[group]) or WHOLE for group in GROUPS}
+        # groups and schemata are checked on a full pass (settings changed, or the resync
+        # period went by, which repairs drift) like koordlet's cached executor updates
+        pods, full = self.changes.select(ctx.states.pods(), ctx.clock(), tuple(cfgs.values()))
+        if full:
+            try:
+                self._set_schemata(ctx, writer, cfgs)
+            except Exception:
+                self.changes.forget()  # try again next round
+                raise
+        self._move_tasks(ctx, writer, pods)
+
+    def _set_schemata(self, ctx: QoSContext, writer: ResctrlWriter, cfgs: dict[str, ResctrlQOS]) -> None:
+        assert self.info is not None
         root = read_schemata(ctx.host)
         l3_ids = root.get("L3", {}).keys() if self.info.l3 is not None else ()
         mb_ids = root.get("MB", {}).keys() if self.info.mba is not None else ()
-        for group in GROUPS:
-            cfg = slo.resctrl_qos(CLASS_OF_GROUP[group]) or WHOLE
+        for group, cfg in cfgs.items():
             wanted = class_schemata(self.info.l3.cbm_mask if self.info.l3 else None, l3_ids, mb_ids,
                                     cfg if cfg.enable else WHOLE)
             created = writer.ensure_group(group)
@@ -97,8 +110,6 @@ class ResctrlQoS:
                 ctx.metrics.action(NAME, "schemata")
                 log.info("resctrl_schemata_set", group=group, schemata=wanted, enabled=cfg.enable,
                          reason="resourceQOSStrategy.resctrlQOS")
-        pods, _ = self.changes.select(ctx.states.pods(), ctx.clock(), None)
-        self._move_tasks(ctx, writer, pods)
 
     @staticmethod
     def _move_tasks(ctx: QoSContext, writer: ResctrlWriter, pods: list[PodInfo]) -> None:

@@ -7,6 +7,7 @@ never zero: a strategy without data does nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from koordlet.metriccache.api import Metric, MetricCache, NotEnoughData, SeriesKey
 
@@ -27,6 +28,14 @@ class UsageView:
         if last is None or self.now - last[0] > (self.container_max_age if container_id else self.max_age):
             return None
         return last[1]
+
+    def last_of(self, keys: Sequence[SeriesKey], max_age: float) -> list[float | None]:
+        """`last` of many series at once, keys built by the caller once per pod change: a
+        strategy reads a thousand pods a round, and building keys and checking ages per
+        call was most of that. The cache has no bulk read; this loops over its public one."""
+        latest = self.cache.latest_value
+        now = self.now
+        return [None if last is None or now - last[0] > max_age else last[1] for last in map(latest, keys)]
 
     def average(self, metric: Metric, window: float, pod_uid: str = "", container_id: str = "",
                 min_coverage: float = 0.0) -> tuple[float, int] | None:

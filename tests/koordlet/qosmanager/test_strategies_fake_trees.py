@@ -13,6 +13,7 @@ from koordlet.qosmanager.cpu_suppress import CPUSuppress
 from koordlet.qosmanager.eviction import EvictionReason
 from koordlet.qosmanager.memory_evict import MemoryEvict
 from koordlet.qosmanager.memory_qos import MemoryQoS
+from koordlet.qosmanager.pod_changes import RESYNC_SECONDS
 from koordlet.qosmanager.resctrl import ResctrlQoS
 from koordlet.slo.spec import parse_node_slo_spec
 from koordlet.statesinformer.model import NodeInfo
@@ -82,6 +83,20 @@ def test_cfs_quota_policy_writes_formula_then_switching_restores_it(v1):
     v1.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {"enable": False}}))
     run(strategy, v1)
     assert read(v1.host, "cpuset", "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus") == "0-3"
+
+
+def test_suppress_counts_a_pod_that_arrives_after_its_first_round(v1):
+    v1.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
+        "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cfsQuota"}}))
+    usage(v1, node=1.6, ls1=1.0, be1=0.4)
+    strategy = CPUSuppress()
+    run(strategy, v1)
+    assert read(v1.host, "cpu", "kubepods/besteffort", "cpu.cfs_quota_us") == "80000"
+    add_cgroup(v1.host, "kubepods/burstable/podls2")
+    v1.states.put(pod("ls2", KoordQoSClass.LS, "kubepods/burstable/podls2"))
+    usage(v1, node=1.6, ls1=1.0, be1=0.4, ls2=0.4)  # 2 cores - LS 1.4 - system 0 = 0.6 cores
+    run(strategy, v1)
+    assert read(v1.host, "cpu", "kubepods/besteffort", "cpu.cfs_quota_us") == "60000"
 
 
 def test_cpuset_policy_never_gives_lse_cpus(v1):
@@ -170,6 +185,34 @@ def test_cfs_quota_scales_up_when_throttled_and_node_idle(tmp_path):
     rig.close()
 
 
+def test_cfs_quota_follows_throttling_and_pods_that_come_later(tmp_path):
+    host = build_v1_tree(tmp_path)
+    for d in ("kubepods", "kubepods/burstable", "kubepods/burstable/podls1", "kubepods/burstable/podls1/c1",
+              "kubepods/burstable/podls2", "kubepods/burstable/podls2/c2"):
+        add_cgroup(host, d, {"cpu.cfs_quota_us": "100000"})
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    rig.set_slo(parse_node_slo_spec({"cpuBurstStrategy": {"policy": "cfsQuotaBurstOnly"}}))
+    rig.states.put(pod("ls1", KoordQoSClass.LS, "kubepods/burstable/podls1", containers=(
+        container("c1", "ls1", "kubepods/burstable/podls1/c1", limits={"cpu": 1000}),)))
+    strategy = CPUBurst()
+    for _ in range(2):  # not throttled: stays at its base quota
+        rig.clock.now += 1
+        rig.cache.put(Metric.NODE_CPU_USAGE_CORES, 0.5, rig.clock())
+        rig.cache.put(Metric.CONTAINER_CPU_THROTTLED_RATIO, 0.0, rig.clock(), "ls1", "c1")
+        run(strategy, rig)
+    assert read(host, "cpu", "kubepods/burstable/podls1/c1", "cpu.cfs_quota_us") == "100000"
+    rig.states.put(pod("ls2", KoordQoSClass.LS, "kubepods/burstable/podls2", containers=(
+        container("c2", "ls2", "kubepods/burstable/podls2/c2", limits={"cpu": 1000}),)))
+    rig.clock.now += 1
+    rig.cache.put(Metric.NODE_CPU_USAGE_CORES, 0.5, rig.clock())
+    for uid, cid in (("ls1", "c1"), ("ls2", "c2")):
+        rig.cache.put(Metric.CONTAINER_CPU_THROTTLED_RATIO, 0.3, rig.clock(), uid, cid)
+    run(strategy, rig)
+    assert read(host, "cpu", "kubepods/burstable/podls1/c1", "cpu.cfs_quota_us") == "120000"
+    assert read(host, "cpu", "kubepods/burstable/podls2/c2", "cpu.cfs_quota_us") == "120000"
+    rig.close()
+
+
 def test_memory_qos_on_v2_tree(tmp_path):
     host = build_v2_tree(tmp_path)
     for d in ("kubepods", "kubepods/burstable", "kubepods/burstable/podls1", "kubepods/burstable/podls1/c1"):
@@ -213,6 +256,30 @@ def test_resctrl_groups_schemata_and_tasks(tmp_path):
     assert be.joinpath("tasks").read_text() == "4243\n"  # a regular file keeps the last write only
     assert rig.metric("koordlet_qos_actions_total", strategy="resctrl", action="tasks") == 2
     assert not host.sys("fs", "resctrl", "LS", "schemata").read_text().startswith("L3:0=f;")
+    rig.close()
+
+
+def test_resctrl_schemata_drift_is_repaired_on_the_resync_pass(tmp_path):
+    host = build_resctrl_tree(tmp_path, cbm_mask="7ff")
+    build_v1_tree(tmp_path)
+    whole = "L3:0=7ff;1=7ff\nMB:0=100;1=100\n"
+    for group in ("LSR", "LS", "BE"):
+        write_file(host.sys("fs", "resctrl", group, "schemata"), whole)
+        write_file(host.sys("fs", "resctrl", group, "tasks"), "")
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    rig.set_slo(parse_node_slo_spec({"resourceQOSStrategy": {"beClass": {"resctrlQOS": {
+        "enable": True, "catRangeStartPercent": 0, "catRangeEndPercent": 30, "mbaPercent": 50}}}}))
+    strategy = ResctrlQoS()
+    run(strategy, rig)
+    schemata = host.sys("fs", "resctrl", "BE", "schemata")
+    assert schemata.read_text() == "L3:0=f;1=f\nMB:0=50;1=50\n"
+    schemata.write_text(whole)  # someone else resets the group
+    rig.clock.now += 1
+    run(strategy, rig)
+    assert schemata.read_text() == whole  # between passes the groups are not read again
+    rig.clock.now += RESYNC_SECONDS
+    run(strategy, rig)
+    assert schemata.read_text() == "L3:0=f;1=f\nMB:0=50;1=50\n"
     rig.close()
 
 
