@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from system.errors import InvalidValue
 
@@ -10,6 +11,13 @@ from system.errors import InvalidValue
 MAX_CPU_ID = 1 << 16
 
 
+# A node has few distinct lists (the pools, the bound CPUs) read and written again and again
+# (CPU suppress re-reads every BE cpuset every 10 s): parse and format each once. Invalid
+# input raises and is not kept; a 96-CPU set is ~4 KiB, so the memo stays within ~1 MiB.
+_MEMO_SIZE = 256
+
+
+@lru_cache(maxsize=_MEMO_SIZE)
 def parse_cpuset(text: str) -> frozenset[int]:
     """Parse a kernel list ("0-3,8", "" for empty) into a set of ids; InvalidValue on bad syntax."""
     body = text.strip()
@@ -41,6 +49,15 @@ def _parse_id(token: str, whole: str) -> int:
 
 def format_cpuset(ids: Iterable[int]) -> str:
     """Format ids as the kernel's compact list: sorted, runs folded into ranges, as the kernel prints ("0-3,8")."""
+    return _format_frozen(ids) if type(ids) is frozenset else _format(ids)
+
+
+@lru_cache(maxsize=_MEMO_SIZE)
+def _format_frozen(ids: frozenset[int]) -> str:
+    return _format(ids)
+
+
+def _format(ids: Iterable[int]) -> str:
     ordered = sorted(set(ids))
     for cpu in ordered:
         if not isinstance(cpu, int) or isinstance(cpu, bool) or cpu < 0 or cpu > MAX_CPU_ID:
