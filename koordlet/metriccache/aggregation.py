@@ -38,8 +38,8 @@ def nearest_rank(sorted_values: Sequence[float], permille: int) -> float:
 
 
 def percentile_of(values: Sequence[float], permille: int) -> float:
-    """nearest_rank over unsorted values, straight from a window view (one C sort: measured
-    faster than heapq's partial selection, which is Python, even for p99 of 300 samples)."""
+    """nearest_rank over unsorted values, e.g. a copied window (one C sort: measured faster
+    than heapq's partial selection, which is Python, even for p99 of 300 samples)."""
     return nearest_rank(sorted(values), permille)
 
 
@@ -60,12 +60,17 @@ def checked_window(count: int, first_ts: float, last_ts: float, start: float, en
         )
 
 
+def average(values: Sequence[float]) -> float:
+    """The mean of non-empty values: the correctly rounded sum (fsum), divided once."""
+    return math.fsum(values) / len(values)
+
+
 def mean_of(values: Sequence[float], first_ts: float, last_ts: float, start: float, end: float,
             min_coverage: float = COLD_START_RATIO) -> Mean:
     """The average part of `summarize` (the same value: the same fsum)."""
     count = len(values)
     checked_window(count, first_ts, last_ts, start, end, min_coverage)
-    return Mean(count, math.fsum(values) / count, first_ts, last_ts)
+    return Mean(count, average(values), first_ts, last_ts)
 
 
 def summarize(
@@ -82,7 +87,7 @@ def summarize(
     ordered = sorted(values)
     return Aggregate(
         count=count,
-        avg=math.fsum(values) / count,
+        avg=average(values),
         p50=nearest_rank(ordered, P50),
         p90=nearest_rank(ordered, P90),
         p95=nearest_rank(ordered, P95),
@@ -91,3 +96,4 @@ def summarize(
         first_timestamp=first_ts,
         last_timestamp=last_ts,
     )
+

@@ -126,6 +126,12 @@ class MetricCache(Protocol):
         """One percentile of the window by koordlet's nearest-rank rule (no coverage rule)."""
         ...
 
+    def summary(self, key: SeriesKey, start: float, end: float,
+                permilles: tuple[int, ...] = ()) -> tuple[Mean, tuple[float, ...]]:
+        """`mean` with no coverage rule and the asked percentiles (koordlet's nearest rank) of
+        one window, for a reader that wants both: one search, one copy, one sort."""
+        ...
+
     def latest(self, key: SeriesKey) -> Sample | None: ...
 
     def latest_value(self, key: SeriesKey) -> tuple[float, float] | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Iterable
 
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
@@ -41,6 +42,9 @@ NODE_CPU = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
 NODE_MEMORY = SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
 SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
 SYS_MEMORY = SeriesKey.of(Metric.SYS_MEMORY_USAGE_BYTES)
+_POD_CPU = Metric.POD_CPU_USAGE_CORES.value
+_POD_MEMORY = Metric.POD_MEMORY_USAGE_BYTES.value
+_CPU_PEAK, _MEMORY_PEAK = (P95,), (P99,)
 
 _PROD_BY_DEFAULT = frozenset({KoordQoSClass.SYSTEM, KoordQoSClass.LSE, KoordQoSClass.LSR, KoordQoSClass.LS})
 
@@ -124,20 +128,26 @@ def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCo
         return None
     pod_usages: list[PodUsage] = []
     reclaim_cpu = reclaim_memory = 0
+    summary = cache.summary
     for index, pod in enumerate(pods):
         if index % PODS_PER_STEP == PODS_PER_STEP - 1:
             yield
-        keys = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod.uid), SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod.uid)
-        window = _window(cache, *keys, start, now)
-        if window is None:
-            continue
         priority = priority_of(pod)
+        prod = priority is PriorityBand.PROD
+        try:
+            cpu, cpu_peak = summary(SeriesKey(_POD_CPU, pod.uid), start, now, _CPU_PEAK if prod else ())
+            memory, memory_peak = summary(SeriesKey(_POD_MEMORY, pod.uid), start, now, _MEMORY_PEAK if prod else ())
+        except NotEnoughData:
+            continue
+        if not math.isfinite(cpu.avg) or not math.isfinite(memory.avg):  # must not break the report
+            continue
         pod_usages.append(PodUsage(pod.namespace, pod.name, pod.uid, priority, pod.qos.effective,
-                                   Usage(window[0].avg, window[1].avg)))
-        if priority is PriorityBand.PROD:
-            cpu, memory = _prod_reclaimable(pod, cache, keys, window, start, now)
-            reclaim_cpu += cpu
-            reclaim_memory += memory
+                                   Usage(cpu.avg, memory.avg)))
+        if prod:
+            cpu_reclaim, memory_reclaim = _prod_reclaimable(pod, cpu, memory, cpu_peak[0], memory_peak[0],
+                                                            start, now)
+            reclaim_cpu += cpu_reclaim
+            reclaim_memory += memory_reclaim
     system = _average(cache, SYS_CPU, SYS_MEMORY, start, now)
     if system is None:  # koordlet's definition: node minus pods, never negative
         system = Usage(max(node.cpu_cores - sum(p.usage.cpu_cores for p in pod_usages), 0.0),
@@ -182,16 +192,14 @@ def _percentiles(cache: MetricCache, duration: float, now: float) -> Percentiles
                                        for kind in PERCENTILES))
 
 
-def _prod_reclaimable(pod: PodInfo, cache: MetricCache, keys: tuple[SeriesKey, SeriesKey],
-                      means: tuple[Mean, Mean], start: float, end: float) -> tuple[int, int]:
+def _prod_reclaimable(pod: PodInfo, cpu: Mean, memory: Mean, cpu_peak: float, memory_peak: float,
+                      start: float, end: float) -> tuple[int, int]:
     """request - peak x (1 + margin), per resource, not below zero, the peak being the cpu's
     p95 and the memory's p99; nothing while the pod's samples do not cover half the window
-    (the predictor's cold start, checked on the means before any percentile is selected)."""
-    for window in means:
+    (the predictor's cold start)."""
+    for window in (cpu, memory):
         if not covers_window(window.first_timestamp, window.last_timestamp, start, end, COLD_START_RATIO):
             return 0, 0
-    cpu_peak = cache.percentile(keys[0], start, end, P95)
-    memory_peak = cache.percentile(keys[1], start, end, P99)
     if not math.isfinite(cpu_peak) or not math.isfinite(memory_peak):
         return 0, 0
     request_cpu, request_memory = pod_requests(pod)
@@ -227,7 +235,7 @@ def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
     return {
         "updateTime": rfc3339(snapshot.update_time),
         "nodeMetric": node_metric,
-        "podsMetric": [_pod_entry(pod) for pod in sorted(snapshot.pods, key=lambda p: (p.namespace, p.name))],
+        "podsMetric": [_pod_entry(pod) for pod in sorted(snapshot.pods, key=_BY_NAMESPACE_AND_NAME)],
         "prodReclaimableMetric": {"resource": {"resources": {
             "cpu": cpu_quantity_from_milli(snapshot.prod_reclaimable_milli_cpu),
             "memory": memory_quantity(snapshot.prod_reclaimable_memory_bytes),
@@ -235,12 +243,20 @@ def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
     }
 
 
+_BY_NAMESPACE_AND_NAME = attrgetter("namespace", "name")
+# the CRD's strings, looked up once: an enum's .value is a Python-level descriptor call
+_PRIORITY_NAMES: dict[PriorityBand, str] = {band: band.value for band in PriorityBand if band is not PriorityBand.NONE}
+_QOS_NAMES: dict[KoordQoSClass, str] = {qos: qos.value for qos in KoordQoSClass if qos is not KoordQoSClass.NONE}
+
+
 def _pod_entry(pod: PodUsage) -> dict[str, Any]:
     entry: dict[str, Any] = {"namespace": pod.namespace, "name": pod.name, "podUsage": resource_map(pod.usage)}
-    if pod.priority is not PriorityBand.NONE:
-        entry["priority"] = pod.priority.value
-    if pod.qos is not KoordQoSClass.NONE:
-        entry["qos"] = pod.qos.value
+    priority = _PRIORITY_NAMES.get(pod.priority)
+    if priority is not None:
+        entry["priority"] = priority
+    qos = _QOS_NAMES.get(pod.qos)
+    if qos is not None:
+        entry["qos"] = qos
     return entry
 
 
