@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterable, NamedTuple, Protocol
+from typing import Iterable, NamedTuple, Protocol, Sequence
 
 
 class Metric(str, Enum):
@@ -136,6 +136,10 @@ class MetricCache(Protocol):
 
     def latest_value(self, key: SeriesKey) -> tuple[float, float] | None:
         """(timestamp, value) of the newest sample, without building a Sample."""
+        ...
+
+    def latest_values(self, keys: Sequence[SeriesKey], oldest: float) -> list[float | None]:
+        """The newest value of each series, None where it has none at or after `oldest`."""
         ...
 
     def keys(self, metric: str | Metric) -> tuple[SeriesKey, ...]:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import structlog
 
@@ -176,6 +176,21 @@ class MetricStore:
         """(timestamp, value) of the newest sample, without building a Sample (scrapes)."""
         ring = self._series.get(key)
         return None if ring is None else ring.last()
+
+    def latest_values(self, keys: Sequence[SeriesKey], oldest: float) -> list[float | None]:
+        """The newest value of each series, None where it has none at or after `oldest`: a
+        strategy's reads of a thousand pods in one call (the ring's last() inlined)."""
+        get = self._series.get
+        out: list[float | None] = []
+        for key in keys:
+            ring = get(key)
+            count = 0 if ring is None else len(ring.values) - ring.head
+            if ring is None or not count:
+                out.append(None)
+                continue
+            timeline = ring.timeline
+            out.append(ring.values[-1] if timeline.ts[ring.first - timeline.dropped + count - 1] >= oldest else None)
+        return out
 
     def keys(self, metric: str | Metric) -> tuple[SeriesKey, ...]:
         name = metric.value if isinstance(metric, Metric) else metric

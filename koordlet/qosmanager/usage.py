@@ -32,10 +32,8 @@ class UsageView:
     def last_of(self, keys: Sequence[SeriesKey], max_age: float) -> list[float | None]:
         """`last` of many series at once, keys built by the caller once per pod change: a
         strategy reads a thousand pods a round, and building keys and checking ages per
-        call was most of that. The cache has no bulk read; this loops over its public one."""
-        latest = self.cache.latest_value
-        now = self.now
-        return [None if last is None or now - last[0] > max_age else last[1] for last in map(latest, keys)]
+        call was most of that."""
+        return self.cache.latest_values(keys, self.now - max_age)
 
     def average(self, metric: Metric, window: float, pod_uid: str = "", container_id: str = "",
                 min_coverage: float = 0.0) -> tuple[float, int] | None:

@@ -30,6 +30,22 @@ def samples(key: SeriesKey, start: float, values: list[float], step: float = 1.0
     return [Sample(key, start + i * step, v) for i, v in enumerate(values)]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.floats(-1e9, 1e9)), max_size=60),
+       st.integers(0, 45), st.integers(0, 3))
+def test_latest_values_agree_with_latest_value(writes, oldest, expired_before):
+    clock = Clock(T0 + 60)
+    store = MetricStore(RetentionPolicy(node_seconds=30.0, pod_seconds=30.0), clock=clock)
+    keys = [SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i) for i in range(4)]
+    for pod, second, value in sorted(writes, key=lambda w: w[1]):  # rounds in time order, shared or not
+        store.append([Sample(keys[pod], T0 + second, value)])
+    clock.now = T0 + 30 + 10 * expired_before
+    store.expire()  # series emptied or dropped by retention read as None too
+    wanted = [None if (last := store.latest_value(k)) is None or last[0] < T0 + oldest else last[1]
+              for k in keys + [SeriesKey.of("never-written")]]
+    assert store.latest_values(keys + [SeriesKey.of("never-written")], T0 + oldest) == wanted
+
+
 def test_window_bounds_are_inclusive_and_latest_is_newest():
     store = MetricStore()
     store.append(samples(NODE_CPU, T0, [1.0, 2.0, 3.0, 4.0, 5.0]))
