@@ -299,7 +299,7 @@ class _Scratch(threading.local):
         assert _ffi is not None
         if n > self.size:
             self.size = max(n, 2 * self.size)
-            self.unused = _ffi.new("int[]", self.size)  # anchor_of / rel_at: no anchors
+            self.no_anchor = _ffi.new("int[]", self.size)  # anchor_of and rel_at, unread without anchors
             self.offsets = _ffi.new("long[]", self.size)
             self.lens = _ffi.new("int[]", self.size)
         if self.cap < n * 64 + BATCH_FILE_MAX:
@@ -328,7 +328,7 @@ def read_files_once(paths: Sequence[str]) -> list[bytes | None]:
     scratch = _SCRATCH
     scratch.fit(n)
     while True:
-        _read_files(b"", 0, blob, scratch.unused, scratch.unused, n, scratch.out, scratch.cap, BATCH_FILE_MAX,
+        _read_files(b"", 0, blob, scratch.no_anchor, scratch.no_anchor, n, scratch.out, scratch.cap, BATCH_FILE_MAX,
                     scratch.offsets, scratch.lens)
         lens = list(scratch.lens[0:n])
         if -errno.ENOBUFS not in lens:
