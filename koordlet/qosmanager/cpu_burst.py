@@ -8,6 +8,7 @@ grows first and shrinks last on cgroup v1).
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -32,6 +33,7 @@ from koordlet.qosmanager.pod_changes import PodChanges
 from koordlet.slo.node_slo import CPUBurstStrategy, NodeSLOError
 from koordlet.slo.spec import POD_CPU_BURST_ANNOTATION, pod_cpu_burst
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from koordlet.util.steps import PODS_PER_STEP
 from resourceexecutor import Outcome
 from system.errors import SystemFileError
 
@@ -129,16 +131,21 @@ class CPUBurst:
         all_pods = ctx.states.pods()
         quotas = QuotaReads(ctx)
         changed, full = self.changes.select(all_pods, now, cfg)
-        burst_updaters = []
-        for pod in changed:
-            if pod.qos.effective in BURSTABLE and pod.running_containers:
-                burst_updaters += self._burst_updaters(ctx, self.settings_for(cfg, pod), pod, quotas)
-        if burst_updaters:
-            result = ctx.executor.update_batch(burst_updaters, use_cache=not full)  # full pass: re-read
-            if result.writes:
-                ctx.metrics.action(NAME, "cfs_burst", result.writes)
-                log.info("cpu_burst_set", writes=result.writes, policy=cfg.policy.value,
-                         cpu_burst_percent=cfg.cpu_burst_percent, reason="cpuBurstStrategy")
+        burstable = [pod for pod in changed if pod.qos.effective in BURSTABLE and pod.running_containers]
+        writes = 0
+        # PODS_PER_STEP pods a batch, the loop given back in between: the minute's full pass
+        # re-reads every file (2,000 containers held the loop 52-57 ms in one batch)
+        for start in range(0, len(burstable), PODS_PER_STEP):
+            if start:
+                await asyncio.sleep(0)
+            burst_updaters = [u for pod in burstable[start:start + PODS_PER_STEP]
+                              for u in self._burst_updaters(ctx, self.settings_for(cfg, pod), pod, quotas)]
+            if burst_updaters:
+                writes += ctx.executor.update_batch(burst_updaters, use_cache=not full).writes
+        if writes:
+            ctx.metrics.action(NAME, "cfs_burst", writes)
+            log.info("cpu_burst_set", writes=writes, policy=cfg.policy.value,
+                     cpu_burst_percent=cfg.cpu_burst_percent, reason="cpuBurstStrategy")
         if cfg.policy.cfs_quota_burst or self.scaled or not self.seen or self.pod_settings:
             self._scale_quotas(ctx, cfg, self._plan(cfg, all_pods), now, quotas)
         if full:

@@ -17,6 +17,7 @@ from koordlet.qosmanager.pod_changes import RESYNC_SECONDS
 from koordlet.qosmanager.resctrl import ResctrlQoS
 from koordlet.slo.spec import parse_node_slo_spec
 from koordlet.statesinformer.model import NodeInfo
+from koordlet.util.steps import PODS_PER_STEP
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import (
@@ -165,6 +166,40 @@ def test_cpu_burst_writes_burst_on_v1_and_v2(tmp_path):
         assert read(host, controller, "kubepods/burstable/podls1/c1", file_name) == "300000"  # 1.5*200%*1e5
         assert read(host, controller, "kubepods/burstable/podls1", file_name) == "300000"
         rig.close()
+
+
+def test_a_burst_pass_over_many_pods_gives_the_loop_back_between_steps(tmp_path):
+    host = build_v1_tree(tmp_path)
+    rig = Rig(host, NODE, io=FakeTreeIO())
+    rig.set_slo(parse_node_slo_spec({"cpuBurstStrategy": {"policy": "cpuBurstOnly", "cpuBurstPercent": 200}}))
+    uids = ["ls%d" % i for i in range(3 * PODS_PER_STEP)]
+    for d in ("kubepods", "kubepods/burstable"):
+        add_cgroup(host, d)
+    for uid in uids:
+        add_cgroup(host, "kubepods/burstable/pod" + uid)
+        add_cgroup(host, "kubepods/burstable/pod%s/c%s" % (uid, uid))
+        rig.states.put(pod(uid, KoordQoSClass.LS, "kubepods/burstable/pod" + uid, containers=(
+            container("c" + uid, uid, "kubepods/burstable/pod%s/c%s" % (uid, uid), limits={"cpu": 1000}),)))
+    ticks = 0
+
+    async def other_task() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async def round_beside_a_task() -> None:
+        task = asyncio.create_task(other_task())
+        await asyncio.sleep(0)
+        start = ticks
+        await CPUBurst().run(rig.ctx)  # every pod new: the first round writes every container's burst
+        task.cancel()
+        assert ticks - start >= 2  # the task ran between the pass's three steps
+
+    asyncio.run(round_beside_a_task())
+    for uid in uids:
+        assert read(host, "cpu", "kubepods/burstable/pod%s/c%s" % (uid, uid), "cpu.cfs_burst_us") == "200000"
+    rig.close()
 
 
 def test_cfs_quota_scales_up_when_throttled_and_node_idle(tmp_path):
