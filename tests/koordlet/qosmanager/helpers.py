@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Awaitable, Callable, Iterable
 
 from prometheus_client import CollectorRegistry
 
@@ -113,3 +114,25 @@ class Rig:
 
     def metric(self, name: str, **labels: str) -> float | None:
         return self.registry.get_sample_value(name, labels)
+
+
+def loop_turns_during(work: Callable[[], Awaitable[object]]) -> int:
+    """How many times another task ran while `work` ran on the same event loop: how often
+    `work` gave the loop back."""
+    turns = 0
+
+    async def other_task() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    async def beside_a_task() -> int:
+        task = asyncio.create_task(other_task())
+        await asyncio.sleep(0)
+        start = turns
+        await work()
+        task.cancel()
+        return turns - start
+
+    return asyncio.run(beside_a_task())

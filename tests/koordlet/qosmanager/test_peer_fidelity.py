@@ -3,8 +3,6 @@ qosmanager and its unit tests; the code is ours)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from koordlet.apis.keys import BATCH_MEMORY
@@ -26,7 +24,7 @@ from koordlet.statesinformer.model import (
     Resources,
 )
 from koordlet.util.steps import PODS_PER_STEP
-from tests.koordlet.qosmanager.helpers import Rig, container, pod
+from tests.koordlet.qosmanager.helpers import Rig, container, loop_turns_during, pod
 from tests.koordlet.qosmanager.test_strategies_fake_trees import NODE, read, run, usage
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import add_cgroup, build_v1_tree, build_v2_tree, set_cgroup_file
@@ -170,23 +168,8 @@ def test_a_full_cpuset_pass_over_many_be_pods_gives_the_loop_back_between_steps(
         set_cgroup_file(rig.host, "kubepods/besteffort/pod%s/c%s" % (uid, uid), "cpuset.cpus", "3")
         rig.states.put(pod(uid, KoordQoSClass.BE, "kubepods/besteffort/pod" + uid, containers=(
             container("c" + uid, uid, "kubepods/besteffort/pod%s/c%s" % (uid, uid)),)))
-    ticks = 0
-
-    async def other_task() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    async def round_beside_a_task() -> None:
-        task = asyncio.create_task(other_task())
-        await asyncio.sleep(0)
-        start = ticks
-        await CPUSuppress().run(rig.ctx)  # suppress off: the first round restores every BE cpuset
-        task.cancel()
-        assert ticks - start >= 3  # the task ran between the pass's steps
-
-    asyncio.run(round_beside_a_task())
+    # suppress off: the first round restores every BE cpuset, the task running between its steps
+    assert loop_turns_during(lambda: CPUSuppress().run(rig.ctx)) >= 3
     for uid in uids:
         assert read(rig.host, "cpuset", "kubepods/besteffort/pod%s/c%s" % (uid, uid), "cpuset.cpus") == "0-3"
     rig.close()
