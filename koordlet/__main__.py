@@ -6,6 +6,8 @@ import asyncio
 import sys
 from typing import Sequence
 
+import structlog
+
 from koordlet.config import ConfigError
 from koordlet.daemon.cli import parse_args
 from koordlet.daemon.logs import configure_logging
@@ -18,6 +20,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"koordlet: {exc}", file=sys.stderr)
         return 2
     configure_logging(config.common.log_level, config.common.log_format)
+    from koordlet.agent import StartupError
+    from koordlet.daemon.fd_limit import ensure_open_files
+    try:
+        ensure_open_files()  # before the wiring imports grpc, whose pollers need fds of their own
+    except StartupError as exc:
+        structlog.get_logger("koordlet").error("startup_failed", error=str(exc))
+        return exc.exit_code
     from koordlet.daemon.wiring import loop_factory, run
 
     with asyncio.Runner(loop_factory=loop_factory()) as runner:

@@ -21,9 +21,10 @@ from prometheus_client import CollectorRegistry
 from koordlet import __version__
 from koordlet.agent import AgentSpec, Module, StartupError
 from koordlet.agents import AGENTS
-from koordlet.config import Config, defaults, parse_addr
+from koordlet.config import Config, parse_addr
 from koordlet.daemon import gc_policy
 from koordlet.daemon.executor_module import ExecutorModule
+from koordlet.daemon.fd_limit import ensure_open_files
 from koordlet.daemon.lifecycle import Daemon
 from koordlet.daemon.sdnotify import notify
 from koordlet.daemon.state_dir import StateDirLock, prepare_state_dir
@@ -49,13 +50,6 @@ from system.host import Host
 from system.perf_access import raise_fd_limit
 
 log = structlog.get_logger(__name__)
-
-
-def check_open_files(soft_limit: int, needed: int = defaults.MIN_OPEN_FILES) -> None:
-    """StartupError (exit 2) when RLIMIT_NOFILE, raised as far as allowed, is below need."""
-    if soft_limit < needed:
-        raise StartupError(f"RLIMIT_NOFILE is {soft_limit}, the daemon needs at least {needed} "
-                           "(raise it: ulimit -n, or LimitNOFILE= in the unit)", exit_code=2)
 
 
 def host_of(config: Config) -> Host:
@@ -158,7 +152,7 @@ async def _run(config: Config, early_stop: list[int]) -> int:
         log.warning("feature_gates_not_implemented", gates=list(unbuilt))
     lock = StateDirLock(config.common.state_dir)
     try:
-        check_open_files(raise_fd_limit())
+        ensure_open_files()  # main() checked before importing us; run() may be called alone
         prepare_state_dir(config.common.state_dir)
         lock.acquire()
     except StartupError as exc:
