@@ -252,58 +252,44 @@ class FileBatch:
     def __init__(self, paths: Sequence[str], native: bool = True) -> None:
         self.paths = tuple(paths)
         self._native = native and _read_files is not None
-        self._cap = 0  # buffers are made by the first read (in the reading thread)
+        self._output: _Output | None = None  # made by the first read (in the reading thread)
 
     def __len__(self) -> int:
         return len(self.paths)
-
-    def _prepare(self) -> None:
-        assert _ffi is not None
-        self._blob = b"".join(os.fsencode(path) + b"\0" for path in self.paths)
-        self._anchored = _Anchored(self.paths)
-        self._offsets = _ffi.new("long[]", max(1, len(self.paths)))
-        self._lens = _ffi.new("int[]", max(1, len(self.paths)))
-        self._grow(len(self.paths) * 256 + BATCH_FILE_MAX)
-
-    def _grow(self, cap: int) -> None:
-        assert _ffi is not None
-        self._cap = cap
-        self._out = _ffi.new("char[]", cap)
 
     def read(self) -> list[bytes | None]:
         """Each file's bytes, None where it could not be read (gone, absent, refused)."""
         if not self._native:
             return [_read_or_none(path) for path in self.paths]
-        assert _ffi is not None and _read_files is not None
-        if not self._cap:
-            self._prepare()
-        n = len(self.paths)
-        while True:
-            anchored = self._anchored
-            _read_files(anchored.blob, anchored.count, self._blob, anchored.anchor_of, anchored.rel_at, n,
-                        self._out, self._cap, BATCH_FILE_MAX, self._offsets, self._lens)
-            lens = list(self._lens[0:n])
-            if -errno.ENOBUFS not in lens:
-                break
-            self._grow(self._cap * 2)
-        return _split(self.paths, self._out, list(self._offsets[0:n]), lens)
+        if self._output is None:
+            self._blob = b"".join(os.fsencode(path) + b"\0" for path in self.paths)
+            self._anchored = _Anchored(self.paths)
+            self._output = _Output()
+            self._output.fit(len(self.paths), 256)
+        anchored = self._anchored
+        return _read_into(self._output, self.paths, self._blob, anchored.blob, anchored.count, anchored.anchor_of,
+                          anchored.rel_at)
 
 
-class _Scratch(threading.local):
-    """One thread's buffers for read_files_once, grown as needed and kept."""
+class _Output:
+    """The C file reader's output for up to `size` files (offsets, lengths, the bytes),
+    grown as needed and kept."""
 
     def __init__(self) -> None:
         self.size = self.cap = 0
 
-    def fit(self, n: int) -> None:
+    def fit(self, n: int, bytes_per_file: int) -> None:
         assert _ffi is not None
-        if n > self.size:
-            self.size = max(n, 2 * self.size)
-            self.no_anchor = _ffi.new("int[]", self.size)  # anchor_of and rel_at, unread without anchors
+        if max(1, n) > self.size:
+            self.size = max(n, 2 * self.size, 1)
             self.offsets = _ffi.new("long[]", self.size)
             self.lens = _ffi.new("int[]", self.size)
-        if self.cap < n * 64 + BATCH_FILE_MAX:
-            self.grow(n * 64 + BATCH_FILE_MAX)
+            self.sized()
+        if self.cap < n * bytes_per_file + BATCH_FILE_MAX:
+            self.grow(n * bytes_per_file + BATCH_FILE_MAX)
+
+    def sized(self) -> None:
+        """The arrays were just made for `size` files."""
 
     def grow(self, cap: int) -> None:
         assert _ffi is not None
@@ -311,7 +297,16 @@ class _Scratch(threading.local):
         self.out = _ffi.new("char[]", cap)
 
 
-_SCRATCH = _Scratch()
+class _ThreadOutput(_Output, threading.local):
+    """read_files_once's output, one per thread, with the anchor arrays the C reader reads
+    per file (zeros: unread while there are no anchors)."""
+
+    def sized(self) -> None:
+        assert _ffi is not None
+        self.no_anchor = _ffi.new("int[]", self.size)
+
+
+_THREAD_OUTPUT = _ThreadOutput()
 
 
 def read_files_once(paths: Sequence[str]) -> list[bytes | None]:
@@ -321,20 +316,28 @@ def read_files_once(paths: Sequence[str]) -> list[bytes | None]:
     its own) costs more than it saves."""
     if _read_files is None:
         return [_read_or_none(path) for path in paths]
-    n = len(paths)
-    if not n:
+    if not paths:
         return []
+    output = _THREAD_OUTPUT
+    output.fit(len(paths), 64)
     blob = b"".join(os.fsencode(path) + b"\0" for path in paths)
-    scratch = _SCRATCH
-    scratch.fit(n)
+    return _read_into(output, paths, blob, b"", 0, output.no_anchor, output.no_anchor)
+
+
+def _read_into(output: _Output, paths: Sequence[str], blob: bytes, anchors: bytes, anchor_count: int,
+               anchor_of: object, rel_at: object) -> list[bytes | None]:
+    """One koord_read_files call over `paths` (packed in `blob`, opened relative to the
+    packed `anchors` as anchor_of and rel_at say), again with a doubled buffer while some
+    file found no room."""
+    assert _read_files is not None
+    n = len(paths)
     while True:
-        _read_files(b"", 0, blob, scratch.no_anchor, scratch.no_anchor, n, scratch.out, scratch.cap, BATCH_FILE_MAX,
-                    scratch.offsets, scratch.lens)
-        lens = list(scratch.lens[0:n])
+        _read_files(anchors, anchor_count, blob, anchor_of, rel_at, n, output.out, output.cap, BATCH_FILE_MAX,
+                    output.offsets, output.lens)
+        lens = list(output.lens[0:n])
         if -errno.ENOBUFS not in lens:
-            break
-        scratch.grow(scratch.cap * 2)
-    return _split(paths, scratch.out, list(scratch.offsets[0:n]), lens)
+            return _split(paths, output.out, list(output.offsets[0:n]), lens)
+        output.grow(output.cap * 2)
 
 
 def _split(paths: Sequence[str], buffer: object, offsets: list[int], lens: list[int]) -> list[bytes | None]:
