@@ -48,12 +48,21 @@ class Daemon:
     def request_stop(self) -> None:
         self._stop_requested.set()
 
-    async def run(self) -> int:
-        """Start everything, wait for a stop request, stop everything. Returns the exit code."""
+    def take_signals(self) -> None:
+        """From now on SIGTERM/SIGINT stop this daemon and SIGHUP goes to its callbacks.
+
+        The loop looks a handler up when it dispatches a signal, not when the signal
+        arrives: a signal delivered just before this call still reaches the daemon.
+        """
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._on_signal, signum)
         loop.add_signal_handler(signal.SIGHUP, self._on_hangup)
+
+    async def run(self) -> int:
+        """Start everything, wait for a stop request, stop everything. Returns the exit code."""
+        loop = asyncio.get_running_loop()
+        self.take_signals()
         try:
             code = await self._start_all()
             if code != 0:

@@ -167,6 +167,9 @@ async def _run(config: Config, early_stop: list[int]) -> int:
         lock.release()
         log.error("startup_failed", error=str(exc))
         return exc.exit_code
+    # at once, with no await in between: a signal that arrived while the daemon was being
+    # built but that the loop has not dispatched yet must reach the daemon, not the list
+    daemon.take_signals()
     if early_stop:
         log.info("stop_signal_received", signal=signal.Signals(early_stop[0]).name, during="start")
         daemon.request_stop()

@@ -35,10 +35,17 @@ class DaemonProcess:
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read(), _lower(exc.headers)
 
-    def terminate(self, timeout: float = 5.0) -> tuple[int, float]:
+    def terminate(self, timeout: float = 60.0) -> tuple[int, float]:
+        """SIGTERM, then the exit code and how long it took; `timeout` is a deadline for a busy
+        machine, not a budget. A daemon still running then is killed, so its stderr can be read."""
         start = time.monotonic()
         self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=timeout)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"no exit {timeout} s after SIGTERM: {self.stderr()[-3000:]}") from None
         return code, time.monotonic() - start
 
     def stderr(self) -> str:

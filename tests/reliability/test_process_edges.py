@@ -131,3 +131,28 @@ def test_sighup_is_logged_and_the_daemon_carries_on_then_sigterm_with_clients_is
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+# The daemon with one change: it sends itself SIGTERM as the last step of being built, the
+# moment a test's SIGTERM lands once the port (bound during the build) accepts connections.
+_SIGNAL_DURING_BUILD = """
+import os, signal, sys
+from koordlet.__main__ import main
+from koordlet.daemon import wiring
+built = wiring.build_daemon
+def build_then_signal(*args, **kwargs):
+    daemon = built(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return daemon
+wiring.build_daemon = build_then_signal
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_that_arrives_while_the_daemon_is_built_stops_it(tmp_path):
+    result = subprocess.run([sys.executable, "-c", _SIGNAL_DURING_BUILD, *base(tmp_path)], capture_output=True,
+                            text=True, timeout=60, cwd=PROJECT_ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
+    assert result.returncode == 0, result.stderr[-2000:]
+    events = [json.loads(line)["event"] for line in result.stderr.splitlines()]
+    assert "stop_signal_received" in events and "koordlet_exiting" in events
