@@ -149,9 +149,11 @@ def c_open_read_close_floor(paths: list[str], cycles: int, anchored: bool) -> li
     batch.read()  # makes the buffers
     n = len(paths)
     anchors = batch._anchored if anchored else _Anchored([])
+    out = batch._output
+    assert out is not None
     return cycle_cpu_ms(lambda _: _read_files(anchors.blob, anchors.count, batch._blob, anchors.anchor_of,
-                                              anchors.rel_at, n, batch._out, batch._cap, BATCH_FILE_MAX,
-                                              batch._offsets, batch._lens), cycles)
+                                              anchors.rel_at, n, out.out, out.cap, BATCH_FILE_MAX,
+                                              out.offsets, out.lens), cycles)
 
 
 class CReaderTime:
