@@ -17,11 +17,12 @@ series in the metric cache (12,000 fewer at 1,000 pods). The files are read as o
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Generator, Mapping
 
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import (
     Batches,
+    CgroupObject,
     CollectContext,
     CollectorUnsupported,
     Round,
@@ -31,6 +32,7 @@ from koordlet.metricsadvisor.framework import (
     sliced_map,
 )
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import PodInfo
 from system.cgroup_readers import CgroupReader
 from system.errors import SystemFileError
 from system.file_io import FileBatch
@@ -53,14 +55,31 @@ PsiSnapshot = Mapping[tuple[str, str], Mapping[str, PsiReading]]
 _PRESSURE_FILE = {resource: "%s.pressure" % resource for resource in PSI_RESOURCES}
 
 
-class _Keys:
-    """The six avg10 series keys of one object, made once."""
+class _Object:
+    """One object's six avg10 series keys, made once, and what its last round read: the
+    pressure texts, their readings and the samples they give. An idle cgroup prints the
+    same texts round after round (all zeros; total= moves only when something stalls):
+    then its samples are the last round's, not parsed or built again."""
 
-    __slots__ = ("by_line",)
+    __slots__ = ("by_line", "texts", "readings", "samples")
 
     def __init__(self, metric: str, pod_uid: str, container_id: str) -> None:
         self.by_line = {(resource, kind): SeriesKey(metric, pod_uid, container_id, LABELS[(resource, kind, "avg10")])
                         for resource in PSI_RESOURCES for kind in KINDS}
+        self.texts: tuple[bytes | None, ...] = ()
+        self.readings: dict[str, PsiReading] = {}
+        self.samples: list[tuple[SeriesKey, float]] = []
+
+    def read(self, readings: dict[str, PsiReading]) -> None:
+        if readings == self.readings:
+            return
+        by_line = self.by_line
+        samples = []
+        for resource, (some, full) in readings.items():
+            samples.append((by_line[(resource, "some")], some[0]))
+            if full is not None:
+                samples.append((by_line[(resource, "full")], full[0]))
+        self.readings, self.samples = readings, samples
 
 
 class PSICollector(RoundCollector):
@@ -78,17 +97,20 @@ class PSICollector(RoundCollector):
         self._host: Host | None = None
         self._reader: CgroupReader | None = None
         self._states: StatesInformer | None = None
-        self._node = False
-        self._keys: dict[tuple[str, str], _Keys] = {}
+        self._node: _Object | None = None
+        # what the last listing gave, kept while the informer's pods() is the same tuple:
+        # the objects, their dirs, their pressure files and their entries
+        self._pods: tuple[PodInfo, ...] | None = None
+        self._listed: tuple[list[CgroupObject], tuple[str, ...], list[str], list[_Object]] = ([], (), [], [])
         self.snapshot: PsiSnapshot = {}
 
     def setup(self, ctx: CollectContext) -> None:
         self._host, self._reader, self._states = ctx.host, ctx.reader, ctx.states
         try:
             read_node_psi(ctx.host, "cpu")
-            self._node = True
+            self._node = _Object(Metric.NODE_PSI.value, "", "")
         except SystemFileError:
-            self._node = False
+            self._node = None
         cgroups = False
         if ctx.reader is not None:
             try:
@@ -98,35 +120,56 @@ class PSICollector(RoundCollector):
                 cgroups = False
         if not cgroups:
             self._reader = None
-        if not self._node and not cgroups:
+        if self._node is None and not cgroups:
             raise CollectorUnsupported("this kernel has no PSI (/proc/pressure and cgroup *.pressure absent)")
 
     def round(self, now: float) -> Round:
         out: list[tuple[SeriesKey, float]] = []
-        previous, keys = self._keys, dict[tuple[str, str], _Keys]()
         snapshot: dict[tuple[str, str], Mapping[str, PsiReading]] = {}
-        if self._node:
-            self._store(out, previous, keys, snapshot, Metric.NODE_PSI.value, "", "", self._node_readings())
+        if self._node is not None:
+            self._node.read(self._node_readings())
+            snapshot[("", "")] = self._node.readings
+            out += self._node.samples
         if self._reader is not None and self._states is not None:
-            reader = self._reader
-            objects = [obj for obj in pod_objects(self._states) if self._containers or not obj[1]]
-            dirs = tuple(obj[2] for obj in objects)
-            files: list[list[str]] = yield from sliced_map(
-                lambda d: [reader.path(_PRESSURE_FILE[resource], d) for resource in PSI_RESOURCES], dirs)
-            replies = yield (self._batches.get(dirs, "pressure", lambda: FileBatch([f for group in files for f in group])),)
+            objects, dirs, files, entries = yield from self._listing(self._reader, self._states)
+            replies = yield (self._batches.get(dirs, "pressure", lambda: FileBatch(files)),)
             assert replies is not None
             slices = Slices()
             texts = replies[0]
             width = len(PSI_RESOURCES)
-            for i, (pod_uid, container_id, _) in enumerate(objects):
+            for i, entry in enumerate(entries):
                 if slices.over(i):
                     yield None
-                readings = _readings(texts[i * width:(i + 1) * width])
-                if readings is not None:
-                    metric = Metric.CONTAINER_PSI.value if container_id else Metric.POD_PSI.value
-                    self._store(out, previous, keys, snapshot, metric, pod_uid, container_id, readings)
-        self._keys, self.snapshot = keys, snapshot
+                mine = tuple(texts[i * width:(i + 1) * width])
+                if mine != entry.texts:
+                    readings = _readings(mine)
+                    if readings is None:  # the cgroup is gone, or a file is unreadable
+                        entry.texts = ()
+                        continue
+                    entry.texts = mine
+                    entry.read(readings)
+                pod_uid, container_id, _ = objects[i]
+                snapshot[(pod_uid, container_id)] = entry.readings
+                out += entry.samples
+        self.snapshot = snapshot
         return out
+
+    def _listing(self, reader: CgroupReader, states: StatesInformer) -> Generator[
+            None, object, tuple[list[CgroupObject], tuple[str, ...], list[str], list[_Object]]]:
+        """The objects to read, their dirs, pressure files and entries: made again only when the
+        informer's listing changed (entries kept for the objects still listed)."""
+        pods = states.pods()
+        if pods is self._pods:
+            return self._listed
+        objects = [obj for obj in pod_objects(states) if self._containers or not obj[1]]
+        dirs = tuple(obj[2] for obj in objects)
+        files: list[list[str]] = yield from sliced_map(
+            lambda d: [reader.path(_PRESSURE_FILE[resource], d) for resource in PSI_RESOURCES], dirs)
+        previous = {(obj[0], obj[1]): entry for obj, entry in zip(self._listed[0], self._listed[3])}
+        entries = [previous.get((uid, cid)) or _Object(Metric.CONTAINER_PSI.value if cid else Metric.POD_PSI.value,
+                                                       uid, cid) for uid, cid, _ in objects]
+        self._pods, self._listed = pods, (objects, dirs, [f for group in files for f in group], entries)
+        return self._listed
 
     def _node_readings(self) -> dict[str, PsiReading]:
         assert self._host is not None
@@ -141,21 +184,8 @@ class PSICollector(RoundCollector):
                               None if full is None else (full.avg10, full.avg60, full.avg300))
         return node
 
-    @staticmethod
-    def _store(out: list, previous: dict, keys: dict, snapshot: dict, metric: str, pod_uid: str,
-               container_id: str, readings: dict[str, PsiReading]) -> None:
-        ident = (pod_uid, container_id)
-        entry = previous.get(ident) or _Keys(metric, pod_uid, container_id)
-        keys[ident] = entry
-        snapshot[ident] = readings
-        by_line = entry.by_line
-        for resource, (some, full) in readings.items():
-            out.append((by_line[(resource, "some")], some[0]))
-            if full is not None:
-                out.append((by_line[(resource, "full")], full[0]))
 
-
-def _readings(texts: list[bytes | None]) -> dict[str, PsiReading] | None:
+def _readings(texts: tuple[bytes | None, ...]) -> dict[str, PsiReading] | None:
     """One cgroup's pressure files (PSI_RESOURCES order) parsed; None when one is unreadable
     (the cgroup is gone)."""
     readings: dict[str, PsiReading] = {}

@@ -178,6 +178,33 @@ def test_psi_values_follow_the_files_when_cgroups_share_a_text(tmp_path: Path):
     assert collector.snapshot[(pods[0].uid, "")]["cpu"] == same[(pods[0].uid, "")]
 
 
+def test_psi_follows_the_listing_and_parses_only_texts_that_changed(tmp_path: Path, monkeypatch):
+    from koordlet.metricsadvisor.collectors import psi
+
+    pods = PODS[:3]
+    host, states = fake_node(tmp_path, pods)
+    collector = PSICollector(10.0, containers=False)
+    collector.setup(context(host, states))
+    collector.collect(1.0)
+    parsed = []
+    real = psi.psi_averages
+    monkeypatch.setattr(psi, "psi_averages", lambda text: parsed.append(text) or real(text))
+    collector.collect(11.0)
+    assert parsed == []  # the same texts as the last round: the last round's samples again
+    busy = "some avg10=7.50 avg60=3.00 avg300=1.00 total=5\nfull avg10=1.25 avg60=1.00 avg300=0.50 total=2\n"
+    (host.cgroup("unified") / pods[2].cgroup_parent / "memory.pressure").write_text(busy)
+    states.remove(pods[0].uid)
+    samples = dict(collector.collect(21.0))
+    assert parsed == [busy]
+    assert {uid for uid, _ in collector.snapshot if uid} == {pods[1].uid, pods[2].uid}
+    assert collector.snapshot[(pods[2].uid, "")]["memory"] == ((7.5, 3.0, 1.0), (1.25, 1.0, 0.5))
+    pods_sampled = {key.pod_uid for key in samples if key.metric == Metric.POD_PSI.value}
+    assert pods_sampled == {pods[1].uid, pods[2].uid}
+    memory = {dict(key.labels)["kind"]: value for key, value in samples.items()
+              if key.pod_uid == pods[2].uid and ("resource", "memory") in key.labels}
+    assert memory == {"some": 7.5, "full": 1.25}
+
+
 def test_steady_usage_rounds_make_no_new_batch(tmp_path: Path, monkeypatch):
     """Once every turn has run, the usage round reuses its batches (paths, anchors and C
     arrays made once per listing), memory.stat ones included."""
