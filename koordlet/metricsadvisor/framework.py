@@ -27,7 +27,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Generator, Protocol, Sequence, TypeVar, Union
+from typing import Any, Callable, Generator, Generic, Protocol, Sequence, TypeVar, Union
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -234,6 +234,46 @@ def pod_objects(states: StatesInformer) -> list[CgroupObject]:
         out.append((pod.uid, "", pod.cgroup_parent))
         out.extend((pod.uid, c.id, c.cgroup_dir) for c in pod.running_containers if c.cgroup_dir)
     return out
+
+
+P = TypeVar("P")
+E = TypeVar("E")
+
+
+@dataclass(frozen=True, slots=True)
+class Listed(Generic[P, E]):
+    """What a per-pod round reads: the objects, their dirs, each one's paths and entry."""
+
+    objects: list[CgroupObject]
+    dirs: tuple[str, ...]
+    paths: list[P]
+    entries: list[E]
+
+
+class Listing(Generic[P, E]):
+    """A round's objects, made again only when the informer's pods() is another tuple (it
+    hands back the same one while nothing listed changed); an object still listed keeps
+    its entry (series keys, last readings)."""
+
+    def __init__(self, paths: Callable[[str], P], entry: Callable[[str, str], E],
+                 containers: bool = True) -> None:
+        self._paths, self._entry, self._containers = paths, entry, containers
+        self._pods: object = None
+        self.listed: Listed[P, E] = Listed([], (), [], [])
+
+    def get(self, states: StatesInformer) -> Generator[None, object, Listed[P, E]]:
+        pods = states.pods()
+        if pods is self._pods:
+            return self.listed
+        objects = [obj for obj in pod_objects(states) if self._containers or not obj[1]]
+        dirs = tuple(obj[2] for obj in objects)
+        paths: list[P] = yield from sliced_map(self._paths, dirs)
+        last = self.listed
+        previous = {(obj[0], obj[1]): entry for obj, entry in zip(last.objects, last.entries)}
+        entries: list[E] = yield from sliced_map(
+            lambda obj: previous.get((obj[0], obj[1])) or self._entry(obj[0], obj[1]), objects)
+        self._pods, self.listed = pods, Listed(objects, dirs, paths, entries)
+        return self.listed
 
 
 class Turns:

@@ -19,19 +19,17 @@ from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
 from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMORY
 from koordlet.metricsadvisor.framework import (
     Batches,
-    CgroupObject,
     CollectContext,
+    Listed,
+    Listing,
     Round,
     RoundCollector,
     Slices,
     Turns,
-    pod_objects,
     pods_and_reader,
-    sliced_map,
 )
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.model import PodInfo
 from system.file_io import VALUES_PER_FILE, ValueBatch
 from system.usage_reader import UsagePaths, UsageReader, working_set_of
 
@@ -69,13 +67,11 @@ class PodResourceCollector(RoundCollector):
         self._reader: UsageReader | None = None
         self._states: StatesInformer | None = None
         self._cache: MetricCache | None = None
-        self._tracked: dict[tuple[str, str], _Tracked] = {}
+        self._listing: Listing[UsagePaths, _Tracked] | None = None
         self._batches = Batches()
         self._turns = Turns.of(interval, container_interval)
-        # what the last listing gave, kept while the informer's pods() is the same tuple:
-        # (objects, their dirs, their paths, their tracked entries), and each turn's indices
-        self._pods: tuple[PodInfo, ...] | None = None
-        self._listed: tuple[list[CgroupObject], tuple[str, ...], list[UsagePaths], list[_Tracked]] = ([], (), [], [])
+        # each turn's indices into the listing they were made for
+        self._listed: Listed[UsagePaths, _Tracked] | None = None
         self._due: dict[int, list[int]] = {}
         self._cycle = 0
         self._born = 0  # objects tracked so far: spreads their memory.stat turns
@@ -83,21 +79,15 @@ class PodResourceCollector(RoundCollector):
 
     def setup(self, ctx: CollectContext) -> None:
         self._reader, self._states = pods_and_reader(ctx)
+        self._listing = Listing(self._reader.paths, self._entry)
         self._cache = ctx.cache
 
     def round(self, now: float) -> Round:
-        assert self._states is not None and self._reader is not None
-        pods = self._states.pods()
-        if pods is not self._pods:  # the same tuple: nothing listed changed since the last round
-            objects = pod_objects(self._states)
-            dirs = tuple(obj[2] for obj in objects)
-            paths: list[UsagePaths] = yield from sliced_map(self._reader.paths, dirs)
-            previous, tracked = self._tracked, dict[tuple[str, str], _Tracked]()
-            entries: list[_Tracked] = yield from sliced_map(
-                lambda obj: self._entry(previous, tracked, obj[0], obj[1]), objects)
-            self._tracked = tracked
-            self._pods, self._listed, self._due = pods, (objects, dirs, paths, entries), {}
-        objects, dirs, paths, entries = self._listed
+        assert self._states is not None and self._listing is not None
+        listed = yield from self._listing.get(self._states)
+        if listed is not self._listed:
+            self._listed, self._due = listed, {}
+        objects, dirs, paths, entries = listed.objects, listed.dirs, listed.paths, listed.entries
         cycle, turns = self._cycle, self._turns
         self._cycle += 1
         phase = turns.phase(cycle)
@@ -136,20 +126,14 @@ class PodResourceCollector(RoundCollector):
         samples.extend(self._system(now, pods_cpu, pods_memory))
         return samples
 
-    def _entry(self, previous: dict, tracked: dict, pod_uid: str, container_id: str) -> _Tracked:
-        ident = (pod_uid, container_id)
-        entry = previous.get(ident)
-        if entry is None:
-            self._born += 1
-            if container_id:
-                entry = _Tracked(SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid, container_id),
-                                 SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, pod_uid, container_id),
-                                 self._born)
-            else:
-                entry = _Tracked(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid, ""),
-                                 SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod_uid, ""), self._born)
-        tracked[ident] = entry
-        return entry
+    def _entry(self, pod_uid: str, container_id: str) -> _Tracked:
+        """A newly listed object's entry."""
+        self._born += 1
+        if container_id:
+            return _Tracked(SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, pod_uid, container_id),
+                            SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, pod_uid, container_id), self._born)
+        return _Tracked(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid, ""),
+                        SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod_uid, ""), self._born)
 
     def _system(self, now: float, pods_cpu: float | None,
                 pods_memory: float | None) -> list[tuple[SeriesKey, float]]:

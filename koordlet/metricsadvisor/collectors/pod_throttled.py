@@ -11,17 +11,27 @@ from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import (
     Batches,
     CollectContext,
+    Listing,
     Round,
     RoundCollector,
     Slices,
-    pod_objects,
     pods_and_reader,
-    sliced_map,
 )
 from koordlet.metricsadvisor.rates import throttled_ratio
 from koordlet.statesinformer.api import StatesInformer
 from system.file_io import VALUES_PER_FILE, ValueBatch
-from system.usage_reader import UsagePaths, UsageReader
+from system.usage_reader import UsagePaths
+
+
+class _Last:
+    """One object's series key and its last (nr_periods, nr_throttled), None before a reading."""
+
+    __slots__ = ("key", "counts")
+
+    def __init__(self, pod_uid: str, container_id: str) -> None:
+        metric = Metric.CONTAINER_CPU_THROTTLED_RATIO if container_id else Metric.POD_CPU_THROTTLED_RATIO
+        self.key = SeriesKey.of(metric, pod_uid, container_id)
+        self.counts: tuple[int, int] | None = None
 
 
 class PodThrottledCollector(RoundCollector):
@@ -29,44 +39,35 @@ class PodThrottledCollector(RoundCollector):
 
     def __init__(self, interval: float) -> None:
         super().__init__(interval)
-        self._reader: UsageReader | None = None
         self._states: StatesInformer | None = None
-        self._last: dict[tuple[str, str], tuple[SeriesKey, tuple[int, int]]] = {}
+        self._listing: Listing[UsagePaths, _Last] | None = None
         self._batches = Batches()
 
     def setup(self, ctx: CollectContext) -> None:
-        self._reader, self._states = pods_and_reader(ctx)
+        reader, self._states = pods_and_reader(ctx)
+        self._listing = Listing(reader.paths, _Last)
 
     def round(self, now: float) -> Round:
-        assert self._states is not None and self._reader is not None
-        reader = self._reader
-        objects = pod_objects(self._states)
-        dirs = tuple(obj[2] for obj in objects)
-        paths: list[UsagePaths] = yield from sliced_map(reader.paths, dirs)
+        assert self._states is not None and self._listing is not None
+        listed = yield from self._listing.get(self._states)
         replies = yield (self._batches.get(
-            dirs, "cpu.stat", lambda: ValueBatch([(p.cpu_stat, "nr_periods nr_throttled") for p in paths])),)
+            listed.dirs, "cpu.stat",
+            lambda: ValueBatch([(p.cpu_stat, "nr_periods nr_throttled") for p in listed.paths])),)
         assert replies is not None
         values, status = replies[0]
         slices = Slices()
         samples: list[tuple[SeriesKey, float]] = []
-        previous, current = self._last, dict[tuple[str, str], tuple[SeriesKey, tuple[int, int]]]()
-        for i, (uid, container_id, _) in enumerate(objects):
+        for i, entry in enumerate(listed.entries):
             if slices.over(i):
                 yield None
-            if status[i]:  # gone, or no cpu controller
+            if status[i]:  # gone, or no cpu controller: the next reading starts afresh
+                entry.counts = None
                 continue
             at = VALUES_PER_FILE * i
             counts = (values[at], values[at + 1])
-            ident = (uid, container_id)
-            last = previous.get(ident)
-            if last is None:
-                metric = Metric.CONTAINER_CPU_THROTTLED_RATIO if container_id else Metric.POD_CPU_THROTTLED_RATIO
-                current[ident] = (SeriesKey.of(metric, uid, container_id), counts)
-                continue
-            key = last[0]
-            current[ident] = (key, counts)
-            ratio = throttled_ratio(last[1], counts)
-            if ratio is not None:
-                samples.append((key, ratio))
-        self._last = current
+            last, entry.counts = entry.counts, counts
+            if last is not None:
+                ratio = throttled_ratio(last, counts)
+                if ratio is not None:
+                    samples.append((entry.key, ratio))
         return samples

@@ -17,23 +17,19 @@ series in the metric cache (12,000 fewer at 1,000 pods). The files are read as o
 
 from __future__ import annotations
 
-from typing import Generator, Mapping
+from typing import Mapping
 
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import (
     Batches,
-    CgroupObject,
     CollectContext,
     CollectorUnsupported,
+    Listing,
     Round,
     RoundCollector,
     Slices,
-    pod_objects,
-    sliced_map,
 )
 from koordlet.statesinformer.api import StatesInformer
-from koordlet.statesinformer.model import PodInfo
-from system.cgroup_readers import CgroupReader
 from system.errors import SystemFileError
 from system.file_io import FileBatch
 from system.host import Host
@@ -95,17 +91,13 @@ class PSICollector(RoundCollector):
         self._containers = containers
         self._batches = Batches()
         self._host: Host | None = None
-        self._reader: CgroupReader | None = None
         self._states: StatesInformer | None = None
         self._node: _Object | None = None
-        # what the last listing gave, kept while the informer's pods() is the same tuple:
-        # the objects, their dirs, their pressure files and their entries
-        self._pods: tuple[PodInfo, ...] | None = None
-        self._listed: tuple[list[CgroupObject], tuple[str, ...], list[str], list[_Object]] = ([], (), [], [])
+        self._listing: Listing[list[str], _Object] | None = None
         self.snapshot: PsiSnapshot = {}
 
     def setup(self, ctx: CollectContext) -> None:
-        self._host, self._reader, self._states = ctx.host, ctx.reader, ctx.states
+        self._host, self._states = ctx.host, ctx.states
         try:
             read_node_psi(ctx.host, "cpu")
             self._node = _Object(Metric.NODE_PSI.value, "", "")
@@ -118,8 +110,12 @@ class PSICollector(RoundCollector):
                 cgroups = True
             except SystemFileError:
                 cgroups = False
-        if not cgroups:
-            self._reader = None
+        if cgroups:
+            reader = ctx.reader
+            assert reader is not None
+            self._listing = Listing(lambda d: [reader.path(_PRESSURE_FILE[resource], d) for resource in PSI_RESOURCES],
+                                    lambda uid, cid: _Object(Metric.CONTAINER_PSI.value if cid else
+                                                             Metric.POD_PSI.value, uid, cid), self._containers)
         if self._node is None and not cgroups:
             raise CollectorUnsupported("this kernel has no PSI (/proc/pressure and cgroup *.pressure absent)")
 
@@ -130,9 +126,11 @@ class PSICollector(RoundCollector):
             self._node.read(self._node_readings())
             snapshot[("", "")] = self._node.readings
             out += self._node.samples
-        if self._reader is not None and self._states is not None:
-            objects, dirs, files, entries = yield from self._listing(self._reader, self._states)
-            replies = yield (self._batches.get(dirs, "pressure", lambda: FileBatch(files)),)
+        if self._listing is not None and self._states is not None:
+            listed = yield from self._listing.get(self._states)
+            objects, entries = listed.objects, listed.entries
+            replies = yield (self._batches.get(listed.dirs, "pressure",
+                                               lambda: FileBatch([f for group in listed.paths for f in group])),)
             assert replies is not None
             slices = Slices()
             texts = replies[0]
@@ -153,23 +151,6 @@ class PSICollector(RoundCollector):
                 out += entry.samples
         self.snapshot = snapshot
         return out
-
-    def _listing(self, reader: CgroupReader, states: StatesInformer) -> Generator[
-            None, object, tuple[list[CgroupObject], tuple[str, ...], list[str], list[_Object]]]:
-        """The objects to read, their dirs, pressure files and entries: made again only when the
-        informer's listing changed (entries kept for the objects still listed)."""
-        pods = states.pods()
-        if pods is self._pods:
-            return self._listed
-        objects = [obj for obj in pod_objects(states) if self._containers or not obj[1]]
-        dirs = tuple(obj[2] for obj in objects)
-        files: list[list[str]] = yield from sliced_map(
-            lambda d: [reader.path(_PRESSURE_FILE[resource], d) for resource in PSI_RESOURCES], dirs)
-        previous = {(obj[0], obj[1]): entry for obj, entry in zip(self._listed[0], self._listed[3])}
-        entries = [previous.get((uid, cid)) or _Object(Metric.CONTAINER_PSI.value if cid else Metric.POD_PSI.value,
-                                                       uid, cid) for uid, cid, _ in objects]
-        self._pods, self._listed = pods, (objects, dirs, [f for group in files for f in group], entries)
-        return self._listed
 
     def _node_readings(self) -> dict[str, PsiReading]:
         assert self._host is not None

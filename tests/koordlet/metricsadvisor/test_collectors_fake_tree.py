@@ -88,7 +88,8 @@ def test_a_vanished_cgroup_is_skipped_and_forgotten(tmp_path: Path):
     assert {key.pod_uid for key, _ in samples} == {"keep"} and collector.unreadable == 2
     states.remove("gone")
     collector.collect(3.0)
-    assert {ident[0] for ident in collector._tracked} == {"keep"}
+    listed = collector._listing.listed
+    assert {obj[0] for obj in listed.objects} == {"keep"} and len(listed.entries) == len(listed.objects)
 
 
 def test_throttled_ratio_of_pod_and_container(tmp_path: Path):
