@@ -6,15 +6,24 @@ child first when it shrinks: the executor's levelled order). Passes run every
 `interval` and at once when the engine reports a change or after an NRI
 (re)synchronize.
 
-Drift: the executor's write cache skips a value it wrote less than 60 s ago
-without looking, so a value changed behind our back would survive up to a
-minute. The periodic pass therefore first reads every file the cache vouches
-for (through the executor's kept fds) and drops the cache entries whose file no
-longer holds the cached value; the levelled batch that follows then reads and
-rewrites exactly those. Measured (bench/runtime_hooks.py): this scan plus a
-cached batch costs a fraction of `update_levels(use_cache=False)`, which runs
-the executor's whole read-compare machinery on every file. Passes triggered by
-a change cover only the changed pods and trust the cache.
+Drift: the executor's write cache skips a value it wrote or read less than
+`force_update_after` (60 s by default) ago without looking, and looks again once
+the entry is older: koordlet's contract, a value changed behind our back is
+repaired within that window. The periodic pass keeps that contract at a fraction
+of its cost by reading back a rotating share of the pods' files: a pod's turn
+comes once every `force_update_after // interval` periodic passes (its place in
+the rotation from the hash of its uid, so pods coming and going do not move the
+others), and the kube-QoS files, few, are read on every pass. The files of a pod
+on its turn are read in one batch; an entry whose file no longer holds the cached
+value is dropped, so the levelled batch that follows reads and rewrites exactly
+those, and the others are dated now, so the executor does not read them again
+before the pod's next turn. A full pass that was asked for (start-up, an NRI
+(re)synchronize: `trigger(full=True)`) reads back every file. Measured
+(bench/runtime_hooks.py): the whole read-back plus a cached batch costs a fraction of
+`update_levels(use_cache=False)`, which runs the executor's whole read-compare
+machinery on every file, and the periodic pass does 1/turns of those reads (a sixth
+at the defaults, 60 s and 10 s). Passes triggered by a change cover only the changed
+pods and trust the cache.
 """
 
 from __future__ import annotations
@@ -79,22 +88,30 @@ def updaters_for(executor: ResourceExecutor, spec: ResourceSpec, cgroup_dir: str
     return out
 
 
-def invalidate_drifted(executor: ResourceExecutor, updaters: list[Updater]) -> int:
-    """Forget cache entries whose file no longer holds the cached value; returns how many.
-    The vouched-for files are read in one batch (no fd kept)."""
-    entries, forget = executor.cache.entries, executor.cache.forget
+def invalidate_drifted(executor: ResourceExecutor, updaters: list[Updater]) -> tuple[int, int]:
+    """Read back every file the cache vouches for; forget the entries whose file no longer
+    holds the cached value and date the others now (just seen: the executor need not look
+    again for a force-update window). Returns (files read, entries forgotten). The files
+    are read in one batch (no fd kept)."""
+    cache = executor.cache
+    entries, forget, remember = cache.entries, cache.forget, cache.remember
     vouched = [(updater, entry) for updater in updaters if (entry := entries.get(updater.key)) is not None]
+    if not vouched:
+        return 0, 0
     texts = executor.io.read_many([updater.path for updater, _ in vouched])
+    now = executor.clock()
     drifted = 0
     for (updater, entry), text in zip(vouched, texts):
         try:
             same = text is not None and (text == entry.text or updater.parse(text) == entry.value)
         except ValueError:
             same = False  # unreadable: let the batch find out and report it
-        if not same:
+        if same:
+            remember(updater.key, entry.text, entry.value, now)
+        else:
             forget(updater.key)
             drifted += 1
-    return drifted
+    return len(vouched), drifted
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +122,9 @@ class PassResult:
     writes: int
     problems: int
     seconds: float
+    checked: int = 0   # files read back for drift
+    drifted: int = 0   # of those, how many no longer held the cached value
+    rotating: bool = False  # a periodic full pass: only this turn's share of the pods read back
 
 
 class ReconcileMetrics:
@@ -119,7 +139,8 @@ class ReconcileMetrics:
 
     def record(self, result: PassResult) -> None:
         if self.duration is not None and self.writes is not None:
-            self.duration.labels("full" if result.full else "changed").observe(result.seconds)
+            mode = "periodic" if result.rotating else "full" if result.full else "changed"
+            self.duration.labels(mode).observe(result.seconds)
             self.writes.inc(result.writes)
 
 
@@ -141,6 +162,7 @@ class Reconciler:
         self._full_requested = True
         self._dirty: set[str] | None = set()  # pods changed since the last pass; None: all
         self._next_full = 0.0
+        self._turn = 0  # periodic full passes so far: whose share of the pods is read back next
         self._loop = Periodic("runtime-hooks-reconcile", self._pass, interval, event="runtime_hooks_reconcile_failed",
                               registry=registry)
         self.passes = 0
@@ -165,12 +187,20 @@ class Reconciler:
     def qos_dirs(self) -> Mapping[QoSTier, str]:
         return self._qos_dirs()
 
-    def reconcile_once(self, full: bool) -> PassResult:
-        """One pass. Full: every pod, every file read and compared. Otherwise only
-        the pods changed since the last pass, trusting the executor's cache."""
-        return run_steps(self.reconcile_steps(full))
+    @property
+    def turns(self) -> int:
+        """Periodic passes per rotation: every pod's files are read back once per the
+        executor's force-update window (and at least once per pass)."""
+        return max(1, int(self._executor.cache.policy.force_update_after // self.interval))
 
-    def reconcile_steps(self, full: bool) -> Steps[PassResult]:
+    def reconcile_once(self, full: bool, *, rotating: bool = False) -> PassResult:
+        """One pass. Full: every pod written through the cache after every file is read
+        and compared; rotating (with full): the periodic kind, only the kube-QoS files and
+        this turn's share of the pods' files read back. Otherwise only the pods changed
+        since the last pass, trusting the executor's cache."""
+        return run_steps(self.reconcile_steps(full, rotating=rotating))
+
+    def reconcile_steps(self, full: bool, *, rotating: bool = False) -> Steps[PassResult]:
         """`reconcile_once` yielding between chunks of PODS_PER_PASS_STEP pods (a full pass over
         1,000 pods held the loop ~100 ms: deciding the plans, building the updaters, the
         drift reads and the writes): the QoS tiers first, then each chunk's pods with their
@@ -193,20 +223,33 @@ class Reconciler:
                 else:
                     pods.append(pod)
         with_containers = full or self.containers_on_change
+        rotating = full and rotating
+        turns, share = self.turns, self._turn % self.turns
+        if rotating:
+            self._turn += 1
+        checked = drifted = 0
         outcomes: list[Outcome] = []
         qos_level = self._qos_updaters(executor)
         for start in range(-PODS_PER_PASS_STEP, len(pods), PODS_PER_PASS_STEP):
-            if start < 0:  # the QoS tiers, alone
+            if start < 0:  # the QoS tiers, alone, read back on every full pass
                 levels = [qos_level, [], []]
+                to_check = qos_level if full else []
             else:
                 # as the informer holds the pod now: it may have changed or gone since the pass began
-                current = (self.engine.states.pod(p.uid) for p in pods[start:start + PODS_PER_PASS_STEP])
-                per_pod = [self._updaters(executor, self.engine.plan(pod)) for pod in current if pod is not None]
+                current = [pod for p in pods[start:start + PODS_PER_PASS_STEP]
+                           if (pod := self.engine.states.pod(p.uid)) is not None]
+                per_pod = [self._updaters(executor, self.engine.plan(pod)) for pod in current]
                 levels = [[], [u for pod_level, _ in per_pod for u in pod_level],
                           [u for _, container_level in per_pod for u in container_level] if with_containers else []]
-            if full:
-                for level in levels:
-                    invalidate_drifted(executor, level)
+                if rotating:
+                    to_check = [u for pod, (pod_level, container_level) in zip(current, per_pod)
+                                if hash(pod.uid) % turns == share for u in pod_level + container_level]
+                else:
+                    to_check = levels[1] + levels[2] if full else []
+            if to_check:
+                read, forgotten = invalidate_drifted(executor, to_check)
+                checked += read
+                drifted += forgotten
             outcomes.extend(executor.update_levels(levels).outcomes)
             busy += time.perf_counter() - started
             yield
@@ -214,12 +257,13 @@ class Reconciler:
         busy += time.perf_counter() - started
         writes = outcomes.count(Outcome.WRITTEN)
         problems = outcomes.count(Outcome.INVALID) + outcomes.count(Outcome.FAILED)
-        outcome = PassResult(full, len(pods), len(outcomes), writes, problems, busy)
+        outcome = PassResult(full, len(pods), len(outcomes), writes, problems, busy, checked, drifted, rotating)
         self.metrics.record(outcome)
         self.passes += 1
         self.last = outcome
         if writes or problems:
-            log.info("runtime_hooks_reconciled", full=full, pods=outcome.pods, writes=writes, problems=problems)
+            log.info("runtime_hooks_reconciled", full=full, rotating=rotating, pods=outcome.pods, writes=writes,
+                     problems=problems, drifted=drifted)
         return outcome
 
     def _updaters(self, executor: ResourceExecutor, plan: PodPlan) -> tuple[list[Updater], list[Updater]]:
@@ -262,9 +306,10 @@ class Reconciler:
         next full pass (a change wakes the loop sooner)."""
         await asyncio.sleep(0)  # let a burst of pod events land in one pass
         now = asyncio.get_running_loop().time()
-        full = self._full_requested or now >= self._next_full
+        asked = self._full_requested
+        full = asked or now >= self._next_full
         self._full_requested = False
         if full:
             self._next_full = now + self.interval
-        await run_steps_on_loop(self.reconcile_steps(full))
+        await run_steps_on_loop(self.reconcile_steps(full, rotating=not asked))
         return max(self._next_full - asyncio.get_running_loop().time(), 0.0)

@@ -1,5 +1,6 @@
-"""The bypass transport on real cgroup v1 test cgroups: it agrees with NRI mode,
-and it repairs drift within one interval."""
+"""The bypass transport on real cgroup v1 test cgroups: it agrees with NRI mode, an
+asked-for full pass repairs drift at once, and the periodic passes within one
+force-update window of the executor's cache."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxCh
 from koordlet.statesinformer.store import PodStore
 from nri.stub import Stub, StubConfig
 from nri.testing import RuntimePeer
-from resourceexecutor import ResourceExecutor
+from resourceexecutor import KeptFdFileIO, ResourceExecutor
 from system.cgroup_files import CgroupFiles
 from system.cgroup_version import detect_hierarchy
 from system.host import Host
@@ -26,6 +27,7 @@ from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
 from tests.polling import until
+from tests.resourceexecutor.conftest import FakeClock
 from tests.system.cgroup_sandbox import SandboxUnavailable, cgroup_sandbox, make_child
 
 pytestmark = pytest.mark.kernel
@@ -102,7 +104,7 @@ def kernel_values(files: CgroupFiles, cgroup_dir: str) -> tuple:
     return shares, quota, memory, format_cpuset(cpus)
 
 
-def bypass_setup(pods, config):
+def bypass_setup(pods, config, **executor_options):
     store = PodStore(NodeInfo("node"))
     feed = NriFeed(store)
     for pod, containers in pods:
@@ -112,7 +114,7 @@ def bypass_setup(pods, config):
     engine = HookEngine(store, config, HOOKS)
     engine.start()
     files = CgroupFiles(Host(), detect_hierarchy(Host()))
-    executor = ResourceExecutor(files)
+    executor = ResourceExecutor(files, **executor_options)
     return engine, executor, files
 
 
@@ -168,28 +170,104 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
             files.read("memory.limit_in_bytes", be_pod)) == (716, -1, -1)
 
 
-async def test_drift_is_repaired_within_one_interval(sandbox) -> None:
+class CountingIO(KeptFdFileIO):
+    """The executor's real kept-fd IO, counting what it reads: the drift read-back
+    (`read_many`, one C batch) and the executor's own one-file reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read_back: list[str] = []
+        self.single_reads = 0
+
+    def read_many(self, paths):
+        self.read_back.extend(paths)
+        return super().read_many(paths)
+
+    def read(self, path: str) -> str:
+        self.single_reads += 1
+        return super().read(path)
+
+
+def be_workload(root: str, count: int):
+    """`count` BE pods, one container each, whose batch annotation gives every container
+    cgroup our own cpu.shares (512)."""
+    pods = []
+    for i in range(count):
+        pod = nri_pod("be-%02d" % i, "BE", {ANNOT: ext_spec(main=batch("500", "1Gi"))}, root=root)
+        pods.append((pod, [nri_container(pod, "main")]))
+    return pods
+
+
+async def test_an_asked_for_full_pass_repairs_every_drifted_file_at_once(sandbox) -> None:
+    """trigger(full=True) (start-up, an NRI resync) reads back every file: all the drift
+    it finds is repaired by that one pass, not over a rotation."""
     config = HookConfig(node_cpus=node_cpus())
     pods = workload(sandbox)
     host = Host()
     make_cgroups(pods, [host.cgroup(c) for c in CONTROLLERS])
     engine, executor, files = bypass_setup(pods, config)
-    interval = 0.3
-    reconciler = Reconciler(engine, executor, interval)
+    reconciler = Reconciler(engine, executor, 3600.0)  # no periodic pass during the test
     reconciler.start()
     try:
-        target = pods[0][1][0].linux.cgroups_path.strip("/")
+        targets = [ctr.linux.cgroups_path.strip("/") for ctr in (pods[0][1][0], pods[0][1][1])]
         await until(lambda: reconciler.passes > 0)
-        assert files.read("cpu.shares", target) == 512
+        assert [files.read("cpu.shares", t) for t in targets] == [512, 204]
+        for target in targets:
+            (host.cgroup("cpu") / target / "cpu.shares").write_text("4096")
         # a cached pass alone would not look: the executor vouches for what it wrote
-        (host.cgroup("cpu") / target / "cpu.shares").write_text("4096")
         reconciler._plans_changed(None)  # every pod marked changed: a cached pass still does not look
         assert reconciler.reconcile_once(full=False).writes == 0
-        assert files.read("cpu.shares", target) == 4096
+        assert [files.read("cpu.shares", t) for t in targets] == [4096, 4096]
         passes = reconciler.passes
-        await until(lambda: files.read("cpu.shares", target) == 512)
-        # repaired by the next full pass: at most the changed pass the mark woke, then it
-        assert reconciler.passes - passes <= 2 and reconciler.last.full
+        reconciler.trigger(full=True)
+        await until(lambda: reconciler.passes > passes and reconciler.last.full)
+        assert [files.read("cpu.shares", t) for t in targets] == [512, 204]
+        assert not reconciler.last.rotating and reconciler.last.drifted == 2 and reconciler.last.writes == 2
     finally:
         await reconciler.stop()
+        executor.close()
+
+
+def test_periodic_passes_repair_drift_within_one_force_update_window(sandbox) -> None:
+    """Each periodic pass reads back only its turn's share of the pods' files; within
+    force_update_after / interval passes every file has been read once and every drifted
+    value repaired. The files found unchanged are dated again, so the executor reads none
+    of them itself in the next window."""
+    pods = be_workload(sandbox, 24)
+    host = Host()
+    make_cgroups(pods, [host.cgroup(c) for c in CONTROLLERS])
+    clock = FakeClock()
+    io = CountingIO()
+    engine, executor, files = bypass_setup(pods, HookConfig(node_cpus=node_cpus()), io=io, clock=clock)
+    interval = 10.0
+    reconciler = Reconciler(engine, executor, interval)
+    turns = reconciler.turns
+    assert turns == int(executor.cache.policy.force_update_after // interval) > 1
+    try:
+        first = reconciler.reconcile_once(full=True)  # start-up: asked for, writes everything
+        assert first.problems == 0 and first.writes > 0
+        vouched = len(executor.cache)  # every file the first pass wrote or found right
+        targets = [ctr.linux.cgroups_path.strip("/") for _, (ctr,) in pods]
+        for target in targets:
+            (host.cgroup("cpu") / target / "cpu.shares").write_text("4096")
+        for window in range(2):
+            io.read_back.clear()
+            io.single_reads = 0
+            per_pass, drifted = [], 0
+            for _ in range(turns):
+                clock.now += interval
+                result = reconciler.reconcile_once(full=True, rotating=True)
+                assert result.rotating and result.problems == 0
+                per_pass.append(result.checked)
+                drifted += result.drifted
+            # one window: every file read back exactly once, a pass only about its share
+            assert len(io.read_back) == len(set(io.read_back)) == vouched
+            assert max(per_pass) < vouched / 2
+            if window == 0:
+                assert drifted == len(targets)
+                assert all(files.read("cpu.shares", t) == 512 for t in targets)
+                assert io.single_reads == drifted  # the executor looked again only at the dropped ones
+            else:
+                assert drifted == 0 and io.single_reads == 0
+    finally:
         executor.close()

@@ -161,3 +161,35 @@ def test_a_pod_gone_between_steps_is_neither_written_nor_kept(tmp_path: Path) ->
     assert files.read("cpu.bvt_warp_ns", gone.cgroup_parent) == 0  # the fake tree's initial value, untouched
     assert files.read("cpu.bvt_warp_ns", extra[0].cgroup_parent) == 2
     assert gone.uid not in reconciler._built
+
+
+class CountingTreeIO(FakeTreeIO):
+    """The fake tree's IO, keeping the paths each drift read-back asked for."""
+
+    def __init__(self) -> None:
+        self.read_back: list[list[str]] = []
+
+    def read_many(self, paths):
+        self.read_back.append(list(paths))
+        return super().read_many(paths)
+
+
+def test_periodic_passes_read_back_the_kube_qos_files_every_time(tmp_path: Path) -> None:
+    """The kube-QoS tier files (few) are read back on every periodic pass, so a tier's
+    value changed behind our back is repaired by the next one, whoever's turn it is."""
+    host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
+    add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
+    engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
+    io = CountingTreeIO()
+    reconciler = Reconciler(engine, ResourceExecutor(files, io=io), 10.0, qos_dirs=qos_dirs)
+    reconciler.reconcile_once(full=True)  # start-up: the cache now vouches for every file
+    io.read_back.clear()
+    reconciler.reconcile_once(full=True)
+    qos_files = set(io.read_back[0])
+    assert {"cpu.bvt_warp_ns"} == {path.rsplit("/", 1)[1] for path in qos_files} and len(qos_files) == 3
+    for _ in range(reconciler.turns):
+        set_cgroup_file(host, "kubepods/besteffort", "cpu.bvt_warp_ns", "0")
+        io.read_back.clear()
+        result = reconciler.reconcile_once(full=True, rotating=True)
+        assert set(io.read_back[0]) == qos_files  # the tiers' step, first
+        assert files.read("cpu.bvt_warp_ns", "kubepods/besteffort") == -1 and result.drifted >= 1
