@@ -6,7 +6,7 @@ from __future__ import annotations
 from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.util.steps import PODS_PER_STEP
 from tests.koordlet.qosmanager.helpers import loop_turns_during
-from tests.koordlet.qosmanager.test_peer_fidelity import GiB, LS_MIN_100, ls_pod, memory_rig
+from tests.koordlet.qosmanager.test_peer_fidelity import LS_MIN_100, GiB, ls_pod, memory_rig
 from tests.koordlet.qosmanager.test_strategies_fake_trees import read
 
 
