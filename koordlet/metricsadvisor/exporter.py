@@ -11,7 +11,9 @@ series prometheus_client's per-sample formatting dominates a scrape (bench/metri
 prints both). One walk over the pods serves both halves of /metrics (internal and
 external). What does not change while a pod does not — its label strings, each family's
 line prefix, the series keys, the request and limit lines — is made once per pod object
-and kept by uid until the informer hands a different object (bench/metrics_scrape.py).
+and kept by uid until the informer hands a different object (bench/metrics_scrape.py);
+while it lists the same tuple of pods, the walk itself is kept flattened per family
+(`_Layout`), and a family's values are read from the metric cache in one call.
 An object's PSI lines are formatted again only when its readings differ from the last
 scrape's (idle cgroups read 0.00 round after round).
 
@@ -92,7 +94,8 @@ class AdvisorExporter:
         self._container_series = container_series
         self._psi_shape = _PsiShape(psi_precisions)
         self._latest_value = getattr(cache, "latest_value", None)  # MetricStore: no Sample objects
-        self._rows: dict[str, _PodRows] = {}
+        self._latest_values = getattr(cache, "latest_values", None)  # MetricStore: one call per family
+        self._layout = _Layout((), {})
         self._node_psi_lines = _PsiLines("koordlet_node_psi{" + self._node_label)
 
     def _value(self, key: SeriesKey, oldest: float) -> float | None:
@@ -151,43 +154,54 @@ class AdvisorExporter:
         return psi
 
     def _pod_families(self, oldest: float, internal: bool, external: bool) -> list[Family]:
-        assert self._states is not None
-        pod_usage = [Family(name, help_text) for name, help_text, _ in _POD_FAMILIES] if internal else []
-        ctr_usage = [Family(name, help_text) for name, help_text, _ in _CONTAINER_FAMILIES] \
-            if internal and self._container_series else []
-        pod_psi, ctr_psi, cpi = Family(*_POD_PSI), Family(*_CONTAINER_PSI), Family(*_CPI)
-        requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
-        psi_snapshot = self._psi() if external else {}
-        want_ctr_psi = external and self._container_series
-        # CPI is off by default: 2 lookups per container for nothing otherwise
-        want_cpi = external and bool(self._cache.keys(_CPI_FIELDS[0][1]))
-        latest = self._latest_value if self._latest_value is not None else self._sample_value
-        kept, rows = self._rows, {}
-        for pod in self._states.pods():
-            row = kept.get(pod.uid)
-            if row is None or row.pod is not pod:
-                row = _PodRows(pod, self._node_label)
-            rows[pod.uid] = row
-            if internal:
-                _add_values(pod_usage, row.usage, latest, oldest)
-                if ctr_usage:
-                    for ctr in row.containers:
-                        _add_values(ctr_usage, ctr.usage, latest, oldest)
-            if external:
-                if psi_snapshot:
-                    row.psi.add(pod_psi.lines, psi_snapshot.get((pod.uid, "")), self._psi_shape)
-                for ctr in row.containers:
-                    if want_ctr_psi:
-                        ctr.psi.add(ctr_psi.lines, psi_snapshot.get((pod.uid, ctr.id)), self._psi_shape)
-                    if want_cpi:
-                        _add_values((cpi, cpi), ctr.cpi, latest, oldest)  # both fields in one family
-                    requests.lines.extend(ctr.requests)
-                    limits.lines.extend(ctr.limits)
-        self._rows = rows  # pods gone since the last scrape drop out here
-        out = pod_usage + ctr_usage
+        layout = self._layout_now()
+        out: list[Family] = []
+        if internal:
+            out += [self._values_family(name, help_text, series, oldest)
+                    for (name, help_text, _), series in zip(_POD_FAMILIES, layout.pod_usage)]
+            if self._container_series:
+                out += [self._values_family(name, help_text, series, oldest)
+                        for (name, help_text, _), series in zip(_CONTAINER_FAMILIES, layout.ctr_usage)]
         if external:
+            pod_psi, ctr_psi = Family(*_POD_PSI), Family(*_CONTAINER_PSI)
+            psi_snapshot, shape = self._psi(), self._psi_shape
+            if psi_snapshot:
+                for psi_lines, ident in layout.pod_psi:
+                    psi_lines.add(pod_psi.lines, psi_snapshot.get(ident), shape)
+                if self._container_series:
+                    for psi_lines, ident in layout.ctr_psi:
+                        psi_lines.add(ctr_psi.lines, psi_snapshot.get(ident), shape)
+            # CPI is off by default: 2 lookups per container for nothing otherwise
+            cpi = self._values_family(*_CPI, layout.cpi, oldest) if self._cache.keys(_CPI_FIELDS[0][1]) \
+                else Family(*_CPI)
+            requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
+            requests.lines, limits.lines = list(layout.requests), list(layout.limits)
             out += [pod_psi, ctr_psi, cpi, requests, limits]
         return out
+
+    def _layout_now(self) -> _Layout:
+        """The layout of the pods the informer lists now: the last one while it hands back the
+        same tuple; otherwise made again, keeping the rows of the pod objects still listed."""
+        assert self._states is not None
+        pods = self._states.pods()
+        layout = self._layout
+        if layout.pods is not pods:
+            kept = layout.rows
+            rows = {}
+            for pod in pods:
+                row = kept.get(pod.uid)
+                rows[pod.uid] = row if row is not None and row.pod is pod else _PodRows(pod, self._node_label)
+            layout = self._layout = _Layout(pods, rows)  # pods gone since the last scrape drop out here
+        return layout
+
+    def _values_family(self, name: str, help_text: str, series: _FamilySeries, oldest: float) -> Family:
+        """One family's lines: each series' newest value, when fresh, after its line's start."""
+        family = Family(name, help_text)
+        keys, prefixes = series
+        values = self._latest_values(keys, oldest) if self._latest_values is not None else \
+            [self._value(key, oldest) for key in keys]
+        family.lines = [prefix + number(value) + "\n" for prefix, value in zip(prefixes, values) if value is not None]
+        return family
 
     def _sample_value(self, key: SeriesKey) -> tuple[float, float] | None:
         sample = self._cache.latest(key)
@@ -245,13 +259,34 @@ class _PodRows:
                                 if c.state is ContainerState.RUNNING)
 
 
-def _add_values(families: "list[Family] | tuple[Family, ...]", series: tuple[_Series, ...],
-                latest: Callable[[SeriesKey], tuple[float, float] | None], oldest: float) -> None:
-    """The i-th series' line goes to the i-th family, when its newest sample is fresh."""
-    for family, (key, prefix) in zip(families, series):
-        last = latest(key)
-        if last is not None and last[0] >= oldest:
-            family.lines.append(prefix + number(last[1]) + "\n")
+# One family's series in line order: their keys, and the start of each one's line
+_FamilySeries = tuple[list[SeriesKey], list[str]]
+
+
+def _family_series(series: "list[tuple[_Series, ...]]", index: int) -> _FamilySeries:
+    return [s[index][0] for s in series], [s[index][1] for s in series]
+
+
+class _Layout:
+    """What a scrape walks for one listing of pods, flattened per family in line order: the
+    series to read, the PSI line makers and their objects, the request and limit lines."""
+
+    __slots__ = ("pods", "rows", "pod_usage", "ctr_usage", "cpi", "pod_psi", "ctr_psi", "requests", "limits")
+
+    def __init__(self, pods: tuple[PodInfo, ...], rows: dict[str, _PodRows]) -> None:
+        self.pods = pods
+        self.rows = rows
+        listed = list(rows.values())
+        containers = [ctr for row in listed for ctr in row.containers]
+        self.pod_usage = [_family_series([row.usage for row in listed], i) for i in range(len(_POD_FAMILIES))]
+        self.ctr_usage = [_family_series([ctr.usage for ctr in containers], i)
+                          for i in range(len(_CONTAINER_FAMILIES))]
+        cpi = [one for ctr in containers for one in ctr.cpi]  # both fields of a container, in one family
+        self.cpi: _FamilySeries = ([key for key, _ in cpi], [prefix for _, prefix in cpi])
+        self.pod_psi = [(row.psi, (row.pod.uid, "")) for row in listed]
+        self.ctr_psi = [(ctr.psi, (row.pod.uid, ctr.id)) for row in listed for ctr in row.containers]
+        self.requests = [line for ctr in containers for line in ctr.requests]
+        self.limits = [line for ctr in containers for line in ctr.limits]
 
 
 # koordlet's units: cpu in cores, memory-like in bytes, the rest (batch-cpu milli-cores) as integers

@@ -145,7 +145,7 @@ def test_a_changed_pod_gets_new_labels_at_the_next_scrape():
     assert scrape(exporter)["koordlet_pod_used_cpu_cores"][0].labels["pod_name"] == "renamed"
     states.remove("u1")
     scrape(exporter)
-    assert exporter._rows == {}  # nothing kept for a pod that is gone
+    assert exporter._layout.rows == {}  # nothing kept for a pod that is gone
 
 
 def test_names_and_labels_follow_koordlet():
