@@ -29,7 +29,6 @@ has no per-pod usage gauges; ours follow its style: koordlet_{pod,container}_use
 
 from __future__ import annotations
 
-import operator
 import time
 from typing import Callable, Mapping
 
@@ -161,7 +160,7 @@ class AdvisorExporter:
                     for (name, help_text, _), series in zip(_POD_FAMILIES, layout.pod_usage)]
             if self._container_series:
                 out += [self._values_family(name, help_text, series, oldest)
-                        for (name, help_text, _), series in zip(_CONTAINER_FAMILIES, layout.ctr_usage)]
+                        for (name, help_text, _), series in zip(_CONTAINER_FAMILIES, layout.ctr_usage())]
         if external:
             pod_psi, ctr_psi = Family(*_POD_PSI), Family(*_CONTAINER_PSI)
             psi_snapshot, shape = self._psi(), self._psi_shape
@@ -169,10 +168,10 @@ class AdvisorExporter:
                 for psi_lines, ident in layout.pod_psi:
                     psi_lines.add(pod_psi.lines, psi_snapshot.get(ident), shape)
                 if self._container_series:
-                    for psi_lines, ident in layout.ctr_psi:
+                    for psi_lines, ident in layout.ctr_psi():
                         psi_lines.add(ctr_psi.lines, psi_snapshot.get(ident), shape)
             # CPI is off by default: 2 lookups per container for nothing otherwise
-            cpi = self._values_family(*_CPI, layout.cpi, oldest) if self._cache.keys(_CPI_FIELDS[0][1]) \
+            cpi = self._values_family(*_CPI, layout.cpi(), oldest) if self._cache.keys(_CPI_FIELDS[0][1]) \
                 else Family(*_CPI)
             requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
             requests.lines, limits.lines = list(layout.requests), list(layout.limits)
@@ -227,21 +226,33 @@ _Series = tuple[SeriesKey, str]
 
 
 class _ContainerRows:
-    __slots__ = ("id", "usage", "cpi", "psi", "requests", "limits")
+    """A running container's label text and its request and limit lines. Its usage, CPI and
+    PSI series are made only when asked for (the container series are off by default, CPI
+    too): kept for every container, they were ~1.5 KB a container a scrape never used."""
+
+    __slots__ = ("uid", "id", "labels", "psi", "requests", "limits")
 
     def __init__(self, pod: PodInfo, container: ContainerInfo, node: str, pod_part: str) -> None:
-        uid, cid = pod.uid, container.id
-        ids = 'container_id="%s",container_name="%s",%s' % (escape(cid), escape(container.name), pod_part)
-        labels = "%s,%s" % (node, ids)
-        self.id = cid
-        self.usage = tuple((SeriesKey(metric.value, uid, cid), "%s{%s} " % (name, labels))
-                           for name, _, metric in _CONTAINER_FAMILIES)
-        self.cpi = tuple((SeriesKey(metric.value, uid, cid), '%s{%s,cpi_field="%s"} ' % (_CPI[0], labels, field))
-                         for field, metric in _CPI_FIELDS)
-        self.psi = _PsiLines("%s{%s" % (_CONTAINER_PSI[0], labels))
+        ids = 'container_id="%s",container_name="%s",%s' % (escape(container.id), escape(container.name), pod_part)
+        self.uid, self.id = pod.uid, container.id
+        self.labels = "%s,%s" % (node, ids)
+        self.psi: _PsiLines | None = None
         spec = container.spec
         self.requests = _resource_lines(_REQUESTS[0], node, ids, spec.requests) if spec is not None else ()
         self.limits = _resource_lines(_LIMITS[0], node, ids, spec.limits) if spec is not None else ()
+
+    def usage(self) -> tuple[_Series, ...]:
+        return tuple((SeriesKey(metric.value, self.uid, self.id), "%s{%s} " % (name, self.labels))
+                     for name, _, metric in _CONTAINER_FAMILIES)
+
+    def cpi(self) -> tuple[_Series, ...]:
+        return tuple((SeriesKey(metric.value, self.uid, self.id), '%s{%s,cpi_field="%s"} ' % (_CPI[0], self.labels, field))
+                     for field, metric in _CPI_FIELDS)
+
+    def psi_lines(self) -> _PsiLines:
+        if self.psi is None:
+            self.psi = _PsiLines("%s{%s" % (_CONTAINER_PSI[0], self.labels))
+        return self.psi
 
 
 class _PodRows:
@@ -269,24 +280,41 @@ def _family_series(series: "list[tuple[_Series, ...]]", index: int) -> _FamilySe
 
 class _Layout:
     """What a scrape walks for one listing of pods, flattened per family in line order: the
-    series to read, the PSI line makers and their objects, the request and limit lines."""
+    series to read, the PSI line makers and their objects, the request and limit lines.
+    The containers' usage, CPI and PSI parts are made at their first use."""
 
-    __slots__ = ("pods", "rows", "pod_usage", "ctr_usage", "cpi", "pod_psi", "ctr_psi", "requests", "limits")
+    __slots__ = ("pods", "rows", "containers", "pod_usage", "pod_psi", "requests", "limits", "_ctr_usage", "_cpi",
+                 "_ctr_psi")
 
     def __init__(self, pods: tuple[PodInfo, ...], rows: dict[str, _PodRows]) -> None:
         self.pods = pods
         self.rows = rows
         listed = list(rows.values())
-        containers = [ctr for row in listed for ctr in row.containers]
+        self.containers = [ctr for row in listed for ctr in row.containers]
         self.pod_usage = [_family_series([row.usage for row in listed], i) for i in range(len(_POD_FAMILIES))]
-        self.ctr_usage = [_family_series([ctr.usage for ctr in containers], i)
-                          for i in range(len(_CONTAINER_FAMILIES))]
-        cpi = [one for ctr in containers for one in ctr.cpi]  # both fields of a container, in one family
-        self.cpi: _FamilySeries = ([key for key, _ in cpi], [prefix for _, prefix in cpi])
         self.pod_psi = [(row.psi, (row.pod.uid, "")) for row in listed]
-        self.ctr_psi = [(ctr.psi, (row.pod.uid, ctr.id)) for row in listed for ctr in row.containers]
-        self.requests = [line for ctr in containers for line in ctr.requests]
-        self.limits = [line for ctr in containers for line in ctr.limits]
+        self.requests = [line for ctr in self.containers for line in ctr.requests]
+        self.limits = [line for ctr in self.containers for line in ctr.limits]
+        self._ctr_usage: list[_FamilySeries] | None = None
+        self._cpi: _FamilySeries | None = None
+        self._ctr_psi: list[tuple[_PsiLines, tuple[str, str]]] | None = None
+
+    def ctr_usage(self) -> list[_FamilySeries]:
+        if self._ctr_usage is None:
+            usage = [ctr.usage() for ctr in self.containers]
+            self._ctr_usage = [_family_series(usage, i) for i in range(len(_CONTAINER_FAMILIES))]
+        return self._ctr_usage
+
+    def cpi(self) -> _FamilySeries:
+        if self._cpi is None:
+            cpi = [one for ctr in self.containers for one in ctr.cpi()]  # both fields of a container, one family
+            self._cpi = ([key for key, _ in cpi], [prefix for _, prefix in cpi])
+        return self._cpi
+
+    def ctr_psi(self) -> list[tuple[_PsiLines, tuple[str, str]]]:
+        if self._ctr_psi is None:
+            self._ctr_psi = [(ctr.psi_lines(), (ctr.uid, ctr.id)) for ctr in self.containers]
+        return self._ctr_psi
 
 
 # koordlet's units: cpu in cores, memory-like in bytes, the rest (batch-cpu milli-cores) as integers
@@ -303,28 +331,34 @@ def _resource_lines(name: str, node: str, ids: str, quantities: Mapping[str, int
 
 
 # PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the
-# averages asked for filled into one template with %r — the kernel prints finite numbers,
-# so repr is the text format's spelling and no per-value check is needed
-_PsiTemplates = dict[tuple[str, str, str], str]
+# object's line start and the averages asked for filled into one template shared by every
+# object, with %r — the kernel prints finite numbers, so repr is the text format's spelling
+# and no per-value check is needed
 _PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
 
 
 class _PsiShape:
-    """Which averages are exported, and how to pick them out of a (avg10, avg60, avg300)."""
+    """Which averages are exported, and each (resource, degree, supported)'s template."""
 
-    __slots__ = ("precisions", "pick")
+    __slots__ = ("precisions", "indices", "templates")
 
     def __init__(self, precisions: tuple[str, ...]) -> None:
         self.precisions = tuple(p for p in _PRECISIONS if p in precisions)
-        indices = [_PRECISIONS.index(p) for p in self.precisions]
-        self.pick: Callable[[tuple[float, ...]], object] = \
-            tuple if len(indices) == 3 else operator.itemgetter(*indices)
+        self.indices = tuple(_PRECISIONS.index(p) for p in self.precisions)
+        self.templates: dict[tuple[str, str, str], str] = {}
 
-    def template(self, prefix: str, resource: str, degree: str, supported: str) -> str:
-        return "".join(
-            '%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
-                prefix.replace("%", "%%"), _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
-            for precision in self.precisions)
+    def lines(self, prefix: str, resource: str, degree: str, supported: str, averages: tuple[float, ...]) -> str:
+        """The object's lines of one resource and degree, one per average asked for."""
+        key = (resource, degree, supported)
+        template = self.templates.get(key)
+        if template is None:
+            template = self.templates[key] = "".join(
+                '%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
+                    _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
+                for precision in self.precisions)
+        if len(self.indices) == 1:  # the default, avg10 alone
+            return template % (prefix, averages[self.indices[0]])
+        return template % tuple(part for i in self.indices for part in (prefix, averages[i]))
 
 
 class _PsiLines:
@@ -332,11 +366,10 @@ class _PsiLines:
     the averages asked for. They are made again only when the object's readings changed
     since the last scrape: an idle cgroup's averages stay at 0.00 round after round."""
 
-    __slots__ = ("prefix", "templates", "readings", "lines")
+    __slots__ = ("prefix", "readings", "lines")
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
-        self.templates: _PsiTemplates = {}
         self.readings: Mapping[str, PsiReading] | None = None
         self.lines: list[str] = []
 
@@ -353,11 +386,6 @@ class _PsiLines:
         lines = []
         for resource, (some, full) in readings.items():
             for degree, averages in (("some", some), ("full", full)):
-                if averages is None:
-                    continue
-                key = (resource, degree, supported)
-                template = self.templates.get(key)
-                if template is None:
-                    template = self.templates[key] = shape.template(self.prefix, *key)
-                lines.append(template % shape.pick(averages))
+                if averages is not None:
+                    lines.append(shape.lines(self.prefix, resource, degree, supported, averages))
         return lines
