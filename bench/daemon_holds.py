@@ -8,13 +8,16 @@ installs, in the daemon's process:
   - a probe thread that posts a callback to the daemon's loop every PROBE_GAP s and times
     how long the loop takes to run it (the lag: how long the loop was held);
   - while a posted callback waits, samples of the loop thread's stack (the innermost and
-    outermost project frames), so each hold names who held the loop;
+    outermost project frames), so each hold names who held the loop, and of the other
+    threads' (asyncio.to_thread workers): when the loop thread shows no project frame, a
+    worker holding the GIL is named instead ("thread: ...");
   - gc.callbacks timing every collection by generation (a full collection holds the GIL
     and so the loop; the probe thread cannot sample it, the callback times it).
 The daemon applies its own collector policy after start-up (koordlet/daemon/gc_policy.py);
 --gc-freeze-after S (another settle_heap() S seconds after the loop starts), --gc-refreeze
 for experiments on top of it, --gc-young N sets its --gc-young-threshold, --gc-freeze-from G
-its FREEZE_FROM_GENERATION (what survives a pass of G or older is frozen).
+its FREEZE_FROM_GENERATION (what survives a pass of G or older is frozen), --switch-interval
+S its sys.setswitchinterval.
 
 Prints the daemon_scale JSON line, then: the lag distribution over the create window, each
 hold longer than --hold-ms with its holder, gen-2 collections (count, p50, max ms) and the
@@ -99,10 +102,16 @@ class Probe:
             except RuntimeError:
                 return
             samples: collections.Counter = collections.Counter()
+            workers: collections.Counter = collections.Counter()  # other threads in project code meanwhile
+            me = threading.get_ident()
             while not ran.wait(SAMPLE_GAP):
-                frame = sys._current_frames().get(self._main)
+                frames = sys._current_frames()
+                frame = frames.get(self._main)
                 if frame is not None:
                     samples[_where(frame)] += 1
+                for ident, other in frames.items():
+                    if ident not in (self._main, me) and _where(other)[0]:
+                        workers[" < ".join(_where(other))] += 1
             lag = time.monotonic() - posted
             cpu = self.loop_cpu() - cpu
             self.lags.append((posted, lag))
@@ -111,7 +120,8 @@ class Probe:
                 gc_s = sum(min(at + s, done) - max(at, posted) for at, _, s in self.gcs[-20:]
                            if at < done and at + s > posted)
                 self.holds.append({"at": posted, "ms": lag * 1000, "cpu_ms": cpu * 1000, "gc_ms": gc_s * 1000,
-                                   "holders": [[inner, outer, n] for (inner, outer), n in samples.most_common(3)]})
+                                   "holders": [[inner, outer, n] for (inner, outer), n in samples.most_common(3)],
+                                   "threads": workers.most_common(2)})
             time.sleep(PROBE_GAP)
 
     def dump(self) -> None:
@@ -130,6 +140,8 @@ def as_daemon(out: str, hold_ms: float, freeze_after: float, argv: list[str]) ->
     from koordlet.__main__ import main
 
     probe = Probe(Path(out), hold_ms)
+    if os.environ.get("DAEMON_HOLDS_SWITCH_INTERVAL"):
+        sys.setswitchinterval(float(os.environ["DAEMON_HOLDS_SWITCH_INTERVAL"]))
     if os.environ.get("DAEMON_HOLDS_FREEZE_FROM"):
         from koordlet.daemon import gc_policy
 
@@ -180,7 +192,8 @@ def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
     by_holder: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
     for h in holds:
         name = "gc" if h["gc_ms"] >= 0.5 * h["ms"] else (
-            " <- ".join(h["holders"][0][:2]) if h["holders"] else "?")
+            " <- ".join(h["holders"][0][:2]) if h["holders"] and h["holders"][0][0] else
+            "thread: " + h["threads"][0][0] if h.get("threads") else "?")
         by_holder[name].append((h["ms"], h["cpu_ms"]))
     return {
         "lag_ms": {"p50": pct(lags, 0.5), "p99": pct(lags, 0.99), "max": max(lags, default=0.0), "n": len(lags)},
@@ -213,6 +226,9 @@ def main() -> None:
                         help="the daemon's --gc-young-threshold (0: its default)")
     parser.add_argument("--gc-freeze-from", type=int, default=-1,
                         help="the daemon's gc_policy.FREEZE_FROM_GENERATION (-1: its default; 2: full passes only)")
+    parser.add_argument("--switch-interval", type=float, default=0.0,
+                        help="the daemon's sys.setswitchinterval (0: the interpreter's 0.005 s): how long a worker "
+                             "thread (asyncio.to_thread) running Python keeps the GIL while the loop waits for it")
     parser.add_argument("--out", default="/tmp/daemon-holds.json")
     args = parser.parse_args()
     from bench import daemon_scale as scale
@@ -230,6 +246,8 @@ def main() -> None:
                 str(args.gc_freeze_after)] + flags + young
 
     scale.daemon_command = probed_command
+    if args.switch_interval > 0:
+        os.environ["DAEMON_HOLDS_SWITCH_INTERVAL"] = str(args.switch_interval)
     if args.gc_freeze_from >= 0:
         os.environ["DAEMON_HOLDS_FREEZE_FROM"] = str(args.gc_freeze_from)  # the daemon inherits it
     if args.gc_refreeze:
