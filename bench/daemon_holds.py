@@ -8,15 +8,20 @@ installs, in the daemon's process:
   - a probe thread that posts a callback to the daemon's loop every PROBE_GAP s and times
     how long the loop takes to run it (the lag: how long the loop was held);
   - while a posted callback waits, samples of the loop thread's stack (the innermost and
-    outermost project frames), so each hold names who held the loop;
+    outermost project frames), so each hold names who held the loop, and of the other
+    threads' (asyncio.to_thread workers): when the loop thread shows no project frame, a
+    worker holding the GIL is named instead ("thread: ...");
   - gc.callbacks timing every collection by generation (a full collection holds the GIL
     and so the loop; the probe thread cannot sample it, the callback times it).
 The daemon applies its own collector policy after start-up (koordlet/daemon/gc_policy.py);
 --gc-freeze-after S (another settle_heap() S seconds after the loop starts), --gc-refreeze
-for experiments on top of it, and --gc-young N sets its --gc-young-threshold.
+for experiments on top of it, --gc-young N sets its --gc-young-threshold, --gc-freeze-from G
+its FREEZE_FROM_GENERATION (what survives a pass of G or older is frozen), --switch-interval
+S its sys.setswitchinterval.
 
 Prints the daemon_scale JSON line, then: the lag distribution over the create window, each
-hold longer than --hold-ms with its holder, and gen-2 collections (count, p50, max ms).
+hold longer than --hold-ms with its holder, gen-2 collections (count, p50, max ms) and the
+passes of each generation in the window.
 The floor is the probe's own lag on the empty plugin's process is not measured; the
 CreateContainer floor (empty plugin) is daemon_scale's.
 """
@@ -37,7 +42,6 @@ PROBE_GAP = 0.002  # s between two posted callbacks when the loop is free
 SAMPLE_GAP = 0.001  # s between two stack samples while a callback waits
 PROJECT_DIRS = ("koordlet", "nri", "resourceexecutor", "system", "prometheus_client", "structlog")
 LOOP_FRAMES = ("koordlet/__main__.py", "/asyncio/", "bench/daemon_holds.py")
-DUMP_EVERY = 5.0
 
 
 # -- in the daemon ------------------------------------------------------------------------
@@ -87,7 +91,6 @@ class Probe:
             return int(f.read().split()[0]) / 1e9
 
     def run(self) -> None:
-        last_dump = time.monotonic()
         while True:
             if self.loop is None or self.loop.is_closed():
                 time.sleep(0.05)
@@ -99,10 +102,16 @@ class Probe:
             except RuntimeError:
                 return
             samples: collections.Counter = collections.Counter()
+            workers: collections.Counter = collections.Counter()  # other threads in project code meanwhile
+            me = threading.get_ident()
             while not ran.wait(SAMPLE_GAP):
-                frame = sys._current_frames().get(self._main)
+                frames = sys._current_frames()
+                frame = frames.get(self._main)
                 if frame is not None:
                     samples[_where(frame)] += 1
+                for ident, other in frames.items():
+                    if ident not in (self._main, me) and _where(other)[0]:
+                        workers[" < ".join(_where(other))] += 1
             lag = time.monotonic() - posted
             cpu = self.loop_cpu() - cpu
             self.lags.append((posted, lag))
@@ -111,13 +120,15 @@ class Probe:
                 gc_s = sum(min(at + s, done) - max(at, posted) for at, _, s in self.gcs[-20:]
                            if at < done and at + s > posted)
                 self.holds.append({"at": posted, "ms": lag * 1000, "cpu_ms": cpu * 1000, "gc_ms": gc_s * 1000,
-                                   "holders": [[inner, outer, n] for (inner, outer), n in samples.most_common(3)]})
-            if time.monotonic() - last_dump > DUMP_EVERY:
-                self.dump()
-                last_dump = time.monotonic()
+                                   "holders": [[inner, outer, n] for (inner, outer), n in samples.most_common(3)],
+                                   "threads": workers.most_common(2)})
             time.sleep(PROBE_GAP)
 
     def dump(self) -> None:
+        """Once, as the daemon exits: writing the whole record holds the GIL (and so the loop)
+        for tens of ms at the end of a run, unseen by the probe, which is busy writing it.
+        Dumped every 5 s that was the CreateContainer tail of this bench (p99 33-45 ms, max
+        47-51 ms at 1,000 pods, against 3.9 / 5.1 ms under bench.daemon_scale alone)."""
         data = {"lags": self.lags, "holds": self.holds, "gcs": self.gcs, "froze_at": self.froze_at}
         tmp = self.out.with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
@@ -129,6 +140,12 @@ def as_daemon(out: str, hold_ms: float, freeze_after: float, argv: list[str]) ->
     from koordlet.__main__ import main
 
     probe = Probe(Path(out), hold_ms)
+    if os.environ.get("DAEMON_HOLDS_SWITCH_INTERVAL"):
+        sys.setswitchinterval(float(os.environ["DAEMON_HOLDS_SWITCH_INTERVAL"]))
+    if os.environ.get("DAEMON_HOLDS_FREEZE_FROM"):
+        from koordlet.daemon import gc_policy
+
+        gc_policy.FREEZE_FROM_GENERATION = int(os.environ["DAEMON_HOLDS_FREEZE_FROM"])
     gc.callbacks.append(probe.gc_callback)
     make_loop = wiring.loop_factory()
 
@@ -162,6 +179,10 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
+def passes(ms: list[float]) -> dict[str, float]:
+    return {"n": len(ms), "p50_ms": pct(ms, 0.5), "max_ms": max(ms, default=0.0), "sum_ms": sum(ms)}
+
+
 def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
     lo, hi = window
     lags = [lag * 1000 for at, lag in data["lags"] if lo <= at <= hi]
@@ -171,7 +192,8 @@ def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
     by_holder: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
     for h in holds:
         name = "gc" if h["gc_ms"] >= 0.5 * h["ms"] else (
-            " <- ".join(h["holders"][0][:2]) if h["holders"] else "?")
+            " <- ".join(h["holders"][0][:2]) if h["holders"] and h["holders"][0][0] else
+            "thread: " + h["threads"][0][0] if h.get("threads") else "?")
         by_holder[name].append((h["ms"], h["cpu_ms"]))
     return {
         "lag_ms": {"p50": pct(lags, 0.5), "p99": pct(lags, 0.99), "max": max(lags, default=0.0), "n": len(lags)},
@@ -180,6 +202,8 @@ def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
                           "sum_ms": sum(w for w, _ in v)}
                       for k, v in sorted(by_holder.items(), key=lambda kv: -max(c for _, c in kv[1]))},
         "gen2_in_window": {"n": len(gen2), "p50_ms": pct(gen2, 0.5), "max_ms": max(gen2, default=0.0)},
+        "passes_in_window": {gen: passes([s * 1000 for at, g, s in data["gcs"] if g == gen and lo <= at <= hi])
+                             for gen in (0, 1, 2)},
         "gen2_whole_run": {"n": len(gen2_all), "p50_ms": pct(gen2_all, 0.5), "max_ms": max(gen2_all, default=0.0)},
     }
 
@@ -200,6 +224,11 @@ def main() -> None:
                         help="with --gc-freeze-after: keep_heap_settled() too (freeze after every full collection)")
     parser.add_argument("--gc-young", type=int, default=0,
                         help="the daemon's --gc-young-threshold (0: its default)")
+    parser.add_argument("--gc-freeze-from", type=int, default=-1,
+                        help="the daemon's gc_policy.FREEZE_FROM_GENERATION (-1: its default; 2: full passes only)")
+    parser.add_argument("--switch-interval", type=float, default=0.0,
+                        help="the daemon's sys.setswitchinterval (0: the interpreter's 0.005 s): how long a worker "
+                             "thread (asyncio.to_thread) running Python keeps the GIL while the loop waits for it")
     parser.add_argument("--out", default="/tmp/daemon-holds.json")
     args = parser.parse_args()
     from bench import daemon_scale as scale
@@ -217,6 +246,10 @@ def main() -> None:
                 str(args.gc_freeze_after)] + flags + young
 
     scale.daemon_command = probed_command
+    if args.switch_interval > 0:
+        os.environ["DAEMON_HOLDS_SWITCH_INTERVAL"] = str(args.switch_interval)
+    if args.gc_freeze_from >= 0:
+        os.environ["DAEMON_HOLDS_FREEZE_FROM"] = str(args.gc_freeze_from)  # the daemon inherits it
     if args.gc_refreeze:
         os.environ["DAEMON_HOLDS_REFREEZE"] = "1"  # the daemon inherits it
     window: list[float] = []

@@ -45,6 +45,10 @@ log = structlog.get_logger(__name__)
 
 NAME = "cpu_suppress"
 CPUSET_RESYNC_SECONDS = 10.0
+# Pods a step on a full pass, which reads back each pod's and container's cpuset: 25 pods
+# (75 files) held the loop 9-20 ms at 1,000 pods (bench/daemon_holds.py); the pods of
+# other rounds are only written when they changed, PODS_PER_STEP at a time.
+READ_BACK_PODS_PER_STEP = 8
 
 
 def pod_cpuset(pod: PodInfo) -> frozenset[int]:
@@ -340,8 +344,9 @@ class CPUSuppress:
 
     async def _write_cpuset(self, ctx: QoSContext, pods: list[PodInfo], targets: CpusetTargets, action: str,
                             be_milli: int | None, full: bool = True) -> bool:
-        """The tier, then `pods` (BE pods: be_pods) PODS_PER_STEP at a time with the loop given back in between
-        (a full pass over 500 BE pods held it ~40 ms in one batch). cgroup v1 keeps a child's
+        """The tier, then `pods` (BE pods: be_pods) PODS_PER_STEP at a time (READ_BACK_PODS_PER_STEP on a
+        full pass) with the loop given back in between (a full pass over 500 BE pods held it
+        ~40 ms in one batch). cgroup v1 keeps a child's
         cpuset inside its parent's: the tier first takes the union of what it holds and what
         it gets, then the pods and their containers, then the tier its own value."""
         be_dir = ctx.dirs.besteffort
@@ -350,9 +355,10 @@ class CPUSuppress:
         except SystemFileError:
             held = frozenset()
         steps = [[ctx.updater("cpuset.cpus", be_dir, held | targets.tier)]]
-        for start in range(0, len(pods), PODS_PER_STEP):
+        per_step = READ_BACK_PODS_PER_STEP if full else PODS_PER_STEP
+        for start in range(0, len(pods), per_step):
             step = []
-            for pod in pods[start:start + PODS_PER_STEP]:
+            for pod in pods[start:start + per_step]:
                 step.append(ctx.updater("cpuset.cpus", pod.cgroup_parent, targets.pod))
                 step += [ctx.updater("cpuset.cpus", c.cgroup_dir, targets.container)
                          for c in pod.running_containers if c.cgroup_dir]

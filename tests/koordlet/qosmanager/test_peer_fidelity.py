@@ -10,7 +10,7 @@ from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_burst_policy import NodeBurstState, node_burst_state
-from koordlet.qosmanager.cpu_suppress import CPUSET_RESYNC_SECONDS, CPUSuppress
+from koordlet.qosmanager.cpu_suppress import CPUSET_RESYNC_SECONDS, READ_BACK_PODS_PER_STEP, CPUSuppress
 from koordlet.qosmanager.memory_qos import MemoryQoS, memory_qos_values, pod_memory_request
 from koordlet.slo.node_slo import MemoryQOS, NodeSLOError
 from koordlet.slo.spec import parse_node_slo_spec, pod_memory_qos
@@ -159,17 +159,36 @@ def test_with_suppress_off_a_new_be_pod_gets_the_full_cpuset_the_next_round(tmp_
     rig.close()
 
 
-def test_a_full_cpuset_pass_over_many_be_pods_gives_the_loop_back_between_steps(tmp_path):
-    rig = suppress_rig(tmp_path)
-    uids = ["many%d" % i for i in range(3 * PODS_PER_STEP)]
+def add_be_pods(rig: Rig, uids: list[str]) -> None:
+    """BE pods of one container each, their containers' cpusets left at CPU 3."""
     for uid in uids:
         add_cgroup(rig.host, "kubepods/besteffort/pod" + uid)
         add_cgroup(rig.host, "kubepods/besteffort/pod%s/c%s" % (uid, uid))
         set_cgroup_file(rig.host, "kubepods/besteffort/pod%s/c%s" % (uid, uid), "cpuset.cpus", "3")
         rig.states.put(pod(uid, KoordQoSClass.BE, "kubepods/besteffort/pod" + uid, containers=(
             container("c" + uid, uid, "kubepods/besteffort/pod%s/c%s" % (uid, uid)),)))
+
+
+def test_a_full_cpuset_pass_over_many_be_pods_gives_the_loop_back_between_steps(tmp_path):
+    rig = suppress_rig(tmp_path)
+    uids = ["many%d" % i for i in range(3 * PODS_PER_STEP)]
+    add_be_pods(rig, uids)
     # suppress off: the first round restores every BE cpuset, the task running between its steps
     assert loop_turns_during(lambda: CPUSuppress().run(rig.ctx)) >= 3
+    for uid in uids:
+        assert read(rig.host, "cpuset", "kubepods/besteffort/pod%s/c%s" % (uid, uid), "cpuset.cpus") == "0-3"
+    rig.close()
+
+
+def test_a_full_cpuset_pass_reads_back_fewer_pods_a_step(tmp_path):
+    # as many BE pods as one step of changed pods holds: the full pass, which reads back
+    # every file, still gives the loop back between smaller steps
+    rig = suppress_rig(tmp_path)
+    uids = ["back%d" % i for i in range(PODS_PER_STEP)]
+    add_be_pods(rig, uids)
+    assert READ_BACK_PODS_PER_STEP < PODS_PER_STEP
+    steps = -(-len(uids) // READ_BACK_PODS_PER_STEP)
+    assert loop_turns_during(lambda: CPUSuppress().run(rig.ctx)) >= steps  # after the tier's step, one per step
     for uid in uids:
         assert read(rig.host, "cpuset", "kubepods/besteffort/pod%s/c%s" % (uid, uid), "cpuset.cpus") == "0-3"
     rig.close()
