@@ -142,4 +142,4 @@ KUBE_API_QPS = 20.0
 KUBE_API_BURST = 30
 
 # The young garbage collection threshold after start-up (koordlet/daemon/gc_policy.py).
-GC_YOUNG_THRESHOLD = 10_000
+GC_YOUNG_THRESHOLD = 2_000
