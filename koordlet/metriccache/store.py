@@ -31,7 +31,7 @@ from koordlet.metriccache.aggregation import (
 )
 from koordlet.metriccache.api import Aggregate, Mean, Metric, NotEnoughData, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
-from koordlet.metriccache.series_ring import SeriesRing, Timeline
+from koordlet.metriccache.series_ring import Keeping, SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
 
 log = structlog.get_logger(__name__)
@@ -53,6 +53,7 @@ class MetricStore:
         self.policy = policy or RetentionPolicy()
         self._clock = clock
         self._series: dict[SeriesKey, SeriesRing] = {}
+        self._keepings: dict[tuple[int, float, bool, float], Keeping] = {}
         # indexes: a dict used as an ordered set (smaller than a set), and a short list per pod
         self._by_metric: dict[str, dict[SeriesKey, None]] = defaultdict(dict)
         self._by_pod: dict[str, list[SeriesKey]] = defaultdict(list)
@@ -105,7 +106,7 @@ class MetricStore:
             ring.append(timestamp, value)
             timeline = ring.timeline
             if ring.due_for_disk(timestamp):
-                persist_rows.append((key, ring.retention, timestamp, value))
+                persist_rows.append((key, ring.keeping.retention, timestamp, value))
         for key, timestamp, value in new:
             ring = series.get(key)
             if ring is None:
@@ -114,7 +115,7 @@ class MetricStore:
             ring.append(timestamp, value)
             timeline = ring.timeline
             if ring.due_for_disk(timestamp):
-                persist_rows.append((key, ring.retention, timestamp, value))
+                persist_rows.append((key, ring.keeping.retention, timestamp, value))
         if persist_rows and self._persistence is not None:
             self._queue(persist_rows)
 
@@ -221,7 +222,7 @@ class MetricStore:
         now = self._clock() if now is None else now
         emptied = []
         for key, ring in self._series.items():
-            ring.drop_before(now - ring.retention)
+            ring.drop_before(now - ring.keeping.retention)
             if len(ring) == 0:
                 emptied.append(key)
         for key in emptied:
@@ -231,8 +232,10 @@ class MetricStore:
     def _new_series(self, key: SeriesKey, timeline: Timeline | None = None) -> SeriesRing:
         if len(self._series) >= self.policy.max_series:
             self._evict_stalest()
-        ring = SeriesRing(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key),
-                          self.policy.persist_every(key), timeline)
+        keeping = Keeping(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key),
+                          self.policy.persist_every(key))
+        keeping = self._keepings.setdefault(keeping.as_tuple(), keeping)  # one per kind of series
+        ring = SeriesRing(keeping, timeline)
         self._series[key] = ring
         self._by_metric[key.metric][key] = None
         if key.pod_uid:

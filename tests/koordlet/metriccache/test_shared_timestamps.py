@@ -124,3 +124,20 @@ def test_series_of_one_collector_share_one_timeline_and_a_stale_one_lets_it_go()
     assert len(rings[1].timeline.ts) <= capacity + capacity // 8 + 16  # not held back by the stale series
     assert store.aggregate(KEYS[0], T0, T0 + 200, 0.0).last_timestamp == T0 + 49
     assert store.aggregate(KEYS[1], T0, T0 + 200, 0.0).count == 9 < capacity  # the 8 s of retention
+
+
+def test_a_timeline_read_by_one_series_holds_that_series_and_a_shared_one_a_set():
+    store = MetricStore(POLICY, clock=lambda: T0)
+    for second in range(30):  # KEYS[0] every round, KEYS[1] every other: it falls out of step
+        store.append_at(T0 + second, [(key, float(second)) for key in KEYS[:3] if key != KEYS[1] or second % 2])
+    shared, own = store._series[KEYS[0]].timeline, store._series[KEYS[1]].timeline
+    assert shared is store._series[KEYS[2]].timeline and shared is not own
+    assert shared.users == {store._series[KEYS[0]], store._series[KEYS[2]]}
+    assert own.users is store._series[KEYS[1]]  # no set for a single reader
+    assert store.forget_container("p0", "c1") == 1
+    assert own.users is None and own.readers() == []
+    assert store.forget_container("p1", "c2") == 1
+    assert not shared.shared() and shared.readers() == [store._series[KEYS[0]]]
+    assert [sample.value for sample in [store.latest(KEYS[0])] if sample] == [29.0]
+    store.append_at(T0 + 30, [(KEYS[0], 30.0)])
+    assert store.aggregate(KEYS[0], T0, T0 + 30, 0.0).count == 9  # its 8 s of retention, 22 .. 30 s

@@ -242,3 +242,19 @@ def test_window_equals_a_filter_of_the_samples(points, a, b):
     assert agg.count == len(expected) and agg.last == expected[-1]
     assert agg.p50 == ordered[max(len(ordered) // 2, 1) - 1]
     assert agg.p50 <= agg.p90 <= agg.p95 <= agg.p99 and ordered[0] <= agg.p50 and agg.p99 <= ordered[-1]
+
+
+def test_series_of_one_kind_share_how_they_are_kept_and_each_kind_keeps_its_own():
+    policy = RetentionPolicy(node_seconds=60, pod_seconds=20, container_seconds=8, min_sample_interval=1.0,
+                             container_sample_interval=2.0)
+    store = MetricStore(policy, clock=lambda: T0)
+    keys = [SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i) for i in range(3)] + [
+        SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "p0", "c0"), SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)]
+    for second in range(100):
+        store.append_at(T0 + second, [(key, float(second)) for key in keys])
+    pods = [store._series[key].keeping for key in keys[:3]]
+    assert pods[0] is pods[1] is pods[2]
+    container, node = store._series[keys[3]].keeping, store._series[keys[4]].keeping
+    assert (pods[0].as_tuple(), container.as_tuple(), node.as_tuple()) == (
+        (22, 20.0, True, 10.0), (6, 8.0, False, 0.0), (62, 60.0, True, 0.0))
+    assert [store.aggregate(key, T0, T0 + 99, 0.0).count for key in keys] == [21, 21, 21, 6, 61]
