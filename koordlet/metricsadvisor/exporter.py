@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import operator
 import time
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 from koordlet.apis.keys import BATCH_MEMORY
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
@@ -91,18 +91,9 @@ class AdvisorExporter:
         self._psi = psi
         self._container_series = container_series
         self._psi_shape = _PsiShape(psi_precisions)
-        self._latest_value = getattr(cache, "latest_value", None)  # MetricStore: no Sample objects
         self._rows: dict[str, _PodRows] = {}
+        self._layout = _Layout([])
         self._node_psi_lines = _PsiLines("koordlet_node_psi{" + self._node_label)
-
-    def _value(self, key: SeriesKey, oldest: float) -> float | None:
-        if self._latest_value is not None:
-            last = self._latest_value(key)
-            return None if last is None or last[0] < oldest else last[1]
-        sample = self._cache.latest(key)
-        if sample is None or sample.timestamp < oldest:
-            return None
-        return sample.value
 
     def render(self, openmetrics: bool = False) -> bytes:
         """The agent's own figures (usage, throttling, collectors): /internal-metrics."""
@@ -114,84 +105,100 @@ class AdvisorExporter:
         return self.render_parts(openmetrics, False, True)
 
     def render_parts(self, openmetrics: bool, internal: bool, external: bool) -> bytes:
-        """The internal and/or external families, the pods walked once for both."""
+        """The internal and/or external families, the pods walked once for both and every
+        series read in one call to the cache."""
         oldest = self._clock() - self._stale_after
-        families = self._node_families(oldest) if internal else []
+        layout = self._walk_pods() if self._states is not None else None
+        node_series = self._node_series() if internal else []
+        keys = [key for key, _ in node_series]
+        # CPI is off by default: 2 reads per container for nothing otherwise
+        want_cpi = external and layout is not None and bool(self._cache.keys(_CPI_FIELDS[0][1]))
+        if layout is not None:
+            if internal:
+                keys += layout.pod_keys
+                if self._container_series:
+                    keys += layout.ctr_keys
+            if want_cpi:
+                keys += layout.cpi_keys
+        values = iter(self._cache.latest_values(keys, oldest))
+        families = self._node_families(node_series, values) if internal else []
         if external:
             families.append(self._node_psi())
-        if self._states is not None:
-            families.extend(self._pod_families(oldest, internal, external))
+        if layout is not None:
+            families.extend(self._pod_families(layout, values, internal, external, want_cpi))
         if internal:
             families.extend(self._self_families())
         return render_families(families, openmetrics)
 
-    def _node_families(self, oldest: float) -> list[Family]:
-        out = []
-        for name, help_text, metric in _NODE_FAMILIES:
-            family = Family(name, help_text)
-            value = self._value(SeriesKey(metric.value), oldest)
-            if value is not None:
-                family.add(self._node_label, value)
-            out.append(family)
-        for name, help_text, metric in _NETWORK_FAMILIES:
-            family = Family(name, help_text)
+    def _node_series(self) -> list[tuple[SeriesKey, str]]:
+        """(key, labels) of the node families' series, in their order."""
+        series = [(SeriesKey(metric.value), self._node_label) for _, _, metric in _NODE_FAMILIES]
+        for _, _, metric in _NETWORK_FAMILIES:
             for key in sorted(self._cache.keys(metric), key=lambda k: k.labels):
-                value = self._value(key, oldest)
-                if value is not None:
-                    labels = dict(key.labels)
-                    family.add('%s,interface="%s",direction="%s"' % (
-                        self._node_label, escape(labels.get("interface", "")), escape(labels.get("direction", ""))),
-                        value)
+                labels = dict(key.labels)
+                series.append((key, '%s,interface="%s",direction="%s"' % (
+                    self._node_label, escape(labels.get("interface", "")), escape(labels.get("direction", "")))))
+        return series
+
+    def _node_families(self, series: list[tuple[SeriesKey, str]], values: Iterator[float | None]) -> list[Family]:
+        out = []
+        for name, help_text, metric in _NODE_FAMILIES + _NETWORK_FAMILIES:
+            family = Family(name, help_text)
+            for key, labels in series:
+                if key.metric == metric.value:
+                    value = next(values)
+                    if value is not None:
+                        family.add(labels, value)
             out.append(family)
         return out
 
     def _node_psi(self) -> Family:
         psi = Family("koordlet_node_psi", "Node psi collected by koordlet")
-        self._node_psi_lines.add(psi.lines, self._psi().get(("", "")), self._psi_shape)
+        self._node_psi_lines.add(psi.blocks, self._psi().get(("", "")), self._psi_shape)
         return psi
 
-    def _pod_families(self, oldest: float, internal: bool, external: bool) -> list[Family]:
+    def _walk_pods(self) -> _Layout:
+        """The rows of the pods the informer lists now; the layout of the last scrape when
+        they are the same objects (a pod that changed is a new object)."""
         assert self._states is not None
-        pod_usage = [Family(name, help_text) for name, help_text, _ in _POD_FAMILIES] if internal else []
-        ctr_usage = [Family(name, help_text) for name, help_text, _ in _CONTAINER_FAMILIES] \
-            if internal and self._container_series else []
-        pod_psi, ctr_psi, cpi = Family(*_POD_PSI), Family(*_CONTAINER_PSI), Family(*_CPI)
-        requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
-        psi_snapshot = self._psi() if external else {}
-        want_ctr_psi = external and self._container_series
-        # CPI is off by default: 2 lookups per container for nothing otherwise
-        want_cpi = external and bool(self._cache.keys(_CPI_FIELDS[0][1]))
-        latest = self._latest_value if self._latest_value is not None else self._sample_value
         kept, rows = self._rows, {}
+        node = self._node_label
         for pod in self._states.pods():
             row = kept.get(pod.uid)
             if row is None or row.pod is not pod:
-                row = _PodRows(pod, self._node_label)
+                row = _PodRows(pod, node)
             rows[pod.uid] = row
-            if internal:
-                _add_values(pod_usage, row.usage, latest, oldest)
-                if ctr_usage:
-                    for ctr in row.containers:
-                        _add_values(ctr_usage, ctr.usage, latest, oldest)
-            if external:
-                if psi_snapshot:
-                    row.psi.add(pod_psi.lines, psi_snapshot.get((pod.uid, "")), self._psi_shape)
-                for ctr in row.containers:
-                    if want_ctr_psi:
-                        ctr.psi.add(ctr_psi.lines, psi_snapshot.get((pod.uid, ctr.id)), self._psi_shape)
-                    if want_cpi:
-                        _add_values((cpi, cpi), ctr.cpi, latest, oldest)  # both fields in one family
-                    requests.lines.extend(ctr.requests)
-                    limits.lines.extend(ctr.limits)
         self._rows = rows  # pods gone since the last scrape drop out here
-        out = pod_usage + ctr_usage
+        ordered = list(rows.values())
+        if ordered != self._layout.rows:  # compared by identity: _PodRows has no __eq__
+            self._layout = _Layout(ordered)
+        return self._layout
+
+    def _pod_families(self, layout: _Layout, values: Iterator[float | None], internal: bool, external: bool,
+                      want_cpi: bool) -> list[Family]:
+        out = []
+        if internal:
+            out += _value_families(_POD_FAMILIES, layout.pod_prefixes, values)
+            if self._container_series:
+                out += _value_families(_CONTAINER_FAMILIES, layout.ctr_prefixes, values)
         if external:
+            pod_psi, ctr_psi, cpi = Family(*_POD_PSI), Family(*_CONTAINER_PSI), Family(*_CPI)
+            psi_snapshot = self._psi()
+            if psi_snapshot:
+                shape = self._psi_shape
+                for row in layout.rows:
+                    row.psi.add(pod_psi.blocks, psi_snapshot.get((row.pod.uid, "")), shape)
+                if self._container_series:
+                    for row in layout.rows:
+                        for ctr in row.containers:
+                            ctr.psi.add(ctr_psi.blocks, psi_snapshot.get((row.pod.uid, ctr.id)), shape)
+            if want_cpi:
+                cpi.lines = _value_lines(layout.cpi_prefixes, values)  # both fields in one family
+            requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
+            requests.blocks = [layout.requests] if layout.requests else []
+            limits.blocks = [layout.limits] if layout.limits else []
             out += [pod_psi, ctr_psi, cpi, requests, limits]
         return out
-
-    def _sample_value(self, key: SeriesKey) -> tuple[float, float] | None:
-        sample = self._cache.latest(key)
-        return None if sample is None else (sample.timestamp, sample.value)
 
     def _self_families(self) -> list[Family]:
         runs = Family("koordlet_collector_runs_total", "Runs of each metrics collector", "counter")
@@ -245,13 +252,52 @@ class _PodRows:
                                 if c.state is ContainerState.RUNNING)
 
 
-def _add_values(families: "list[Family] | tuple[Family, ...]", series: tuple[_Series, ...],
-                latest: Callable[[SeriesKey], tuple[float, float] | None], oldest: float) -> None:
-    """The i-th series' line goes to the i-th family, when its newest sample is fresh."""
-    for family, (key, prefix) in zip(families, series):
-        last = latest(key)
-        if last is not None and last[0] >= oldest:
-            family.lines.append(prefix + number(last[1]) + "\n")
+class _Layout:
+    """One list of pod rows as a scrape reads and renders it: the series of each value family
+    in line order (family by family), and the request and limit lines, which change only
+    with the objects. Made again only when the informer lists other objects."""
+
+    __slots__ = ("rows", "pod_keys", "pod_prefixes", "ctr_keys", "ctr_prefixes", "cpi_keys", "cpi_prefixes",
+                 "requests", "limits")
+
+    def __init__(self, rows: list[_PodRows]) -> None:
+        self.rows = rows
+        ctrs = [ctr for row in rows for ctr in row.containers]
+        self.pod_keys, self.pod_prefixes = _by_family([row.usage for row in rows], len(_POD_FAMILIES))
+        self.ctr_keys, self.ctr_prefixes = _by_family([ctr.usage for ctr in ctrs], len(_CONTAINER_FAMILIES))
+        cpi = [series for ctr in ctrs for series in ctr.cpi]
+        self.cpi_keys, self.cpi_prefixes = [key for key, _ in cpi], [prefix for _, prefix in cpi]
+        # one block each, encoded: the scrape's join copies it, not 2,000 lines
+        self.requests = "".join(line for ctr in ctrs for line in ctr.requests).encode()
+        self.limits = "".join(line for ctr in ctrs for line in ctr.limits).encode()
+
+
+def _by_family(objects: list[tuple[_Series, ...]], families: int) -> tuple[list[SeriesKey], list[list[str]]]:
+    """Every object's series of family 0, then of family 1...: the keys in one list (one
+    read), the line prefixes one list per family."""
+    keys: list[SeriesKey] = []
+    prefixes = []
+    for f in range(families):
+        keys += [series[f][0] for series in objects]
+        prefixes.append([series[f][1] for series in objects])
+    return keys, prefixes
+
+
+def _value_families(families: tuple[tuple[str, str, Metric], ...], prefixes: list[list[str]],
+                    values: Iterator[float | None]) -> list[Family]:
+    out = []
+    for (name, help_text, _), family_prefixes in zip(families, prefixes):
+        family = Family(name, help_text)
+        family.lines = _value_lines(family_prefixes, values)
+        out.append(family)
+    return out
+
+
+def _value_lines(prefixes: list[str], values: Iterator[float | None]) -> list[str]:
+    """A line per prefix whose value (the next from `values`) is fresh. The cache's values
+    are floats: repr spells a finite one as the text format does."""
+    return [f"{prefix}{value!r}\n" if value - value == 0.0 else prefix + number(value) + "\n"
+            for prefix, value in zip(prefixes, values) if value is not None]
 
 
 # koordlet's units: cpu in cores, memory-like in bytes, the rest (batch-cpu milli-cores) as integers
@@ -297,20 +343,21 @@ class _PsiLines:
     the averages asked for. They are made again only when the object's readings changed
     since the last scrape: an idle cgroup's averages stay at 0.00 round after round."""
 
-    __slots__ = ("prefix", "templates", "readings", "lines")
+    __slots__ = ("prefix", "templates", "readings", "text")
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.templates: _PsiTemplates = {}
         self.readings: Mapping[str, PsiReading] | None = None
-        self.lines: list[str] = []
+        self.text = b""  # the lines encoded in one block: one item of the scrape's join, not 6 to 18
 
-    def add(self, out: list[str], readings: Mapping[str, PsiReading] | None, shape: _PsiShape) -> None:
+    def add(self, out: list[bytes], readings: Mapping[str, PsiReading] | None, shape: _PsiShape) -> None:
         if not readings:
             return
         if readings != self.readings:  # the shape is the exporter's, fixed: the readings decide
-            self.readings, self.lines = dict(readings), self._render(readings, shape)
-        out += self.lines
+            self.readings, self.text = dict(readings), "".join(self._render(readings, shape)).encode()
+        if self.text:
+            out.append(self.text)
 
     def _render(self, readings: Mapping[str, PsiReading], shape: _PsiShape) -> list[str]:
         cpu = readings.get("cpu")
