@@ -25,13 +25,14 @@ from typing import Callable, Protocol
 import h11
 import structlog
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OM_CONTENT_TYPE
 from prometheus_client.openmetrics.exposition import generate_latest as om_generate_latest
 
 import koordlet.metrics  # noqa: F401  (no *_created series)
 from koordlet.agent import Readiness, StartupError
 from koordlet.config import defaults
+from koordlet.metrics.text import RegistryText
 
 log = structlog.get_logger(__name__)
 
@@ -99,6 +100,7 @@ class HttpEndpoint:
         self._host = host
         self._port = port
         self._registry = registry
+        self._registry_text = RegistryText(registry)
         self._readiness = readiness
         self._server: asyncio.base_events.Server | None = None
         self._sock: socket.socket | None = None
@@ -206,8 +208,11 @@ class HttpEndpoint:
     def _exposition(self, internal: bool, external: bool, openmetrics: bool) -> Reply:
         parts = []
         if internal:
-            registry = (om_generate_latest if openmetrics else generate_latest)(self._registry)
-            parts.append(registry[:-len(_OM_EOF)] if openmetrics and registry.endswith(_OM_EOF) else registry)
+            if openmetrics:
+                registry = om_generate_latest(self._registry)
+                parts.append(registry[:-len(_OM_EOF)] if registry.endswith(_OM_EOF) else registry)
+            else:
+                parts.append(self._registry_text.render())
         parts += [render(openmetrics) for render, is_external in self._metrics_text
                   if (external if is_external else internal)]
         parts += [render(openmetrics, internal, external) for render in self._metrics_parts]
