@@ -19,6 +19,7 @@ import errno
 import gzip
 import json
 import socket
+import zlib
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -37,13 +38,25 @@ from koordlet.metrics.text import RegistryText
 log = structlog.get_logger(__name__)
 
 _READ_CHUNK = 65536
+_WRITE_CHUNK = 65536
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
     status: int
-    body: bytes
+    # the body, or its parts written one after the other: /metrics' few MB are not copied
+    # into one buffer (each multi-MB buffer costs ~1,000 page faults: glibc hands such
+    # blocks back to the kernel when freed)
+    payload: bytes | tuple[bytes, ...]
     content_type: str = "text/plain; charset=utf-8"
+
+    @property
+    def body(self) -> bytes:
+        return self.payload if isinstance(self.payload, bytes) else b"".join(self.payload)
+
+    @property
+    def length(self) -> int:
+        return len(self.payload) if isinstance(self.payload, bytes) else sum(map(len, self.payload))
 
 
 def json_reply(value: object, status: int = 200) -> Reply:
@@ -218,7 +231,7 @@ class HttpEndpoint:
         parts += [render(openmetrics, internal, external) for render in self._metrics_parts]
         if openmetrics:
             parts.append(_OM_EOF)
-        return Reply(200, b"".join(parts), OM_CONTENT_TYPE if openmetrics else CONTENT_TYPE_LATEST)
+        return Reply(200, tuple(parts), OM_CONTENT_TYPE if openmetrics else CONTENT_TYPE_LATEST)
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -298,17 +311,23 @@ class HttpEndpoint:
             reply, gzipped = await asyncio.to_thread(self.route, method, target, gzip_ok, openmetrics)
         else:
             reply, gzipped = self.route(method, target, gzip_ok, openmetrics)
-        headers = [("content-type", reply.content_type), ("content-length", str(len(reply.body)))]
+        headers = [("content-type", reply.content_type), ("content-length", str(reply.length))]
         if gzipped:
             headers.append(("content-encoding", "gzip"))
         writer.write(conn.send(h11.Response(status_code=reply.status, headers=headers)))
         if request.method != b"HEAD":
-            writer.write(conn.send(h11.Data(data=reply.body)))
+            for part in (reply.payload,) if isinstance(reply.payload, bytes) else reply.payload:
+                for start in range(0, len(part), _WRITE_CHUNK):
+                    # a slice at a time, each once the last has mostly left: the transport never
+                    # buffers the body whole (one more multi-MB copy)
+                    writer.write(conn.send(h11.Data(data=part[start:start + _WRITE_CHUNK])))
+                    await writer.drain()
         writer.write(conn.send(h11.EndOfMessage()))
         await writer.drain()
 
 
 _OM_EOF = b"# EOF\n"
+_GZIP_WBITS = 31  # zlib's window bits that ask for the gzip wrapper
 
 
 def wants_openmetrics(accept: bytes) -> bool:
@@ -333,8 +352,13 @@ def wants_openmetrics(accept: bytes) -> bool:
 
 
 def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:
-    if accept_gzip and len(reply.body) >= defaults.HTTP_GZIP_MIN_BYTES:
-        return Reply(reply.status, gzip.compress(reply.body, defaults.HTTP_GZIP_LEVEL), reply.content_type), True
+    if accept_gzip and reply.length >= defaults.HTTP_GZIP_MIN_BYTES:
+        if isinstance(reply.payload, bytes):
+            return Reply(reply.status, gzip.compress(reply.payload, defaults.HTTP_GZIP_LEVEL), reply.content_type), True
+        packer = zlib.compressobj(defaults.HTTP_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+        packed = [packer.compress(part) for part in reply.payload]
+        packed.append(packer.flush())
+        return Reply(reply.status, b"".join(packed), reply.content_type), True
     return reply, False
 
 
