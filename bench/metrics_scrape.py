@@ -137,11 +137,11 @@ def measure(n: int, level: str, with_psi: bool, repeats: int, busy: float) -> di
                                container_series=level == "all",
                                psi_precisions=("avg10", "avg60", "avg300") if level == "all" else ("avg10",))
 
-    def render() -> bytes:
+    def render() -> list[bytes]:  # the pieces the HTTP endpoint writes one after the other
         current[0] ^= 1
         return exporter.render_parts(False, True, True)
 
-    body = render()
+    body = b"".join(render())
     lines = body.decode().split("\n")
     (render_ms, render_cpu, faults), (floor, _, _) = timed_ms((render, lambda: "\n".join(lines).encode()), repeats)
     series = sum(1 for line in lines if line and not line.startswith("#"))

@@ -33,7 +33,7 @@ from typing import Callable, Iterator, Mapping
 
 from koordlet.apis.keys import BATCH_MEMORY
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
-from koordlet.metrics.text import Family, escape, number, render_families
+from koordlet.metrics.text import Family, escape, family_parts, number
 from koordlet.metricsadvisor.collectors.psi import PsiReading, PsiSnapshot
 from koordlet.metricsadvisor.framework import CollectorStats
 from koordlet.statesinformer.api import StatesInformer
@@ -97,16 +97,16 @@ class AdvisorExporter:
 
     def render(self, openmetrics: bool = False) -> bytes:
         """The agent's own figures (usage, throttling, collectors): /internal-metrics."""
-        return self.render_parts(openmetrics, True, False)
+        return b"".join(self.render_parts(openmetrics, True, False))
 
     def render_external(self, openmetrics: bool = False) -> bytes:
         """What koordlet serves on /external-metrics: PSI, CPI and the containers' requests
         and limits."""
-        return self.render_parts(openmetrics, False, True)
+        return b"".join(self.render_parts(openmetrics, False, True))
 
-    def render_parts(self, openmetrics: bool, internal: bool, external: bool) -> bytes:
+    def render_parts(self, openmetrics: bool, internal: bool, external: bool) -> list[bytes]:
         """The internal and/or external families, the pods walked once for both and every
-        series read in one call to the cache."""
+        series read in one call to the cache; the body in pieces (text.family_parts)."""
         oldest = self._clock() - self._stale_after
         layout = self._walk_pods() if self._states is not None else None
         node_series = self._node_series() if internal else []
@@ -128,7 +128,7 @@ class AdvisorExporter:
             families.extend(self._pod_families(layout, values, internal, external, want_cpi))
         if internal:
             families.extend(self._self_families())
-        return render_families(families, openmetrics)
+        return family_parts(families, openmetrics)
 
     def _node_series(self) -> list[tuple[SeriesKey, str]]:
         """(key, labels) of the node families' series, in their order."""

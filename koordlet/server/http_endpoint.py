@@ -21,7 +21,7 @@ import json
 import socket
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Iterator, Protocol
 
 import h11
 import structlog
@@ -68,8 +68,9 @@ def json_reply(value: object, status: int = 200) -> Reply:
 RouteHandler = Callable[[str], Reply]
 # Families in the exposition format, OpenMetrics when the argument is True (see add_metrics_text).
 MetricsText = Callable[[bool], bytes]
-# (openmetrics, internal, external) -> the families of the parts asked for, in one pass
-MetricsParts = Callable[[bool, bool, bool], bytes]
+# (openmetrics, internal, external) -> the families of the parts asked for, in one pass, as
+# one body or its pieces in order (written without joining them)
+MetricsParts = Callable[[bool, bool, bool], "bytes | list[bytes]"]
 
 
 class Routes(Protocol):
@@ -228,7 +229,9 @@ class HttpEndpoint:
                 parts.append(self._registry_text.render())
         parts += [render(openmetrics) for render, is_external in self._metrics_text
                   if (external if is_external else internal)]
-        parts += [render(openmetrics, internal, external) for render in self._metrics_parts]
+        for render in self._metrics_parts:
+            pieces = render(openmetrics, internal, external)
+            parts += [pieces] if isinstance(pieces, bytes) else pieces
         if openmetrics:
             parts.append(_OM_EOF)
         return Reply(200, tuple(parts), OM_CONTENT_TYPE if openmetrics else CONTENT_TYPE_LATEST)
@@ -316,12 +319,11 @@ class HttpEndpoint:
             headers.append(("content-encoding", "gzip"))
         writer.write(conn.send(h11.Response(status_code=reply.status, headers=headers)))
         if request.method != b"HEAD":
-            for part in (reply.payload,) if isinstance(reply.payload, bytes) else reply.payload:
-                for start in range(0, len(part), _WRITE_CHUNK):
-                    # a slice at a time, each once the last has mostly left: the transport never
-                    # buffers the body whole (one more multi-MB copy)
-                    writer.write(conn.send(h11.Data(data=part[start:start + _WRITE_CHUNK])))
-                    await writer.drain()
+            # a slice at a time, each once the last has mostly left: the transport never
+            # buffers the body whole (one more multi-MB copy)
+            for piece in _slices((reply.payload,) if isinstance(reply.payload, bytes) else reply.payload):
+                writer.write(conn.send(h11.Data(data=piece)))
+                await writer.drain()
         writer.write(conn.send(h11.EndOfMessage()))
         await writer.drain()
 
@@ -360,6 +362,27 @@ def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:
         packed.append(packer.flush())
         return Reply(reply.status, b"".join(packed), reply.content_type), True
     return reply, False
+
+
+def _slices(parts: tuple[bytes, ...]) -> Iterator[bytes]:
+    """The parts as writes of about _WRITE_CHUNK: small ones gathered, large ones cut."""
+    batch: list[bytes] = []
+    size = 0
+    for part in parts:
+        if len(part) >= _WRITE_CHUNK:
+            if batch:
+                yield b"".join(batch)
+                batch, size = [], 0
+            for start in range(0, len(part), _WRITE_CHUNK):
+                yield part[start:start + _WRITE_CHUNK]
+            continue
+        batch.append(part)
+        size += len(part)
+        if size >= _WRITE_CHUNK:
+            yield b"".join(batch)
+            batch, size = [], 0
+    if batch:
+        yield b"".join(batch)
 
 
 def _header(request: h11.Request, name: bytes) -> bytes:

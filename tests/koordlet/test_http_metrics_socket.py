@@ -1,5 +1,5 @@
-"""/metrics over a socket: a body of several MB, written in slices, arrives whole (plain and
-gzip), its length as announced, HEAD without it."""
+"""/metrics over a socket: a body of several MB in many pieces, written in slices, arrives
+whole (plain and gzip), its length as announced, HEAD without it."""
 
 from __future__ import annotations
 
@@ -26,13 +26,16 @@ async def test_a_body_of_megabytes_arrives_whole_plain_gzipped_and_not_for_head(
     gauge = Gauge("test_series", "many series", ["i"], registry=registry)
     for i in range(300):
         gauge.labels(i=str(i)).set(i)
-    big = b"".join(b'test_big{pod="%d"} %d.5\n' % (i, i) for i in range(150_000))  # ~4 MB
+    # an exporter's pieces: many small ones (a pod's block) and one of ~4 MB
+    small = [b'test_small{pod="%d"} 1.0\n' % i for i in range(20_000)]
+    big = b"".join(b'test_big{pod="%d"} %d.5\n' % (i, i) for i in range(150_000))
+    pieces = [b"# TYPE test_small gauge\n", *small, b"# TYPE test_big gauge\n", big]
     endpoint = HttpEndpoint("127.0.0.1", 0, registry, lambda: Readiness(()))
-    endpoint.add_metrics_parts(lambda om, internal, external: b"# TYPE test_big gauge\n" + big if external else b"")
+    endpoint.add_metrics_parts(lambda om, internal, external: pieces if external else [])
     await endpoint.start()
     try:
         expected = endpoint.route("GET", "/metrics", False)[0].body
-        assert len(expected) > 4_000_000 and expected.endswith(big)
+        assert len(expected) > 4_000_000 and expected.endswith(b"".join(pieces))
         head, plain = await request(endpoint.bound_port, b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
         assert head.startswith(b"http/1.1 200") and b"content-length: %d" % len(expected) in head
         assert plain == expected

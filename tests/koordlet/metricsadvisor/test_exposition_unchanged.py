@@ -92,7 +92,7 @@ def _level_scrapes(container_series: bool) -> list[tuple[str, bytes]]:
                                                 (True, True, True)):
             what = "series=%s %s om=%s internal=%s external=%s" % (
                 container_series, step, openmetrics, internal, external)
-            out.append((what, exporter.render_parts(openmetrics, internal, external)))
+            out.append((what, b"".join(exporter.render_parts(openmetrics, internal, external))))
 
     scrape("first")
     scrape("nothing changed")
