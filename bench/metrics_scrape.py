@@ -19,6 +19,8 @@ which is what /metrics exported before these flags) — and each busy fraction, 
   KiB          its body
   p50 / p99    wall ms of one render, `--repeats` times after one warm-up render
   CPU p50      the render's thread CPU ms (steadier than wall on a shared machine)
+  faults       the render's minor page faults, p50: a body of megabytes in memory the
+               allocator has just given back to the kernel costs ~1,000 (2-3 ms here)
   floor        ms of "\\n".join(...).encode() over the same lines, pre-formatted, alternating
                with the renders
   ratio        render p50 / floor p50
@@ -30,6 +32,7 @@ counters, the runtime hooks' pools) is not here: docs/PERFORMANCE.md has the who
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -99,18 +102,24 @@ def psi_snapshots(pods: list[PodInfo], with_psi: bool, busy: float) -> tuple[Psi
     return rounds
 
 
-def timed_ms(calls: tuple[Callable[[], object], ...], repeats: int) -> list[tuple[list[float], list[float]]]:
-    """Wall and CPU ms of each call (CPU: what neighbours on a shared machine do not
-    inflate), the calls alternating so that each meets the same noise and allocator state."""
-    out: list[tuple[list[float], list[float]]] = [([], []) for _ in calls]
+def _minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+
+def timed_ms(calls: tuple[Callable[[], object], ...], repeats: int) -> list[tuple[list[float], list[float], list[int]]]:
+    """Wall and CPU ms and minor page faults of each call (CPU: what neighbours on a shared
+    machine do not inflate), the calls alternating so that each meets the same noise and
+    allocator state."""
+    out: list[tuple[list[float], list[float], list[int]]] = [([], [], []) for _ in calls]
     for call in calls:
         call()
     for _ in range(repeats):
-        for call, (wall, cpu) in zip(calls, out):
-            start, start_cpu = time.perf_counter(), time.thread_time()
+        for call, (wall, cpu, faults) in zip(calls, out):
+            start, start_cpu, start_faults = time.perf_counter(), time.thread_time(), _minor_faults()
             call()
             wall.append((time.perf_counter() - start) * 1e3)
             cpu.append((time.thread_time() - start_cpu) * 1e3)
+            faults.append(_minor_faults() - start_faults)
     return out
 
 
@@ -128,16 +137,17 @@ def measure(n: int, level: str, with_psi: bool, repeats: int, busy: float) -> di
                                container_series=level == "all",
                                psi_precisions=("avg10", "avg60", "avg300") if level == "all" else ("avg10",))
 
-    def render() -> bytes:
+    def render() -> list[bytes]:  # the pieces the HTTP endpoint writes one after the other
         current[0] ^= 1
         return exporter.render_parts(False, True, True)
 
-    body = render()
+    body = b"".join(render())
     lines = body.decode().split("\n")
-    (render_ms, render_cpu), (floor, _) = timed_ms((render, lambda: "\n".join(lines).encode()), repeats)
+    (render_ms, render_cpu, faults), (floor, _, _) = timed_ms((render, lambda: "\n".join(lines).encode()), repeats)
     series = sum(1 for line in lines if line and not line.startswith("#"))
     return {"pods": n, "level": level, "busy": busy, "series": series, "per_pod": series / n, "kib": len(body) / 1024,
             "p50": statistics.median(render_ms), "p99": p99(render_ms), "cpu": statistics.median(render_cpu),
+            "faults": statistics.median(faults),
             "floor": statistics.median(floor), "ratio": statistics.median(render_ms) / statistics.median(floor)}
 
 
@@ -152,14 +162,14 @@ def main() -> None:
     print("advisor part of /metrics, N pods x 2 containers, PSI %s; render = render_parts(both halves)"
           % ("absent" if args.no_psi else "cpu/memory/io some+full"))
     print("| N pods | level | PSI busy | series | per pod | KiB | render p50 ms | p99 ms | CPU p50 ms | floor p50 ms "
-          "| ratio |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| faults | ratio |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in (int(x) for x in args.pods.split(",")):
         for level in ("default", "all"):
             for busy in (float(x) for x in args.busy.split(",")):
                 r = measure(n, level, not args.no_psi, args.repeats, busy)
                 print("| {pods:,} | {level} | {busy:.0%} | {series:,} | {per_pod:.1f} | {kib:,.0f} | {p50:.2f} | "
-                      "{p99:.2f} | {cpu:.2f} | {floor:.2f} | {ratio:.1f}x |".format(**r), flush=True)
+                      "{p99:.2f} | {cpu:.2f} | {floor:.2f} | {faults:,.0f} | {ratio:.1f}x |".format(**r), flush=True)
 
 
 if __name__ == "__main__":

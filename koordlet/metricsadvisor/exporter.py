@@ -11,9 +11,7 @@ series prometheus_client's per-sample formatting dominates a scrape (bench/metri
 prints both). One walk over the pods serves both halves of /metrics (internal and
 external). What does not change while a pod does not — its label strings, each family's
 line prefix, the series keys, the request and limit lines — is made once per pod object
-and kept by uid until the informer hands a different object (bench/metrics_scrape.py);
-while it lists the same tuple of pods, the walk itself is kept flattened per family
-(`_Layout`), and a family's values are read from the metric cache in one call.
+and kept by uid until the informer hands a different object (bench/metrics_scrape.py).
 An object's PSI lines are formatted again only when its readings differ from the last
 scrape's (idle cgroups read 0.00 round after round).
 
@@ -29,12 +27,13 @@ has no per-pod usage gauges; ours follow its style: koordlet_{pod,container}_use
 
 from __future__ import annotations
 
+import operator
 import time
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 from koordlet.apis.keys import BATCH_MEMORY
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
-from koordlet.metrics.text import Family, escape, number, render_families
+from koordlet.metrics.text import Family, escape, family_parts, number
 from koordlet.metricsadvisor.collectors.psi import PsiReading, PsiSnapshot
 from koordlet.metricsadvisor.framework import CollectorStats
 from koordlet.statesinformer.api import StatesInformer
@@ -92,119 +91,114 @@ class AdvisorExporter:
         self._psi = psi
         self._container_series = container_series
         self._psi_shape = _PsiShape(psi_precisions)
-        self._latest_value = getattr(cache, "latest_value", None)  # MetricStore: no Sample objects
-        self._latest_values = getattr(cache, "latest_values", None)  # MetricStore: one call per family
-        self._layout = _Layout((), {})
+        self._rows: dict[str, _PodRows] = {}
+        self._layout = _Layout([])
         self._node_psi_lines = _PsiLines("koordlet_node_psi{" + self._node_label)
-
-    def _value(self, key: SeriesKey, oldest: float) -> float | None:
-        if self._latest_value is not None:
-            last = self._latest_value(key)
-            return None if last is None or last[0] < oldest else last[1]
-        sample = self._cache.latest(key)
-        if sample is None or sample.timestamp < oldest:
-            return None
-        return sample.value
 
     def render(self, openmetrics: bool = False) -> bytes:
         """The agent's own figures (usage, throttling, collectors): /internal-metrics."""
-        return self.render_parts(openmetrics, True, False)
+        return b"".join(self.render_parts(openmetrics, True, False))
 
     def render_external(self, openmetrics: bool = False) -> bytes:
         """What koordlet serves on /external-metrics: PSI, CPI and the containers' requests
         and limits."""
-        return self.render_parts(openmetrics, False, True)
+        return b"".join(self.render_parts(openmetrics, False, True))
 
-    def render_parts(self, openmetrics: bool, internal: bool, external: bool) -> bytes:
-        """The internal and/or external families, the pods walked once for both."""
+    def render_parts(self, openmetrics: bool, internal: bool, external: bool) -> list[bytes]:
+        """The internal and/or external families, the pods walked once for both and every
+        series read in one call to the cache; the body in pieces (text.family_parts)."""
         oldest = self._clock() - self._stale_after
-        families = self._node_families(oldest) if internal else []
+        layout = self._walk_pods() if self._states is not None else None
+        node_series = self._node_series() if internal else []
+        keys = [key for key, _ in node_series]
+        # CPI is off by default: 2 reads per container for nothing otherwise
+        want_cpi = external and layout is not None and bool(self._cache.keys(_CPI_FIELDS[0][1]))
+        if layout is not None:
+            if internal:
+                keys += layout.pod_keys
+                if self._container_series:
+                    keys += layout.ctr_keys
+            if want_cpi:
+                keys += layout.cpi_keys
+        values = iter(self._cache.latest_values(keys, oldest))
+        families = self._node_families(node_series, values) if internal else []
         if external:
             families.append(self._node_psi())
-        if self._states is not None:
-            families.extend(self._pod_families(oldest, internal, external))
+        if layout is not None:
+            families.extend(self._pod_families(layout, values, internal, external, want_cpi))
         if internal:
             families.extend(self._self_families())
-        return render_families(families, openmetrics)
+        return family_parts(families, openmetrics)
 
-    def _node_families(self, oldest: float) -> list[Family]:
-        out = []
-        for name, help_text, metric in _NODE_FAMILIES:
-            family = Family(name, help_text)
-            value = self._value(SeriesKey(metric.value), oldest)
-            if value is not None:
-                family.add(self._node_label, value)
-            out.append(family)
-        for name, help_text, metric in _NETWORK_FAMILIES:
-            family = Family(name, help_text)
+    def _node_series(self) -> list[tuple[SeriesKey, str]]:
+        """(key, labels) of the node families' series, in their order."""
+        series = [(SeriesKey(metric.value), self._node_label) for _, _, metric in _NODE_FAMILIES]
+        for _, _, metric in _NETWORK_FAMILIES:
             for key in sorted(self._cache.keys(metric), key=lambda k: k.labels):
-                value = self._value(key, oldest)
-                if value is not None:
-                    labels = dict(key.labels)
-                    family.add('%s,interface="%s",direction="%s"' % (
-                        self._node_label, escape(labels.get("interface", "")), escape(labels.get("direction", ""))),
-                        value)
+                labels = dict(key.labels)
+                series.append((key, '%s,interface="%s",direction="%s"' % (
+                    self._node_label, escape(labels.get("interface", "")), escape(labels.get("direction", "")))))
+        return series
+
+    def _node_families(self, series: list[tuple[SeriesKey, str]], values: Iterator[float | None]) -> list[Family]:
+        out = []
+        for name, help_text, metric in _NODE_FAMILIES + _NETWORK_FAMILIES:
+            family = Family(name, help_text)
+            for key, labels in series:
+                if key.metric == metric.value:
+                    value = next(values)
+                    if value is not None:
+                        family.add(labels, value)
             out.append(family)
         return out
 
     def _node_psi(self) -> Family:
         psi = Family("koordlet_node_psi", "Node psi collected by koordlet")
-        self._node_psi_lines.add(psi.lines, self._psi().get(("", "")), self._psi_shape)
+        self._node_psi_lines.add(psi.blocks, self._psi().get(("", "")), self._psi_shape)
         return psi
 
-    def _pod_families(self, oldest: float, internal: bool, external: bool) -> list[Family]:
-        layout = self._layout_now()
-        out: list[Family] = []
+    def _walk_pods(self) -> _Layout:
+        """The rows of the pods the informer lists now; the layout of the last scrape when
+        they are the same objects (a pod that changed is a new object)."""
+        assert self._states is not None
+        kept, rows = self._rows, {}
+        node = self._node_label
+        for pod in self._states.pods():
+            row = kept.get(pod.uid)
+            if row is None or row.pod is not pod:
+                row = _PodRows(pod, node)
+            rows[pod.uid] = row
+        self._rows = rows  # pods gone since the last scrape drop out here
+        ordered = list(rows.values())
+        if ordered != self._layout.rows:  # compared by identity: _PodRows has no __eq__
+            self._layout = _Layout(ordered)
+        return self._layout
+
+    def _pod_families(self, layout: _Layout, values: Iterator[float | None], internal: bool, external: bool,
+                      want_cpi: bool) -> list[Family]:
+        out = []
         if internal:
-            out += [self._values_family(name, help_text, series, oldest)
-                    for (name, help_text, _), series in zip(_POD_FAMILIES, layout.pod_usage)]
+            out += _value_families(_POD_FAMILIES, layout.pod_prefixes, values)
             if self._container_series:
-                out += [self._values_family(name, help_text, series, oldest)
-                        for (name, help_text, _), series in zip(_CONTAINER_FAMILIES, layout.ctr_usage())]
+                out += _value_families(_CONTAINER_FAMILIES, layout.ctr_prefixes, values)
         if external:
-            pod_psi, ctr_psi = Family(*_POD_PSI), Family(*_CONTAINER_PSI)
-            psi_snapshot, shape = self._psi(), self._psi_shape
+            pod_psi, ctr_psi, cpi = Family(*_POD_PSI), Family(*_CONTAINER_PSI), Family(*_CPI)
+            psi_snapshot = self._psi()
             if psi_snapshot:
-                for psi_lines, ident in layout.pod_psi:
-                    psi_lines.add(pod_psi.lines, psi_snapshot.get(ident), shape)
+                shape = self._psi_shape
+                for row in layout.rows:
+                    row.psi.add(pod_psi.blocks, psi_snapshot.get((row.pod.uid, "")), shape)
                 if self._container_series:
-                    for psi_lines, ident in layout.ctr_psi():
-                        psi_lines.add(ctr_psi.lines, psi_snapshot.get(ident), shape)
-            # CPI is off by default: 2 lookups per container for nothing otherwise
-            cpi = self._values_family(*_CPI, layout.cpi(), oldest) if self._cache.keys(_CPI_FIELDS[0][1]) \
-                else Family(*_CPI)
+                    for row in layout.rows:
+                        for ctr in row.containers:
+                            ctr.psi.add(ctr_psi.blocks, psi_snapshot.get((row.pod.uid, ctr.id)), shape)
+            if want_cpi:
+                cpi.lines = _value_lines(layout.cpi_prefixes, values)  # both fields in one family
             requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
-            requests.lines, limits.lines = list(layout.requests), list(layout.limits)
+            requests.blocks = [layout.requests] if layout.requests else []
+            limits.blocks = [layout.limits] if layout.limits else []
             out += [pod_psi, ctr_psi, cpi, requests, limits]
         return out
-
-    def _layout_now(self) -> _Layout:
-        """The layout of the pods the informer lists now: the last one while it hands back the
-        same tuple; otherwise made again, keeping the rows of the pod objects still listed."""
-        assert self._states is not None
-        pods = self._states.pods()
-        layout = self._layout
-        if layout.pods is not pods:
-            kept = layout.rows
-            rows = {}
-            for pod in pods:
-                row = kept.get(pod.uid)
-                rows[pod.uid] = row if row is not None and row.pod is pod else _PodRows(pod, self._node_label)
-            layout = self._layout = _Layout(pods, rows)  # pods gone since the last scrape drop out here
-        return layout
-
-    def _values_family(self, name: str, help_text: str, series: _FamilySeries, oldest: float) -> Family:
-        """One family's lines: each series' newest value, when fresh, after its line's start."""
-        family = Family(name, help_text)
-        keys, prefixes = series
-        values = self._latest_values(keys, oldest) if self._latest_values is not None else \
-            [self._value(key, oldest) for key in keys]
-        family.lines = [prefix + number(value) + "\n" for prefix, value in zip(prefixes, values) if value is not None]
-        return family
-
-    def _sample_value(self, key: SeriesKey) -> tuple[float, float] | None:
-        sample = self._cache.latest(key)
-        return None if sample is None else (sample.timestamp, sample.value)
 
     def _self_families(self) -> list[Family]:
         runs = Family("koordlet_collector_runs_total", "Runs of each metrics collector", "counter")
@@ -226,33 +220,21 @@ _Series = tuple[SeriesKey, str]
 
 
 class _ContainerRows:
-    """A running container's label text and its request and limit lines. Its usage, CPI and
-    PSI series are made only when asked for (the container series are off by default, CPI
-    too): kept for every container, they were ~1.5 KB a container a scrape never used."""
-
-    __slots__ = ("uid", "id", "labels", "psi", "requests", "limits")
+    __slots__ = ("id", "usage", "cpi", "psi", "requests", "limits")
 
     def __init__(self, pod: PodInfo, container: ContainerInfo, node: str, pod_part: str) -> None:
-        ids = 'container_id="%s",container_name="%s",%s' % (escape(container.id), escape(container.name), pod_part)
-        self.uid, self.id = pod.uid, container.id
-        self.labels = "%s,%s" % (node, ids)
-        self.psi: _PsiLines | None = None
+        uid, cid = pod.uid, container.id
+        ids = 'container_id="%s",container_name="%s",%s' % (escape(cid), escape(container.name), pod_part)
+        labels = "%s,%s" % (node, ids)
+        self.id = cid
+        self.usage = tuple((SeriesKey(metric.value, uid, cid), "%s{%s} " % (name, labels))
+                           for name, _, metric in _CONTAINER_FAMILIES)
+        self.cpi = tuple((SeriesKey(metric.value, uid, cid), '%s{%s,cpi_field="%s"} ' % (_CPI[0], labels, field))
+                         for field, metric in _CPI_FIELDS)
+        self.psi = _PsiLines("%s{%s" % (_CONTAINER_PSI[0], labels))
         spec = container.spec
         self.requests = _resource_lines(_REQUESTS[0], node, ids, spec.requests) if spec is not None else ()
         self.limits = _resource_lines(_LIMITS[0], node, ids, spec.limits) if spec is not None else ()
-
-    def usage(self) -> tuple[_Series, ...]:
-        return tuple((SeriesKey(metric.value, self.uid, self.id), "%s{%s} " % (name, self.labels))
-                     for name, _, metric in _CONTAINER_FAMILIES)
-
-    def cpi(self) -> tuple[_Series, ...]:
-        return tuple((SeriesKey(metric.value, self.uid, self.id), '%s{%s,cpi_field="%s"} ' % (_CPI[0], self.labels, field))
-                     for field, metric in _CPI_FIELDS)
-
-    def psi_lines(self) -> _PsiLines:
-        if self.psi is None:
-            self.psi = _PsiLines("%s{%s" % (_CONTAINER_PSI[0], self.labels))
-        return self.psi
 
 
 class _PodRows:
@@ -270,51 +252,52 @@ class _PodRows:
                                 if c.state is ContainerState.RUNNING)
 
 
-# One family's series in line order: their keys, and the start of each one's line
-_FamilySeries = tuple[list[SeriesKey], list[str]]
-
-
-def _family_series(series: "list[tuple[_Series, ...]]", index: int) -> _FamilySeries:
-    return [s[index][0] for s in series], [s[index][1] for s in series]
-
-
 class _Layout:
-    """What a scrape walks for one listing of pods, flattened per family in line order: the
-    series to read, the PSI line makers and their objects, the request and limit lines.
-    The containers' usage, CPI and PSI parts are made at their first use."""
+    """One list of pod rows as a scrape reads and renders it: the series of each value family
+    in line order (family by family), and the request and limit lines, which change only
+    with the objects. Made again only when the informer lists other objects."""
 
-    __slots__ = ("pods", "rows", "containers", "pod_usage", "pod_psi", "requests", "limits", "_ctr_usage", "_cpi",
-                 "_ctr_psi")
+    __slots__ = ("rows", "pod_keys", "pod_prefixes", "ctr_keys", "ctr_prefixes", "cpi_keys", "cpi_prefixes",
+                 "requests", "limits")
 
-    def __init__(self, pods: tuple[PodInfo, ...], rows: dict[str, _PodRows]) -> None:
-        self.pods = pods
+    def __init__(self, rows: list[_PodRows]) -> None:
         self.rows = rows
-        listed = list(rows.values())
-        self.containers = [ctr for row in listed for ctr in row.containers]
-        self.pod_usage = [_family_series([row.usage for row in listed], i) for i in range(len(_POD_FAMILIES))]
-        self.pod_psi = [(row.psi, (row.pod.uid, "")) for row in listed]
-        self.requests = [line for ctr in self.containers for line in ctr.requests]
-        self.limits = [line for ctr in self.containers for line in ctr.limits]
-        self._ctr_usage: list[_FamilySeries] | None = None
-        self._cpi: _FamilySeries | None = None
-        self._ctr_psi: list[tuple[_PsiLines, tuple[str, str]]] | None = None
+        ctrs = [ctr for row in rows for ctr in row.containers]
+        self.pod_keys, self.pod_prefixes = _by_family([row.usage for row in rows], len(_POD_FAMILIES))
+        self.ctr_keys, self.ctr_prefixes = _by_family([ctr.usage for ctr in ctrs], len(_CONTAINER_FAMILIES))
+        cpi = [series for ctr in ctrs for series in ctr.cpi]
+        self.cpi_keys, self.cpi_prefixes = [key for key, _ in cpi], [prefix for _, prefix in cpi]
+        # one block each, encoded: the scrape's join copies it, not 2,000 lines
+        self.requests = "".join(line for ctr in ctrs for line in ctr.requests).encode()
+        self.limits = "".join(line for ctr in ctrs for line in ctr.limits).encode()
 
-    def ctr_usage(self) -> list[_FamilySeries]:
-        if self._ctr_usage is None:
-            usage = [ctr.usage() for ctr in self.containers]
-            self._ctr_usage = [_family_series(usage, i) for i in range(len(_CONTAINER_FAMILIES))]
-        return self._ctr_usage
 
-    def cpi(self) -> _FamilySeries:
-        if self._cpi is None:
-            cpi = [one for ctr in self.containers for one in ctr.cpi()]  # both fields of a container, one family
-            self._cpi = ([key for key, _ in cpi], [prefix for _, prefix in cpi])
-        return self._cpi
+def _by_family(objects: list[tuple[_Series, ...]], families: int) -> tuple[list[SeriesKey], list[list[str]]]:
+    """Every object's series of family 0, then of family 1...: the keys in one list (one
+    read), the line prefixes one list per family."""
+    keys: list[SeriesKey] = []
+    prefixes = []
+    for f in range(families):
+        keys += [series[f][0] for series in objects]
+        prefixes.append([series[f][1] for series in objects])
+    return keys, prefixes
 
-    def ctr_psi(self) -> list[tuple[_PsiLines, tuple[str, str]]]:
-        if self._ctr_psi is None:
-            self._ctr_psi = [(ctr.psi_lines(), (ctr.uid, ctr.id)) for ctr in self.containers]
-        return self._ctr_psi
+
+def _value_families(families: tuple[tuple[str, str, Metric], ...], prefixes: list[list[str]],
+                    values: Iterator[float | None]) -> list[Family]:
+    out = []
+    for (name, help_text, _), family_prefixes in zip(families, prefixes):
+        family = Family(name, help_text)
+        family.lines = _value_lines(family_prefixes, values)
+        out.append(family)
+    return out
+
+
+def _value_lines(prefixes: list[str], values: Iterator[float | None]) -> list[str]:
+    """A line per prefix whose value (the next from `values`) is fresh. The cache's values
+    are floats: repr spells a finite one as the text format does."""
+    return [f"{prefix}{value!r}\n" if value - value == 0.0 else prefix + number(value) + "\n"
+            for prefix, value in zip(prefixes, values) if value is not None]
 
 
 # koordlet's units: cpu in cores, memory-like in bytes, the rest (batch-cpu milli-cores) as integers
@@ -331,34 +314,28 @@ def _resource_lines(name: str, node: str, ids: str, quantities: Mapping[str, int
 
 
 # PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the
-# object's line start and the averages asked for filled into one template shared by every
-# object, with %r — the kernel prints finite numbers, so repr is the text format's spelling
-# and no per-value check is needed
+# averages asked for filled into one template with %r — the kernel prints finite numbers,
+# so repr is the text format's spelling and no per-value check is needed
+_PsiTemplates = dict[tuple[str, str, str], str]
 _PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
 
 
 class _PsiShape:
-    """Which averages are exported, and each (resource, degree, supported)'s template."""
+    """Which averages are exported, and how to pick them out of a (avg10, avg60, avg300)."""
 
-    __slots__ = ("precisions", "indices", "templates")
+    __slots__ = ("precisions", "pick")
 
     def __init__(self, precisions: tuple[str, ...]) -> None:
         self.precisions = tuple(p for p in _PRECISIONS if p in precisions)
-        self.indices = tuple(_PRECISIONS.index(p) for p in self.precisions)
-        self.templates: dict[tuple[str, str, str], str] = {}
+        indices = [_PRECISIONS.index(p) for p in self.precisions]
+        self.pick: Callable[[tuple[float, ...]], object] = \
+            tuple if len(indices) == 3 else operator.itemgetter(*indices)
 
-    def lines(self, prefix: str, resource: str, degree: str, supported: str, averages: tuple[float, ...]) -> str:
-        """The object's lines of one resource and degree, one per average asked for."""
-        key = (resource, degree, supported)
-        template = self.templates.get(key)
-        if template is None:
-            template = self.templates[key] = "".join(
-                '%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
-                    _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
-                for precision in self.precisions)
-        if len(self.indices) == 1:  # the default, avg10 alone
-            return template % (prefix, averages[self.indices[0]])
-        return template % tuple(part for i in self.indices for part in (prefix, averages[i]))
+    def template(self, prefix: str, resource: str, degree: str, supported: str) -> str:
+        return "".join(
+            '%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
+                prefix.replace("%", "%%"), _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
+            for precision in self.precisions)
 
 
 class _PsiLines:
@@ -366,19 +343,21 @@ class _PsiLines:
     the averages asked for. They are made again only when the object's readings changed
     since the last scrape: an idle cgroup's averages stay at 0.00 round after round."""
 
-    __slots__ = ("prefix", "readings", "lines")
+    __slots__ = ("prefix", "templates", "readings", "text")
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
+        self.templates: _PsiTemplates = {}
         self.readings: Mapping[str, PsiReading] | None = None
-        self.lines: list[str] = []
+        self.text = b""  # the lines encoded in one block: one item of the scrape's join, not 6 to 18
 
-    def add(self, out: list[str], readings: Mapping[str, PsiReading] | None, shape: _PsiShape) -> None:
+    def add(self, out: list[bytes], readings: Mapping[str, PsiReading] | None, shape: _PsiShape) -> None:
         if not readings:
             return
         if readings != self.readings:  # the shape is the exporter's, fixed: the readings decide
-            self.readings, self.lines = dict(readings), self._render(readings, shape)
-        out += self.lines
+            self.readings, self.text = dict(readings), "".join(self._render(readings, shape)).encode()
+        if self.text:
+            out.append(self.text)
 
     def _render(self, readings: Mapping[str, PsiReading], shape: _PsiShape) -> list[str]:
         cpu = readings.get("cpu")
@@ -386,6 +365,11 @@ class _PsiLines:
         lines = []
         for resource, (some, full) in readings.items():
             for degree, averages in (("some", some), ("full", full)):
-                if averages is not None:
-                    lines.append(shape.lines(self.prefix, resource, degree, supported, averages))
+                if averages is None:
+                    continue
+                key = (resource, degree, supported)
+                template = self.templates.get(key)
+                if template is None:
+                    template = self.templates[key] = shape.template(self.prefix, *key)
+                lines.append(template % shape.pick(averages))
         return lines

@@ -19,30 +19,44 @@ import errno
 import gzip
 import json
 import socket
+import zlib
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Iterator, Protocol
 
 import h11
 import structlog
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OM_CONTENT_TYPE
 from prometheus_client.openmetrics.exposition import generate_latest as om_generate_latest
 
 import koordlet.metrics  # noqa: F401  (no *_created series)
 from koordlet.agent import Readiness, StartupError
 from koordlet.config import defaults
+from koordlet.metrics.text import RegistryText
 
 log = structlog.get_logger(__name__)
 
 _READ_CHUNK = 65536
+_WRITE_CHUNK = 65536
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
     status: int
-    body: bytes
+    # the body, or its parts written one after the other: /metrics' few MB are not copied
+    # into one buffer (each multi-MB buffer costs ~1,000 page faults: glibc hands such
+    # blocks back to the kernel when freed)
+    payload: bytes | tuple[bytes, ...]
     content_type: str = "text/plain; charset=utf-8"
+
+    @property
+    def body(self) -> bytes:
+        return self.payload if isinstance(self.payload, bytes) else b"".join(self.payload)
+
+    @property
+    def length(self) -> int:
+        return len(self.payload) if isinstance(self.payload, bytes) else sum(map(len, self.payload))
 
 
 def json_reply(value: object, status: int = 200) -> Reply:
@@ -54,8 +68,9 @@ def json_reply(value: object, status: int = 200) -> Reply:
 RouteHandler = Callable[[str], Reply]
 # Families in the exposition format, OpenMetrics when the argument is True (see add_metrics_text).
 MetricsText = Callable[[bool], bytes]
-# (openmetrics, internal, external) -> the families of the parts asked for, in one pass
-MetricsParts = Callable[[bool, bool, bool], bytes]
+# (openmetrics, internal, external) -> the families of the parts asked for, in one pass, as
+# one body or its pieces in order (written without joining them)
+MetricsParts = Callable[[bool, bool, bool], "bytes | list[bytes]"]
 
 
 class Routes(Protocol):
@@ -99,6 +114,7 @@ class HttpEndpoint:
         self._host = host
         self._port = port
         self._registry = registry
+        self._registry_text = RegistryText(registry)
         self._readiness = readiness
         self._server: asyncio.base_events.Server | None = None
         self._sock: socket.socket | None = None
@@ -206,14 +222,19 @@ class HttpEndpoint:
     def _exposition(self, internal: bool, external: bool, openmetrics: bool) -> Reply:
         parts = []
         if internal:
-            registry = (om_generate_latest if openmetrics else generate_latest)(self._registry)
-            parts.append(registry[:-len(_OM_EOF)] if openmetrics and registry.endswith(_OM_EOF) else registry)
+            if openmetrics:
+                registry = om_generate_latest(self._registry)
+                parts.append(registry[:-len(_OM_EOF)] if registry.endswith(_OM_EOF) else registry)
+            else:
+                parts.append(self._registry_text.render())
         parts += [render(openmetrics) for render, is_external in self._metrics_text
                   if (external if is_external else internal)]
-        parts += [render(openmetrics, internal, external) for render in self._metrics_parts]
+        for render in self._metrics_parts:
+            pieces = render(openmetrics, internal, external)
+            parts += [pieces] if isinstance(pieces, bytes) else pieces
         if openmetrics:
             parts.append(_OM_EOF)
-        return Reply(200, b"".join(parts), OM_CONTENT_TYPE if openmetrics else CONTENT_TYPE_LATEST)
+        return Reply(200, tuple(parts), OM_CONTENT_TYPE if openmetrics else CONTENT_TYPE_LATEST)
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -293,17 +314,22 @@ class HttpEndpoint:
             reply, gzipped = await asyncio.to_thread(self.route, method, target, gzip_ok, openmetrics)
         else:
             reply, gzipped = self.route(method, target, gzip_ok, openmetrics)
-        headers = [("content-type", reply.content_type), ("content-length", str(len(reply.body)))]
+        headers = [("content-type", reply.content_type), ("content-length", str(reply.length))]
         if gzipped:
             headers.append(("content-encoding", "gzip"))
         writer.write(conn.send(h11.Response(status_code=reply.status, headers=headers)))
         if request.method != b"HEAD":
-            writer.write(conn.send(h11.Data(data=reply.body)))
+            # a slice at a time, each once the last has mostly left: the transport never
+            # buffers the body whole (one more multi-MB copy)
+            for piece in _slices((reply.payload,) if isinstance(reply.payload, bytes) else reply.payload):
+                writer.write(conn.send(h11.Data(data=piece)))
+                await writer.drain()
         writer.write(conn.send(h11.EndOfMessage()))
         await writer.drain()
 
 
 _OM_EOF = b"# EOF\n"
+_GZIP_WBITS = 31  # zlib's window bits that ask for the gzip wrapper
 
 
 def wants_openmetrics(accept: bytes) -> bool:
@@ -328,9 +354,35 @@ def wants_openmetrics(accept: bytes) -> bool:
 
 
 def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:
-    if accept_gzip and len(reply.body) >= defaults.HTTP_GZIP_MIN_BYTES:
-        return Reply(reply.status, gzip.compress(reply.body, defaults.HTTP_GZIP_LEVEL), reply.content_type), True
+    if accept_gzip and reply.length >= defaults.HTTP_GZIP_MIN_BYTES:
+        if isinstance(reply.payload, bytes):
+            return Reply(reply.status, gzip.compress(reply.payload, defaults.HTTP_GZIP_LEVEL), reply.content_type), True
+        packer = zlib.compressobj(defaults.HTTP_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+        packed = [packer.compress(part) for part in reply.payload]
+        packed.append(packer.flush())
+        return Reply(reply.status, b"".join(packed), reply.content_type), True
     return reply, False
+
+
+def _slices(parts: tuple[bytes, ...]) -> Iterator[bytes]:
+    """The parts as writes of about _WRITE_CHUNK: small ones gathered, large ones cut."""
+    batch: list[bytes] = []
+    size = 0
+    for part in parts:
+        if len(part) >= _WRITE_CHUNK:
+            if batch:
+                yield b"".join(batch)
+                batch, size = [], 0
+            for start in range(0, len(part), _WRITE_CHUNK):
+                yield part[start:start + _WRITE_CHUNK]
+            continue
+        batch.append(part)
+        size += len(part)
+        if size >= _WRITE_CHUNK:
+            yield b"".join(batch)
+            batch, size = [], 0
+    if batch:
+        yield b"".join(batch)
 
 
 def _header(request: h11.Request, name: bytes) -> bytes:

@@ -26,7 +26,7 @@ NOW = 1_700_000_000.0
 
 
 def scrape(exporter: AdvisorExporter) -> dict[str, list]:
-    text = exporter.render_parts(False, True, True).decode()
+    text = b"".join(exporter.render_parts(False, True, True)).decode()
     return {family.name: family.samples for family in text_string_to_metric_families(text)}
 
 
@@ -132,7 +132,7 @@ def test_metrics_walks_the_pods_once_per_scrape_and_the_split_paths_once_each():
     store, _, _, pod = setup_node(container_series=True)
     states = CountingStates(NodeInfo("node-a"), [pod])
     exporter = AdvisorExporter(store, states, "node-a", clock=lambda: NOW + 1, container_series=True)
-    both = exporter.render_parts(False, True, True)
+    both = b"".join(exporter.render_parts(False, True, True))
     assert states.walks == 1
     assert both.count(b"\n") == (exporter.render() + exporter.render_external()).count(b"\n")
     assert states.walks == 3
@@ -145,7 +145,7 @@ def test_a_changed_pod_gets_new_labels_at_the_next_scrape():
     assert scrape(exporter)["koordlet_pod_used_cpu_cores"][0].labels["pod_name"] == "renamed"
     states.remove("u1")
     scrape(exporter)
-    assert exporter._layout.rows == {}  # nothing kept for a pod that is gone
+    assert exporter._rows == {}  # nothing kept for a pod that is gone
 
 
 def test_names_and_labels_follow_koordlet():
@@ -190,7 +190,7 @@ def test_stale_samples_are_left_out():
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian package prometheus)")
 def test_promtool_finds_no_lint_problems():
     _, _, registry, _ = setup_node()
-    result = subprocess.run(["promtool", "check", "metrics"], input=registry.render_parts(False, True, True),
+    result = subprocess.run(["promtool", "check", "metrics"], input=b"".join(registry.render_parts(False, True, True)),
                             capture_output=True, timeout=30)
     assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
 

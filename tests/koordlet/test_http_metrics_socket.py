@@ -1,0 +1,49 @@
+"""/metrics over a socket: a body of several MB in many pieces, written in slices, arrives
+whole (plain and gzip), its length as announced, HEAD without it."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from koordlet.agent import Readiness
+from koordlet.server.http_endpoint import HttpEndpoint
+
+
+async def request(port: int | None, head: bytes) -> tuple[bytes, bytes]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(head)
+    response = await reader.read()
+    writer.close()
+    status_and_headers, _, body = response.partition(b"\r\n\r\n")
+    return status_and_headers.lower(), body
+
+
+async def test_a_body_of_megabytes_arrives_whole_plain_gzipped_and_not_for_head():
+    registry = CollectorRegistry()
+    gauge = Gauge("test_series", "many series", ["i"], registry=registry)
+    for i in range(300):
+        gauge.labels(i=str(i)).set(i)
+    # an exporter's pieces: many small ones (a pod's block) and one of ~4 MB
+    small = [b'test_small{pod="%d"} 1.0\n' % i for i in range(20_000)]
+    big = b"".join(b'test_big{pod="%d"} %d.5\n' % (i, i) for i in range(150_000))
+    pieces = [b"# TYPE test_small gauge\n", *small, b"# TYPE test_big gauge\n", big]
+    endpoint = HttpEndpoint("127.0.0.1", 0, registry, lambda: Readiness(()))
+    endpoint.add_metrics_parts(lambda om, internal, external: pieces if external else [])
+    await endpoint.start()
+    try:
+        expected = endpoint.route("GET", "/metrics", False)[0].body
+        assert len(expected) > 4_000_000 and expected.endswith(b"".join(pieces))
+        head, plain = await request(endpoint.bound_port, b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        assert head.startswith(b"http/1.1 200") and b"content-length: %d" % len(expected) in head
+        assert plain == expected
+        head, packed = await request(endpoint.bound_port, b"GET /metrics HTTP/1.1\r\nhost: x\r\n"
+                                     b"accept-encoding: gzip\r\nconnection: close\r\n\r\n")
+        assert b"content-encoding: gzip" in head and b"content-length: %d" % len(packed) in head
+        assert gzip.decompress(packed) == expected
+        head, nothing = await request(endpoint.bound_port, b"HEAD /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        assert b"content-length: %d" % len(expected) in head and nothing == b""
+    finally:
+        await endpoint.stop()
