@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import gzip
 import json
 import socket
 import zlib
@@ -51,12 +50,16 @@ class Reply:
     content_type: str = "text/plain; charset=utf-8"
 
     @property
+    def parts(self) -> tuple[bytes, ...]:
+        return (self.payload,) if isinstance(self.payload, bytes) else self.payload
+
+    @property
     def body(self) -> bytes:
-        return self.payload if isinstance(self.payload, bytes) else b"".join(self.payload)
+        return b"".join(self.parts)
 
     @property
     def length(self) -> int:
-        return len(self.payload) if isinstance(self.payload, bytes) else sum(map(len, self.payload))
+        return sum(map(len, self.parts))
 
 
 def json_reply(value: object, status: int = 200) -> Reply:
@@ -321,7 +324,7 @@ class HttpEndpoint:
         if request.method != b"HEAD":
             # a slice at a time, each once the last has mostly left: the transport never
             # buffers the body whole (one more multi-MB copy)
-            for piece in _slices((reply.payload,) if isinstance(reply.payload, bytes) else reply.payload):
+            for piece in _slices(reply.parts):
                 writer.write(conn.send(h11.Data(data=piece)))
                 await writer.drain()
         writer.write(conn.send(h11.EndOfMessage()))
@@ -355,10 +358,8 @@ def wants_openmetrics(accept: bytes) -> bool:
 
 def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:
     if accept_gzip and reply.length >= defaults.HTTP_GZIP_MIN_BYTES:
-        if isinstance(reply.payload, bytes):
-            return Reply(reply.status, gzip.compress(reply.payload, defaults.HTTP_GZIP_LEVEL), reply.content_type), True
         packer = zlib.compressobj(defaults.HTTP_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
-        packed = [packer.compress(part) for part in reply.payload]
+        packed = [packer.compress(part) for part in reply.parts]
         packed.append(packer.flush())
         return Reply(reply.status, b"".join(packed), reply.content_type), True
     return reply, False
