@@ -8,6 +8,9 @@ p50/p99 for:
   steady        the same batch again: every update cached, no syscalls
   cold-changed  every value differs from the last batch's: one write each, no read
   cold-first    a fresh executor (empty cache) on changed files: read + write each
+  read-back     use_cache=False on files that hold their values: every file read and
+                compared, none written (the read-back passes of CPU suppress and burst,
+                the reconciler's asked-for pass); floor: one C read of the same files
 plus the cost of building the updaters and a raw open+write+close floor.
 """
 from __future__ import annotations
@@ -28,6 +31,7 @@ from prometheus_client import CollectorRegistry
 from resourceexecutor import KeptFdFileIO, KernelFileIO, Outcome, ResourceExecutor
 from resourceexecutor.file_io import CgroupFileIO
 from system.cgroup_files import CgroupFiles
+from system.file_io import read_files_once
 from system.host import Host
 
 ROOT = Path("/sys/fs/cgroup")
@@ -152,7 +156,15 @@ def run_benchmarks(dirs: list[str], args: argparse.Namespace,
         batch = [executor.updater(name, d, value) for d in dirs for name, value in VALUES["A"]]
         executor.update_batch(batch)
 
-    executor.update_batch(batches["A"])
+    executor.update_batch(batches["A"], use_cache=False)  # the last fresh executor left B
+
+    def read_back(run: int) -> None:
+        result = executor.update_batch(batches["A"], use_cache=False)
+        assert result.writes == 0, result.counts()
+
+    measure("read-back", args.cold_runs, read_back, updates)
+    read_paths = [u.path for u in batches["A"]]
+    measure("raw-read-many", args.cold_runs, lambda run: read_files_once(read_paths), updates)
     measure("build+steady", max(5, args.cold_runs), build_and_steady, updates)
 
     paths = [u.path for u in batches["A"]]

@@ -26,7 +26,7 @@ class BatchRun:
 
     __slots__ = ("updaters", "io", "cache", "now", "use_cache", "rollback", "outcomes",
                  "errors", "writes", "undo", "saved", "stale_before", "unsupported",
-                 "on_unsupported", "problems", "gone", "seen", "write_times")
+                 "on_unsupported", "problems", "gone", "seen", "write_times", "prefetched")
 
     def __init__(self, updaters: Sequence[Updater], outcomes: list[Outcome], io: CgroupFileIO,
                  cache: WriteCache, now: float, *, use_cache: bool, rollback: bool,
@@ -51,6 +51,27 @@ class BatchRun:
         self.undo: list[tuple[int, str]] = []   # (index, text before our first write)
         self.saved: set[CacheKey] = set()
         self.stale_before = now - cache.policy.force_update_after
+        self.prefetched: dict[str, str] = {}  # path -> text read ahead, used by the first read
+
+    def prefetch(self, indices: Sequence[int]) -> None:
+        """Read the files of a pass that trusts no cache in one call of the C reader, past
+        the kept-fd pool: a read-back pass finds nearly every file as wanted and writes
+        none, so reading them one by one through the pool only churned its fds. A file
+        that could not be read is left out: its own read raises the typed error then."""
+        updaters, unsupported, stale_before = self.updaters, self.unsupported, self.stale_before
+        paths = list(dict.fromkeys(
+            updaters[i].path for i in indices
+            if updaters[i].problem is None and unsupported.get(updaters[i].key, stale_before - 1) < stale_before))
+        if paths:
+            self.prefetched = {path: text for path, text in zip(paths, self.io.read_many(paths))
+                               if text is not None}
+
+    def _read(self, updater: Updater) -> str:
+        """The file's text: read ahead, else read now. What was read ahead serves the first
+        read of its path only, which comes before any write to it (without the cache every
+        file is read at its first update); later reads go to the file."""
+        text = self.prefetched.pop(updater.path, None)
+        return text if text is not None else self.io.read(updater.path)
 
     # ------------------------------------------------------------ steps
 
@@ -163,7 +184,7 @@ class BatchRun:
         if entry is not None and not self._must_read(updater):
             self._write(index, updater, updater.wanted, updater.wanted, updater.canonical, None)
             return
-        current_text = self.io.read(updater.path)
+        current_text = self._read(updater)
         if updater.parse(current_text) == updater.canonical:
             self._remember(updater, updater.wanted, updater.canonical)
             return
@@ -179,7 +200,7 @@ class BatchRun:
         if entry is not None and not self._must_read(updater):
             current = entry.value
         else:
-            current_text = self.io.read(updater.path)
+            current_text = self._read(updater)
             current = updater.parse(current_text)
         merged = merge(current, updater.canonical)
         if merged == current:
@@ -194,7 +215,7 @@ class BatchRun:
         """The one write: IO, count, outcome, cache, and (rollback) the text before."""
         save = self.rollback and updater.key not in self.saved
         if save and before is None:
-            before = self.io.read(updater.path)
+            before = self._read(updater)
         started = perf_counter()
         try:
             self.io.write(updater.path, text)

@@ -153,6 +153,8 @@ class ResourceExecutor:
         run = BatchRun(updaters, outcomes, self.io, self.cache, now, use_cache=use_cache,
                        rollback=rollback, unsupported=self._unsupported,
                        on_unsupported=self._note_unsupported)
+        if not use_cache:
+            run.prefetch(todo)
         if explicit_levels is None:
             run.plain_pass([i for i in todo if updaters[i].merge is None])
         run.levelled_pass(self._schedule(updaters, todo, explicit_levels))

@@ -307,3 +307,62 @@ def test_without_the_cache_the_file_is_compared_and_repaired_at_once(v2):
     reads = len(io.reads)
     assert executor.update(updater, use_cache=False).outcome is Outcome.SKIPPED
     assert len(io.reads) == reads + 1
+
+
+class SplitIO(RecordingIO):
+    """Tells one-file reads from batched ones."""
+
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        self.one_by_one: list[str] = []
+        self.batches: list[list[str]] = []
+
+    def read(self, path: str) -> str:
+        self.one_by_one.append(path)
+        return super().read(path)
+
+    def read_many(self, paths):
+        self.batches.append(list(paths))
+        return super().read_many(paths)
+
+
+def test_a_pass_without_the_cache_reads_its_files_in_one_call_and_repairs_what_drifted(v1_host, clock):
+    io = SplitIO(FakeTreeIO())
+    executor = ResourceExecutor(CgroupFiles(v1_host), clock=clock, io=io)
+    batch = [executor.updater("cpuset.cpus", POD, "0-3"),
+             executor.updater("cpuset.cpus", C1, "1-2"), executor.updater("cpuset.cpus", C2, "3"),
+             executor.updater("cpu.cfs_quota_us", C1, 50_000), executor.updater("cpu.cfs_quota_us", C2, 20_000)]
+    executor.update_batch(batch)
+    (v1_host.cgroup_root / "cpu" / C2 / "cpu.cfs_quota_us").write_text("-1\n")
+    (v1_host.cgroup_root / "cpuset" / C1 / "cpuset.cpus").write_text("1\n")  # narrower: the merge widens it again
+    io.one_by_one.clear()
+
+    result = executor.update_batch(batch, use_cache=False)
+
+    assert io.one_by_one == []
+    assert len(io.batches[-1]) == len(set(io.batches[-1])) == len(batch)
+    assert [r.outcome for r in result] == [Outcome.SKIPPED, Outcome.WRITTEN, Outcome.SKIPPED,
+                                           Outcome.SKIPPED, Outcome.WRITTEN]
+    assert read(v1_host, "cpu/" + C2, "cpu.cfs_quota_us") == "20000"
+    assert read(v1_host, "cpuset/" + C1, "cpuset.cpus") == "1-2"
+
+
+def test_a_file_read_ahead_serves_its_first_read_only(v1_host, clock):
+    """v1 quota is levelled (raised in pass one, set in pass two); with rollback each update
+    also reads the text it would restore: after the first read, every read goes to the file."""
+    io = SplitIO(FakeTreeIO())
+    executor = ResourceExecutor(CgroupFiles(v1_host), clock=clock, io=io)
+    quota = executor.updater("cpu.cfs_quota_us", C1, 50_000)
+    result = executor.update_batch([quota, executor.updater("cpu.cfs_quota_us", C1, 60_000)],
+                                   use_cache=False, rollback=True)
+    assert [r.outcome for r in result] == [Outcome.WRITTEN, Outcome.WRITTEN]
+    assert io.batches == [[quota.path]] and io.one_by_one == [quota.path] * 2
+
+
+def test_a_cgroup_gone_before_a_pass_without_the_cache_is_gone_not_failed(v1_host, clock):
+    io = SplitIO(FakeTreeIO())
+    executor = ResourceExecutor(CgroupFiles(v1_host), clock=clock, io=io)
+    batch = [executor.updater("cpu.cfs_quota_us", C1, 50_000), executor.updater("cpu.cfs_quota_us", C2, 20_000)]
+    shutil.rmtree(v1_host.cgroup_root / "cpu" / C1)
+    result = executor.update_batch(batch, use_cache=False)
+    assert [r.outcome for r in result] == [Outcome.GONE, Outcome.WRITTEN]
