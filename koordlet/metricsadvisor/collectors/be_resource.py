@@ -53,6 +53,7 @@ class BEResourceCollector(PeriodicCollector):
         self._reader: CgroupReader | None = None
         self._states: StatesInformer | None = None
         self._last: tuple[float, int] | None = None
+        self._requests: tuple[tuple[PodInfo, ...], float] | None = None  # (the informer's listing, its sum)
 
     def setup(self, ctx: CollectContext) -> None:
         if ctx.reader is None or ctx.facts is None:
@@ -64,11 +65,20 @@ class BEResourceCollector(PeriodicCollector):
         assert self._facts is not None
         return self._facts.qos_dirs().get(QoSTier.BESTEFFORT)
 
+    def _request_cores(self, pods: tuple[PodInfo, ...]) -> float:
+        """be_request_cores, summed again only when the informer's listing changed (it
+        hands out the same tuple while no pod changed): 2.7 % of the daemon's samples
+        at 1,000 pods when summed every second."""
+        known = self._requests
+        if known is None or known[0] is not pods:
+            known = self._requests = (pods, be_request_cores(pods))
+        return known[1]
+
     def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
         assert self._reader is not None
         samples: list[tuple[SeriesKey, float]] = []
         if self._states is not None:
-            samples.append((BE_REQUEST, be_request_cores(self._states.pods())))
+            samples.append((BE_REQUEST, self._request_cores(self._states.pods())))
         directory = self._be_dir()
         if directory is None:
             return samples

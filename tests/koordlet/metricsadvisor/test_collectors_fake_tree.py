@@ -163,6 +163,18 @@ def test_be_usage_limit_and_batch_requests(tmp_path: Path):
     assert values[SeriesKey.of(Metric.BE_CPU_REQUEST_CORES)] == 3.0
 
 
+def test_batch_requests_follow_the_informer_pods_added_and_removed(tmp_path: Path):
+    host, states = fake_node(tmp_path, [make_pod("b1", KoordQoSClass.BE, tier="besteffort", batch_cpu_milli=1500)])
+    collector = BEResourceCollector(1.0)
+    collector.setup(context(host, states))
+    request = lambda now: by_key(collector.collect(now))[SeriesKey.of(Metric.BE_CPU_REQUEST_CORES)]
+    assert request(10.0) == request(11.0) == 1.5
+    states.put(make_pod("b2", KoordQoSClass.BE, tier="besteffort", batch_cpu_milli=500))
+    assert request(12.0) == 2.0
+    states.remove("b1")
+    assert request(13.0) == 0.5
+
+
 def test_real_limit_is_the_tighter_of_cpuset_and_quota():
     assert real_limit_cores(4, None) == 4.0
     assert real_limit_cores(4, 2.5) == 2.5
