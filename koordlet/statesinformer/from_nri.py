@@ -75,11 +75,11 @@ def sandbox_view(sandbox: api_pb2.PodSandbox) -> SandboxView:
     """An NRI PodSandbox as a pod without containers (state READY: NRI reports live sandboxes)."""
     problems: list[InputProblem] = []
     parent = checked_cgroup_dir(sandbox.linux.cgroup_parent, "linux.cgroup_parent", problems)
-    facts = SandboxFacts(
-        uid=sandbox.uid,
-        name=sandbox.name,
-        namespace=sandbox.namespace,
-        sandbox_id=sandbox.id,
+    facts = SandboxFacts(  # interned: the same strings are label and annotation values of the pod
+        uid=intern(sandbox.uid),
+        name=intern(sandbox.name),
+        namespace=intern(sandbox.namespace),
+        sandbox_id=intern(sandbox.id),
         state=SandboxState.READY,
         cgroup_parent=parent,
         labels=_interned(sandbox.labels),

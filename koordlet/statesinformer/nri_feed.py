@@ -58,11 +58,13 @@ class NriFeed:
 
     def __init__(self, store: PodStore) -> None:
         self.store = store
-        # sandbox id -> (its last message serialized, its view): holding the message itself would
-        # hold the whole request it was parsed from (upb keeps one arena per request; a Synchronize
-        # of 1,000 pods is ~8 MiB) for as long as any of its pods sees no newer event. Serialized
-        # with sorted map keys: the runtime's map order may change from one event to the next
-        self._views: dict[str, tuple[bytes, SandboxView]] = {}
+        # sandbox id -> (hash of its last message serialized, its view): holding the message itself
+        # would hold the whole request it was parsed from (upb keeps one arena per request; a
+        # Synchronize of 1,000 pods is ~8 MiB) for as long as any of its pods sees no newer event,
+        # and its bytes ~1.4 KB a pod; a 64-bit keyed hash (siphash, per-process key) tells a changed
+        # message from the last one all the same. Serialized with sorted map keys: the runtime's map
+        # order changes from one event to the next (Go randomizes it)
+        self._views: dict[str, tuple[int, SandboxView]] = {}
 
     def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
         """NRI's whole view after a (re)Synchronize: it replaces what NRI said before."""
@@ -75,7 +77,7 @@ class NriFeed:
                 continue  # a container without a sandbox NRI listed: nothing to attach it to
             info, problems = container_info(container, view.pod.uid)
             self.store.problems.report(view.pod.uid, view.pod.name, problems)
-            listed.append((container.pod_sandbox_id, info))
+            listed.append((view.pod.sandbox_id, info))  # the view's string: one per pod, not per container
         self.store.nri_listed(views.values(), listed)
 
     def nri_pod_event(self, kind: SandboxChange | PodEventKind, sandbox: api_pb2.PodSandbox) -> None:
@@ -103,16 +105,19 @@ class NriFeed:
         info, problems = container_info(container, view.pod.uid, linux=kept, state=state)
         self.store.problems.report(sandbox.uid, sandbox.name, problems)
         ask = linux_resources(linux_resources_update) if linux_resources_update is not None else None
-        self.store.nri_container_seen(view, info, container.pod_sandbox_id or sandbox.id,
+        sandbox_id = container.pod_sandbox_id or sandbox.id
+        if sandbox_id == view.pod.sandbox_id:
+            sandbox_id = view.pod.sandbox_id  # the string the view holds: one per pod, not one per container
+        self.store.nri_container_seen(view, info, sandbox_id,
                                       created=kind is ContainerChange.CREATED, state=state, ask=ask)
 
     def _view(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
-        message = sandbox.SerializeToString(deterministic=True)
+        message = hash(sandbox.SerializeToString(deterministic=True))
         known = self._views.get(sandbox.id)
         if known is not None and known[0] == message:
             return known[1]
         view = sandbox_view(sandbox)
-        self._views[sandbox.id] = (message, view)
+        self._views[view.pod.sandbox_id] = (message, view)
         return view
 
 
