@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from koordlet.statesinformer.model import (
+    MAIN_ROLE,
     ContainerInfo,
     ContainerState,
     LinuxResources,
@@ -94,7 +95,7 @@ def container_info(
     linux: LinuxResources | None = None, state: ContainerState | None = None,
 ) -> tuple[ContainerInfo, tuple[InputProblem, ...]]:
     """An NRI Container; `spec` is its entry in the pod's extended-resource-spec, if any;
-    `linux`: the resources to keep instead of converting the message's (see PodStore.nri_asked);
+    `linux`: the resources to keep instead of converting the message's (see PodStore.nri_container);
     `state`: what the event says over the message's own state."""
     problems: list[InputProblem] = []
     directory = checked_cgroup_dir(container.linux.cgroups_path, "linux.cgroups_path", problems)
@@ -110,3 +111,19 @@ def container_info(
         created_at_ns=container.created_at,
     )
     return info, tuple(problems)
+
+
+def known_container_info(
+    container: api_pb2.Container, pod_uid: str, known: ContainerInfo, state: ContainerState | None,
+) -> tuple[ContainerInfo, tuple[InputProblem, ...]]:
+    """container_info(container, pod_uid, linux=known.linux, state=state) for a container the store
+    holds as `known` (as NRI reported it: no spec, the default role): `known` itself, or it with the
+    new state, when the message repeats what it holds, as nearly every event does; no new value then."""
+    problems: list[InputProblem] = []
+    directory = checked_cgroup_dir(container.linux.cgroups_path, "linux.cgroups_path", problems)
+    if (problems or directory != known.cgroup_dir or container.id != known.id or container.name != known.name
+            or pod_uid != known.pod_uid or (container.pid or None) != known.pid
+            or container.created_at != known.created_at_ns or known.spec is not None or known.role is not MAIN_ROLE):
+        return container_info(container, pod_uid, linux=known.linux, state=state)
+    new_state = container_state(container.state) if state is None else state
+    return (known if new_state is known.state else known.with_state(new_state)), ()

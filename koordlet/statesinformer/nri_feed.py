@@ -14,7 +14,7 @@ from typing import Iterable
 
 import structlog
 
-from koordlet.statesinformer.from_nri import container_info, linux_resources, sandbox_view
+from koordlet.statesinformer.from_nri import container_info, known_container_info, linux_resources, sandbox_view
 from koordlet.statesinformer.model import ContainerState, PodEventKind
 from koordlet.statesinformer.runtime_view import SandboxView
 from koordlet.statesinformer.store import PodStore
@@ -100,10 +100,14 @@ class NriFeed:
         if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
             self.store.nri_container_gone(view, container.id)
             return
-        kept = None if kind is ContainerChange.CREATED else self.store.nri_asked(container.id)
+        known = None if kind is ContainerChange.CREATED else self.store.nri_container(container.id)
         state = _EVENT_STATE.get(kind)
-        info, problems = container_info(container, view.pod.uid, linux=kept, state=state)
-        self.store.problems.report(sandbox.uid, sandbox.name, problems)
+        if known is None:
+            info, problems = container_info(container, view.pod.uid, state=state)
+        else:
+            info, problems = known_container_info(container, view.pod.uid, known, state)
+        if problems:
+            self.store.problems.report(sandbox.uid, sandbox.name, problems)
         ask = linux_resources(linux_resources_update) if linux_resources_update is not None else None
         sandbox_id = container.pod_sandbox_id or sandbox.id
         if sandbox_id == view.pod.sandbox_id:

@@ -156,7 +156,7 @@ class PodStore(PodTable):
         if state is not None and state is not info.state:
             info = info.with_state(state)
         info = _keep_ask(info, known, created=created, ask=ask)
-        if same_view and known is not None and info == known and nri.sandbox_of(info.id) == sandbox_id:
+        if same_view and known is not None and (info is known or info == known) and nri.sandbox_of(info.id) == sandbox_id:
             nri.seen_at[info.id] = now  # nothing changed: the table stays as it is
             return
         nri.put_container(info, sandbox_id, now)
@@ -165,11 +165,10 @@ class PodStore(PodTable):
         else:
             self._refresh({view.pod.uid, info.pod_uid})
 
-    def nri_asked(self, container_id: str) -> LinuxResources | None:
-        """The Linux resources kubelet asked for a container NRI reported, which a later event's
-        own (adjusted) values do not replace: the feed need not convert those."""
-        known = self._nri.containers.get(container_id)
-        return None if known is None else known.linux
+    def nri_container(self, container_id: str) -> ContainerInfo | None:
+        """The container as NRI last reported it. Its `linux` is what kubelet asked for, which a
+        later event's own (adjusted) values do not replace: the feed need not convert those."""
+        return self._nri.containers.get(container_id)
 
     def nri_container_gone(self, sandbox: SandboxView, container_id: str) -> None:
         """The container stopped or was removed."""
@@ -381,4 +380,4 @@ def _keep_ask(info: ContainerInfo, known: ContainerInfo | None, *, created: bool
     if created or known is None:
         return info  # at creation, or first sight later: the values carried are all we have
     asked = known.linux if ask is None else known.linux.overlaid(ask)
-    return info if asked == info.linux else info.with_linux(asked)
+    return info if asked is info.linux or asked == info.linux else info.with_linux(asked)
