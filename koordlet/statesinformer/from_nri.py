@@ -18,6 +18,7 @@ from koordlet.statesinformer.model import (
     Resources,
     SandboxState,
     Source,
+    shared_linux_resources,
 )
 from koordlet.statesinformer.problems import InputProblem
 from koordlet.statesinformer.runtime_view import SandboxFacts, SandboxView, build_view, checked_cgroup_dir
@@ -39,12 +40,6 @@ def container_state(state: int) -> ContainerState:
     return _STATE.get(state, ContainerState.UNKNOWN)
 
 
-# LinuxResources by value: pods of one shape ask alike, so the node's containers share a few
-# values (less memory, and a frozen dataclass costs ~1 us to build); cleared when it outgrows this
-_SHARED_LINUX_MAX = 1024
-_shared_linux: dict[tuple[int | str | None, ...], LinuxResources] = {}
-
-
 def linux_resources(resources: api_pb2.LinuxResources) -> LinuxResources:
     """NRI LinuxResources -> LinuxResources; an unset optional stays None."""
     cpu, memory = resources.cpu, resources.memory
@@ -58,12 +53,7 @@ def linux_resources(resources: api_pb2.LinuxResources) -> LinuxResources:
     )
     if resources.unified:
         return LinuxResources(*values, unified=MappingProxyType(dict(resources.unified)))
-    shared = _shared_linux.get(values)
-    if shared is None:
-        if len(_shared_linux) >= _SHARED_LINUX_MAX:
-            _shared_linux.clear()
-        shared = _shared_linux[values] = LinuxResources(*values)
-    return shared
+    return shared_linux_resources(values)
 
 
 def _interned(table: Mapping[str, str]) -> Mapping[str, str]:
