@@ -319,17 +319,22 @@ class PodStore(PodTable):
                 views = self._nri.sandbox_views(uid) + self._cri.sandbox_views(uid)
                 merged = merged_container(runtime, chosen_sandbox(views).container_specs, self._kubelet.get(uid))
                 break
-        old, others = None, []
-        for container in previous.containers:
+        containers = previous.containers
+        old, at = None, 0
+        for position, container in enumerate(containers):
             if container.id == container_id:
-                old = container
-            else:
-                others.append(container)
-        if merged == old:
+                old, at = container, position
+                break
+        if merged is old or merged == old:
             return
-        if merged is not None:
-            insort(others, merged, key=container_order)
-        self._replace(uid, with_containers(previous, tuple(others), previous.sources), previous)
+        if merged is not None and old is not None and merged.name == old.name:
+            changed = (*containers[:at], merged, *containers[at + 1:])  # same id and name: same place
+        else:
+            others = [container for container in containers if container is not old]
+            if merged is not None:
+                insort(others, merged, key=container_order)
+            changed = tuple(others)
+        self._replace(uid, with_containers(previous, changed, previous.sources), previous)
 
     def _apply(self, uid: str, pod: PodInfo | None) -> None:
         previous = self._pods.get(uid)
