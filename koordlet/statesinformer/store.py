@@ -151,12 +151,16 @@ class PodStore(PodTable):
         nri = self._nri
         view, same_view = self._put_nri_sandbox(sandbox, now)
         known = nri.containers.get(info.id)
+        # the feed hands back `known` itself for a message that repeats it; each step below makes a
+        # new value only for a field that differs, so a new one made from `known` is a change
+        from_known = info is known
         if state is None and info.state is ContainerState.UNKNOWN and known is not None:
             state = known.state
         if state is not None and state is not info.state:
             info = info.with_state(state)
         info = _keep_ask(info, known, created=created, ask=ask)
-        if same_view and known is not None and (info is known or info == known) and nri.sandbox_of(info.id) == sandbox_id:
+        unchanged = info is known or (not from_known and info == known)
+        if same_view and known is not None and unchanged and nri.sandbox_of(info.id) == sandbox_id:
             nri.seen_at[info.id] = now  # nothing changed: the table stays as it is
             return
         nri.put_container(info, sandbox_id, now)
@@ -334,7 +338,8 @@ class PodStore(PodTable):
             if merged is not None:
                 insort(others, merged, key=container_order)
             changed = tuple(others)
-        self._replace(uid, with_containers(previous, changed, previous.sources), previous)
+        gone = (old,) if merged is None and old is not None else ()
+        self._replace(uid, with_containers(previous, changed, previous.sources), previous, gone)
 
     def _apply(self, uid: str, pod: PodInfo | None) -> None:
         previous = self._pods.get(uid)
@@ -342,10 +347,15 @@ class PodStore(PodTable):
             return
         self._replace(uid, pod, previous)
 
-    def _replace(self, uid: str, pod: PodInfo | None, previous: PodInfo | None) -> None:
-        """Put the changed pod (None: gone) in the table, release the cgroups that went and tell the listeners."""
+    def _replace(self, uid: str, pod: PodInfo | None, previous: PodInfo | None,
+                 gone: tuple[ContainerInfo, ...] | None = None) -> None:
+        """Put the changed pod (None: gone) in the table, release the cgroups that went and tell the
+        listeners. `gone`: the containers of `previous` that `pod` lacks, when the caller knows them."""
         self._set_pod(uid, pod)
-        if previous is not None:
+        if gone is not None:
+            for container in gone:
+                self._cgroup_gone(container.cgroup_dir)
+        elif previous is not None:
             kept = {c.id for c in pod.containers} if pod is not None else set()
             for container in previous.containers:
                 if container.id not in kept:
