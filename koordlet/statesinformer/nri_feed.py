@@ -82,7 +82,7 @@ class NriFeed:
 
     def nri_pod_event(self, kind: SandboxChange | PodEventKind, sandbox: api_pb2.PodSandbox) -> None:
         change = _POD_EVENT_CHANGE[kind] if isinstance(kind, PodEventKind) else kind
-        if not _names_a_pod(change.value, sandbox):
+        if not _names_a_pod(change, sandbox):
             return
         if change is SandboxChange.REMOVE:
             self._views.pop(sandbox.id, None)
@@ -94,7 +94,7 @@ class NriFeed:
                             linux_resources_update: api_pb2.LinuxResources | None = None) -> None:
         """One container event. `linux_resources_update`: UpdateContainerRequest.linux_resources,
         kubelet's new ask (the store keeps what kubelet asked for, see PodStore.nri_container_seen)."""
-        if not _names_a_pod(kind.value, sandbox):
+        if not _names_a_pod(kind, sandbox):
             return
         view = self._view(sandbox)
         if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
@@ -125,8 +125,8 @@ class NriFeed:
         return view
 
 
-def _names_a_pod(event: str, sandbox: api_pb2.PodSandbox) -> bool:
-    if not sandbox.id or not sandbox.uid:
-        log.warning("nri_event_without_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+def _names_a_pod(event: SandboxChange | ContainerChange, sandbox: api_pb2.PodSandbox) -> bool:
+    if not sandbox.id or not sandbox.uid:  # the event's name read only here: Enum.value is a property
+        log.warning("nri_event_without_pod", nri_event=event.value, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
         return False
     return True
