@@ -11,12 +11,14 @@ from types import MappingProxyType
 from typing import Mapping
 
 from koordlet.statesinformer.model import (
+    MAIN_ROLE,
     ContainerInfo,
     ContainerState,
     LinuxResources,
     Resources,
     SandboxState,
     Source,
+    shared_linux_resources,
 )
 from koordlet.statesinformer.problems import InputProblem
 from koordlet.statesinformer.runtime_view import SandboxFacts, SandboxView, build_view, checked_cgroup_dir
@@ -38,12 +40,6 @@ def container_state(state: int) -> ContainerState:
     return _STATE.get(state, ContainerState.UNKNOWN)
 
 
-# LinuxResources by value: pods of one shape ask alike, so the node's containers share a few
-# values (less memory, and a frozen dataclass costs ~1 us to build); cleared when it outgrows this
-_SHARED_LINUX_MAX = 1024
-_shared_linux: dict[tuple[int | str | None, ...], LinuxResources] = {}
-
-
 def linux_resources(resources: api_pb2.LinuxResources) -> LinuxResources:
     """NRI LinuxResources -> LinuxResources; an unset optional stays None."""
     cpu, memory = resources.cpu, resources.memory
@@ -57,12 +53,7 @@ def linux_resources(resources: api_pb2.LinuxResources) -> LinuxResources:
     )
     if resources.unified:
         return LinuxResources(*values, unified=MappingProxyType(dict(resources.unified)))
-    shared = _shared_linux.get(values)
-    if shared is None:
-        if len(_shared_linux) >= _SHARED_LINUX_MAX:
-            _shared_linux.clear()
-        shared = _shared_linux[values] = LinuxResources(*values)
-    return shared
+    return shared_linux_resources(values)
 
 
 def _interned(table: Mapping[str, str]) -> Mapping[str, str]:
@@ -75,11 +66,11 @@ def sandbox_view(sandbox: api_pb2.PodSandbox) -> SandboxView:
     """An NRI PodSandbox as a pod without containers (state READY: NRI reports live sandboxes)."""
     problems: list[InputProblem] = []
     parent = checked_cgroup_dir(sandbox.linux.cgroup_parent, "linux.cgroup_parent", problems)
-    facts = SandboxFacts(
-        uid=sandbox.uid,
-        name=sandbox.name,
-        namespace=sandbox.namespace,
-        sandbox_id=sandbox.id,
+    facts = SandboxFacts(  # interned: the same strings are label and annotation values of the pod
+        uid=intern(sandbox.uid),
+        name=intern(sandbox.name),
+        namespace=intern(sandbox.namespace),
+        sandbox_id=intern(sandbox.id),
         state=SandboxState.READY,
         cgroup_parent=parent,
         labels=_interned(sandbox.labels),
@@ -94,7 +85,7 @@ def container_info(
     linux: LinuxResources | None = None, state: ContainerState | None = None,
 ) -> tuple[ContainerInfo, tuple[InputProblem, ...]]:
     """An NRI Container; `spec` is its entry in the pod's extended-resource-spec, if any;
-    `linux`: the resources to keep instead of converting the message's (see PodStore.nri_asked);
+    `linux`: the resources to keep instead of converting the message's (see PodStore.nri_container);
     `state`: what the event says over the message's own state."""
     problems: list[InputProblem] = []
     directory = checked_cgroup_dir(container.linux.cgroups_path, "linux.cgroups_path", problems)
@@ -110,3 +101,19 @@ def container_info(
         created_at_ns=container.created_at,
     )
     return info, tuple(problems)
+
+
+def known_container_info(
+    container: api_pb2.Container, pod_uid: str, known: ContainerInfo, state: ContainerState | None,
+) -> tuple[ContainerInfo, tuple[InputProblem, ...]]:
+    """container_info(container, pod_uid, linux=known.linux, state=state) for a container the store
+    holds as `known` (as NRI reported it: no spec, the default role): `known` itself, or it with the
+    new state, when the message repeats what it holds, as nearly every event does; no new value then."""
+    problems: list[InputProblem] = []
+    directory = checked_cgroup_dir(container.linux.cgroups_path, "linux.cgroups_path", problems)
+    if (problems or directory != known.cgroup_dir or container.id != known.id or container.name != known.name
+            or pod_uid != known.pod_uid or (container.pid or None) != known.pid
+            or container.created_at != known.created_at_ns or known.spec is not None or known.role is not MAIN_ROLE):
+        return container_info(container, pod_uid, linux=known.linux, state=state)
+    new_state = container_state(container.state) if state is None else state
+    return (known if new_state is known.state else known.with_state(new_state)), ()

@@ -102,16 +102,37 @@ class LinuxResources:
     def overlaid(self, update: LinuxResources) -> LinuxResources:
         """A new ask over this one (kubelet's UpdateContainerResources): what the update sets
         wins, the rest (cpusets kubelet does not resize) stays."""
-        merged = LinuxResources(
+        values = (
             self.cpu_shares if update.cpu_shares is None else update.cpu_shares,
             self.cpu_quota if update.cpu_quota is None else update.cpu_quota,
             self.cpu_period if update.cpu_period is None else update.cpu_period,
             self.cpuset_cpus if update.cpuset_cpus is None else update.cpuset_cpus,
             self.cpuset_mems if update.cpuset_mems is None else update.cpuset_mems,
             self.memory_limit if update.memory_limit is None else update.memory_limit,
-            update.unified or self.unified,
         )
-        return self if merged == self else merged
+        unified = update.unified or self.unified
+        if unified == self.unified and values == (self.cpu_shares, self.cpu_quota, self.cpu_period,
+                                                  self.cpuset_cpus, self.cpuset_mems, self.memory_limit):
+            return self
+        return LinuxResources(*values, unified=unified) if unified else shared_linux_resources(values)
+
+
+# LinuxResources by value: pods of one shape ask alike, so the node's containers share a few
+# values (less memory, and a frozen dataclass costs ~1 us to build); cleared when it outgrows this
+_SHARED_LINUX_MAX = 1024
+# shares, quota, period, cpuset cpus, cpuset mems, memory limit
+LinuxValues = tuple[int | None, int | None, int | None, str | None, str | None, int | None]
+_shared_linux: dict[LinuxValues, LinuxResources] = {}
+
+
+def shared_linux_resources(values: LinuxValues) -> LinuxResources:
+    """LinuxResources(*values) without unified, one value shared by all who ask alike."""
+    shared = _shared_linux.get(values)
+    if shared is None:
+        if len(_shared_linux) >= _SHARED_LINUX_MAX:
+            _shared_linux.clear()
+        shared = _shared_linux[values] = LinuxResources(*values)
+    return shared
 
 
 @dataclass(frozen=True, slots=True)

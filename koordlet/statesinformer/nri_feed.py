@@ -14,7 +14,7 @@ from typing import Iterable
 
 import structlog
 
-from koordlet.statesinformer.from_nri import container_info, linux_resources, sandbox_view
+from koordlet.statesinformer.from_nri import container_info, known_container_info, linux_resources, sandbox_view
 from koordlet.statesinformer.model import ContainerState, PodEventKind
 from koordlet.statesinformer.runtime_view import SandboxView
 from koordlet.statesinformer.store import PodStore
@@ -58,11 +58,13 @@ class NriFeed:
 
     def __init__(self, store: PodStore) -> None:
         self.store = store
-        # sandbox id -> (its last message serialized, its view): holding the message itself would
-        # hold the whole request it was parsed from (upb keeps one arena per request; a Synchronize
-        # of 1,000 pods is ~8 MiB) for as long as any of its pods sees no newer event. Serialized
-        # with sorted map keys: the runtime's map order may change from one event to the next
-        self._views: dict[str, tuple[bytes, SandboxView]] = {}
+        # sandbox id -> (hash of its last message serialized, its view): holding the message itself
+        # would hold the whole request it was parsed from (upb keeps one arena per request; a
+        # Synchronize of 1,000 pods is ~8 MiB) for as long as any of its pods sees no newer event,
+        # and its bytes ~1.4 KB a pod; a 64-bit keyed hash (siphash, per-process key) tells a changed
+        # message from the last one all the same. Serialized with sorted map keys: the runtime's map
+        # order changes from one event to the next (Go randomizes it)
+        self._views: dict[str, tuple[int, SandboxView]] = {}
 
     def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
         """NRI's whole view after a (re)Synchronize: it replaces what NRI said before."""
@@ -75,12 +77,12 @@ class NriFeed:
                 continue  # a container without a sandbox NRI listed: nothing to attach it to
             info, problems = container_info(container, view.pod.uid)
             self.store.problems.report(view.pod.uid, view.pod.name, problems)
-            listed.append((container.pod_sandbox_id, info))
+            listed.append((view.pod.sandbox_id, info))  # the view's string: one per pod, not per container
         self.store.nri_listed(views.values(), listed)
 
     def nri_pod_event(self, kind: SandboxChange | PodEventKind, sandbox: api_pb2.PodSandbox) -> None:
         change = _POD_EVENT_CHANGE[kind] if isinstance(kind, PodEventKind) else kind
-        if not _names_a_pod(change.value, sandbox):
+        if not _names_a_pod(change, sandbox):
             return
         if change is SandboxChange.REMOVE:
             self._views.pop(sandbox.id, None)
@@ -92,32 +94,39 @@ class NriFeed:
                             linux_resources_update: api_pb2.LinuxResources | None = None) -> None:
         """One container event. `linux_resources_update`: UpdateContainerRequest.linux_resources,
         kubelet's new ask (the store keeps what kubelet asked for, see PodStore.nri_container_seen)."""
-        if not _names_a_pod(kind.value, sandbox):
+        if not _names_a_pod(kind, sandbox):
             return
         view = self._view(sandbox)
         if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
             self.store.nri_container_gone(view, container.id)
             return
-        kept = None if kind is ContainerChange.CREATED else self.store.nri_asked(container.id)
+        known = None if kind is ContainerChange.CREATED else self.store.nri_container(container.id)
         state = _EVENT_STATE.get(kind)
-        info, problems = container_info(container, view.pod.uid, linux=kept, state=state)
-        self.store.problems.report(sandbox.uid, sandbox.name, problems)
+        if known is None:
+            info, problems = container_info(container, view.pod.uid, state=state)
+        else:
+            info, problems = known_container_info(container, view.pod.uid, known, state)
+        if problems:
+            self.store.problems.report(sandbox.uid, sandbox.name, problems)
         ask = linux_resources(linux_resources_update) if linux_resources_update is not None else None
-        self.store.nri_container_seen(view, info, container.pod_sandbox_id or sandbox.id,
+        sandbox_id = container.pod_sandbox_id or sandbox.id
+        if sandbox_id == view.pod.sandbox_id:
+            sandbox_id = view.pod.sandbox_id  # the string the view holds: one per pod, not one per container
+        self.store.nri_container_seen(view, info, sandbox_id,
                                       created=kind is ContainerChange.CREATED, state=state, ask=ask)
 
     def _view(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
-        message = sandbox.SerializeToString(deterministic=True)
+        message = hash(sandbox.SerializeToString(deterministic=True))
         known = self._views.get(sandbox.id)
         if known is not None and known[0] == message:
             return known[1]
         view = sandbox_view(sandbox)
-        self._views[sandbox.id] = (message, view)
+        self._views[view.pod.sandbox_id] = (message, view)
         return view
 
 
-def _names_a_pod(event: str, sandbox: api_pb2.PodSandbox) -> bool:
-    if not sandbox.id or not sandbox.uid:
-        log.warning("nri_event_without_pod", nri_event=event, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+def _names_a_pod(event: SandboxChange | ContainerChange, sandbox: api_pb2.PodSandbox) -> bool:
+    if not sandbox.id or not sandbox.uid:  # the event's name read only here: Enum.value is a property
+        log.warning("nri_event_without_pod", nri_event=event.value, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
         return False
     return True

@@ -151,12 +151,16 @@ class PodStore(PodTable):
         nri = self._nri
         view, same_view = self._put_nri_sandbox(sandbox, now)
         known = nri.containers.get(info.id)
+        # the feed hands back `known` itself for a message that repeats it; each step below makes a
+        # new value only for a field that differs, so a new one made from `known` is a change
+        from_known = info is known
         if state is None and info.state is ContainerState.UNKNOWN and known is not None:
             state = known.state
         if state is not None and state is not info.state:
             info = info.with_state(state)
         info = _keep_ask(info, known, created=created, ask=ask)
-        if same_view and known is not None and info == known and nri.sandbox_of(info.id) == sandbox_id:
+        unchanged = info is known or (not from_known and info == known)
+        if same_view and known is not None and unchanged and nri.sandbox_of(info.id) == sandbox_id:
             nri.seen_at[info.id] = now  # nothing changed: the table stays as it is
             return
         nri.put_container(info, sandbox_id, now)
@@ -165,11 +169,10 @@ class PodStore(PodTable):
         else:
             self._refresh({view.pod.uid, info.pod_uid})
 
-    def nri_asked(self, container_id: str) -> LinuxResources | None:
-        """The Linux resources kubelet asked for a container NRI reported, which a later event's
-        own (adjusted) values do not replace: the feed need not convert those."""
-        known = self._nri.containers.get(container_id)
-        return None if known is None else known.linux
+    def nri_container(self, container_id: str) -> ContainerInfo | None:
+        """The container as NRI last reported it. Its `linux` is what kubelet asked for, which a
+        later event's own (adjusted) values do not replace: the feed need not convert those."""
+        return self._nri.containers.get(container_id)
 
     def nri_container_gone(self, sandbox: SandboxView, container_id: str) -> None:
         """The container stopped or was removed."""
@@ -320,17 +323,23 @@ class PodStore(PodTable):
                 views = self._nri.sandbox_views(uid) + self._cri.sandbox_views(uid)
                 merged = merged_container(runtime, chosen_sandbox(views).container_specs, self._kubelet.get(uid))
                 break
-        old, others = None, []
-        for container in previous.containers:
+        containers = previous.containers
+        old, at = None, 0
+        for position, container in enumerate(containers):
             if container.id == container_id:
-                old = container
-            else:
-                others.append(container)
-        if merged == old:
+                old, at = container, position
+                break
+        if merged is old or merged == old:
             return
-        if merged is not None:
-            insort(others, merged, key=container_order)
-        self._replace(uid, with_containers(previous, tuple(others), previous.sources), previous)
+        if merged is not None and old is not None and merged.name == old.name:
+            changed = (*containers[:at], merged, *containers[at + 1:])  # same id and name: same place
+        else:
+            others = [container for container in containers if container is not old]
+            if merged is not None:
+                insort(others, merged, key=container_order)
+            changed = tuple(others)
+        gone = (old,) if merged is None and old is not None else ()
+        self._replace(uid, with_containers(previous, changed, previous.sources), previous, gone)
 
     def _apply(self, uid: str, pod: PodInfo | None) -> None:
         previous = self._pods.get(uid)
@@ -338,10 +347,15 @@ class PodStore(PodTable):
             return
         self._replace(uid, pod, previous)
 
-    def _replace(self, uid: str, pod: PodInfo | None, previous: PodInfo | None) -> None:
-        """Put the changed pod (None: gone) in the table, release the cgroups that went and tell the listeners."""
+    def _replace(self, uid: str, pod: PodInfo | None, previous: PodInfo | None,
+                 gone: tuple[ContainerInfo, ...] | None = None) -> None:
+        """Put the changed pod (None: gone) in the table, release the cgroups that went and tell the
+        listeners. `gone`: the containers of `previous` that `pod` lacks, when the caller knows them."""
         self._set_pod(uid, pod)
-        if previous is not None:
+        if gone is not None:
+            for container in gone:
+                self._cgroup_gone(container.cgroup_dir)
+        elif previous is not None:
             kept = {c.id for c in pod.containers} if pod is not None else set()
             for container in previous.containers:
                 if container.id not in kept:
@@ -381,4 +395,4 @@ def _keep_ask(info: ContainerInfo, known: ContainerInfo | None, *, created: bool
     if created or known is None:
         return info  # at creation, or first sight later: the values carried are all we have
     asked = known.linux if ask is None else known.linux.overlaid(ask)
-    return info if asked == info.linux else info.with_linux(asked)
+    return info if asked is info.linux or asked == info.linux else info.with_linux(asked)

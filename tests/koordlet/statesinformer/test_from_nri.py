@@ -139,7 +139,7 @@ def test_container_states(state: int, expected: ContainerState) -> None:
 
 
 def test_equal_resources_without_unified_share_one_value_and_the_sharing_is_bounded() -> None:
-    from koordlet.statesinformer import from_nri
+    from koordlet.statesinformer import model
 
     def ask(shares: int) -> api_pb2.LinuxResources:
         resources = api_pb2.LinuxResources()
@@ -151,9 +151,9 @@ def test_equal_resources_without_unified_share_one_value_and_the_sharing_is_boun
     with_unified = ask(7)
     with_unified.unified["memory.high"] = "max"
     assert linux_resources(with_unified) == LinuxResources(cpu_shares=7, unified={"memory.high": "max"})
-    for shares in range(from_nri._SHARED_LINUX_MAX + 10):
+    for shares in range(model._SHARED_LINUX_MAX + 10):
         assert linux_resources(ask(shares)).cpu_shares == shares
-    assert len(from_nri._shared_linux) <= from_nri._SHARED_LINUX_MAX
+    assert len(model._shared_linux) <= model._SHARED_LINUX_MAX
 
 
 @settings(max_examples=500, deadline=None)
