@@ -9,9 +9,11 @@ It renders the text format itself (``render_parts()``, appended to /metrics by t
 endpoint) instead of handing prometheus_client one Metric object per family: with 10,000
 series prometheus_client's per-sample formatting dominates a scrape (bench/metrics_advisor.py
 prints both). One walk over the pods serves both halves of /metrics (internal and
-external). What does not change while a pod does not — its label strings, each family's
-line prefix, the series keys, the request and limit lines — is made once per pod object
-and kept by uid until the informer hands a different object (bench/metrics_scrape.py).
+external). What does not change while a pod does not — its label string (one, shared by
+its families), the series keys, the request and limit lines (kept once, in one encoded
+block per family) — is made once per pod object and kept by uid until the informer hands
+a different object; containers' rows are made only when container series or CPI are on
+(bench/metrics_scrape.py prints what the exporter holds).
 An object's PSI lines are formatted again only when its readings differ from the last
 scrape's (idle cgroups read 0.00 round after round).
 
@@ -94,7 +96,7 @@ class AdvisorExporter:
         self._psi_shape = _PsiShape(psi_precisions)
         self._rows: dict[str, _PodRows] = {}
         self._layout = _Layout([])
-        self._node_psi_lines = _PsiLines("koordlet_node_psi{" + self._node_label)
+        self._node_psi_lines = _PsiLines("koordlet_node_psi", self._node_label)
 
     def render(self, openmetrics: bool = False) -> bytes:
         """The agent's own figures (usage, throttling, collectors): /internal-metrics."""
@@ -179,7 +181,7 @@ class AdvisorExporter:
                       want_cpi: bool) -> list[Family]:
         out = []
         if internal:
-            out += _value_families(_POD_FAMILIES, layout.pod_prefixes, values)
+            out += _value_families(_POD_FAMILIES, layout.pod_labels, values)
             if self._container_series:
                 out += _value_families(_CONTAINER_FAMILIES, layout.ctr_series()[1], values)
         if external:
@@ -194,7 +196,7 @@ class AdvisorExporter:
                         for ctr in row.containers():
                             ctr.psi().add(ctr_psi.blocks, psi_snapshot.get((row.pod.uid, ctr.id)), shape)
             if want_cpi:
-                cpi.lines = _value_lines(layout.cpi_series()[1], values)  # both fields in one family
+                cpi.lines = _value_lines(_CPI[0], layout.cpi_series()[1], values)  # both fields in one family
             requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
             requests.blocks = [layout.requests] if layout.requests else []
             limits.blocks = [layout.limits] if layout.limits else []
@@ -216,10 +218,6 @@ class AdvisorExporter:
         return [runs, errors, cpu, last]
 
 
-# A series to read and the start of its line ("name{labels} "), made once per pod object
-_Series = tuple[SeriesKey, str]
-
-
 class _ContainerRows:
     """A running container's labels; its usage and CPI series are made at first use: at the
     default level neither is exported (container series off, CPI off), and at 1,000 pods
@@ -231,39 +229,38 @@ class _ContainerRows:
         self.uid, self.id = uid, container.id
         self.labels = '%s,container_id="%s",container_name="%s",%s' % (
             node, escape(container.id), escape(container.name), pod_part)
-        self._usage: tuple[_Series, ...] | None = None
-        self._cpi: tuple[_Series, ...] | None = None
+        self._usage: tuple[SeriesKey, ...] | None = None
+        self._cpi: tuple[tuple[SeriesKey, str], ...] | None = None
         self._psi: _PsiLines | None = None
 
-    def usage(self) -> tuple[_Series, ...]:
+    def usage(self) -> tuple[SeriesKey, ...]:
         if self._usage is None:
-            self._usage = tuple((SeriesKey(metric.value, self.uid, self.id), "%s{%s} " % (name, self.labels))
-                                for name, _, metric in _CONTAINER_FAMILIES)
+            self._usage = tuple(SeriesKey(metric.value, self.uid, self.id) for _, _, metric in _CONTAINER_FAMILIES)
         return self._usage
 
-    def cpi(self) -> tuple[_Series, ...]:
+    def cpi(self) -> tuple[tuple[SeriesKey, str], ...]:
+        """(key, labels) of each CPI field."""
         if self._cpi is None:
-            self._cpi = tuple((SeriesKey(metric.value, self.uid, self.id),
-                               '%s{%s,cpi_field="%s"} ' % (_CPI[0], self.labels, field))
+            self._cpi = tuple((SeriesKey(metric.value, self.uid, self.id), '%s,cpi_field="%s"' % (self.labels, field))
                               for field, metric in _CPI_FIELDS)
         return self._cpi
 
     def psi(self) -> _PsiLines:
         if self._psi is None:
-            self._psi = _PsiLines("%s{%s" % (_CONTAINER_PSI[0], self.labels))
+            self._psi = _PsiLines(_CONTAINER_PSI[0], self.labels)
         return self._psi
 
 
 class _PodRows:
-    __slots__ = ("pod", "node", "usage", "psi", "_containers")
+    __slots__ = ("pod", "node", "labels", "usage", "psi", "_containers")
 
     def __init__(self, pod: PodInfo, node: str) -> None:
-        labels = "%s,%s" % (node, _pod_part(pod))
         self.pod = pod  # the informer replaces the object when the pod changes: identity says "still valid"
         self.node = node
-        self.usage = tuple((SeriesKey(metric.value, pod.uid), "%s{%s} " % (name, labels))
-                           for name, _, metric in _POD_FAMILIES)
-        self.psi = _PsiLines("%s{%s" % (_POD_PSI[0], labels))
+        # one label string for every family of the pod (usage lines and PSI), not a line start each
+        self.labels = "%s,%s" % (node, _pod_part(pod))
+        self.usage = tuple(SeriesKey(metric.value, pod.uid) for _, _, metric in _POD_FAMILIES)
+        self.psi = _PsiLines(_POD_PSI[0], self.labels)
         self._containers: tuple[_ContainerRows, ...] | None = None
 
     def containers(self) -> tuple[_ContainerRows, ...]:
@@ -297,12 +294,13 @@ class _Layout:
     when the informer lists other objects; the rows kept from the last layout bring their
     lines as slices of its blocks (the lines are kept once, in the blocks)."""
 
-    __slots__ = ("rows", "pod_keys", "pod_prefixes", "_ctr", "_cpi", "requests", "limits", "_ends")
+    __slots__ = ("rows", "pod_keys", "pod_labels", "_ctr", "_cpi", "requests", "limits", "_ends")
 
     def __init__(self, rows: list[_PodRows], last: _Layout | None = None) -> None:
         self.rows = rows
-        self.pod_keys, self.pod_prefixes = _by_family([row.usage for row in rows], len(_POD_FAMILIES))
-        self._ctr: tuple[list[SeriesKey], list[list[str]]] | None = None
+        self.pod_keys = _by_family([row.usage for row in rows])
+        self.pod_labels = [row.labels for row in rows]
+        self._ctr: tuple[list[SeriesKey], list[str]] | None = None
         self._cpi: tuple[list[SeriesKey], list[str]] | None = None
         at = {id(row): k for k, row in enumerate(last.rows)} if last is not None else {}
         blocks: list[bytes] = []
@@ -321,45 +319,40 @@ class _Layout:
         self.limits: bytes = blocks[1]
         self._ends: list[array[int]] = ends  # each row's end in each block
 
-    def ctr_series(self) -> tuple[list[SeriesKey], list[list[str]]]:
+    def ctr_series(self) -> tuple[list[SeriesKey], list[str]]:
+        """The containers' usage keys (family by family) and labels."""
         if self._ctr is None:
-            ctrs = [ctr.usage() for row in self.rows for ctr in row.containers()]
-            self._ctr = _by_family(ctrs, len(_CONTAINER_FAMILIES))
+            ctrs = [ctr for row in self.rows for ctr in row.containers()]
+            self._ctr = _by_family([ctr.usage() for ctr in ctrs]), [ctr.labels for ctr in ctrs]
         return self._ctr
 
     def cpi_series(self) -> tuple[list[SeriesKey], list[str]]:
         if self._cpi is None:
             cpi = [series for row in self.rows for ctr in row.containers() for series in ctr.cpi()]
-            self._cpi = [key for key, _ in cpi], [prefix for _, prefix in cpi]
+            self._cpi = [key for key, _ in cpi], [labels for _, labels in cpi]
         return self._cpi
 
 
-def _by_family(objects: list[tuple[_Series, ...]], families: int) -> tuple[list[SeriesKey], list[list[str]]]:
-    """Every object's series of family 0, then of family 1...: the keys in one list (one
-    read), the line prefixes one list per family."""
-    keys: list[SeriesKey] = []
-    prefixes = []
-    for f in range(families):
-        keys += [series[f][0] for series in objects]
-        prefixes.append([series[f][1] for series in objects])
-    return keys, prefixes
+def _by_family(objects: list[tuple[SeriesKey, ...]]) -> list[SeriesKey]:
+    """Every object's key of family 0, then of family 1...: one read for them all."""
+    return [keys[f] for f in range(len(objects[0]) if objects else 0) for keys in objects]
 
 
-def _value_families(families: tuple[tuple[str, str, Metric], ...], prefixes: list[list[str]],
+def _value_families(families: tuple[tuple[str, str, Metric], ...], labels: list[str],
                     values: Iterator[float | None]) -> list[Family]:
     out = []
-    for (name, help_text, _), family_prefixes in zip(families, prefixes):
+    for name, help_text, _ in families:
         family = Family(name, help_text)
-        family.lines = _value_lines(family_prefixes, values)
+        family.lines = _value_lines(name, labels, values)
         out.append(family)
     return out
 
 
-def _value_lines(prefixes: list[str], values: Iterator[float | None]) -> list[str]:
-    """A line per prefix whose value (the next from `values`) is fresh. The cache's values
+def _value_lines(name: str, labels: list[str], values: Iterator[float | None]) -> list[str]:
+    """A line per label set whose value (the next from `values`) is fresh. The cache's values
     are floats: repr spells a finite one as the text format does."""
-    return [f"{prefix}{value!r}\n" if value - value == 0.0 else prefix + number(value) + "\n"
-            for prefix, value in zip(prefixes, values) if value is not None]
+    return [f"{name}{{{series}}} {value!r}\n" if value - value == 0.0 else "%s{%s} %s\n" % (name, series, number(value))
+            for series, value in zip(labels, values) if value is not None]
 
 
 # koordlet's units: cpu in cores, memory-like in bytes, the rest (batch-cpu milli-cores) as integers
@@ -376,7 +369,7 @@ def _resource_lines(name: str, node: str, ids: str, quantities: Mapping[str, int
 
 
 # PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the object's
-# line start and the averages asked for filled into one template the exporter shares by all
+# label string and the averages asked for filled into one template the exporter shares by all
 # objects, with %r — the kernel prints finite numbers, so repr is the text format's spelling
 # and no per-value check is needed
 _PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
@@ -384,7 +377,7 @@ _PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
 
 class _PsiShape:
     """Which averages are exported, and the line templates of each (resource, degree,
-    cpu_full_supported): "%s" for the object's line start, "%r" for an average."""
+    cpu_full_supported) of each family: "%s" for the object's labels, "%r" for an average."""
 
     __slots__ = ("precisions", "indices", "one", "templates")
 
@@ -392,15 +385,15 @@ class _PsiShape:
         self.precisions = tuple(p for p in _PRECISIONS if p in precisions)
         self.indices = tuple(_PRECISIONS.index(p) for p in self.precisions)
         self.one = self.indices[0] if len(self.indices) == 1 else None  # the default: avg10 alone
-        self.templates: dict[tuple[str, str, str], str] = {}
+        self.templates: dict[tuple[str, str, str, str], str] = {}
 
-    def template(self, resource: str, degree: str, supported: str) -> str:
-        key = (resource, degree, supported)
+    def template(self, name: str, resource: str, degree: str, supported: str) -> str:
+        key = (name, resource, degree, supported)
         template = self.templates.get(key)
         if template is None:
             template = self.templates[key] = "".join(
-                '%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
-                    _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
+                '%s{%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
+                    name, _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
                 for precision in self.precisions)
         return template
 
@@ -410,10 +403,10 @@ class _PsiLines:
     the averages asked for. They are made again only when the object's readings changed
     since the last scrape: an idle cgroup's averages stay at 0.00 round after round."""
 
-    __slots__ = ("prefix", "readings", "text")
+    __slots__ = ("name", "labels", "readings", "text")
 
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
+    def __init__(self, name: str, labels: str) -> None:
+        self.name, self.labels = name, labels  # the object's label string, shared with its other families
         self.readings: Mapping[str, PsiReading] | None = None
         self.text = b""  # the lines encoded in one block: one item of the scrape's join, not 6 to 18
 
@@ -428,18 +421,19 @@ class _PsiLines:
     def _render(self, readings: Mapping[str, PsiReading], shape: _PsiShape) -> list[str]:
         cpu = readings.get("cpu")
         supported = "true" if cpu is not None and cpu[1] is not None else "false"
-        prefix, one, whole, templates = self.prefix, shape.one, len(shape.indices) == 3, shape.templates
+        name, labels, one, whole, templates = self.name, self.labels, shape.one, len(shape.indices) == 3, shape.templates
         lines = []
         for resource, (some, full) in readings.items():
             for degree, averages in (("some", some), ("full", full)):
                 if averages is None:
                     continue
-                template = templates.get((resource, degree, supported)) or shape.template(resource, degree, supported)
+                template = (templates.get((name, resource, degree, supported))
+                            or shape.template(name, resource, degree, supported))
                 if one is not None:
-                    lines.append(template % (prefix, averages[one]))
+                    lines.append(template % (labels, averages[one]))
                 elif whole:
                     avg10, avg60, avg300 = averages
-                    lines.append(template % (prefix, avg10, prefix, avg60, prefix, avg300))
+                    lines.append(template % (labels, avg10, labels, avg60, labels, avg300))
                 else:
-                    lines.append(template % tuple(x for i in shape.indices for x in (prefix, averages[i])))
+                    lines.append(template % tuple(x for i in shape.indices for x in (labels, averages[i])))
         return lines
