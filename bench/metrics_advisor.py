@@ -494,9 +494,10 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
             finally:
                 gc.callbacks.remove(gen2)
             clean = [r[2] for r in churn if not r[3]] or [float("nan")]
-            print("%-9s churn (+%d pods a round): longest hold p50 %5.2f, max %5.2f in the %d rounds without a gen-2 "
-                  "GC; max %6.2f overall" % ("", CHURN, statistics.median(clean), max(clean), len(clean),
-                                         max(r[2] for r in churn)))
+            print("%-9s churn (+%d pods a round): CPU p50 %6.2f, on the loop %6.2f, longest hold p50 %5.2f, max %5.2f "
+                  "in the %d rounds without a gen-2 GC; max %6.2f overall"
+                  % ("", CHURN, statistics.median(r[0] for r in churn), statistics.median(r[1] for r in churn),
+                     statistics.median(clean), max(clean), len(clean), max(r[2] for r in churn)))
             for pod in all_pods[n:]:
                 states.remove(pod.uid)
     finally:

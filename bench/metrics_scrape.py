@@ -24,6 +24,9 @@ which is what /metrics exported before these flags) — and each busy fraction, 
   floor        ms of "\\n".join(...).encode() over the same lines, pre-formatted, alternating
                with the renders
   ratio        render p50 / floor p50
+  held KiB     what the exporter keeps between scrapes (tracemalloc, a second exporter of the
+               same level: traced bytes still allocated after three renders whose bodies are
+               dropped, against before it was made)
 
 The rest of the daemon's /metrics (prometheus_client's registry, the QoS manager's
 counters, the runtime hooks' pools) is not here: docs/PERFORMANCE.md has the whole.
@@ -32,9 +35,11 @@ counters, the runtime hooks' pools) is not here: docs/PERFORMANCE.md has the who
 from __future__ import annotations
 
 import argparse
+import gc
 import resource
 import statistics
 import time
+import tracemalloc
 from collections.abc import Callable
 
 from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
@@ -128,14 +133,33 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
+def held_bytes(new_exporter: Callable[[], AdvisorExporter], renders: int = 3) -> int:
+    """Traced bytes a new exporter still holds after `renders` renders whose bodies are gone."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        exporter = new_exporter()
+        for _ in range(renders):
+            exporter.render_parts(False, True, True)
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
 def measure(n: int, level: str, with_psi: bool, repeats: int, busy: float) -> dict:
     pods = fake_pods(n)
     store, rounds = filled_store(pods), psi_snapshots(pods, with_psi, busy)
     current = [0]  # each render meets the other PSI round, as scrapes 10 s apart would
-    exporter = AdvisorExporter(store, StaticStates(NodeInfo("bench-node"), pods), "bench-node",
-                               clock=lambda: NOW + 1, psi=lambda: rounds[current[0]],
+    states = StaticStates(NodeInfo("bench-node"), pods)
+
+    def new_exporter() -> AdvisorExporter:
+        return AdvisorExporter(store, states, "bench-node", clock=lambda: NOW + 1, psi=lambda: rounds[current[0]],
                                container_series=level == "all",
                                psi_precisions=("avg10", "avg60", "avg300") if level == "all" else ("avg10",))
+
+    exporter = new_exporter()
 
     def render() -> list[bytes]:  # the pieces the HTTP endpoint writes one after the other
         current[0] ^= 1
@@ -147,7 +171,7 @@ def measure(n: int, level: str, with_psi: bool, repeats: int, busy: float) -> di
     series = sum(1 for line in lines if line and not line.startswith("#"))
     return {"pods": n, "level": level, "busy": busy, "series": series, "per_pod": series / n, "kib": len(body) / 1024,
             "p50": statistics.median(render_ms), "p99": p99(render_ms), "cpu": statistics.median(render_cpu),
-            "faults": statistics.median(faults),
+            "faults": statistics.median(faults), "held": held_bytes(new_exporter) / 1024,
             "floor": statistics.median(floor), "ratio": statistics.median(render_ms) / statistics.median(floor)}
 
 
@@ -162,14 +186,14 @@ def main() -> None:
     print("advisor part of /metrics, N pods x 2 containers, PSI %s; render = render_parts(both halves)"
           % ("absent" if args.no_psi else "cpu/memory/io some+full"))
     print("| N pods | level | PSI busy | series | per pod | KiB | render p50 ms | p99 ms | CPU p50 ms | floor p50 ms "
-          "| faults | ratio |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| faults | ratio | held KiB |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in (int(x) for x in args.pods.split(",")):
         for level in ("default", "all"):
             for busy in (float(x) for x in args.busy.split(",")):
                 r = measure(n, level, not args.no_psi, args.repeats, busy)
                 print("| {pods:,} | {level} | {busy:.0%} | {series:,} | {per_pod:.1f} | {kib:,.0f} | {p50:.2f} | "
-                      "{p99:.2f} | {cpu:.2f} | {floor:.2f} | {faults:,.0f} | {ratio:.1f}x |".format(**r), flush=True)
+                      "{p99:.2f} | {cpu:.2f} | {floor:.2f} | {faults:,.0f} | {ratio:.1f}x | {held:,.0f} |".format(**r), flush=True)
 
 
 if __name__ == "__main__":

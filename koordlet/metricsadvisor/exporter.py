@@ -9,9 +9,11 @@ It renders the text format itself (``render_parts()``, appended to /metrics by t
 endpoint) instead of handing prometheus_client one Metric object per family: with 10,000
 series prometheus_client's per-sample formatting dominates a scrape (bench/metrics_advisor.py
 prints both). One walk over the pods serves both halves of /metrics (internal and
-external). What does not change while a pod does not — its label strings, each family's
-line prefix, the series keys, the request and limit lines — is made once per pod object
-and kept by uid until the informer hands a different object (bench/metrics_scrape.py).
+external). What does not change while a pod does not — its label string (one, shared by
+its families), the series keys, the request and limit lines (kept once, in one encoded
+block per family) — is made once per pod object and kept by uid until the informer hands
+a different object; containers' rows are made only when container series or CPI are on
+(bench/metrics_scrape.py prints what the exporter holds).
 An object's PSI lines are formatted again only when its readings differ from the last
 scrape's (idle cgroups read 0.00 round after round).
 
@@ -27,8 +29,9 @@ has no per-pod usage gauges; ours follow its style: koordlet_{pod,container}_use
 
 from __future__ import annotations
 
-import operator
+import itertools
 import time
+from array import array
 from typing import Callable, Iterator, Mapping
 
 from koordlet.apis.keys import BATCH_MEMORY
@@ -93,7 +96,7 @@ class AdvisorExporter:
         self._psi_shape = _PsiShape(psi_precisions)
         self._rows: dict[str, _PodRows] = {}
         self._layout = _Layout([])
-        self._node_psi_lines = _PsiLines("koordlet_node_psi{" + self._node_label)
+        self._node_psi_lines = _PsiLines("koordlet_node_psi", self._node_label)
 
     def render(self, openmetrics: bool = False) -> bytes:
         """The agent's own figures (usage, throttling, collectors): /internal-metrics."""
@@ -117,9 +120,9 @@ class AdvisorExporter:
             if internal:
                 keys += layout.pod_keys
                 if self._container_series:
-                    keys += layout.ctr_keys
+                    keys += layout.ctr_series()[0]
             if want_cpi:
-                keys += layout.cpi_keys
+                keys += layout.cpi_series()[0]
         values = iter(self._cache.latest_values(keys, oldest))
         families = self._node_families(node_series, values) if internal else []
         if external:
@@ -171,16 +174,16 @@ class AdvisorExporter:
         self._rows = rows  # pods gone since the last scrape drop out here
         ordered = list(rows.values())
         if ordered != self._layout.rows:  # compared by identity: _PodRows has no __eq__
-            self._layout = _Layout(ordered)
+            self._layout = _Layout(ordered, self._layout)
         return self._layout
 
     def _pod_families(self, layout: _Layout, values: Iterator[float | None], internal: bool, external: bool,
                       want_cpi: bool) -> list[Family]:
         out = []
         if internal:
-            out += _value_families(_POD_FAMILIES, layout.pod_prefixes, values)
+            out += _value_families(_POD_FAMILIES, layout.pod_labels, values)
             if self._container_series:
-                out += _value_families(_CONTAINER_FAMILIES, layout.ctr_prefixes, values)
+                out += _value_families(_CONTAINER_FAMILIES, layout.ctr_series()[1], values)
         if external:
             pod_psi, ctr_psi, cpi = Family(*_POD_PSI), Family(*_CONTAINER_PSI), Family(*_CPI)
             psi_snapshot = self._psi()
@@ -190,10 +193,10 @@ class AdvisorExporter:
                     row.psi.add(pod_psi.blocks, psi_snapshot.get((row.pod.uid, "")), shape)
                 if self._container_series:
                     for row in layout.rows:
-                        for ctr in row.containers:
-                            ctr.psi.add(ctr_psi.blocks, psi_snapshot.get((row.pod.uid, ctr.id)), shape)
+                        for ctr in row.containers():
+                            ctr.psi().add(ctr_psi.blocks, psi_snapshot.get((row.pod.uid, ctr.id)), shape)
             if want_cpi:
-                cpi.lines = _value_lines(layout.cpi_prefixes, values)  # both fields in one family
+                cpi.lines = _value_lines(_CPI[0], layout.cpi_series()[1], values)  # both fields in one family
             requests, limits = Family(*_REQUESTS), Family(*_LIMITS)
             requests.blocks = [layout.requests] if layout.requests else []
             limits.blocks = [layout.limits] if layout.limits else []
@@ -215,89 +218,141 @@ class AdvisorExporter:
         return [runs, errors, cpu, last]
 
 
-# A series to read and the start of its line ("name{labels} "), made once per pod object
-_Series = tuple[SeriesKey, str]
-
-
 class _ContainerRows:
-    __slots__ = ("id", "usage", "cpi", "psi", "requests", "limits")
+    """A running container's labels; its usage and CPI series are made at first use: at the
+    default level neither is exported (container series off, CPI off), and at 1,000 pods
+    they held 3.7 MiB for nothing."""
 
-    def __init__(self, pod: PodInfo, container: ContainerInfo, node: str, pod_part: str) -> None:
-        uid, cid = pod.uid, container.id
-        ids = 'container_id="%s",container_name="%s",%s' % (escape(cid), escape(container.name), pod_part)
-        labels = "%s,%s" % (node, ids)
-        self.id = cid
-        self.usage = tuple((SeriesKey(metric.value, uid, cid), "%s{%s} " % (name, labels))
-                           for name, _, metric in _CONTAINER_FAMILIES)
-        self.cpi = tuple((SeriesKey(metric.value, uid, cid), '%s{%s,cpi_field="%s"} ' % (_CPI[0], labels, field))
-                         for field, metric in _CPI_FIELDS)
-        self.psi = _PsiLines("%s{%s" % (_CONTAINER_PSI[0], labels))
-        spec = container.spec
-        self.requests = _resource_lines(_REQUESTS[0], node, ids, spec.requests) if spec is not None else ()
-        self.limits = _resource_lines(_LIMITS[0], node, ids, spec.limits) if spec is not None else ()
+    __slots__ = ("uid", "id", "labels", "_usage", "_cpi", "_psi")
+
+    def __init__(self, uid: str, container: ContainerInfo, node: str, pod_part: str) -> None:
+        self.uid, self.id = uid, container.id
+        self.labels = '%s,container_id="%s",container_name="%s",%s' % (
+            node, escape(container.id), escape(container.name), pod_part)
+        self._usage: tuple[SeriesKey, ...] | None = None
+        self._cpi: tuple[tuple[SeriesKey, str], ...] | None = None
+        self._psi: _PsiLines | None = None
+
+    def usage(self) -> tuple[SeriesKey, ...]:
+        if self._usage is None:
+            self._usage = tuple(SeriesKey(metric.value, self.uid, self.id) for _, _, metric in _CONTAINER_FAMILIES)
+        return self._usage
+
+    def cpi(self) -> tuple[tuple[SeriesKey, str], ...]:
+        """(key, labels) of each CPI field."""
+        if self._cpi is None:
+            self._cpi = tuple((SeriesKey(metric.value, self.uid, self.id), '%s,cpi_field="%s"' % (self.labels, field))
+                              for field, metric in _CPI_FIELDS)
+        return self._cpi
+
+    def psi(self) -> _PsiLines:
+        if self._psi is None:
+            self._psi = _PsiLines(_CONTAINER_PSI[0], self.labels)
+        return self._psi
 
 
 class _PodRows:
-    __slots__ = ("pod", "usage", "psi", "containers")
+    __slots__ = ("pod", "node", "labels", "usage", "psi", "_containers")
 
     def __init__(self, pod: PodInfo, node: str) -> None:
-        pod_part = 'pod_uid="%s",pod_name="%s",pod_namespace="%s"' % (
-            escape(pod.uid), escape(pod.name), escape(pod.namespace))
-        labels = "%s,%s" % (node, pod_part)
         self.pod = pod  # the informer replaces the object when the pod changes: identity says "still valid"
-        self.usage = tuple((SeriesKey(metric.value, pod.uid), "%s{%s} " % (name, labels))
-                           for name, _, metric in _POD_FAMILIES)
-        self.psi = _PsiLines("%s{%s" % (_POD_PSI[0], labels))
-        self.containers = tuple(_ContainerRows(pod, c, node, pod_part) for c in pod.containers
-                                if c.state is ContainerState.RUNNING)
+        self.node = node
+        # one label string for every family of the pod (usage lines and PSI), not a line start each
+        self.labels = "%s,%s" % (node, _pod_part(pod))
+        self.usage = tuple(SeriesKey(metric.value, pod.uid) for _, _, metric in _POD_FAMILIES)
+        self.psi = _PsiLines(_POD_PSI[0], self.labels)
+        self._containers: tuple[_ContainerRows, ...] | None = None
+
+    def containers(self) -> tuple[_ContainerRows, ...]:
+        """The running containers' rows, made at first use (container series or CPI)."""
+        if self._containers is None:
+            pod_part = _pod_part(self.pod)
+            self._containers = tuple(_ContainerRows(self.pod.uid, c, self.node, pod_part)
+                                     for c in self.pod.containers if c.state is ContainerState.RUNNING)
+        return self._containers
+
+    def resource_block(self, which: int) -> bytes:
+        """The request (0) or limit (1) lines of the running containers, encoded."""
+        pod, name = self.pod, (_REQUESTS, _LIMITS)[which][0]
+        pod_part, lines = _pod_part(pod), list[str]()
+        for c in pod.containers:
+            if c.state is ContainerState.RUNNING and c.spec is not None:
+                ids = 'container_id="%s",container_name="%s",%s' % (escape(c.id), escape(c.name), pod_part)
+                lines += _resource_lines(name, self.node, ids, (c.spec.requests, c.spec.limits)[which])
+        return "".join(lines).encode()
+
+
+def _pod_part(pod: PodInfo) -> str:
+    return 'pod_uid="%s",pod_name="%s",pod_namespace="%s"' % (
+        escape(pod.uid), escape(pod.name), escape(pod.namespace))
 
 
 class _Layout:
-    """One list of pod rows as a scrape reads and renders it: the series of each value family
-    in line order (family by family), and the request and limit lines, which change only
-    with the objects. Made again only when the informer lists other objects."""
+    """One list of pod rows as a scrape reads and renders it: the pods' series of each value
+    family in line order (family by family), the containers' at first use, and the request
+    and limit lines in one block each, which change only with the objects. Made again only
+    when the informer lists other objects; the rows kept from the last layout bring their
+    lines as slices of its blocks (the lines are kept once, in the blocks)."""
 
-    __slots__ = ("rows", "pod_keys", "pod_prefixes", "ctr_keys", "ctr_prefixes", "cpi_keys", "cpi_prefixes",
-                 "requests", "limits")
+    __slots__ = ("rows", "pod_keys", "pod_labels", "_ctr", "_cpi", "requests", "limits", "_ends")
 
-    def __init__(self, rows: list[_PodRows]) -> None:
+    def __init__(self, rows: list[_PodRows], last: _Layout | None = None) -> None:
         self.rows = rows
-        ctrs = [ctr for row in rows for ctr in row.containers]
-        self.pod_keys, self.pod_prefixes = _by_family([row.usage for row in rows], len(_POD_FAMILIES))
-        self.ctr_keys, self.ctr_prefixes = _by_family([ctr.usage for ctr in ctrs], len(_CONTAINER_FAMILIES))
-        cpi = [series for ctr in ctrs for series in ctr.cpi]
-        self.cpi_keys, self.cpi_prefixes = [key for key, _ in cpi], [prefix for _, prefix in cpi]
-        # one block each, encoded: the scrape's join copies it, not 2,000 lines
-        self.requests = "".join(line for ctr in ctrs for line in ctr.requests).encode()
-        self.limits = "".join(line for ctr in ctrs for line in ctr.limits).encode()
+        self.pod_keys = _by_family([row.usage for row in rows])
+        self.pod_labels = [row.labels for row in rows]
+        self._ctr: tuple[list[SeriesKey], list[str]] | None = None
+        self._cpi: tuple[list[SeriesKey], list[str]] | None = None
+        at = {id(row): k for k, row in enumerate(last.rows)} if last is not None else {}
+        blocks: list[bytes] = []
+        ends: list[array[int]] = []
+        for which in (0, 1):
+            old = memoryview((last.requests, last.limits)[which]) if last is not None else memoryview(b"")
+            old_ends = last._ends[which] if last is not None else array("q")
+            pieces: list[bytes | memoryview] = []
+            for row in rows:
+                k = at.get(id(row))
+                pieces.append(row.resource_block(which) if k is None else old[old_ends[k - 1] if k else 0:old_ends[k]])
+            # one block each, encoded: the scrape's join copies it, not 2,000 lines
+            blocks.append(b"".join(pieces))
+            ends.append(array("q", itertools.accumulate(map(len, pieces))))
+        self.requests: bytes = blocks[0]
+        self.limits: bytes = blocks[1]
+        self._ends: list[array[int]] = ends  # each row's end in each block
+
+    def ctr_series(self) -> tuple[list[SeriesKey], list[str]]:
+        """The containers' usage keys (family by family) and labels."""
+        if self._ctr is None:
+            ctrs = [ctr for row in self.rows for ctr in row.containers()]
+            self._ctr = _by_family([ctr.usage() for ctr in ctrs]), [ctr.labels for ctr in ctrs]
+        return self._ctr
+
+    def cpi_series(self) -> tuple[list[SeriesKey], list[str]]:
+        if self._cpi is None:
+            cpi = [series for row in self.rows for ctr in row.containers() for series in ctr.cpi()]
+            self._cpi = [key for key, _ in cpi], [labels for _, labels in cpi]
+        return self._cpi
 
 
-def _by_family(objects: list[tuple[_Series, ...]], families: int) -> tuple[list[SeriesKey], list[list[str]]]:
-    """Every object's series of family 0, then of family 1...: the keys in one list (one
-    read), the line prefixes one list per family."""
-    keys: list[SeriesKey] = []
-    prefixes = []
-    for f in range(families):
-        keys += [series[f][0] for series in objects]
-        prefixes.append([series[f][1] for series in objects])
-    return keys, prefixes
+def _by_family(objects: list[tuple[SeriesKey, ...]]) -> list[SeriesKey]:
+    """Every object's key of family 0, then of family 1...: one read for them all."""
+    return [keys[f] for f in range(len(objects[0]) if objects else 0) for keys in objects]
 
 
-def _value_families(families: tuple[tuple[str, str, Metric], ...], prefixes: list[list[str]],
+def _value_families(families: tuple[tuple[str, str, Metric], ...], labels: list[str],
                     values: Iterator[float | None]) -> list[Family]:
     out = []
-    for (name, help_text, _), family_prefixes in zip(families, prefixes):
+    for name, help_text, _ in families:
         family = Family(name, help_text)
-        family.lines = _value_lines(family_prefixes, values)
+        family.lines = _value_lines(name, labels, values)
         out.append(family)
     return out
 
 
-def _value_lines(prefixes: list[str], values: Iterator[float | None]) -> list[str]:
-    """A line per prefix whose value (the next from `values`) is fresh. The cache's values
+def _value_lines(name: str, labels: list[str], values: Iterator[float | None]) -> list[str]:
+    """A line per label set whose value (the next from `values`) is fresh. The cache's values
     are floats: repr spells a finite one as the text format does."""
-    return [f"{prefix}{value!r}\n" if value - value == 0.0 else prefix + number(value) + "\n"
-            for prefix, value in zip(prefixes, values) if value is not None]
+    return [f"{name}{{{series}}} {value!r}\n" if value - value == 0.0 else "%s{%s} %s\n" % (name, series, number(value))
+            for series, value in zip(labels, values) if value is not None]
 
 
 # koordlet's units: cpu in cores, memory-like in bytes, the rest (batch-cpu milli-cores) as integers
@@ -313,29 +368,34 @@ def _resource_lines(name: str, node: str, ids: str, quantities: Mapping[str, int
     return tuple(lines)
 
 
-# PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the
-# averages asked for filled into one template with %r — the kernel prints finite numbers,
-# so repr is the text format's spelling and no per-value check is needed
-_PsiTemplates = dict[tuple[str, str, str], str]
+# PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the object's
+# label string and the averages asked for filled into one template the exporter shares by all
+# objects, with %r — the kernel prints finite numbers, so repr is the text format's spelling
+# and no per-value check is needed
 _PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
 
 
 class _PsiShape:
-    """Which averages are exported, and how to pick them out of a (avg10, avg60, avg300)."""
+    """Which averages are exported, and the line templates of each (resource, degree,
+    cpu_full_supported) of each family: "%s" for the object's labels, "%r" for an average."""
 
-    __slots__ = ("precisions", "pick")
+    __slots__ = ("precisions", "indices", "one", "templates")
 
     def __init__(self, precisions: tuple[str, ...]) -> None:
         self.precisions = tuple(p for p in _PRECISIONS if p in precisions)
-        indices = [_PRECISIONS.index(p) for p in self.precisions]
-        self.pick: Callable[[tuple[float, ...]], object] = \
-            tuple if len(indices) == 3 else operator.itemgetter(*indices)
+        self.indices = tuple(_PRECISIONS.index(p) for p in self.precisions)
+        self.one = self.indices[0] if len(self.indices) == 1 else None  # the default: avg10 alone
+        self.templates: dict[tuple[str, str, str, str], str] = {}
 
-    def template(self, prefix: str, resource: str, degree: str, supported: str) -> str:
-        return "".join(
-            '%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
-                prefix.replace("%", "%%"), _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
-            for precision in self.precisions)
+    def template(self, name: str, resource: str, degree: str, supported: str) -> str:
+        key = (name, resource, degree, supported)
+        template = self.templates.get(key)
+        if template is None:
+            template = self.templates[key] = "".join(
+                '%s{%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
+                    name, _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
+                for precision in self.precisions)
+        return template
 
 
 class _PsiLines:
@@ -343,11 +403,10 @@ class _PsiLines:
     the averages asked for. They are made again only when the object's readings changed
     since the last scrape: an idle cgroup's averages stay at 0.00 round after round."""
 
-    __slots__ = ("prefix", "templates", "readings", "text")
+    __slots__ = ("name", "labels", "readings", "text")
 
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self.templates: _PsiTemplates = {}
+    def __init__(self, name: str, labels: str) -> None:
+        self.name, self.labels = name, labels  # the object's label string, shared with its other families
         self.readings: Mapping[str, PsiReading] | None = None
         self.text = b""  # the lines encoded in one block: one item of the scrape's join, not 6 to 18
 
@@ -362,14 +421,19 @@ class _PsiLines:
     def _render(self, readings: Mapping[str, PsiReading], shape: _PsiShape) -> list[str]:
         cpu = readings.get("cpu")
         supported = "true" if cpu is not None and cpu[1] is not None else "false"
+        name, labels, one, whole, templates = self.name, self.labels, shape.one, len(shape.indices) == 3, shape.templates
         lines = []
         for resource, (some, full) in readings.items():
             for degree, averages in (("some", some), ("full", full)):
                 if averages is None:
                     continue
-                key = (resource, degree, supported)
-                template = self.templates.get(key)
-                if template is None:
-                    template = self.templates[key] = shape.template(self.prefix, *key)
-                lines.append(template % shape.pick(averages))
+                template = (templates.get((name, resource, degree, supported))
+                            or shape.template(name, resource, degree, supported))
+                if one is not None:
+                    lines.append(template % (labels, averages[one]))
+                elif whole:
+                    avg10, avg60, avg300 = averages
+                    lines.append(template % (labels, avg10, labels, avg60, labels, avg300))
+                else:
+                    lines.append(template % tuple(x for i in shape.indices for x in (labels, averages[i])))
         return lines

@@ -253,7 +253,8 @@ class Listed(Generic[P, E]):
 class Listing(Generic[P, E]):
     """A round's objects, made again only when the informer's pods() is another tuple (it
     hands back the same one while nothing listed changed); an object still listed keeps
-    its entry (series keys, last readings)."""
+    its paths and entry (series keys, last readings): at 1,000 pods a pod coming or going
+    makes paths and entries for it alone."""
 
     def __init__(self, paths: Callable[[str], P], entry: Callable[[str, str], E],
                  containers: bool = True) -> None:
@@ -267,11 +268,16 @@ class Listing(Generic[P, E]):
             return self.listed
         objects = [obj for obj in pod_objects(states) if self._containers or not obj[1]]
         dirs = tuple(obj[2] for obj in objects)
-        paths: list[P] = yield from sliced_map(self._paths, dirs)
         last = self.listed
-        previous = {(obj[0], obj[1]): entry for obj, entry in zip(last.objects, last.entries)}
-        entries: list[E] = yield from sliced_map(
-            lambda obj: previous.get((obj[0], obj[1])) or self._entry(obj[0], obj[1]), objects)
+        # by the whole (pod, container, dir): an object still listed keeps its paths and entry
+        # (a container whose dir changed is another cgroup: new paths, no last reading)
+        previous = dict(zip(last.objects, range(len(last.objects))))
+        kept = [previous.get(obj) for obj in objects]
+        fresh = [obj for obj, k in zip(objects, kept) if k is None]
+        fresh_paths = iter((yield from sliced_map(self._paths, [obj[2] for obj in fresh])))
+        fresh_entries = iter((yield from sliced_map(lambda obj: self._entry(obj[0], obj[1]), fresh)))
+        paths = [next(fresh_paths) if k is None else last.paths[k] for k in kept]
+        entries = [next(fresh_entries) if k is None else last.entries[k] for k in kept]
         self._pods, self.listed = pods, Listed(objects, dirs, paths, entries)
         return self.listed
 

@@ -4,6 +4,7 @@ other callbacks in the middle of a round, and a round gives what collect() gives
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollect
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.framework import APPEND_SLICE, SLICE_CHECK, Holds, Round, Scheduler, drive_async
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
+from koordlet.statesinformer.api import StaticStates
+from koordlet.statesinformer.model import NodeInfo
 from koordlet.util.host_facts import HostFacts
 from system.file_io import KeptFdPool, fd_budget
 from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
@@ -232,3 +235,26 @@ def test_batches_kept_are_bounded():
     assert batches.get(dirs, 0, lambda: "new") == "new"  # the oldest were dropped
     assert batches.get(dirs, 0, lambda: "newer") == "new"
     assert len(made) == framework.Batches.MAX_BATCHES + 5
+
+
+def test_a_listing_keeps_what_it_made_for_objects_still_listed():
+    pods = [make_pod("a"), make_pod("b", containers=2)]
+    states = StaticStates(NodeInfo("n"), pods)
+    made: list[str] = []
+    listing = framework.Listing(lambda d: made.append(d) or ["path of " + d], lambda uid, cid: [uid, cid])
+    first: framework.Listed = framework.drive(listing.get(states))  # type: ignore[arg-type]
+    entries = {obj: (paths, entry) for obj, paths, entry in zip(first.objects, first.paths, first.entries)}
+    moved = dataclasses.replace(pods[1].containers[0], cgroup_dir="elsewhere/" + pods[1].containers[0].id)
+    states.put(dataclasses.replace(pods[1], containers=(moved,) + pods[1].containers[1:]))
+    states.put(make_pod("c"))
+    states.remove("a")
+    del made[:]
+    second: framework.Listed = framework.drive(listing.get(states))  # type: ignore[arg-type]
+    assert [obj[0] for obj in second.objects] == [obj[0] for obj in framework.pod_objects(states)]
+    for obj, paths, entry in zip(second.objects, second.paths, second.entries):
+        old = entries.get(obj)
+        if old is None:  # a new pod, or a container in another dir: a new entry, its paths made
+            assert entry == [obj[0], obj[1]] and paths == ["path of " + obj[2]] and obj[2] in made
+        else:  # the very objects made for it before
+            assert paths is old[0] and entry is old[1] and obj[2] not in made
+    assert {obj[0] for obj in second.objects} == {"b", "c"} and "elsewhere/" + moved.id in made
