@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from resourceexecutor.levelled_order import MergeFn, larger_limit, union_cpuset
-from system.cgroup_files import CgroupFiles
+from system.cgroup_files import CgroupFiles, join_file
 from system.cgroup_resource import REGISTRY, CgroupResource, MergeKind, get_resource
 from system.errors import NotSupported, SystemFileError
 
@@ -65,6 +65,9 @@ class Updater:
     write time).  `canonical` is what reading the file back yields when it
     holds our value (shares survive a lossy v2 weight round trip this way).
     `problem` is set, and `text` is None, when the update cannot be attempted.
+    The file's path is made when asked (`path`) from the hierarchy root and the file
+    name, strings every updater of the resource shares: a daemon holds ~10 updaters a
+    pod and reads or writes through few of them at a time.
     """
 
     name: str
@@ -72,13 +75,19 @@ class Updater:
     value: Any
     resource: CgroupResource
     version: int
-    path: str
+    root: str  # the hierarchy root ("" when refused)
+    file: str  # the file name in the cgroup dir ("" when refused)
     key: CacheKey
     text: str | None
     canonical: Any
     merge: MergeFn | None
     read_modify_write: bool
     problem: SystemFileError | None = None
+
+    @property
+    def path(self) -> str:
+        """The file's path ("" for a refused updater)."""
+        return join_file(self.root, self.cgroup_dir, self.file) if self.file else ""
 
     @property
     def wanted(self) -> str:
@@ -145,7 +154,7 @@ class UpdaterFactory:
                 raise plan
             return self._refused(get_resource(resource), cgroup_dir, value, plan)
         try:
-            _, cgroup_dir, path = self.files.resolve(plan.resource, cgroup_dir)
+            _, cgroup_dir, root, file = self.files.resolve_parts(plan.resource, cgroup_dir)
             text, canonical = self._format(plan, value)
         except SystemFileError as exc:
             if strict:
@@ -153,7 +162,7 @@ class UpdaterFactory:
             return self._refused(plan.resource, cgroup_dir, value, exc)
         return Updater(
             name=name, cgroup_dir=cgroup_dir, value=value, resource=plan.resource,
-            version=plan.version, path=path, key=(name, cgroup_dir), text=text,
+            version=plan.version, root=root, file=file, key=(name, cgroup_dir), text=text,
             canonical=canonical, merge=plan.merge, read_modify_write=plan.read_modify_write,
         )
 
@@ -199,6 +208,6 @@ class UpdaterFactory:
                  problem: SystemFileError) -> Updater:
         return Updater(
             name=res.name, cgroup_dir=cgroup_dir, value=value, resource=res, version=0,
-            path="", key=(res.name, cgroup_dir), text=None, canonical=None, merge=None,
+            root="", file="", key=(res.name, cgroup_dir), text=None, canonical=None, merge=None,
             read_modify_write=False, problem=problem,
         )
