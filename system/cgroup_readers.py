@@ -110,7 +110,8 @@ class CgroupReader:
         hit = self._resolved.get(key)
         if hit is None:
             res = get_resource(resource)
-            hit = (str(self.files.path(res, cgroup_dir)), self.files.version_for(res), res)
+            version, _, path = self.files.resolve(res, cgroup_dir)  # a str, not a pathlib.Path
+            hit = (path, version, res)
             if len(self._resolved) >= self._max_resolved:
                 self._resolved.clear()
             self._resolved[key] = hit
