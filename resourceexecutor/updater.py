@@ -77,16 +77,12 @@ class Updater:
     version: int
     root: str  # the hierarchy root ("" when refused)
     file: str  # the file name in the cgroup dir ("" when refused)
+    key: CacheKey  # the write cache keeps this very tuple as its key: not a property
     text: str | None
     canonical: Any
     merge: MergeFn | None
     read_modify_write: bool
     problem: SystemFileError | None = None
-
-    @property
-    def key(self) -> CacheKey:
-        """The write cache's key (made when asked, like `path`: the cache keeps its own)."""
-        return self.name, self.cgroup_dir
 
     @property
     def path(self) -> str:
@@ -166,7 +162,7 @@ class UpdaterFactory:
             return self._refused(plan.resource, cgroup_dir, value, exc)
         return Updater(
             name=name, cgroup_dir=cgroup_dir, value=value, resource=plan.resource,
-            version=plan.version, root=root, file=file, text=text,
+            version=plan.version, root=root, file=file, key=(name, cgroup_dir), text=text,
             canonical=canonical, merge=plan.merge, read_modify_write=plan.read_modify_write,
         )
 
@@ -212,6 +208,6 @@ class UpdaterFactory:
                  problem: SystemFileError) -> Updater:
         return Updater(
             name=res.name, cgroup_dir=cgroup_dir, value=value, resource=res, version=0,
-            root="", file="", text=None, canonical=None, merge=None,
+            root="", file="", key=(res.name, cgroup_dir), text=None, canonical=None, merge=None,
             read_modify_write=False, problem=problem,
         )
