@@ -20,7 +20,8 @@ class DirIndex:
     __slots__ = ("_keys", "_kids")
 
     def __init__(self) -> None:
-        self._keys: dict[str, set[Key]] = {}   # dir -> keys in it
+        # dir -> keys in it: a list, as a cgroup has a few (a set of 5 is 728 B, a list ~100)
+        self._keys: dict[str, list[Key]] = {}
         self._kids: dict[str, set[str]] = {}        # dir -> child dirs that hold keys below
 
     def __len__(self) -> int:
@@ -30,17 +31,18 @@ class DirIndex:
         cgroup_dir = key[1].strip("/")
         keys = self._keys.get(cgroup_dir)
         if keys is not None:
-            keys.add(key)
+            if key not in keys:
+                keys.append(key)
             return
-        self._keys[cgroup_dir] = {key}
+        self._keys[cgroup_dir] = [key]
         self._link(cgroup_dir)
 
     def discard(self, key: Key) -> None:
         cgroup_dir = key[1].strip("/")
         keys = self._keys.get(cgroup_dir)
-        if keys is None:
+        if keys is None or key not in keys:
             return
-        keys.discard(key)
+        keys.remove(key)
         if not keys:
             del self._keys[cgroup_dir]
             self._prune(cgroup_dir)

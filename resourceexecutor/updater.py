@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from resourceexecutor.levelled_order import MergeFn, larger_limit, union_cpuset
-from system.cgroup_files import CgroupFiles
+from system.cgroup_files import CgroupFiles, clean_cgroup_dir, join_file
 from system.cgroup_resource import REGISTRY, CgroupResource, MergeKind, get_resource
 from system.errors import NotSupported, SystemFileError
 
@@ -56,6 +56,18 @@ def default_merge_rules() -> Mapping[str, MergeRule]:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourcePlan:
+    """What the factory resolves once per resource on this host, shared by its updaters."""
+
+    resource: CgroupResource
+    version: int  # 0 in a refused updater's plan
+    merge: MergeFn | None
+    read_modify_write: bool
+    root: str  # the hierarchy root ("" when refused)
+    file: str  # the file name in a cgroup dir ("" when refused)
+
+
+@dataclass(frozen=True, slots=True)
 class Updater:
     """One wanted value for one cgroup file on this host.
 
@@ -65,20 +77,42 @@ class Updater:
     write time).  `canonical` is what reading the file back yields when it
     holds our value (shares survive a lossy v2 weight round trip this way).
     `problem` is set, and `text` is None, when the update cannot be attempted.
+    What is the same for every updater of the resource (version, merge rule, hierarchy
+    root, file name) is in the shared `plan`, and the file's path is made when asked
+    (`path`): a daemon holds ~10 updaters a pod and reads or writes through few of them
+    at a time. `name` and `key` stay fields: every batch reads them for every updater.
     """
 
     name: str
     cgroup_dir: str
     value: Any
-    resource: CgroupResource
-    version: int
-    path: str
-    key: CacheKey
+    plan: ResourcePlan
+    key: CacheKey  # the write cache keeps this very tuple as its key
     text: str | None
     canonical: Any
-    merge: MergeFn | None
-    read_modify_write: bool
     problem: SystemFileError | None = None
+
+    @property
+    def resource(self) -> CgroupResource:
+        return self.plan.resource
+
+    @property
+    def version(self) -> int:
+        return self.plan.version
+
+    @property
+    def merge(self) -> MergeFn | None:
+        return self.plan.merge
+
+    @property
+    def read_modify_write(self) -> bool:
+        return self.plan.read_modify_write
+
+    @property
+    def path(self) -> str:
+        """The file's path ("" for a refused updater)."""
+        plan = self.plan
+        return join_file(plan.root, self.cgroup_dir, plan.file) if plan.file else ""
 
     @property
     def wanted(self) -> str:
@@ -89,20 +123,12 @@ class Updater:
 
     def format(self, value: Any, current_text: str | None = None) -> str:
         """Kernel text for another canonical value of this resource (merges, restores)."""
-        return self.resource.format(value, self.version, current_text)
+        plan = self.plan
+        return plan.resource.format(value, plan.version, current_text)
 
     def parse(self, text: str) -> Any:
-        return self.resource.parse(text, self.version)
-
-
-@dataclass(frozen=True, slots=True)
-class _ResourcePlan:
-    """What the factory resolves once per resource on this host."""
-
-    resource: CgroupResource
-    version: int
-    merge: MergeFn | None
-    read_modify_write: bool
+        plan = self.plan
+        return plan.resource.parse(text, plan.version)
 
 
 # How many formatted values the factory remembers per resource before starting afresh.
@@ -125,7 +151,7 @@ class UpdaterFactory:
         self.page_size = page_size if page_size is not None else os.sysconf("SC_PAGE_SIZE")
         self.merge_rules: Mapping[str, MergeRule] = (
             default_merge_rules() if merge_rules is None else MappingProxyType(dict(merge_rules)))
-        self._plans: dict[str, _ResourcePlan | SystemFileError] = {}
+        self._plans: dict[str, ResourcePlan | SystemFileError] = {}
         self._formatted: dict[str, dict[tuple[type, Any], tuple[str, Any]]] = {}
 
     def new(self, resource: str | CgroupResource, cgroup_dir: str, value: Any, *,
@@ -145,35 +171,32 @@ class UpdaterFactory:
                 raise plan
             return self._refused(get_resource(resource), cgroup_dir, value, plan)
         try:
-            _, cgroup_dir, path = self.files.resolve(plan.resource, cgroup_dir)
+            cgroup_dir = clean_cgroup_dir(cgroup_dir)
             text, canonical = self._format(plan, value)
         except SystemFileError as exc:
             if strict:
                 raise
             return self._refused(plan.resource, cgroup_dir, value, exc)
-        return Updater(
-            name=name, cgroup_dir=cgroup_dir, value=value, resource=plan.resource,
-            version=plan.version, path=path, key=(name, cgroup_dir), text=text,
-            canonical=canonical, merge=plan.merge, read_modify_write=plan.read_modify_write,
-        )
+        return Updater(name=name, cgroup_dir=cgroup_dir, value=value, plan=plan, key=(name, cgroup_dir), text=text,
+                       canonical=canonical)
 
-    def _plan(self, resource: str | CgroupResource) -> _ResourcePlan | SystemFileError:
+    def _plan(self, resource: str | CgroupResource) -> ResourcePlan | SystemFileError:
         res = get_resource(resource)
         rule = self.merge_rules.get(res.name)
         if rule is None:
             raise NotSupported("no updater registered for resource %r" % res.name)
-        plan: _ResourcePlan | SystemFileError
+        plan: ResourcePlan | SystemFileError
         try:
-            version = self.files.version_for(res)
-            plan = _ResourcePlan(
+            version, _, root, file = self.files.resolve_parts(res, "")
+            plan = ResourcePlan(
                 resource=res, version=version, merge=rule.for_version(version),
-                read_modify_write=version == 2 and res.v2_read_modify_write)
+                read_modify_write=version == 2 and res.v2_read_modify_write, root=root, file=file)
         except SystemFileError as exc:
             plan = exc
         self._plans[res.name] = plan
         return plan
 
-    def _format(self, plan: _ResourcePlan, value: Any) -> tuple[str, Any]:
+    def _format(self, plan: ResourcePlan, value: Any) -> tuple[str, Any]:
         memo = self._formatted.get(plan.resource.name)
         if memo is None:
             memo = self._formatted[plan.resource.name] = {}
@@ -197,8 +220,6 @@ class UpdaterFactory:
 
     def _refused(self, res: CgroupResource, cgroup_dir: str, value: Any,
                  problem: SystemFileError) -> Updater:
-        return Updater(
-            name=res.name, cgroup_dir=cgroup_dir, value=value, resource=res, version=0,
-            path="", key=(res.name, cgroup_dir), text=None, canonical=None, merge=None,
-            read_modify_write=False, problem=problem,
-        )
+        plan = ResourcePlan(resource=res, version=0, merge=None, read_modify_write=False, root="", file="")
+        return Updater(name=res.name, cgroup_dir=cgroup_dir, value=value, plan=plan, key=(res.name, cgroup_dir),
+                       text=None, canonical=None, problem=problem)

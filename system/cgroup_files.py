@@ -45,28 +45,40 @@ def clean_cgroup_dir(cgroup_dir: str) -> str:
     return "/".join(parts)
 
 
+def join_file(root: str, rel: str, name: str) -> str:
+    """The path of file `name` of cgroup `rel` ("" for the root) under hierarchy `root`."""
+    return ("%s/%s/%s" % (root, rel, name)) if rel else ("%s/%s" % (root, name))
+
+
 class CgroupFiles:
     """Typed access to cgroup files on one host (real or fake tree)."""
 
     def __init__(self, host: Host, hierarchy: CgroupHierarchy | None = None) -> None:
         self.host = host
         self.hierarchy = hierarchy if hierarchy is not None else detect_hierarchy(host)
-        # resource name -> (version, root as str): fixed for a given hierarchy
-        self._located: dict[str, tuple[int, str]] = {}
+        # resource name -> (version, root as str, file name): fixed for a given hierarchy
+        self._located: dict[str, tuple[int, str, str]] = {}
 
     def resolve(self, resource: str | CgroupResource, cgroup_dir: str) -> tuple[int, str, str]:
         """(version, clean cgroup dir, file path as str): the hot-path form of `path`,
         for callers that keep paths as strings (the executor's updaters, readers).
         NotSupported where the resource has no file here, InvalidValue for a bad dir."""
+        version, rel, root, name = self.resolve_parts(resource, cgroup_dir)
+        return version, rel, join_file(root, rel, name)
+
+    def resolve_parts(self, resource: str | CgroupResource, cgroup_dir: str) -> tuple[int, str, str, str]:
+        """(version, clean cgroup dir, hierarchy root, file name), each a str shared by every
+        cgroup's file of this resource: `join_file` makes the path. For holders of thousands
+        of paths that need them only now and then (the executor's updaters)."""
         res = get_resource(resource)
         hit = self._located.get(res.name)
         if hit is None:
             version, root_path = self.locate(res)
-            hit = self._located[res.name] = (version, str(root_path))
-        version, root = hit
-        rel = clean_cgroup_dir(cgroup_dir)
-        name = res.v1_file if version == 1 else res.v2_file
-        return version, rel, ("%s/%s/%s" % (root, rel, name)) if rel else ("%s/%s" % (root, name))
+            name = res.v1_file if version == 1 else res.v2_file
+            assert name is not None  # locate() only answers versions with a file
+            hit = self._located[res.name] = (version, str(root_path), name)
+        version, root, name = hit
+        return version, clean_cgroup_dir(cgroup_dir), root, name
 
     def _file(self, res: CgroupResource, cgroup_dir: str) -> tuple[int, str]:
         version, _, path = self.resolve(res, cgroup_dir)

@@ -391,13 +391,27 @@ class ValueBatch:
     no fd outlives a read and a re-created directory is seen). One reader at a time."""
 
     def __init__(self, specs: Sequence[tuple[str, str]], native: bool = True) -> None:
-        self.specs = tuple(specs)
-        self.paths = tuple(path for path, _ in self.specs)
+        # dropped once packed in the C reader's blob (the collectors keep dozens of batches
+        # of thousands of files: the tuples and path strings were more than the bytes)
+        self._specs: tuple[tuple[str, str], ...] | None = tuple(specs)
+        self._count = len(self._specs)
         self._native = native and _read_values is not None
         self._ready = False  # the C arrays are made by the first read (in the reading thread)
 
     def __len__(self) -> int:
-        return len(self.specs)
+        return self._count
+
+    @property
+    def specs(self) -> tuple[tuple[str, str], ...]:
+        """(path, keys) of each file, as given (read back from the blob once packed)."""
+        if self._specs is not None:
+            return self._specs
+        words = self._blob.split(b"\0")
+        return tuple((os.fsdecode(words[2 * i]), words[2 * i + 1].decode("ascii")) for i in range(self._count))
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(path for path, _ in self.specs)
 
     def read(self) -> tuple[list[int], list[int]]:
         """(values, status): file i's k-th value at values[i * VALUES_PER_FILE + k]
@@ -406,13 +420,14 @@ class ValueBatch:
         if not self._native:
             return _values_in_python(self.specs)
         assert _ffi is not None and _read_values is not None
-        n = len(self.specs)
+        n = self._count
         if not self._ready:
-            self._blob = b"".join(os.fsencode(path) + b"\0" + keys.encode("ascii") + b"\0"
-                                  for path, keys in self.specs)
-            self._anchored = _Anchored(self.paths)
+            specs = self.specs
+            self._blob = b"".join(os.fsencode(path) + b"\0" + keys.encode("ascii") + b"\0" for path, keys in specs)
+            self._anchored = _Anchored([path for path, _ in specs])
             self._values = _ffi.new("int64_t[]", max(1, n * VALUES_PER_FILE))
             self._status = _ffi.new("int[]", max(1, n))
+            self._specs = None
             self._ready = True
         anchored = self._anchored
         _read_values(anchored.blob, anchored.count, self._blob, anchored.anchor_of, anchored.rel_at, n,
@@ -420,9 +435,10 @@ class ValueBatch:
         values = _ffi.unpack(self._values, n * VALUES_PER_FILE)
         status = _ffi.unpack(self._status, n)
         if _EFBIG in status:  # a file longer than the C buffer: parsed here
+            specs = self.specs
             for i, code in enumerate(status):
                 if code == _EFBIG:
-                    status[i] = _value_into(self.specs[i], values, i)
+                    status[i] = _value_into(specs[i], values, i)
         return values, status
 
 

@@ -16,7 +16,7 @@ and parse with the pure ``cpu_ns_of`` / ``working_set_of`` / ``parse_throttle_co
 from __future__ import annotations
 
 from system.cgroup_codecs import key_value_of
-from system.cgroup_files import CgroupFiles, clean_cgroup_dir, read_path_text
+from system.cgroup_files import CgroupFiles, clean_cgroup_dir, join_file, read_path_text
 from system.cgroup_readers import Throttling, inactive_file_key
 from system.errors import InvalidValue
 from system.file_io import KeptFdPool
@@ -27,22 +27,43 @@ MAX_PATHS = 65536
 
 
 class UsagePaths:
-    """One cgroup's usage files, resolved once."""
+    """One cgroup's usage files, resolved once: the cgroup dir and, per file, the hierarchy
+    root and file name (strings every cgroup shares), so a path is made when asked, not
+    kept (the collectors ask when they build a batch, which keeps the bytes it reads)."""
 
-    __slots__ = ("cpu", "cpu_v2", "memory", "memory_stat", "inactive_key", "cpu_stat", "cpu_stat_v2", "inactive")
+    __slots__ = ("rel", "cpu_v2", "inactive_key", "cpu_stat_v2", "inactive", "_cpu_root", "_cpu_name", "_memory_root",
+                 "_memory_name", "_stat_root", "_stat_name", "_cpu_stat_root", "_cpu_stat_name")
 
     def __init__(self, files: CgroupFiles, cgroup_dir: str) -> None:
-        rel = clean_cgroup_dir(cgroup_dir)
-        self.cpu, self.cpu_v2 = _path(files, "cpuacct.usage", rel)
-        self.memory, _ = _path(files, "memory.usage_in_bytes", rel)
-        self.memory_stat, memory_stat_v2 = _path(files, "memory.stat", rel)
+        self.rel = rel = clean_cgroup_dir(cgroup_dir)
+        self._cpu_root, self._cpu_name, self.cpu_v2 = _file(files, "cpuacct.usage", rel)
+        self._memory_root, self._memory_name, _ = _file(files, "memory.usage_in_bytes", rel)
+        self._stat_root, self._stat_name, memory_stat_v2 = _file(files, "memory.stat", rel)
         self.inactive_key = inactive_file_key(2 if memory_stat_v2 else 1)
-        self.cpu_stat, self.cpu_stat_v2 = _path(files, "cpu.stat", rel)
+        self._cpu_stat_root, self._cpu_stat_name, self.cpu_stat_v2 = _file(files, "cpu.stat", rel)
         self.inactive = -1  # the last inactive_file read, -1 before the first
 
+    @property
+    def cpu(self) -> str:
+        return join_file(self._cpu_root, self.rel, self._cpu_name)
 
-def _path(files: CgroupFiles, resource: str, rel: str) -> tuple[str, bool]:
-    return str(files.path(resource, rel)), files.version_for(resource) == 2
+    @property
+    def memory(self) -> str:
+        return join_file(self._memory_root, self.rel, self._memory_name)
+
+    @property
+    def memory_stat(self) -> str:
+        return join_file(self._stat_root, self.rel, self._stat_name)
+
+    @property
+    def cpu_stat(self) -> str:
+        return join_file(self._cpu_stat_root, self.rel, self._cpu_stat_name)
+
+
+def _file(files: CgroupFiles, resource: str, rel: str) -> tuple[str, str, bool]:
+    """(hierarchy root, file name, whether it is the v2 file) of one resource."""
+    version, _, root, name = files.resolve_parts(resource, rel)
+    return root, name, version == 2
 
 
 class UsageReader:
