@@ -72,7 +72,7 @@ class PodResourceCollector(RoundCollector):
         self._turns = Turns.of(interval, container_interval)
         # each turn's indices into the listing they were made for
         self._listed: Listed[UsagePaths, _Tracked] | None = None
-        self._due: dict[int, list[int]] = {}
+        self._due: dict[int, tuple[list[int], list[int]]] = {}  # phase -> (pods, containers) read
         self._cycle = 0
         self._born = 0  # objects tracked so far: spreads their memory.stat turns
         self.unreadable = 0  # reads skipped (cgroup gone or file missing) in the last run
@@ -93,36 +93,44 @@ class PodResourceCollector(RoundCollector):
         phase = turns.phase(cycle)
         due = self._due.get(phase)
         if due is None:
-            due = self._due[phase] = turns.due(objects, cycle)
+            in_turn = turns.due(objects, cycle)
+            due = self._due[phase] = ([i for i in in_turn if not objects[i][1]], [i for i in in_turn if objects[i][1]])
+        pods_due, containers_due = due
         container_stat_every = max(1, STAT_EVERY // turns.every)
-        stat = [i for i in due if entries[i].stat_due(container_stat_every if objects[i][1] else STAT_EVERY)]
-        batches = (self._batches.get(dirs, ("usage", phase), lambda: _usage_batch(paths, due)),
+        stat = [i for i in pods_due if entries[i].stat_due(STAT_EVERY)]
+        stat += [i for i in containers_due if entries[i].stat_due(container_stat_every)]
+        # the pods' usage files in one batch for every round, each turn's containers in one
+        # of their own: a batch per turn holding every pod kept the pods' paths ten times
+        batches = (self._batches.get(dirs, "pods", lambda: _usage_batch(paths, pods_due)),
+                   self._batches.get(dirs, ("containers", phase), lambda: _usage_batch(paths, containers_due)),
                    self._batches.get(dirs, ("stat", phase, tuple(stat)),
                                      lambda: ValueBatch([(paths[i].memory_stat, paths[i].inactive_key) for i in stat])))
         replies = yield batches
         assert replies is not None
-        values, status = replies[0]
-        stale: set[int] = yield from _refresh_inactive(entries, stat, replies[1])
+        stale: set[int] = yield from _refresh_inactive(entries, stat, replies[2])
         slices = Slices()
         samples: list[tuple[SeriesKey, float]] = []
         pods_cpu: float | None = 0.0
         pods_memory: float | None = 0.0
         self.unreadable = 0
-        for n, i in enumerate(due):
-            if slices.over(n):
-                yield None
-            entry = entries[i]
-            entry.reads += 1
-            cores = memory = None
-            if not (status[2 * n] or status[2 * n + 1] or i in stale or entry.inactive < 0):
-                at = 2 * VALUES_PER_FILE * n  # the object's cpu file, then its memory file
-                cpu_ns = values[at] * 1000 if paths[i].cpu_v2 else values[at]
-                cores, memory = _sample(entry, cpu_ns, values[at + VALUES_PER_FILE], now, samples)
-            else:
-                self.unreadable += 1
-            if not objects[i][1]:  # a pod without a figure this tick makes the sum unknown
-                pods_cpu = None if cores is None or pods_cpu is None else pods_cpu + cores
-                pods_memory = None if memory is None or pods_memory is None else pods_memory + memory
+        done = 0
+        for indices, (values, status) in ((pods_due, replies[0]), (containers_due, replies[1])):
+            for n, i in enumerate(indices):
+                if slices.over(done + n):
+                    yield None
+                entry = entries[i]
+                entry.reads += 1
+                cores = memory = None
+                if not (status[2 * n] or status[2 * n + 1] or i in stale or entry.inactive < 0):
+                    at = 2 * VALUES_PER_FILE * n  # the object's cpu file, then its memory file
+                    cpu_ns = values[at] * 1000 if paths[i].cpu_v2 else values[at]
+                    cores, memory = _sample(entry, cpu_ns, values[at + VALUES_PER_FILE], now, samples)
+                else:
+                    self.unreadable += 1
+                if indices is pods_due:  # a pod without a figure this tick makes the sum unknown
+                    pods_cpu = None if cores is None or pods_cpu is None else pods_cpu + cores
+                    pods_memory = None if memory is None or pods_memory is None else pods_memory + memory
+            done += len(indices)
         samples.extend(self._system(now, pods_cpu, pods_memory))
         return samples
 
