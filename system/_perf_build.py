@@ -1,6 +1,7 @@
 """cffi (API mode) builder of ``system._perf_ext``: perf_event_open groups in cgroup mode,
-and the batch readers of many small kernel files (``koord_read_files``: their bytes;
-``koord_read_values``: the numbers in them).
+the batch readers of many small kernel files (``koord_read_files``: their bytes;
+``koord_read_values``: the numbers in them), and the metric cache's window statistics
+(``koord_window_stats``: means and nearest-rank percentiles of many windows in one call).
 
 Built by ``pip install`` through ``setup.py``'s ``cffi_modules``. The C part only does what
 Python cannot: fill ``struct perf_event_attr`` and make the syscall, open a group (leader
@@ -29,6 +30,8 @@ int koord_read_files(const char *anchors, int n_anchors, const char *paths, cons
 #define KOORD_MAX_ANCHORS ...
 int koord_read_values(const char *anchors, int n_anchors, const char *specs, const int *anchor_of,
                       const int *rel_at, int n, int64_t *values, int *status);
+int koord_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
+                       const int *permilles, double *means, double *pcts);
 """
 
 SOURCE = r"""
@@ -38,6 +41,7 @@ SOURCE = r"""
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
@@ -288,6 +292,90 @@ int koord_read_values(const char *anchors, int n_anchors, const char *specs, con
     }
     koord_close_anchors(anchor_fds);
     return ok;
+}
+
+#define KOORD_SWAP(a, i, j) do { double t_ = (a)[i]; (a)[i] = (a)[j]; (a)[j] = t_; } while (0)
+
+/* The k-th smallest (0-based) of a[0..n), partly reordering a (Hoare's selection with a
+ * median-of-three pivot). Equal values are interchangeable, so the value is the one a
+ * full sort would put at k. */
+static double koord_select(double *a, long n, long k)
+{
+    long lo = 0, hi = n - 1, mid, i, j;
+    double pivot;
+
+    while (hi > lo) {
+        mid = lo + (hi - lo) / 2;
+        if (a[mid] < a[lo])
+            KOORD_SWAP(a, lo, mid);
+        if (a[hi] < a[lo])
+            KOORD_SWAP(a, lo, hi);
+        if (a[hi] < a[mid])
+            KOORD_SWAP(a, mid, hi);
+        pivot = a[mid];
+        i = lo;
+        j = hi;
+        while (i <= j) {
+            while (a[i] < pivot)
+                i++;
+            while (pivot < a[j])
+                j--;
+            if (i <= j) {
+                KOORD_SWAP(a, i, j);
+                i++;
+                j--;
+            }
+        }
+        /* a[lo..j] <= pivot <= a[i..hi], and what lies between equals the pivot */
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return a[k];
+    }
+    return a[k];
+}
+
+/* For each of n windows of doubles (window i: lens[i] > 0 values at address addrs[i]): its
+ * mean, the values summed one after the other from the oldest (as koordlet sums them in Go,
+ * and as the Python fallback does: the same bits), and its percentiles permilles[pct_at[i]
+ * .. pct_at[i + 1]) by koordlet's nearest rank (the value at index n * permille / 1000 - 1,
+ * at least 0, of the sorted window) into pcts[pct_at[i] ..], selected in a copy (the
+ * windows are the metric cache's rings: read only). The caller keeps the rings unchanged
+ * during the call (cffi releases the GIL: only the event loop writes them). Returns 0, or
+ * -ENOMEM. */
+int koord_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
+                       const int *permilles, double *means, double *pcts)
+{
+    const double *values;
+    double *scratch = NULL, sum;
+    long longest = 0, len, j, k;
+    int i, p;
+
+    for (i = 0; i < n; i++) {
+        if (pct_at[i + 1] > pct_at[i] && lens[i] > longest)
+            longest = lens[i];
+    }
+    if (longest && !(scratch = malloc(longest * sizeof(double))))
+        return -ENOMEM;
+    for (i = 0; i < n; i++) {
+        values = (const double *)(uintptr_t)addrs[i];
+        len = lens[i];
+        sum = 0.0;
+        for (j = 0; j < len; j++)
+            sum += values[j];
+        means[i] = sum / (double)len;
+        if (pct_at[i + 1] == pct_at[i])
+            continue;
+        memcpy(scratch, values, len * sizeof(double));
+        for (p = pct_at[i]; p < pct_at[i + 1]; p++) {
+            k = len * permilles[p] / 1000 - 1;
+            pcts[p] = koord_select(scratch, len, k < 0 ? 0 : k);
+        }
+    }
+    free(scratch);
+    return 0;
 }
 """
 

@@ -128,32 +128,53 @@ def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCo
         return None
     pod_usages: list[PodUsage] = []
     reclaim_cpu = reclaim_memory = 0
-    summary = cache.summary
-    for index, pod in enumerate(pods):
-        if index % PODS_PER_STEP == PODS_PER_STEP - 1:
-            yield
-        priority = priority_of(pod)
-        prod = priority is PriorityBand.PROD
-        try:
-            cpu, cpu_peak = summary(SeriesKey(_POD_CPU, pod.uid), start, now, _CPU_PEAK if prod else ())
-            memory, memory_peak = summary(SeriesKey(_POD_MEMORY, pod.uid), start, now, _MEMORY_PEAK if prod else ())
-        except NotEnoughData:
-            continue
-        if not math.isfinite(cpu.avg) or not math.isfinite(memory.avg):  # must not break the report
-            continue
-        pod_usages.append(PodUsage(pod.namespace, pod.name, pod.uid, priority, pod.qos.effective,
-                                   Usage(cpu.avg, memory.avg)))
-        if prod:
-            cpu_reclaim, memory_reclaim = _prod_reclaimable(pod, cpu, memory, cpu_peak[0], memory_peak[0],
-                                                            start, now)
-            reclaim_cpu += cpu_reclaim
-            reclaim_memory += memory_reclaim
+    pod_list = list(pods)
+    for step in range(0, len(pod_list), PODS_PER_STEP):
+        reclaims = _pods_usage(cache, pod_list[step:step + PODS_PER_STEP], start, now, pod_usages)
+        reclaim_cpu += reclaims[0]
+        reclaim_memory += reclaims[1]
+        yield
     system = _average(cache, SYS_CPU, SYS_MEMORY, start, now)
     if system is None:  # koordlet's definition: node minus pods, never negative
         system = Usage(max(node.cpu_cores - sum(p.usage.cpu_cores for p in pod_usages), 0.0),
                        max(node.memory_bytes - sum(p.usage.memory_bytes for p in pod_usages), 0.0))
     aggregated = tuple(p for p in (_percentiles(cache, d, now) for d in policy.durations_seconds) if p is not None)
     return NodeMetricSnapshot(now, node, system, aggregated, tuple(pod_usages), reclaim_cpu, reclaim_memory)
+
+
+def _pods_usage(cache: MetricCache, pods: list[PodInfo], start: float, end: float,
+                out: list[PodUsage]) -> tuple[int, int]:
+    """Append the usage of the pods that have some to `out` (both series read in one
+    `summaries` call, the peaks of Prod pods with them); returns what they reclaim."""
+    keys: list[SeriesKey] = []
+    permilles: list[tuple[int, ...]] = []
+    priorities = []
+    for pod in pods:
+        priority = priority_of(pod)
+        prod = priority is PriorityBand.PROD
+        priorities.append(priority)
+        keys.append(SeriesKey(_POD_CPU, pod.uid))
+        keys.append(SeriesKey(_POD_MEMORY, pod.uid))
+        permilles.append(_CPU_PEAK if prod else ())
+        permilles.append(_MEMORY_PEAK if prod else ())
+    found = cache.summaries(keys, start, end, permilles)
+    reclaim_cpu = reclaim_memory = 0
+    for index, (pod, priority) in enumerate(zip(pods, priorities)):
+        cpu_found, memory_found = found[2 * index], found[2 * index + 1]
+        if cpu_found is None or memory_found is None:
+            continue
+        cpu, cpu_peak = cpu_found
+        memory, memory_peak = memory_found
+        if not math.isfinite(cpu.avg) or not math.isfinite(memory.avg):  # must not break the report
+            continue
+        out.append(PodUsage(pod.namespace, pod.name, pod.uid, priority, pod.qos.effective,
+                            Usage(cpu.avg, memory.avg)))
+        if priority is PriorityBand.PROD:
+            cpu_reclaim, memory_reclaim = _prod_reclaimable(pod, cpu, memory, cpu_peak[0], memory_peak[0],
+                                                            start, end)
+            reclaim_cpu += cpu_reclaim
+            reclaim_memory += memory_reclaim
+    return reclaim_cpu, reclaim_memory
 
 
 def _window(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
