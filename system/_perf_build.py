@@ -337,41 +337,88 @@ static double koord_select(double *a, long n, long k)
     return a[k];
 }
 
+#define KOORD_TOP_MAX 32
+
+/* The rank (1 = the largest) of nearest rank's pick among len values: koordlet's index
+ * len * permille / 1000 - 1 (at least 0) of the ascending order, counted from the top. */
+static long koord_rank_from_top(long len, int permille)
+{
+    long k = len * permille / 1000 - 1;
+
+    return len - (k < 0 ? 0 : k);
+}
+
+/* Σ values[0..len) one addition after the other, and the m largest of them ascending in
+ * top[0..m) (m <= len). The additions form one dependency chain, so the comparisons beside
+ * them come nearly free: a high percentile costs about what the sum costs. */
+static double koord_sum_and_top(const double *values, long len, double *top, long m)
+{
+    double sum = 0.0, v;
+    long j, i;
+
+    for (j = 0; j < len; j++) {
+        v = values[j];
+        sum += v;
+        if (j < m) { /* filling: insertion into the sorted prefix */
+            for (i = j; i > 0 && top[i - 1] > v; i--)
+                top[i] = top[i - 1];
+            top[i] = v;
+        } else if (v > top[0]) { /* drop the smallest kept, slide v into place */
+            for (i = 1; i < m && top[i] < v; i++)
+                top[i - 1] = top[i];
+            top[i - 1] = v;
+        }
+    }
+    return sum;
+}
+
 /* For each of n windows of doubles (window i: lens[i] > 0 values at address addrs[i]): its
  * mean, the values summed one after the other from the oldest (as koordlet sums them in Go,
  * and as the Python fallback does: the same bits), and its percentiles permilles[pct_at[i]
  * .. pct_at[i + 1]) by koordlet's nearest rank (the value at index n * permille / 1000 - 1,
- * at least 0, of the sorted window) into pcts[pct_at[i] ..], selected in a copy (the
- * windows are the metric cache's rings: read only). The caller keeps the rings unchanged
- * during the call (cffi releases the GIL: only the event loop writes them). Returns 0, or
- * -ENOMEM. */
+ * at least 0, of the sorted window) into pcts[pct_at[i] ..]. A pick among the top
+ * KOORD_TOP_MAX values (p95, p99 of a few hundred) is kept during the sum; others are
+ * selected in a copy. The windows are the metric cache's rings: read only, and the caller
+ * keeps them unchanged during the call (cffi releases the GIL: only the event loop writes
+ * them). Returns 0, or -ENOMEM. */
 int koord_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
                        const int *permilles, double *means, double *pcts)
 {
     const double *values;
-    double *scratch = NULL, sum;
-    long longest = 0, len, j, k;
-    int i, p;
+    double *scratch = NULL, top[KOORD_TOP_MAX];
+    long longest = 0, len, m, r;
+    int i, p, copied;
 
     for (i = 0; i < n; i++) {
-        if (pct_at[i + 1] > pct_at[i] && lens[i] > longest)
-            longest = lens[i];
+        for (p = pct_at[i]; p < pct_at[i + 1]; p++) {
+            if (koord_rank_from_top(lens[i], permilles[p]) > KOORD_TOP_MAX && lens[i] > longest)
+                longest = lens[i];
+        }
     }
     if (longest && !(scratch = malloc(longest * sizeof(double))))
         return -ENOMEM;
     for (i = 0; i < n; i++) {
         values = (const double *)(uintptr_t)addrs[i];
         len = lens[i];
-        sum = 0.0;
-        for (j = 0; j < len; j++)
-            sum += values[j];
-        means[i] = sum / (double)len;
-        if (pct_at[i + 1] == pct_at[i])
-            continue;
-        memcpy(scratch, values, len * sizeof(double));
+        m = 0;
         for (p = pct_at[i]; p < pct_at[i + 1]; p++) {
-            k = len * permilles[p] / 1000 - 1;
-            pcts[p] = koord_select(scratch, len, k < 0 ? 0 : k);
+            r = koord_rank_from_top(len, permilles[p]);
+            if (r <= KOORD_TOP_MAX && r > m)
+                m = r;
+        }
+        means[i] = koord_sum_and_top(values, len, top, m) / (double)len;
+        copied = 0;
+        for (p = pct_at[i]; p < pct_at[i + 1]; p++) {
+            r = koord_rank_from_top(len, permilles[p]);
+            if (r <= m) {
+                pcts[p] = top[m - r];
+                continue;
+            }
+            if (!copied) {
+                memcpy(scratch, values, len * sizeof(double));
+                copied = 1;
+            }
+            pcts[p] = koord_select(scratch, len, len - r);
         }
     }
     free(scratch);

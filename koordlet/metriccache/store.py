@@ -43,27 +43,20 @@ log = structlog.get_logger(__name__)
 DB_FILE_NAME = "metric-cache.sqlite"
 DEFAULT_MAX_PENDING = 1_000_000
 _AGGREGATE_PERCENTILES = (P50, P90, P95, P99)
-_UNSEEN = (0, 0, 0.0, 0.0)  # a span not looked up yet (None: a window with no sample)
-
-
-def _checked(permilles: tuple[int, ...]) -> tuple[int, ...]:
-    """Permilles as nearest_rank accepts them (the C path does not check)."""
-    for permille in permilles:
-        if not 0 < permille <= 1000:
-            raise ValueError("percentile %r must be in (0, 1000] thousandths" % (permille,))
-    return permilles
+_UNSEEN = (0, 0, 0, 0.0, 0.0)  # a span not looked up yet (None: a window with no sample)
 
 
 def _span(timeline: Timeline, first: int, count: int, start: float,
-          end: float) -> tuple[int, int, float, float] | None:
+          end: float) -> tuple[int, int, int, float, float] | None:
     """The window [start, end] of a series whose `count` values start at timeline index
-    `first`: [lo, hi) offsets from its oldest value and the first and last timestamps, or
-    None when no value is in it (SeriesRing.bounds, by the series' place on the timeline)."""
+    `first`: [lo, hi) offsets from its oldest value, hi - lo and the first and last
+    timestamps, or None when no value is in it (SeriesRing.bounds, by the series' place
+    on the timeline)."""
     ts = timeline.ts
     at = first - timeline.dropped
     lo = bisect_left(ts, start, at, at + count)
     hi = bisect_right(ts, end, lo, at + count)
-    return None if lo == hi else (lo - at, hi - at, ts[lo], ts[hi - 1])
+    return None if lo == hi else (lo - at, hi - at, hi - lo, ts[lo], ts[hi - 1])
 
 
 class MetricStore:
@@ -180,7 +173,7 @@ class MetricStore:
                 permilles: tuple[int, ...] = ()) -> tuple[Mean, tuple[float, ...]]:
         """`mean` with no coverage rule and the asked percentiles (the values `aggregate` gives)."""
         ring, lo, hi = self._samples_between(key, start, end)
-        means, pcts = window_stats(((ring.values, lo, hi),), (_checked(permilles),))
+        means, pcts = window_stats(((ring.values, lo, hi),), (permilles,))
         return Mean(hi - lo, means[0], ring.timestamp(lo), ring.timestamp(hi - 1)), tuple(pcts)
 
     def summaries(self, keys: Sequence[SeriesKey], start: float, end: float,
@@ -189,36 +182,37 @@ class MetricStore:
         rounds share a timeline and so, mostly, their window's bounds and timestamps: those
         are searched once per (timeline, first sample, count)."""
         get = self._series.get
-        spans: dict[tuple[Timeline, int, int], tuple[int, int, float, float] | None] = {}
+        spans: dict[tuple[Timeline, int, int], tuple[int, int, int, float, float] | None] = {}
         windows: list[tuple[array, int, int]] = []
         asked: list[tuple[int, ...]] = []
-        found: list[tuple[int, int, float, float]] = []  # (index in keys, count, first ts, last ts)
-        for index, key in enumerate(keys):
+        found: list[tuple[int, tuple[int, int, int, float, float]]] = []  # (index in keys, span)
+        for index, (key, wanted) in enumerate(zip(keys, permilles)):
             ring = get(key)
             if ring is None:
                 continue
             values = ring.values
             head = ring.head
-            count = len(values) - head
-            span_key = (ring.timeline, ring.first, count)
+            span_key = (ring.timeline, ring.first, len(values) - head)
             span = spans.get(span_key, _UNSEEN)
             if span is _UNSEEN:
-                span = spans[span_key] = _span(ring.timeline, ring.first, count, start, end)
+                span = spans[span_key] = _span(*span_key, start, end)
             if span is None:
                 continue
-            lo, hi, first_ts, last_ts = span
-            windows.append((values, head + lo, head + hi))
-            asked.append(_checked(permilles[index]))
-            found.append((index, hi - lo, first_ts, last_ts))
+            windows.append((values, head + span[0], head + span[1]))
+            asked.append(wanted)
+            found.append((index, span))
         out: list[tuple[Mean, tuple[float, ...]] | None] = [None] * len(keys)
         if not windows:
             return out
         means, pcts = window_stats(windows, asked)
         at = 0
-        for (index, count, first_ts, last_ts), mean, wanted in zip(found, means, asked):
-            taken = len(wanted)
-            out[index] = Mean(count, mean, first_ts, last_ts), tuple(pcts[at:at + taken]) if taken else ()
-            at += taken
+        for (index, (_, _, count, first_ts, last_ts)), mean, wanted in zip(found, means, asked):
+            if wanted:
+                taken = at + len(wanted)
+                out[index] = Mean(count, mean, first_ts, last_ts), tuple(pcts[at:taken])
+                at = taken
+            else:
+                out[index] = Mean(count, mean, first_ts, last_ts), ()
         return out
 
     def _samples_between(self, key: SeriesKey, start: float, end: float) -> tuple[SeriesRing, int, int]:

@@ -36,18 +36,20 @@ Window = tuple[array, int, int]  # values, lo, hi
 def window_stats(windows: Sequence[Window], permilles: Sequence[tuple[int, ...]],
                  use_c: bool = True) -> tuple[list[float], list[float]]:
     """(means, percentiles): means[i] of window i; the percentiles of window i, permilles[i]
-    in that order, follow each other in the second list (window 0's first). Permilles must
-    be in (0, 1000] (nearest_rank checks them on the Python path only)."""
-    if _window_stats is None or not use_c:
-        return _python_stats(windows, permilles)
-    n = len(windows)
-    addresses = array("Q", [values.buffer_info()[0] + lo * _DOUBLE for values, lo, _ in windows])
-    lengths = array("l", [hi - lo for _, lo, hi in windows])
+    in that order, follow each other in the second list (window 0's first). ValueError for
+    a permille outside (0, 1000], on both paths."""
     pct_at = array("i", [0])
     flat = array("i")
     for asked in permilles:
         flat.extend(asked)
         pct_at.append(len(flat))
+    if flat and (min(flat) <= 0 or max(flat) > 1000):
+        raise ValueError("percentiles %r must be in (0, 1000] thousandths" % (sorted(set(flat)),))
+    if _window_stats is None or not use_c:
+        return _python_stats(windows, permilles)
+    n = len(windows)
+    addresses = array("Q", [values.buffer_info()[0] + lo * _DOUBLE for values, lo, _ in windows])
+    lengths = array("l", [hi - lo for _, lo, hi in windows])
     means = array("d", bytes(_DOUBLE * n))
     pcts = array("d", bytes(_DOUBLE * len(flat)))
     from_buffer = _ffi.from_buffer

@@ -80,3 +80,34 @@ def test_the_mean_is_not_fsum_but_the_sequential_sum():
     values = [1e16, 1.0, -1e16, 1.0]
     ring = array("d", values)
     assert window_stats([(ring, 0, 4)], [()])[0] == [sequential_mean(values)] == [0.25]  # fsum: 0.5
+
+
+@pytest.mark.parametrize("use_c", [True, False])
+@pytest.mark.parametrize("permille", [0, -5, 1001])
+def test_a_percentile_outside_the_range_is_refused_on_both_paths(use_c, permille):
+    with pytest.raises(ValueError):
+        window_stats([(array("d", [1.0, 2.0]), 0, 2)], [(500, permille)], use_c=use_c)
+
+
+@needs_c
+def test_the_store_reads_the_same_figures_without_the_extension(monkeypatch):
+    from koordlet.metriccache.api import Sample, SeriesKey
+    from koordlet.metriccache.store import MetricStore
+
+    rng = random.Random(3)
+    store = MetricStore(clock=lambda: 0.0)
+    keys = [SeriesKey("pod_cpu_usage_cores", "p%d" % i) for i in range(5)]
+    for t in range(200):
+        store.append(Sample(key, 1000.0 + t, rng.choice((rng.random() * 8, 1e12 * rng.random(), 1.0)))
+                     for key in keys)
+
+    def figures() -> list:
+        return [store.summaries(keys, 1050.0, 1199.0, [(950,), (), (500, 990), (1,), (1000,)]),
+                [store.aggregate(key, 1050.0, 1199.0) for key in keys],
+                [store.mean(key, 1100.0, 1199.0) for key in keys],
+                [store.summary(key, 1000.0, 1199.0, (900, 990)) for key in keys]]
+
+    with_c = figures()
+    monkeypatch.setattr(module, "_window_stats", None)
+    monkeypatch.setattr(module, "_one", None)
+    assert figures() == with_c
