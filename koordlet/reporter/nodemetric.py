@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 from operator import attrgetter
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
 from koordlet.metriccache.aggregation import COLD_START_RATIO, P95, P99, covers_window
@@ -45,12 +46,14 @@ SYS_MEMORY = SeriesKey.of(Metric.SYS_MEMORY_USAGE_BYTES)
 _POD_CPU = Metric.POD_CPU_USAGE_CORES.value
 _POD_MEMORY = Metric.POD_MEMORY_USAGE_BYTES.value
 _CPU_PEAK, _MEMORY_PEAK = (P95,), (P99,)
+# SeriesKey(metric, uid): every field given, in order, without the NamedTuple's Python-level
+# __new__ (two keys a pod a report)
+_key = partial(tuple.__new__, SeriesKey)
 
 _PROD_BY_DEFAULT = frozenset({KoordQoSClass.SYSTEM, KoordQoSClass.LSE, KoordQoSClass.LSR, KoordQoSClass.LS})
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
+class Usage(NamedTuple):  # a tuple (as PodUsage): a report makes one a pod, three times cheaper than a dataclass
     cpu_cores: float
     memory_bytes: float
 
@@ -61,8 +64,7 @@ class Percentiles:
     by_kind: tuple[tuple[str, Usage], ...]  # ("p50", Usage), ... in PERCENTILES order
 
 
-@dataclass(frozen=True, slots=True)
-class PodUsage:
+class PodUsage(NamedTuple):
     namespace: str
     name: str
     uid: str
@@ -153,8 +155,8 @@ def _pods_usage(cache: MetricCache, pods: list[PodInfo], start: float, end: floa
         priority = priority_of(pod)
         prod = priority is PriorityBand.PROD
         priorities.append(priority)
-        keys.append(SeriesKey(_POD_CPU, pod.uid))
-        keys.append(SeriesKey(_POD_MEMORY, pod.uid))
+        keys.append(_key((_POD_CPU, pod.uid, "", ())))
+        keys.append(_key((_POD_MEMORY, pod.uid, "", ())))
         permilles.append(_CPU_PEAK if prod else ())
         permilles.append(_MEMORY_PEAK if prod else ())
     found = cache.summaries(keys, start, end, permilles)
