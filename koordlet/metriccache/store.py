@@ -186,16 +186,19 @@ class MetricStore:
         windows: list[tuple[array, int, int]] = []
         asked: list[tuple[int, ...]] = []
         found: list[tuple[int, tuple[int, int, int, float, float]]] = []  # (index in keys, span)
+        last_timeline, last_first, last_count, span = None, 0, 0, None  # the previous series' place
         for index, (key, wanted) in enumerate(zip(keys, permilles)):
             ring = get(key)
             if ring is None:
                 continue
             values = ring.values
             head = ring.head
-            span_key = (ring.timeline, ring.first, len(values) - head)
-            span = spans.get(span_key, _UNSEEN)
-            if span is _UNSEEN:
-                span = spans[span_key] = _span(*span_key, start, end)
+            count = len(values) - head
+            if ring.timeline is not last_timeline or ring.first != last_first or count != last_count:
+                last_timeline, last_first, last_count = span_key = ring.timeline, ring.first, count
+                span = spans.get(span_key, _UNSEEN)
+                if span is _UNSEEN:
+                    span = spans[span_key] = _span(*span_key, start, end)
             if span is None:
                 continue
             windows.append((values, head + span[0], head + span[1]))
