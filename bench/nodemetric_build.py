@@ -56,28 +56,29 @@ def make_pods(count: int) -> list[PodInfo]:
 
 
 def fill(store: MetricStore, pods: list[PodInfo]) -> None:
+    """30 min of node samples, then the pods' last 300 s written round by round as the
+    collectors write them (one timestamp a round for every pod and container series)."""
     node_cpu, node_mem = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
     store.append(Sample(node_cpu, NOW - 1799 + t, 8 + (t * 7919 % 400) / 100) for t in range(1800))
     store.append(Sample(node_mem, NOW - 1799 + t, 40 * GI + (t * 104729 % 1000) * 4096) for t in range(1800))
-    for n, pod in enumerate(pods):
-        cid = pod.containers[0].id
-        for metric, container_metric, scale in ((Metric.POD_CPU_USAGE_CORES, Metric.CONTAINER_CPU_USAGE_CORES, 0.01),
-                                                (Metric.POD_MEMORY_USAGE_BYTES, Metric.CONTAINER_MEMORY_USAGE_BYTES,
-                                                 1024 * 1024)):
-            values = [(n + t * 31) % 100 * scale for t in range(300)]
-            store.append(Sample(SeriesKey.of(metric, pod.uid), NOW - 299 + t, v) for t, v in enumerate(values))
-            store.append(Sample(SeriesKey.of(container_metric, pod.uid, cid), NOW - 299 + t, v)
-                         for t, v in enumerate(values))
+    keys = pod_keys(pods)
+    for t in range(300):
+        store.append_at(NOW - 299 + t, [(key, (n + t * 31) % 100 * scale) for key, n, scale in keys])
+
+
+def pod_keys(pods: list[PodInfo]) -> list[tuple[SeriesKey, int, float]]:
+    """(series, pod number, scale) of each pod's and container's cpu and memory series."""
+    return [(SeriesKey.of(metric, pod.uid, cid), n, scale)
+            for n, pod in enumerate(pods) for cid in ("", pod.containers[0].id)
+            for metric, scale in (((Metric.CONTAINER_CPU_USAGE_CORES if cid else Metric.POD_CPU_USAGE_CORES), 0.01),
+                                  ((Metric.CONTAINER_MEMORY_USAGE_BYTES if cid else Metric.POD_MEMORY_USAGE_BYTES),
+                                   1024 * 1024))]
 
 
 def advance(store: MetricStore, pods: list[PodInfo], now: float, seconds: int) -> float:
     """Append the next ``seconds`` rounds of samples after ``now``; returns the new now."""
     node_cpu, node_mem = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
-    keys = [(SeriesKey.of(metric, pod.uid, cid), n, scale)
-            for n, pod in enumerate(pods) for cid in ("", pod.containers[0].id)
-            for metric, scale in (((Metric.CONTAINER_CPU_USAGE_CORES if cid else Metric.POD_CPU_USAGE_CORES), 0.01),
-                                  ((Metric.CONTAINER_MEMORY_USAGE_BYTES if cid else Metric.POD_MEMORY_USAGE_BYTES),
-                                   1024 * 1024))]
+    keys = pod_keys(pods)
     for _ in range(seconds):
         now += 1
         t = int(now - NOW) + 1799

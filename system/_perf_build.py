@@ -1,6 +1,7 @@
 """cffi (API mode) builder of ``system._perf_ext``: perf_event_open groups in cgroup mode,
-and the batch readers of many small kernel files (``koord_read_files``: their bytes;
-``koord_read_values``: the numbers in them).
+the batch readers of many small kernel files (``koord_read_files``: their bytes;
+``koord_read_values``: the numbers in them), and the metric cache's window statistics
+(``koord_window_stats``: means and nearest-rank percentiles of many windows in one call).
 
 Built by ``pip install`` through ``setup.py``'s ``cffi_modules``. The C part only does what
 Python cannot: fill ``struct perf_event_attr`` and make the syscall, open a group (leader
@@ -29,6 +30,8 @@ int koord_read_files(const char *anchors, int n_anchors, const char *paths, cons
 #define KOORD_MAX_ANCHORS ...
 int koord_read_values(const char *anchors, int n_anchors, const char *specs, const int *anchor_of,
                       const int *rel_at, int n, int64_t *values, int *status);
+int koord_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
+                       const int *permilles, double *means, double *pcts);
 """
 
 SOURCE = r"""
@@ -38,6 +41,7 @@ SOURCE = r"""
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
@@ -288,6 +292,137 @@ int koord_read_values(const char *anchors, int n_anchors, const char *specs, con
     }
     koord_close_anchors(anchor_fds);
     return ok;
+}
+
+#define KOORD_SWAP(a, i, j) do { double t_ = (a)[i]; (a)[i] = (a)[j]; (a)[j] = t_; } while (0)
+
+/* The k-th smallest (0-based) of a[0..n), partly reordering a (Hoare's selection with a
+ * median-of-three pivot). Equal values are interchangeable, so the value is the one a
+ * full sort would put at k. */
+static double koord_select(double *a, long n, long k)
+{
+    long lo = 0, hi = n - 1, mid, i, j;
+    double pivot;
+
+    while (hi > lo) {
+        mid = lo + (hi - lo) / 2;
+        if (a[mid] < a[lo])
+            KOORD_SWAP(a, lo, mid);
+        if (a[hi] < a[lo])
+            KOORD_SWAP(a, lo, hi);
+        if (a[hi] < a[mid])
+            KOORD_SWAP(a, mid, hi);
+        pivot = a[mid];
+        i = lo;
+        j = hi;
+        while (i <= j) {
+            while (a[i] < pivot)
+                i++;
+            while (pivot < a[j])
+                j--;
+            if (i <= j) {
+                KOORD_SWAP(a, i, j);
+                i++;
+                j--;
+            }
+        }
+        /* a[lo..j] <= pivot <= a[i..hi], and what lies between equals the pivot */
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return a[k];
+    }
+    return a[k];
+}
+
+#define KOORD_TOP_MAX 32
+
+/* The rank (1 = the largest) of nearest rank's pick among len values: koordlet's index
+ * len * permille / 1000 - 1 (at least 0) of the ascending order, counted from the top. */
+static long koord_rank_from_top(long len, int permille)
+{
+    long k = len * permille / 1000 - 1;
+
+    return len - (k < 0 ? 0 : k);
+}
+
+/* Σ values[0..len) one addition after the other, and the m largest of them ascending in
+ * top[0..m) (m <= len). The additions form one dependency chain, so the comparisons beside
+ * them come nearly free: a high percentile costs about what the sum costs. */
+static double koord_sum_and_top(const double *values, long len, double *top, long m)
+{
+    double sum = 0.0, v;
+    long j, i;
+
+    for (j = 0; j < len; j++) {
+        v = values[j];
+        sum += v;
+        if (j < m) { /* filling: insertion into the sorted prefix */
+            for (i = j; i > 0 && top[i - 1] > v; i--)
+                top[i] = top[i - 1];
+            top[i] = v;
+        } else if (v > top[0]) { /* drop the smallest kept, slide v into place */
+            for (i = 1; i < m && top[i] < v; i++)
+                top[i - 1] = top[i];
+            top[i - 1] = v;
+        }
+    }
+    return sum;
+}
+
+/* For each of n windows of doubles (window i: lens[i] > 0 values at address addrs[i]): its
+ * mean, the values summed one after the other from the oldest (as koordlet sums them in Go,
+ * and as the Python fallback does: the same bits), and its percentiles permilles[pct_at[i]
+ * .. pct_at[i + 1]) by koordlet's nearest rank (the value at index n * permille / 1000 - 1,
+ * at least 0, of the sorted window) into pcts[pct_at[i] ..]. A pick among the top
+ * KOORD_TOP_MAX values (p95, p99 of a few hundred) is kept during the sum; others are
+ * selected in a copy. The windows are the metric cache's rings: read only, and the caller
+ * keeps them unchanged during the call (cffi releases the GIL: only the event loop writes
+ * them). Returns 0, or -ENOMEM. */
+int koord_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
+                       const int *permilles, double *means, double *pcts)
+{
+    const double *values;
+    double *scratch = NULL, top[KOORD_TOP_MAX];
+    long longest = 0, len, m, r;
+    int i, p, copied;
+
+    for (i = 0; i < n; i++) {
+        for (p = pct_at[i]; p < pct_at[i + 1]; p++) {
+            if (koord_rank_from_top(lens[i], permilles[p]) > KOORD_TOP_MAX && lens[i] > longest)
+                longest = lens[i];
+        }
+    }
+    if (longest && !(scratch = malloc(longest * sizeof(double))))
+        return -ENOMEM;
+    for (i = 0; i < n; i++) {
+        values = (const double *)(uintptr_t)addrs[i];
+        len = lens[i];
+        m = 0;
+        for (p = pct_at[i]; p < pct_at[i + 1]; p++) {
+            r = koord_rank_from_top(len, permilles[p]);
+            if (r <= KOORD_TOP_MAX && r > m)
+                m = r;
+        }
+        means[i] = koord_sum_and_top(values, len, top, m) / (double)len;
+        copied = 0;
+        for (p = pct_at[i]; p < pct_at[i + 1]; p++) {
+            r = koord_rank_from_top(len, permilles[p]);
+            if (r <= m) {
+                pcts[p] = top[m - r];
+                continue;
+            }
+            if (!copied) {
+                memcpy(scratch, values, len * sizeof(double));
+                copied = 1;
+            }
+            pcts[p] = koord_select(scratch, len, len - r);
+        }
+    }
+    free(scratch);
+    return 0;
 }
 """
 

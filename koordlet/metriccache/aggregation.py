@@ -16,7 +16,8 @@ averages; callers choose through ``min_coverage``.
 
 from __future__ import annotations
 
-import math
+from functools import reduce
+from operator import add
 from typing import Sequence
 
 from koordlet.metriccache.api import Aggregate, Mean, NotEnoughData
@@ -61,8 +62,10 @@ def checked_window(count: int, first_ts: float, last_ts: float, start: float, en
 
 
 def average(values: Sequence[float]) -> float:
-    """The mean of non-empty values: the correctly rounded sum (fsum), divided once."""
-    return math.fsum(values) / len(values)
+    """The mean of non-empty values: summed one after the other in float64 from the oldest,
+    as koordlet sums them in Go (not fsum, nor 3.12's compensated sum()), divided once;
+    window_stats.py computes the same bits in C."""
+    return reduce(add, values, 0.0) / len(values)
 
 
 def mean_of(values: Sequence[float], first_ts: float, last_ts: float, start: float, end: float,

@@ -93,11 +93,11 @@ class Aggregate:
         return float(self.count) if kind is AggregationType.COUNT else float(getattr(self, kind.value))
 
 
-@dataclass(frozen=True, slots=True)
-class Mean:
-    """One series' average over one window, without the percentiles (no sort, no copy)."""
+class Mean(NamedTuple):
+    """One series' average over one window, without the percentiles (no sort, no copy). A
+    tuple: a report builds two a pod, and a frozen dataclass costs three times as much to make."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # (hides tuple.count, which no reader of a Mean wants)
     avg: float
     first_timestamp: float
     last_timestamp: float
@@ -130,6 +130,12 @@ class MetricCache(Protocol):
                 permilles: tuple[int, ...] = ()) -> tuple[Mean, tuple[float, ...]]:
         """`mean` with no coverage rule and the asked percentiles (koordlet's nearest rank) of
         one window, for a reader that wants both: one search, one copy, one sort."""
+        ...
+
+    def summaries(self, keys: Sequence[SeriesKey], start: float, end: float,
+                  permilles: Sequence[tuple[int, ...]]) -> list[tuple[Mean, tuple[float, ...]] | None]:
+        """`summary` of many series at once (key i with the percentiles permilles[i]), None
+        for a series with no sample in the window: what a report reads, in one pass."""
         ...
 
     def latest(self, key: SeriesKey) -> Sample | None: ...

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
+from array import array
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -23,21 +25,38 @@ import structlog
 
 from koordlet.metriccache.aggregation import (
     COLD_START_RATIO,
-    average,
-    mean_of,
-    nearest_rank,
+    P50,
+    P90,
+    P95,
+    P99,
+    checked_window,
     percentile_of,
-    summarize,
 )
 from koordlet.metriccache.api import Aggregate, Mean, Metric, NotEnoughData, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.series_ring import Keeping, SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
+from koordlet.metriccache.window_stats import window_mean, window_stats
 
 log = structlog.get_logger(__name__)
 
 DB_FILE_NAME = "metric-cache.sqlite"
 DEFAULT_MAX_PENDING = 1_000_000
+_AGGREGATE_PERCENTILES = (P50, P90, P95, P99)
+_UNSEEN = (0, 0, 0, 0.0, 0.0)  # a span not looked up yet (None: a window with no sample)
+
+
+def _span(timeline: Timeline, first: int, count: int, start: float,
+          end: float) -> tuple[int, int, int, float, float] | None:
+    """The window [start, end] of a series whose `count` values start at timeline index
+    `first`: [lo, hi) offsets from its oldest value, hi - lo and the first and last
+    timestamps, or None when no value is in it (SeriesRing.bounds, by the series' place
+    on the timeline)."""
+    ts = timeline.ts
+    at = first - timeline.dropped
+    lo = bisect_left(ts, start, at, at + count)
+    hi = bisect_right(ts, end, lo, at + count)
+    return None if lo == hi else (lo - at, hi - at, hi - lo, ts[lo], ts[hi - 1])
 
 
 class MetricStore:
@@ -123,18 +142,23 @@ class MetricStore:
                   min_coverage: float = COLD_START_RATIO) -> Aggregate:
         """Samples with start <= timestamp <= end. NotEnoughData when the window is empty
         or its samples span less than ``min_coverage`` of it (koordlet's cold-start rule;
-        pass 0 for koordlet's plain averages, which skip the rule)."""
+        pass 0 for koordlet's plain averages, which skip the rule). The figures are
+        aggregation.summarize's, computed in one window_stats call."""
         ring = self._series.get(key)
         if ring is None:
             raise NotEnoughData("no series %s" % (key,))
-        timestamps, values = ring.window(start, end)
-        return summarize(timestamps, values, start, end, min_coverage)
+        lo, hi = ring.bounds(start, end)
+        first_ts, last_ts = (ring.timestamp(lo), ring.timestamp(hi - 1)) if hi > lo else (start, start)
+        checked_window(hi - lo, first_ts, last_ts, start, end, min_coverage)
+        means, (p50, p90, p95, p99) = window_stats(((ring.values, lo, hi),), (_AGGREGATE_PERCENTILES,))
+        return Aggregate(hi - lo, means[0], p50, p90, p95, p99, ring.values[hi - 1], first_ts, last_ts)
 
     def mean(self, key: SeriesKey, start: float, end: float, min_coverage: float = COLD_START_RATIO) -> Mean:
-        """`aggregate`'s avg, without the sort."""
+        """`aggregate`'s avg, without the percentiles."""
         ring, lo, hi = self._samples_between(key, start, end)
-        # a copied slice: fsum iterates an array twice as fast as a memoryview
-        return mean_of(ring.values[lo:hi], ring.timestamp(lo), ring.timestamp(hi - 1), start, end, min_coverage)
+        first_ts, last_ts = ring.timestamp(lo), ring.timestamp(hi - 1)
+        checked_window(hi - lo, first_ts, last_ts, start, end, min_coverage)
+        return Mean(hi - lo, window_mean(ring.values, lo, hi), first_ts, last_ts)
 
     def percentile(self, key: SeriesKey, start: float, end: float, permille: int) -> float:
         """One high percentile of the window (koordlet's nearest rank, as `aggregate` gives
@@ -147,15 +171,52 @@ class MetricStore:
 
     def summary(self, key: SeriesKey, start: float, end: float,
                 permilles: tuple[int, ...] = ()) -> tuple[Mean, tuple[float, ...]]:
-        """`mean` with no coverage rule and the asked percentiles (the values `aggregate` gives)
-        from one search and one copy of the window, sorted once."""
+        """`mean` with no coverage rule and the asked percentiles (the values `aggregate` gives)."""
         ring, lo, hi = self._samples_between(key, start, end)
-        values = ring.values[lo:hi]
-        mean = Mean(hi - lo, average(values), ring.timestamp(lo), ring.timestamp(hi - 1))
-        if not permilles:
-            return mean, ()
-        ordered = sorted(values)
-        return mean, tuple(nearest_rank(ordered, permille) for permille in permilles)
+        means, pcts = window_stats(((ring.values, lo, hi),), (permilles,))
+        return Mean(hi - lo, means[0], ring.timestamp(lo), ring.timestamp(hi - 1)), tuple(pcts)
+
+    def summaries(self, keys: Sequence[SeriesKey], start: float, end: float,
+                  permilles: Sequence[tuple[int, ...]]) -> list[tuple[Mean, tuple[float, ...]] | None]:
+        """`summary` of many series in one window_stats call. Series written in the same
+        rounds share a timeline and so, mostly, their window's bounds and timestamps: those
+        are searched once per (timeline, first sample, count)."""
+        get = self._series.get
+        spans: dict[tuple[Timeline, int, int], tuple[int, int, int, float, float] | None] = {}
+        windows: list[tuple[array, int, int]] = []
+        asked: list[tuple[int, ...]] = []
+        found: list[tuple[int, tuple[int, int, int, float, float]]] = []  # (index in keys, span)
+        last_timeline, last_first, last_count, span = None, 0, 0, None  # the previous series' place
+        for index, (key, wanted) in enumerate(zip(keys, permilles)):
+            ring = get(key)
+            if ring is None:
+                continue
+            values = ring.values
+            head = ring.head
+            count = len(values) - head
+            if ring.timeline is not last_timeline or ring.first != last_first or count != last_count:
+                last_timeline, last_first, last_count = span_key = ring.timeline, ring.first, count
+                span = spans.get(span_key, _UNSEEN)
+                if span is _UNSEEN:
+                    span = spans[span_key] = _span(*span_key, start, end)
+            if span is None:
+                continue
+            windows.append((values, head + span[0], head + span[1]))
+            asked.append(wanted)
+            found.append((index, span))
+        out: list[tuple[Mean, tuple[float, ...]] | None] = [None] * len(keys)
+        if not windows:
+            return out
+        means, pcts = window_stats(windows, asked)
+        at = 0
+        for (index, (_, _, count, first_ts, last_ts)), mean, wanted in zip(found, means, asked):
+            if wanted:
+                taken = at + len(wanted)
+                out[index] = Mean(count, mean, first_ts, last_ts), tuple(pcts[at:taken])
+                at = taken
+            else:
+                out[index] = Mean(count, mean, first_ts, last_ts), ()
+        return out
 
     def _samples_between(self, key: SeriesKey, start: float, end: float) -> tuple[SeriesRing, int, int]:
         """The series and the [lo, hi) indexes of its values in the window; NotEnoughData when

@@ -1,5 +1,5 @@
 """The cheap readers answer exactly what `aggregate` answers: the same average (the same
-fsum over the same window) and the same nearest-rank percentile, for any window."""
+sequential sum over the same window) and the same nearest-rank percentile, for any window."""
 
 from __future__ import annotations
 

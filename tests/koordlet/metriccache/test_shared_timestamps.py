@@ -5,8 +5,6 @@ samples of the last `retention` seconds before the newest, at most `capacity` of
 
 from __future__ import annotations
 
-import math
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +12,7 @@ from koordlet.metriccache.aggregation import nearest_rank
 from koordlet.metriccache.api import Metric, NotEnoughData, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
+from tests.koordlet.metriccache.reference import sequential_mean
 
 T0 = 1_700_000_000.0
 KEYS = [SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "p%d" % (i // 2), "c%d" % i) for i in range(4)] + [
@@ -74,7 +73,7 @@ def check(store: MetricStore, model: Model, now: float) -> None:
             values = [v for _, v in inside]
             assert (whole.count, whole.first_timestamp, whole.last_timestamp, whole.last) == (
                 len(inside), inside[0][0], inside[-1][0], values[-1])
-            assert whole.avg == math.fsum(values) / len(values)
+            assert whole.avg == sequential_mean(values)
             assert whole.p99 == nearest_rank(sorted(values), 990) == store.percentile(key, start, end, 990)
             assert store.mean(key, start, end, 0.0).avg == whole.avg
 

@@ -1,5 +1,5 @@
 """`summary` (one search, one copy, one sort: the NodeMetric's reader) answers bit for bit
-what a sort and an fsum of the same window answer, and what `aggregate` and `mean` answer:
+what a sort and a sequential float64 sum of the same window answer, and what `aggregate` and `mean` answer:
 random appends, expiries by capacity and retention, late samples, replaced samples, missed
 rounds, values of any magnitude, and windows that leave out a few or many of the values."""
 
@@ -16,18 +16,20 @@ from koordlet.metriccache.aggregation import P50, P90, P95, P99, nearest_rank
 from koordlet.metriccache.api import NotEnoughData, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
+from tests.koordlet.metriccache.reference import sequential_mean
 
 KEY = SeriesKey("pod_cpu_usage_cores", "p1")
 OTHER = SeriesKey("pod_memory_usage_bytes", "p1")  # shares the timeline, so KEY can fall out of step
+MISSING = SeriesKey("pod_cpu_usage_cores", "gone")
 PERMILLES = (P50, P90, P95, P99, 1, 1000)
 
 
 def brute_force(store: MetricStore, key: SeriesKey, start: float, end: float) -> tuple[int, float, list[float]]:
-    whole = store.aggregate(key, start, end, min_coverage=0.0)  # the reference: window copy, fsum, sort
+    whole = store.aggregate(key, start, end, min_coverage=0.0)
     ring = store._series[key]
-    _, values = ring.window(start, end)
+    _, values = ring.window(start, end)  # the reference: window copy, sequential sum, sort
     ordered = sorted(values)
-    assert whole.avg == math.fsum(values) / len(values) or math.isnan(whole.avg)
+    assert same(whole.avg, sequential_mean(values))
     return whole.count, whole.avg, [nearest_rank(ordered, p) for p in PERMILLES]
 
 
@@ -46,6 +48,8 @@ def check(store: MetricStore, key: SeriesKey, start: float, end: float) -> None:
     assert mean.count == count and same(mean.avg, avg), (mean, avg)
     assert all(same(a, b) for a, b in zip(percentiles, picked)), (percentiles, picked)
     assert same(store.mean(key, start, end, 0.0).avg, avg)
+    (batched, batched_percentiles), missing = store.summaries([key, MISSING], start, end, [PERMILLES, (P99,)])
+    assert missing is None and batched == mean and batched_percentiles == percentiles
 
 
 values_of = st.sampled_from(["cores", "bytes", "wide", "trend_down", "trend_up", "ties"])
@@ -67,7 +71,7 @@ def draw_value(rng: random.Random, kind: str, step: int) -> float:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2 ** 32), values_of, st.integers(30, 700))
-def test_summary_equals_sort_and_fsum(seed, kind, steps):
+def test_summary_equals_sort_and_sequential_sum(seed, kind, steps):
     rng = random.Random(seed)
     store = MetricStore(RetentionPolicy(pod_seconds=120.0), clock=lambda: 0.0)
     t = 1000.0
