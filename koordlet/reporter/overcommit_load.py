@@ -6,9 +6,9 @@ the pod counts with the largest of those sums, and metrics with no value count n
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
-from koordlet.metriccache.api import MetricCache, NotEnoughData, SeriesKey
+from koordlet.metriccache.api import MetricCache, SeriesKey
 from koordlet.reporter.katalyst_metrics import KATALYST_METRICS
 from koordlet.reporter.nodemetric import pod_requests
 from koordlet.reporter.overcommit import NodeLoad
@@ -16,23 +16,32 @@ from koordlet.statesinformer.model import PodInfo
 from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 
-def pod_usage(cache: MetricCache, pod: PodInfo, names: Sequence[str], start: float, end: float) -> float:
-    """max over metrics of Σ containers' average in [start, end]; 0 when none has data."""
+def usage_keys(pod: PodInfo, names: Sequence[str]) -> list[list[SeriesKey]]:
+    """For each metric name this agent collects, the series of the pod's containers (in
+    their order)."""
+    metrics = [metric for metric in map(KATALYST_METRICS.get, names) if metric is not None]
+    return [[SeriesKey.of(metric, pod.uid, container.id) for container in pod.containers] for metric in metrics]
+
+
+def pod_usage(averages: Mapping[SeriesKey, float], keys_by_metric: Sequence[Sequence[SeriesKey]]) -> float:
+    """max over metrics of the sum of the containers' averages; a container with no sample
+    in the window counts nothing, and so does a pod with none (0)."""
     best = 0.0
-    for name in names:
-        metric = KATALYST_METRICS.get(name)
-        if metric is None:
-            continue
+    for keys in keys_by_metric:
         total = 0.0
-        for container in pod.containers:
-            try:
-                total += cache.mean(SeriesKey.of(metric, pod.uid, container.id), start, end,
-                                    min_coverage=0.0).avg
-            except NotEnoughData:
-                continue
+        for key in keys:
+            average = averages.get(key)
+            if average is not None:
+                total += average
         if total > best:  # Katalyst skips values <= 0
             best = total
     return best
+
+
+def window_averages(cache: MetricCache, keys: Sequence[SeriesKey], start: float, end: float) -> dict[SeriesKey, float]:
+    """The average in [start, end] of each series with a sample in it, in one cache call."""
+    found = cache.summaries(keys, start, end, [()] * len(keys))
+    return {key: summary[0].avg for key, summary in zip(keys, found) if summary is not None}
 
 
 def node_load(cache: MetricCache, pods: Iterable[PodInfo], allocatable_milli_cpu: float,
@@ -45,16 +54,23 @@ def node_load(cache: MetricCache, pods: Iterable[PodInfo], allocatable_milli_cpu
 def node_load_steps(cache: MetricCache, pods: Iterable[PodInfo], allocatable_milli_cpu: float,
                     allocatable_memory: float, cpu_names: Sequence[str], memory_names: Sequence[str],
                     start: float, end: float) -> Steps[NodeLoad]:
-    """node_load, yielding every PODS_PER_STEP pods (see steps.py)."""
+    """node_load, yielding every PODS_PER_STEP pods (see steps.py); each step reads the
+    window averages of its pods' containers in one cache call."""
     request_cpu = request_memory = 0
     usage_cores = usage_bytes = 0.0
-    for index, pod in enumerate(pods):
-        if index % PODS_PER_STEP == PODS_PER_STEP - 1:
+    listed = list(pods)
+    for at in range(0, len(listed), PODS_PER_STEP):
+        if at:
             yield
-        cpu, memory = pod_requests(pod)
-        request_cpu += cpu
-        request_memory += memory
-        usage_cores += pod_usage(cache, pod, cpu_names, start, end)
-        usage_bytes += pod_usage(cache, pod, memory_names, start, end)
+        step = [(pod, usage_keys(pod, cpu_names), usage_keys(pod, memory_names))
+                for pod in listed[at:at + PODS_PER_STEP]]
+        averages = window_averages(cache, [key for _, cpu, memory in step for keys in (*cpu, *memory) for key in keys],
+                                   start, end)
+        for pod, cpu, memory in step:
+            pod_cpu, pod_memory = pod_requests(pod)
+            request_cpu += pod_cpu
+            request_memory += pod_memory
+            usage_cores += pod_usage(averages, cpu)
+            usage_bytes += pod_usage(averages, memory)
     return NodeLoad(allocatable_milli_cpu, allocatable_memory, request_cpu, request_memory,
                     usage_cores * 1000, usage_bytes)

@@ -157,3 +157,49 @@ def test_metric_lists_name_known_metrics_and_at_least_one_collected():
         parse_metric_names("mem.rss.container", ("mem.usage.container", "mem.rss.container"))
     with pytest.raises(MetricNamesError, match="empty"):
         parse_metric_names(" , ", ("cpu.usage.container",))
+
+
+def test_load_over_many_steps_sums_each_pods_containers_as_their_own_means_do():
+    """60 pods of two containers (three steps of the stepped read): a container with no
+    sample in the window counts nothing, one with samples partly outside it counts the
+    mean of those inside; the totals equal a sum of the cache's own per-series means."""
+    import dataclasses
+
+    from koordlet.metriccache.api import Metric, NotEnoughData, SeriesKey
+    from tests.koordlet.reporter.fixtures import series
+
+    cache = store()
+    pods = []
+    for i in range(60):
+        base = pod("p%02d" % i, cpu_request=100, memory_request=GI)
+        second = dataclasses.replace(base.containers[0], id="ctr2-p%02d" % i, name="side")
+        pods.append(dataclasses.replace(base, containers=(base.containers[0], second)))
+    for i, p in enumerate(pods):
+        for c, container in enumerate(p.containers):
+            if (i + c) % 7 == 0:
+                continue  # no sample at all
+            seconds = 20 if i % 3 else 5  # some reach back before the window
+            cache.append(series(SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, p.uid, container.id),
+                                [0.01 * i + 0.003 * c + 0.001 * t for t in range(seconds)]))
+            cache.append(series(SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, p.uid, container.id),
+                                [float(i * GI // 64 + c * 4096 + t) for t in range(seconds)]))
+    start, end = NOW - 10, NOW
+
+    def reference(metric):
+        total = 0.0
+        for p in pods:
+            pod_total = 0.0
+            for container in p.containers:
+                try:
+                    pod_total += cache.mean(SeriesKey.of(metric, p.uid, container.id), start, end, min_coverage=0.0).avg
+                except NotEnoughData:
+                    pass
+            total += max(pod_total, 0.0)
+        return total
+
+    load = node_load(cache, pods, ALLOC_CPU, ALLOC_MEMORY, ("cpu.usage.container",), ("mem.usage.container",),
+                     start, end)
+    assert load.request_milli_cpu == 60 * 2 * 100 and load.request_memory == 60 * 2 * GI
+    assert load.usage_milli_cpu == reference(Metric.CONTAINER_CPU_USAGE_CORES) * 1000
+    assert load.usage_memory == reference(Metric.CONTAINER_MEMORY_USAGE_BYTES)
+    assert load.usage_milli_cpu > 0 and load.usage_memory > 0
