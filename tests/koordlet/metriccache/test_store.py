@@ -37,13 +37,29 @@ def test_latest_values_agree_with_latest_value(writes, oldest, expired_before):
     clock = Clock(T0 + 60)
     store = MetricStore(RetentionPolicy(node_seconds=30.0, pod_seconds=30.0), clock=clock)
     keys = [SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i) for i in range(4)]
+    asked = tuple(keys + [SeriesKey.of("never-written")])  # one tuple, asked again as strategies do
+
+    def wanted():
+        return [None if (last := store.latest_value(k)) is None or last[0] < T0 + oldest else last[1] for k in asked]
+
     for pod, second, value in sorted(writes, key=lambda w: w[1]):  # rounds in time order, shared or not
         store.append([Sample(keys[pod], T0 + second, value)])
+        assert store.latest_values(asked, T0 + oldest) == wanted()  # series appear between two asks
     clock.now = T0 + 30 + 10 * expired_before
     store.expire()  # series emptied or dropped by retention read as None too
-    wanted = [None if (last := store.latest_value(k)) is None or last[0] < T0 + oldest else last[1]
-              for k in keys + [SeriesKey.of("never-written")]]
-    assert store.latest_values(keys + [SeriesKey.of("never-written")], T0 + oldest) == wanted
+    assert store.latest_values(asked, T0 + oldest) == wanted()
+    assert store.latest_values(list(asked), T0 + oldest) == wanted()
+
+
+def test_latest_values_of_a_tuple_follow_series_forgotten_and_made_again():
+    store = MetricStore()
+    asked = (SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p1"), SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p2"))
+    store.append([Sample(asked[0], T0, 1.0), Sample(asked[1], T0, 2.0)])
+    assert store.latest_values(asked, T0) == [1.0, 2.0]
+    store.forget_pod("p1")
+    assert store.latest_values(asked, T0) == [None, 2.0]
+    store.append([Sample(asked[0], T0 + 1, 3.0)])
+    assert store.latest_values(asked, T0) == [3.0, 2.0]
 
 
 def test_window_bounds_are_inclusive_and_latest_is_newest():
