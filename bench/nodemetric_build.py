@@ -32,10 +32,10 @@ from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
 from koordlet.reporter.nodemetric import snapshot_steps, status_document, take_snapshot
 from koordlet.reporter.overcommit import SEED_CPU, SEED_MEMORY, advise
-from koordlet.reporter.overcommit_load import node_load
+from koordlet.reporter.overcommit_load import UsageKeys, node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo, Resources, SandboxState
-from koordlet.util.steps import PODS_PER_STEP
+from koordlet.util.steps import PODS_PER_STEP, run_steps
 
 NOW = 1_800_000_000.0
 GI = 1024 ** 3
@@ -161,9 +161,10 @@ def main() -> None:
     def floor() -> str:
         return json.dumps(floor_document(pods), separators=(",", ":"))
 
+    usage_keys = UsageKeys(("cpu.usage.container",), ("mem.usage.container",))  # kept across rounds, as the daemon does
+
     def overcommit() -> object:
-        load = node_load(store, pods, 32_000, 128 * GI, ("cpu.usage.container",), ("mem.usage.container",),
-                         now - 10, now)
+        load = run_steps(node_load_steps(store, pods, 32_000, 128 * GI, usage_keys, now - 10, now))
         return advise(load, SEED_CPU, SEED_MEMORY, {}, 0, "none", "None")
 
     built, floored = build(), floor()

@@ -41,7 +41,7 @@ from koordlet.reporter.nodemetric import (
 from koordlet.reporter.nrt_sink import NrtOutcome, NrtWriter
 from koordlet.reporter.nrt_source import NrtSource
 from koordlet.reporter.overcommit import LoadTargets, OvercommitResult, advise
-from koordlet.reporter.overcommit_load import node_load_steps
+from koordlet.reporter.overcommit_load import UsageKeys, node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
 from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
@@ -106,6 +106,7 @@ class ReportsModule:
         self._kube_sink_factory = kube_sink_factory
         self._clock = clock
         self._policy = settings.policy
+        self._usage_keys = UsageKeys(settings.cpu_metrics, settings.memory_metrics)
         self._kube: KubeSink | None = None
         self._close_kube: Callable[[], Any] | None = None
         self._host: Allocatable | None = None
@@ -276,8 +277,8 @@ class ReportsModule:
         pods = self._states.pods()
         allocatable = self._allocatable()
         load = await run_steps_on_loop(node_load_steps(
-            self._cache, pods, allocatable.milli_cpu, allocatable.memory_bytes, self._settings.cpu_metrics,
-            self._settings.memory_metrics, now - self._settings.sync_period_seconds, now))
+            self._cache, pods, allocatable.milli_cpu, allocatable.memory_bytes, self._usage_keys,
+            now - self._settings.sync_period_seconds, now))
         try:
             facts = await asyncio.to_thread(self._managers.facts, {pod.uid for pod in pods})
         except (OSError, StateFileError) as exc:

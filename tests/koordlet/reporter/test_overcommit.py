@@ -203,3 +203,24 @@ def test_load_over_many_steps_sums_each_pods_containers_as_their_own_means_do():
     assert load.usage_milli_cpu == reference(Metric.CONTAINER_CPU_USAGE_CORES) * 1000
     assert load.usage_memory == reference(Metric.CONTAINER_MEMORY_USAGE_BYTES)
     assert load.usage_milli_cpu > 0 and load.usage_memory > 0
+
+
+def test_usage_keys_follow_a_changed_pod_and_forget_a_gone_one():
+    import dataclasses
+
+    from koordlet.metriccache.api import Metric, SeriesKey
+    from koordlet.reporter.overcommit_load import UsageKeys
+
+    keys = UsageKeys(("cpu.usage.container", "load.1min.container"), ("mem.usage.container",))
+    a, b = pod("a"), pod("b")
+    cpu, memory = keys.of(a)
+    assert cpu == [[SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, a.uid, a.containers[0].id)]]
+    assert memory == [[SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, a.uid, a.containers[0].id)]]
+    assert keys.of(a)[0] is cpu  # the same pod: kept
+    side = dataclasses.replace(a.containers[0], id="ctr-side", name="side")
+    grown = dataclasses.replace(a, containers=(a.containers[0], side))
+    assert keys.of(grown)[0] == [[cpu[0][0], SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, a.uid, "ctr-side")]]
+    keys.of(b)
+    assert len(keys) == 2
+    keys.keep_only([b])
+    assert len(keys) == 1 and keys.of(b)[0] == [[SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, b.uid, "ctr-b")]]
