@@ -33,7 +33,7 @@ from koordlet.qosmanager.cpu_suppress_policy import (
     split_between_pools,
 )
 from koordlet.qosmanager.framework import QoSContext
-from koordlet.qosmanager.pod_changes import PodChanges
+from koordlet.qosmanager.pod_changes import RESYNC_SECONDS, PodChanges
 from koordlet.slo.node_slo import CPUSuppressPolicy
 from koordlet.statesinformer.model import ContainerInfo, NodeInfo, PodInfo
 from koordlet.util.steps import PODS_PER_STEP
@@ -44,7 +44,11 @@ from system.topology import CpuInfo, CpuTopology
 log = structlog.get_logger(__name__)
 
 NAME = "cpu_suppress"
-CPUSET_RESYNC_SECONDS = 10.0
+CPUSET_RESYNC_SECONDS = 10.0  # suppressing: kubelet's CPU manager may widen BE cpusets every 10 s
+# not suppressing: the full cpuset is reasserted as koordlet's executor does (a cached write is
+# checked again after ResourceForceUpdateSeconds); reading ~750 files back every 10 s was 5.5 %
+# of the daemon's samples at 1,000 pods
+RESTORE_RESYNC_SECONDS = RESYNC_SECONDS
 # Pods a step on a full pass, which reads back each pod's and container's cpuset: 25 pods
 # (75 files) held the loop 9-20 ms at 1,000 pods (bench/daemon_holds.py); the pods of
 # other rounds are only written when they changed, PODS_PER_STEP at a time.
@@ -296,6 +300,7 @@ class CPUSuppress:
             return
         self.last_cpus = cpus
         # the same CPUs as last round: only new or changed BE pods need writing (all of them each minute)
+        self.changes.resync = CPUSET_RESYNC_SECONDS
         pods, full = self.changes.select(facts.be_tier, ctx.clock(), (cpus, static))
         written = True
         if pods or full:
@@ -318,11 +323,12 @@ class CPUSuppress:
 
     async def restore_cpuset(self, ctx: QoSContext) -> None:
         """The full BE cpuset on the tier, its pods and containers, every round the cpuset
-        policy is not in force. koordlet rewrites all of it every round so a BE cgroup made
-        or changed meanwhile is repaired; here new or changed BE pods are written each round
-        and the whole tree is read back on a full pass (on a change of policy or CPUs, and
-        every CPUSET_RESYNC_SECONDS): reading back every BE cpuset each second was 14 % of a
-        core at 1,000 pods."""
+        policy is not in force. koordlet writes all of it every round through its executor's
+        cache, so a cpuset changed by someone else is repaired when the cache entry is checked
+        again (60 s); here new or changed BE pods are written each round and the whole tree is
+        read back on a full pass (on a change of policy or CPUs, and every
+        RESTORE_RESYNC_SECONDS): reading back every BE cpuset each second was 14 % of a core
+        at 1,000 pods."""
         self.last_cpus = frozenset()
         be_dir = ctx.dirs.besteffort
         if not ctx.reader.files.exists(be_dir, "cpuset"):
@@ -332,6 +338,7 @@ class CPUSuppress:
             return
         facts = self.facts = pod_facts(ctx, self.facts)
         cpus = facts.unsuppressed
+        self.changes.resync = RESTORE_RESYNC_SECONDS
         pods, full = self.changes.select(facts.be_tier, ctx.clock(), ("restore", cpus))
         if not pods and not full:
             return

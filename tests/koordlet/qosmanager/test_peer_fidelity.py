@@ -10,7 +10,12 @@ from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric
 from koordlet.qosmanager.cpu_burst import CPUBurst
 from koordlet.qosmanager.cpu_burst_policy import NodeBurstState, node_burst_state
-from koordlet.qosmanager.cpu_suppress import CPUSET_RESYNC_SECONDS, READ_BACK_PODS_PER_STEP, CPUSuppress
+from koordlet.qosmanager.cpu_suppress import (
+    CPUSET_RESYNC_SECONDS,
+    READ_BACK_PODS_PER_STEP,
+    RESTORE_RESYNC_SECONDS,
+    CPUSuppress,
+)
 from koordlet.qosmanager.memory_qos import MemoryQoS, memory_qos_values, pod_memory_request
 from koordlet.slo.node_slo import MemoryQOS, NodeSLOError
 from koordlet.slo.spec import parse_node_slo_spec, pod_memory_qos
@@ -135,7 +140,11 @@ def test_after_switching_to_cfs_quota_the_restored_cpuset_is_reasserted_each_res
     usage(rig, 1.5, ls1=1.0)
     run(strategy, rig)  # unchanged pods: not read back every second
     assert read(rig.host, "cpuset", "kubepods/besteffort/podbe1", "cpuset.cpus") == "1"
-    rig.clock.now += CPUSET_RESYNC_SECONDS
+    rig.clock.now += RESTORE_RESYNC_SECONDS - 1
+    usage(rig, 1.5, ls1=1.0)
+    run(strategy, rig)  # within the window: still as someone left it
+    assert read(rig.host, "cpuset", "kubepods/besteffort/podbe1", "cpuset.cpus") == "1"
+    rig.clock.now += 1
     usage(rig, 1.5, ls1=1.0)
     run(strategy, rig)
     for cgroup in ("kubepods/besteffort", "kubepods/besteffort/podbe1", "kubepods/besteffort/podbe1/cbe1"):
@@ -327,3 +336,25 @@ def test_pod_memory_qos_refuses_with_the_field_named():
         pod_memory_qos(MemoryQOS(), MemoryQOS(), '{"policy": "sometimes"}')
     with pytest.raises(NodeSLOError, match="minLimitPercent"):
         pod_memory_qos(MemoryQOS(), MemoryQOS(), '{"minLimitPercent": -1}')
+
+
+def test_while_suppressing_a_widened_be_cpuset_is_narrowed_again_within_the_shorter_resync(tmp_path):
+    rig = suppress_rig(tmp_path)
+    strategy = CPUSuppress()
+    rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
+        "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cpuset"}}))
+    usage(rig, 1.5, ls1=1.0)
+    run(strategy, rig)
+    narrowed = read(rig.host, "cpuset", "kubepods/besteffort/podbe1", "cpuset.cpus")
+    assert narrowed != "0-3"
+    set_cgroup_file(rig.host, "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus", "0-3")  # as kubelet's CPU manager may
+    rig.clock.now += 1
+    usage(rig, 1.5, ls1=1.0)
+    run(strategy, rig)
+    assert read(rig.host, "cpuset", "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus") == "0-3"
+    rig.clock.now += CPUSET_RESYNC_SECONDS
+    usage(rig, 1.5, ls1=1.0)
+    run(strategy, rig)
+    assert CPUSET_RESYNC_SECONDS < RESTORE_RESYNC_SECONDS
+    assert read(rig.host, "cpuset", "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus") == narrowed
+    rig.close()
