@@ -122,13 +122,19 @@ def suppress_rig(tmp_path, node: NodeInfo = NODE, with_pods: bool = True) -> Rig
     return rig
 
 
-def test_after_switching_to_cfs_quota_the_restored_cpuset_is_reasserted_each_resync(tmp_path):
+def suppressing_with_cpusets(tmp_path):
+    """The rig after one round of CPU suppress with the cpuset policy in force."""
     rig = suppress_rig(tmp_path)
     strategy = CPUSuppress()
     rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
         "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cpuset"}}))
     usage(rig, 1.5, ls1=1.0)
     run(strategy, rig)
+    return rig, strategy
+
+
+def test_after_switching_to_cfs_quota_the_restored_cpuset_is_reasserted_each_resync(tmp_path):
+    rig, strategy = suppressing_with_cpusets(tmp_path)
     assert read(rig.host, "cpuset", "kubepods/besteffort", "cpuset.cpus") != "0-3"
     rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
         "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cfsQuota"}}))
@@ -339,12 +345,7 @@ def test_pod_memory_qos_refuses_with_the_field_named():
 
 
 def test_while_suppressing_a_widened_be_cpuset_is_narrowed_again_within_the_shorter_resync(tmp_path):
-    rig = suppress_rig(tmp_path)
-    strategy = CPUSuppress()
-    rig.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
-        "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cpuset"}}))
-    usage(rig, 1.5, ls1=1.0)
-    run(strategy, rig)
+    rig, strategy = suppressing_with_cpusets(tmp_path)
     narrowed = read(rig.host, "cpuset", "kubepods/besteffort/podbe1", "cpuset.cpus")
     assert narrowed != "0-3"
     set_cgroup_file(rig.host, "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus", "0-3")  # as kubelet's CPU manager may
