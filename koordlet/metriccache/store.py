@@ -124,19 +124,18 @@ class MetricStore:
         series has no sample (the collectors' rounds: a keys tuple kept per listing, a values
         list filled each round). The series of a tuple are looked up once while no series is
         made or dropped (_rings_of) and no tuple is made per sample: at 1,000 pods the
-        2,400 appends a second were a tenth of the daemon's CPU."""
+        2,400 appends a second were ~7 % of the daemon's CPU."""
         rings = self._rings_of(keys)
-        stop = len(keys) if stop is None else min(stop, len(keys))
+        if start or stop is not None:
+            keys, rings, values = keys[start:stop], rings[start:stop], values[start:stop]
         persist_rows: list[tuple[SeriesKey, float, float, float]] = []
         new: list[tuple[SeriesKey, float, float]] = []
         timeline = None
-        for i in range(start, stop):
-            value = values[i]
+        for key, ring, value in zip(keys, rings, values):
             if value is None:
                 continue
-            ring = rings[i]
             if ring is None:
-                new.append((keys[i], timestamp, value))
+                new.append((key, timestamp, value))
                 continue
             timeline = ring.timeline
             ts = timeline.ts
@@ -150,7 +149,7 @@ class MetricStore:
             keeping = ring.keeping  # ring.due_for_disk inlined
             if keeping.persist and timestamp >= ring.persisted_at + keeping.persist_every:
                 ring.persisted_at = timestamp
-                persist_rows.append((keys[i], keeping.retention, timestamp, value))
+                persist_rows.append((key, keeping.retention, timestamp, value))
         self._put_new(new, timeline, persist_rows)
 
     def _put(self, items: Iterable[tuple[SeriesKey, float, float]]) -> None:
