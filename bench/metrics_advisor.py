@@ -58,7 +58,16 @@ from koordlet.metricsadvisor.collectors.pod_resource import STAT_EVERY, PodResou
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.exporter import AdvisorExporter
-from koordlet.metricsadvisor.framework import CollectContext, Holds, Round, drive_async
+from koordlet.metricsadvisor.framework import (
+    APPEND_SLICE,
+    CollectContext,
+    Columns,
+    Holds,
+    Round,
+    Samples,
+    append_samples,
+    drive_async,
+)
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
 from koordlet.util.host_facts import HostFacts
@@ -317,6 +326,59 @@ def bench_persist(pods: list[PodInfo]) -> None:
                                                            costs[0][0]))
 
 
+def bench_append(n: int, rounds: int) -> None:
+    """The usage round's samples into a persisting store the way before (append_at of
+    (key, value) pairs, made outside the timing) and now (append_columns of the round's kept
+    keys tuple and a values list), in APPEND_SLICE slices, alternated round by round on two
+    stores; floor: a dict.get of each key in the store's series dict."""
+    containers = [SeriesKey.of(metric, "p%d" % (i // 2), "c%d" % i) for i in range(2 * n)
+                  for metric in (Metric.CONTAINER_MEMORY_USAGE_BYTES, Metric.CONTAINER_CPU_USAGE_CORES)]
+    pods = [SeriesKey.of(metric, "p%d" % i) for i in range(n)
+            for metric in (Metric.POD_MEMORY_USAGE_BYTES, Metric.POD_CPU_USAGE_CORES)]
+    every = round(CONTAINER_INTERVAL)
+    turns = [tuple(pods + [key for i, key in enumerate(containers) if i // 2 % every == phase]) for phase in range(every)]
+    costs: dict[str, list[float]] = {"append_at": [], "append_columns": [], "floor": []}
+    with tempfile.TemporaryDirectory(prefix="koordlet-bench-") as tmp:
+        for kind in ("append_at", "append_columns"):
+            (Path(tmp) / kind).mkdir()
+        stores = {kind: MetricStore.open(Path(tmp) / kind) for kind in ("append_at", "append_columns")}
+        for r in range(WARM_ROUNDS * 3 + rounds):
+            now, keys = T0 + r, turns[r % every]
+            values: list[float | None] = [float(r + i % 7) for i in range(len(keys))]
+            pairs = list(zip(keys, values))
+            for kind in list(costs)[r % 3:] + list(costs)[:r % 3]:
+                cpu = time.thread_time()
+                _append_way(kind, stores["append_columns" if kind == "append_columns" else "append_at"], now,
+                            keys, values, pairs)
+                if r >= WARM_ROUNDS * 3:
+                    costs[kind].append((time.thread_time() - cpu) * 1e6)
+            if r % every == every - 1:  # the disk's turn, outside the timing
+                for store in stores.values():
+                    store.flush()
+        for store in stores.values():
+            store.close()
+    floor = statistics.median(costs["floor"])
+    print("append %d pods + %d containers (%d samples a round), median of %d rounds; CPU us per round, alternated"
+          % (n, 2 * n, len(turns[0]), rounds))
+    for kind in ("append_at", "append_columns"):
+        cost = statistics.median(costs[kind])
+        print("  %-14s %7.0f = %5.1fx floor (dict.get of each key %5.0f)" % (kind, cost, cost / floor, floor))
+
+
+def _append_way(kind: str, store: MetricStore, now: float, keys: tuple[SeriesKey, ...], values: list[float | None],
+                pairs: list[tuple[SeriesKey, float | None]]) -> None:
+    if kind == "append_at":
+        for start in range(0, len(pairs), APPEND_SLICE):
+            store.append_at(now, pairs[start:start + APPEND_SLICE])  # type: ignore[arg-type]
+    elif kind == "append_columns":
+        for start in range(0, len(keys), APPEND_SLICE):
+            store.append_columns(now, keys, values, start, start + APPEND_SLICE)
+    else:
+        series = store._series
+        for key in keys:
+            series.get(key)
+
+
 def bench_aggregate() -> None:
     store = MetricStore()
     key = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
@@ -420,8 +482,11 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
     try:
         for kind, make in kinds.items():
             collectors = make()
-            ctx = setup(host, pods, MetricStore(), collectors, keep_open=False)
+            store = MetricStore()
+            ctx = setup(host, pods, store, collectors, keep_open=False)
             gen2 = _Gen2()
+            clock = [T0]  # each round a tick later: its samples go on as the daemon's do
+            append_ms: list[float] = []
             read: list[list[str]] = []  # the files each round read
 
             c_time = CReaderTime()
@@ -429,13 +494,21 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
 
             async def one_round(collectors: list = collectors, gen2: _Gen2 = gen2, read: list[list[str]] = read,
                                 c_time: CReaderTime = c_time,
-                                c_ms: list[float] = c_ms) -> tuple[float, float, float, bool]:
+                                c_ms: list[float] = c_ms, store: MetricStore = store, clock: list[float] = clock,
+                                append_ms: list[float] = append_ms) -> tuple[float, float, float, bool]:
                 holds = Holds()
                 cpu, collections, c_before = time.process_time(), gen2.count, c_time.seconds
                 read.append([])
-                for i, collector in enumerate(collectors):
-                    await drive_async(_recorded(collector.round(T0 + i), read[-1]), holds)
+                appending = 0.0
+                for collector in collectors:
+                    now = clock[0]
+                    samples = await drive_async(_recorded(collector.round(now), read[-1]), holds)
+                    appending -= holds.cpu
+                    await _append_round(store, now, samples, holds)
+                    appending += holds.cpu
+                    clock[0] += collector.interval
                 c_ms.append((c_time.seconds - c_before) * 1e3)
+                append_ms.append(appending * 1e3)
                 return ((time.process_time() - cpu) * 1e3, holds.cpu * 1e3, holds.longest * 1e3,
                         gen2.count > collections)
 
@@ -443,7 +516,7 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
                 first = loop.run_until_complete(one_round())  # every cgroup new: keys, paths, batches made
                 for _ in range(WARM_ROUNDS):  # each turn once: its batches made, as in a steady daemon
                     loop.run_until_complete(one_round())
-                del read[:], c_ms[:]
+                del read[:], c_ms[:], append_ms[:]
                 gc.callbacks.append(gen2)
                 try:
                     now_ = [loop.run_until_complete(one_round()) for _ in range(rounds)]
@@ -472,6 +545,8 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
                   "relative | of it in the C reader %6.2f (%.2fx the relative C floor), the rest (Python: batches, "
                   "parsing, samples, thread handoff) %6.2f" % ("", total, total / floor, total / orc, total / c_orc,
                                                                total / c_near, in_c, in_c / c_near, total - in_c))
+            print("%-9s appending the round's samples to the metric cache (on the loop, in the CPU above) %6.2f"
+                  % ("", statistics.median(append_ms)))
             print("%-9s now (batch in a thread, slices, 0 fds kept): on the loop %6.2f, "
                   "longest hold p50 %5.2f (%.2fx pread floor), max %5.2f in the %d rounds without a gen-2 GC; "
                   "max %6.2f with the %d gen-2 GCs (longest %.1f)"
@@ -502,6 +577,17 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
                 states.remove(pod.uid)
     finally:
         loop.close()
+
+
+async def _append_round(store: MetricStore, now: float, samples: Samples, holds: Holds) -> None:
+    """The round's samples into the store as the scheduler puts them (slices, a yield between)."""
+    positions = len(samples.keys) if isinstance(samples, Columns) else len(samples)
+    for start in range(0, positions, APPEND_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        holds.begin()
+        append_samples(store, now, samples, start, start + APPEND_SLICE)
+        holds.end()
 
 
 def _recorded(round_: Round, seen: list[str]) -> Round:
@@ -590,8 +676,12 @@ def main() -> None:
     parser.add_argument("--skip-rss", action="store_true")
     parser.add_argument("--rounds-real", action="store_true",
                         help="only the rounds on N pods x 2 containers of real cgroups (root)")
+    parser.add_argument("--append", action="store_true", help="only the usage round's appends to the metric cache")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    if args.append:
+        bench_append(args.pods, args.cycles)
+        return
     if args.rounds_real:
         top = "koordlet-bench-%s" % uuid.uuid4().hex[:8]
         real_pods = pods_with_containers(top, args.pods + CHURN * args.cycles)

@@ -161,13 +161,13 @@ class SeriesRing:
         if at == size:
             if timestamp > ts[-1]:  # the first series of a new round
                 timeline.push(timestamp)
-                self._add(timestamp, value)
+                self.add(timestamp, value)
                 return
             if timestamp == ts[-1]:  # one value per instant: the newer wins
                 self.values[-1] = value
                 return
         elif at == size - 1 and ts[-1] == timestamp:  # the round another series began
-            self._add(timestamp, value)
+            self.add(timestamp, value)
             return
         elif timestamp == ts[at - 1]:
             self.values[-1] = value
@@ -177,7 +177,7 @@ class SeriesRing:
         self.detach()  # a missed round, or a late sample: on our own timeline from now on
         self._append_own(timestamp, value)
 
-    def _add(self, timestamp: float, value: float) -> None:
+    def add(self, timestamp: float, value: float) -> None:
         """A value newer than all we hold, its timestamp already on the timeline: then drop
         the oldest past the capacity or the retention (what expire() would drop is not kept
         till then); once a series is full that is one value per append, found without a search."""
@@ -207,7 +207,7 @@ class SeriesRing:
         ts = timeline.ts
         if timestamp > ts[-1]:
             timeline.push(timestamp)
-            self._add(timestamp, value)
+            self.add(timestamp, value)
             return
         start = self.first - timeline.dropped
         at = bisect_left(ts, timestamp, start)

@@ -59,7 +59,8 @@ def _span(timeline: Timeline, first: int, count: int, start: float,
     return None if lo == hi else (lo - at, hi - at, hi - lo, ts[lo], ts[hi - 1])
 
 
-_RING_LISTS_KEPT = 16  # key tuples whose rings are kept looked up (the strategies use a handful)
+_RING_LISTS_KEPT = 32  # key tuples whose rings are kept looked up (the strategies use a handful, the
+# usage round one per container turn: ten)
 
 
 class MetricStore:
@@ -117,8 +118,48 @@ class MetricStore:
         """Samples that share one timestamp, without a Sample object each (collectors' path)."""
         self._put((key, timestamp, value) for key, value in values)
 
+    def append_columns(self, timestamp: float, keys: tuple[SeriesKey, ...], values: Sequence[float | None],
+                       start: int = 0, stop: int | None = None) -> None:
+        """append_at of the pairs (keys[i], values[i]) for i in [start, stop), None where a
+        series has no sample (the collectors' rounds: a keys tuple kept per listing, a values
+        list filled each round). The series of a tuple are looked up once while no series is
+        made or dropped (_rings_of) and no tuple is made per sample: at 1,000 pods the
+        2,400 appends a second were ~7 % of the daemon's CPU."""
+        known = self._ring_lists.get(id(keys))
+        if start and not (known is not None and known[0] is keys and known[1] == self._generation):
+            # a later slice after series came or went (pods created): its own keys only, not
+            # the whole tuple again for each slice
+            rings = list(map(self._series.get, keys[start:stop]))
+        else:
+            rings = self._rings_of(keys)[start:stop]
+        if start or stop is not None:
+            keys, values = keys[start:stop], values[start:stop]
+        persist_rows: list[tuple[SeriesKey, float, float, float]] = []
+        new: list[tuple[SeriesKey, float, float]] = []
+        timeline = None
+        for key, ring, value in zip(keys, rings, values):
+            if value is None:
+                continue
+            if ring is None:
+                new.append((key, timestamp, value))
+                continue
+            timeline = ring.timeline
+            ts = timeline.ts
+            count = len(ring.values) - ring.head
+            # the round another series of the timeline began (ring.append's usual case): straight in
+            if count and ts[-1] == timestamp and ring.first - timeline.dropped + count == len(ts) - 1:
+                ring.add(timestamp, value)
+            else:
+                ring.append(timestamp, value)
+                timeline = ring.timeline
+            keeping = ring.keeping  # ring.due_for_disk inlined
+            if keeping.persist and timestamp >= ring.persisted_at + keeping.persist_every:
+                ring.persisted_at = timestamp
+                persist_rows.append((key, keeping.retention, timestamp, value))
+        self._put_new(new, timeline, persist_rows)
+
     def _put(self, items: Iterable[tuple[SeriesKey, float, float]]) -> None:
-        persist_rows = []
+        persist_rows: list[tuple[SeriesKey, float, float, float]] = []
         series = self._series
         new: list[tuple[SeriesKey, float, float]] = []
         timeline = None  # the timeline of the batch's known series: new series of the round join it
@@ -131,6 +172,14 @@ class MetricStore:
             timeline = ring.timeline
             if ring.due_for_disk(timestamp):
                 persist_rows.append((key, ring.keeping.retention, timestamp, value))
+        self._put_new(new, timeline, persist_rows)
+
+    def _put_new(self, new: list[tuple[SeriesKey, float, float]], timeline: Timeline | None,
+                 persist_rows: list[tuple[SeriesKey, float, float, float]]) -> None:
+        """The samples of a batch whose series were not there when it came (made now: on
+        the timeline of the batch's known series when it holds this round), then the
+        batch's rows for the disk."""
+        series = self._series
         for key, timestamp, value in new:
             ring = series.get(key)
             if ring is None:

@@ -55,7 +55,29 @@ APPEND_SLICE = 512
 
 T = TypeVar("T")
 U = TypeVar("U")
-Samples = Sequence[tuple[SeriesKey, float]]
+
+
+class Columns:
+    """A round's samples as two parallel columns: ``keys`` kept by the collector while its
+    listing holds (the same tuple round after round: the metric cache looks its series up
+    once), ``values`` filled each round, None where a series has no sample this round."""
+
+    __slots__ = ("keys", "values")
+
+    def __init__(self, keys: tuple[SeriesKey, ...], values: list[float | None]) -> None:
+        self.keys = keys
+        self.values = values
+
+    def __len__(self) -> int:  # the samples, not the positions
+        return len(self.values) - self.values.count(None)
+
+    def pairs(self, start: int = 0, stop: int | None = None) -> list[tuple[SeriesKey, float]]:
+        """(key, value) of the samples at positions [start, stop)."""
+        return [(key, value) for key, value in zip(self.keys[start:stop], self.values[start:stop])
+                if value is not None]
+
+
+Samples = Union[Sequence[tuple[SeriesKey, float]], Columns]
 Batch = Union[FileBatch, ValueBatch]
 # What a round yields: batches to read (answered with each one's read()) or None (a slice ends).
 Request = Union[tuple[Batch, ...], None]
@@ -208,8 +230,13 @@ class RoundCollector(PeriodicCollector):
     def round(self, now: float) -> Round:
         raise NotImplementedError
 
-    def collect(self, now: float) -> Samples:
-        return drive(self.round(now))
+    def collect(self, now: float) -> Sequence[tuple[SeriesKey, float]]:
+        return pairs_of(drive(self.round(now)))
+
+
+def pairs_of(samples: Samples) -> Sequence[tuple[SeriesKey, float]]:
+    """A round's samples as (key, value) pairs."""
+    return samples.pairs() if isinstance(samples, Columns) else samples
 
 
 def pods_and_reader(ctx: CollectContext) -> tuple[UsageReader, StatesInformer]:
@@ -445,7 +472,7 @@ class Scheduler:
         try:
             now = self._clock()
             samples = entry.collector.collect(now)
-            self._append(now, samples)
+            append_samples(self._cache, now, samples)
         except Exception as exc:
             self._failed(entry, exc)
             return
@@ -466,11 +493,12 @@ class Scheduler:
         try:
             now = self._clock()
             samples = await drive_async(collector.round(now), holds)
-            for start in range(0, len(samples), APPEND_SLICE):
+            positions = len(samples.keys) if isinstance(samples, Columns) else len(samples)
+            for start in range(0, positions, APPEND_SLICE):
                 if start:
                     await asyncio.sleep(0)
                 holds.begin()
-                self._append(now, samples[start:start + APPEND_SLICE])
+                append_samples(self._cache, now, samples, start, start + APPEND_SLICE)
                 holds.end()
         except Exception as exc:
             self._failed(entry, exc)
@@ -494,13 +522,6 @@ class Scheduler:
                         hold_ms=round(stats.last_longest_hold_seconds * 1e3, 1),
                         cpu_ms=round(stats.last_cpu_seconds * 1e3, 1))
 
-    def _append(self, now: float, pairs: Samples) -> None:
-        append_at = getattr(self._cache, "append_at", None)
-        if append_at is not None:  # MetricStore: no Sample object per value
-            append_at(now, pairs)
-        else:
-            self._cache.append([Sample(key, now, value) for key, value in pairs])
-
     def _failed(self, entry: _Entry, exc: Exception) -> None:
         stats = entry.stats
         stats.errors += 1
@@ -508,6 +529,24 @@ class Scheduler:
         if text != stats.last_error:  # one line per new kind of failure, not one per tick
             log.error("collector_failed", collector=entry.collector.name, error=text)
         stats.last_error = text
+
+
+def append_samples(cache: MetricCache, now: float, samples: Samples, start: int = 0, stop: int | None = None) -> None:
+    """Samples [start, stop) of a run into the cache, all stamped ``now`` (positions of the
+    columns for Columns)."""
+    if isinstance(samples, Columns):
+        append_columns = getattr(cache, "append_columns", None)
+        if append_columns is not None:  # MetricStore: each tuple's series looked up once
+            append_columns(now, samples.keys, samples.values, start, stop)
+            return
+        samples = samples.pairs(start, stop)
+    elif start or stop is not None:
+        samples = samples[start:stop]
+    append_at = getattr(cache, "append_at", None)
+    if append_at is not None:  # MetricStore: no Sample object per value
+        append_at(now, samples)
+    else:
+        cache.append([Sample(key, now, value) for key, value in samples])
 
 
 def _close_quietly(collector: Collector) -> None:

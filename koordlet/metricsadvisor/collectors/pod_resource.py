@@ -20,6 +20,7 @@ from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMO
 from koordlet.metricsadvisor.framework import (
     Batches,
     CollectContext,
+    Columns,
     Listed,
     Listing,
     Round,
@@ -72,7 +73,8 @@ class PodResourceCollector(RoundCollector):
         self._turns = Turns.of(interval, container_interval)
         # each turn's indices into the listing they were made for
         self._listed: Listed[UsagePaths, _Tracked] | None = None
-        self._due: dict[int, tuple[list[int], list[int]]] = {}  # phase -> (pods, containers) read
+        # phase -> (pods, containers) read, and the keys of the samples they give
+        self._due: dict[int, tuple[list[int], list[int], tuple[SeriesKey, ...]]] = {}
         self._cycle = 0
         self._born = 0  # objects tracked so far: spreads their memory.stat turns
         self.unreadable = 0  # reads skipped (cgroup gone or file missing) in the last run
@@ -94,8 +96,10 @@ class PodResourceCollector(RoundCollector):
         due = self._due.get(phase)
         if due is None:
             in_turn = turns.due(objects, cycle)
-            due = self._due[phase] = ([i for i in in_turn if not objects[i][1]], [i for i in in_turn if objects[i][1]])
-        pods_due, containers_due = due
+            pods_in, containers_in = [i for i in in_turn if not objects[i][1]], [i for i in in_turn if objects[i][1]]
+            keys = tuple(key for i in pods_in + containers_in for key in (entries[i].memory_key, entries[i].cpu_key))
+            due = self._due[phase] = (pods_in, containers_in, keys + (SYS_CPU, SYS_MEMORY))
+        pods_due, containers_due, keys = due
         container_stat_every = max(1, STAT_EVERY // turns.every)
         stat = [i for i in pods_due if entries[i].stat_due(STAT_EVERY)]
         stat += [i for i in containers_due if entries[i].stat_due(container_stat_every)]
@@ -109,12 +113,12 @@ class PodResourceCollector(RoundCollector):
         assert replies is not None
         stale: set[int] = yield from _refresh_inactive(entries, stat, replies[2])
         slices = Slices()
-        samples: list[tuple[SeriesKey, float]] = []
+        values: list[float | None] = [None] * len(keys)  # per object its memory, then its cpu
         pods_cpu: float | None = 0.0
         pods_memory: float | None = 0.0
         self.unreadable = 0
         done = 0
-        for indices, (values, status) in ((pods_due, replies[0]), (containers_due, replies[1])):
+        for indices, (read, status) in ((pods_due, replies[0]), (containers_due, replies[1])):
             for n, i in enumerate(indices):
                 if slices.over(done + n):
                     yield None
@@ -123,16 +127,18 @@ class PodResourceCollector(RoundCollector):
                 cores = memory = None
                 if not (status[2 * n] or status[2 * n + 1] or i in stale or entry.inactive < 0):
                     at = 2 * VALUES_PER_FILE * n  # the object's cpu file, then its memory file
-                    cpu_ns = values[at] * 1000 if paths[i].cpu_v2 else values[at]
-                    cores, memory = _sample(entry, cpu_ns, values[at + VALUES_PER_FILE], now, samples)
+                    cpu_ns = read[at] * 1000 if paths[i].cpu_v2 else read[at]
+                    cores, memory = _sample(entry, cpu_ns, read[at + VALUES_PER_FILE], now)
+                    values[2 * (done + n)] = memory
+                    values[2 * (done + n) + 1] = cores
                 else:
                     self.unreadable += 1
                 if indices is pods_due:  # a pod without a figure this tick makes the sum unknown
                     pods_cpu = None if cores is None or pods_cpu is None else pods_cpu + cores
                     pods_memory = None if memory is None or pods_memory is None else pods_memory + memory
             done += len(indices)
-        samples.extend(self._system(now, pods_cpu, pods_memory))
-        return samples
+        values[-2:] = self._system(now, pods_cpu, pods_memory)
+        return Columns(keys, values)
 
     def _entry(self, pod_uid: str, container_id: str) -> _Tracked:
         """A newly listed object's entry."""
@@ -144,16 +150,17 @@ class PodResourceCollector(RoundCollector):
                         SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, pod_uid, ""), self._born)
 
     def _system(self, now: float, pods_cpu: float | None,
-                pods_memory: float | None) -> list[tuple[SeriesKey, float]]:
-        """Node minus pods, when the node figure is from this tick (node runs first)."""
+                pods_memory: float | None) -> list[float | None]:
+        """Node minus pods (SYS_CPU, SYS_MEMORY), when the node figure is from this tick
+        (node runs first)."""
         assert self._cache is not None
-        out = []
-        for node_key, sys_key, pods in ((NODE_CPU, SYS_CPU, pods_cpu), (NODE_MEMORY, SYS_MEMORY, pods_memory)):
-            if pods is None:
-                continue
-            node = self._cache.latest(node_key)
-            if node is not None and abs(node.timestamp - now) <= self.interval / 2:
-                out.append((sys_key, max(0.0, node.value - pods)))
+        out: list[float | None] = []
+        for node_key, pods in ((NODE_CPU, pods_cpu), (NODE_MEMORY, pods_memory)):
+            node = None if pods is None else self._cache.latest(node_key)
+            if pods is None or node is None or abs(node.timestamp - now) > self.interval / 2:
+                out.append(None)
+            else:
+                out.append(max(0.0, node.value - pods))
         return out
 
 
@@ -180,15 +187,11 @@ def _refresh_inactive(entries: list[_Tracked], indices: list[int],
     return failed
 
 
-def _sample(entry: _Tracked, usage_ns: int, memory: int, now: float,
-            samples: list[tuple[SeriesKey, float]]) -> tuple[float | None, float]:
-    """Append one object's samples; (cores or None before a second reading, bytes)."""
+def _sample(entry: _Tracked, usage_ns: int, memory: int, now: float) -> tuple[float | None, float]:
+    """One object's samples: (cores or None before a second reading, bytes)."""
     working_set = float(working_set_of(memory, entry.inactive))
-    samples.append((entry.memory_key, working_set))
     cores = None
     if entry.last_ns >= 0:
         cores = cores_from_ns(entry.last_t, entry.last_ns, now, usage_ns)
     entry.last_t, entry.last_ns = now, usage_ns
-    if cores is not None:
-        samples.append((entry.cpu_key, cores))
     return cores, working_set

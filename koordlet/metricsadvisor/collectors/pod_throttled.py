@@ -11,6 +11,8 @@ from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import (
     Batches,
     CollectContext,
+    Columns,
+    Listed,
     Listing,
     Round,
     RoundCollector,
@@ -42,6 +44,7 @@ class PodThrottledCollector(RoundCollector):
         self._states: StatesInformer | None = None
         self._listing: Listing[UsagePaths, _Last] | None = None
         self._batches = Batches()
+        self._keys: tuple[Listed[UsagePaths, _Last] | None, tuple[SeriesKey, ...]] = (None, ())  # per listing
 
     def setup(self, ctx: CollectContext) -> None:
         reader, self._states = pods_and_reader(ctx)
@@ -56,7 +59,9 @@ class PodThrottledCollector(RoundCollector):
         assert replies is not None
         values, status = replies[0]
         slices = Slices()
-        samples: list[tuple[SeriesKey, float]] = []
+        if self._keys[0] is not listed:
+            self._keys = (listed, tuple(entry.key for entry in listed.entries))
+        samples: list[float | None] = [None] * len(listed.entries)
         for i, entry in enumerate(listed.entries):
             if slices.over(i):
                 yield None
@@ -68,6 +73,5 @@ class PodThrottledCollector(RoundCollector):
             last, entry.counts = entry.counts, counts
             if last is not None:
                 ratio = throttled_ratio(last, counts)
-                if ratio is not None:
-                    samples.append((entry.key, ratio))
-        return samples
+                samples[i] = ratio
+        return Columns(self._keys[1], samples)

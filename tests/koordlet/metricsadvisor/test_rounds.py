@@ -91,7 +91,7 @@ async def test_a_round_gives_what_collect_gives(tmp_path: Path):
     sliced.setup(context(host, states))
     for now in (100.0, 101.0, 102.0):
         expected = inline.collect(now)
-        assert await drive_async(sliced.round(now), Holds()) == expected
+        assert framework.pairs_of(await drive_async(sliced.round(now), Holds())) == expected
     assert len(expected) == 2 * len(PODS) * 3  # cpu and memory of each pod and container
 
 
@@ -153,6 +153,62 @@ async def test_a_rounds_samples_go_into_the_cache_in_slices_with_the_loop_run_be
     first_round = log[:log.index("append %d" % APPEND_SLICE) + 6]
     assert first_round == ["append %d" % APPEND_SLICE, "other"] * 3
     assert len(store.keys(Metric.POD_CPU_USAGE_CORES)) == 3 * APPEND_SLICE
+
+
+_COLUMN_KEYS = tuple(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i) for i in range(2 * APPEND_SLICE + 7))
+
+
+class _ManyColumns(framework.RoundCollector):
+    """A round whose samples are columns, every third position without a sample."""
+
+    name = "columns"
+
+    def round(self, now: float) -> Round:
+        yield from ()
+        return framework.Columns(_COLUMN_KEYS, [None if i % 3 == 0 else now + i for i in range(len(_COLUMN_KEYS))])
+
+
+class _ColumnsLoggedStore(MetricStore):
+    def __init__(self, log: list[tuple[int, int]]) -> None:
+        super().__init__()
+        self.log = log
+
+    def append_columns(self, timestamp, keys, values, start=0, stop=None) -> None:
+        self.log.append((start, stop))
+        super().append_columns(timestamp, keys, values, start, stop)
+
+
+async def test_columns_go_into_the_cache_in_slices_of_positions():
+    log: list[tuple[int, int]] = []
+    store = _ColumnsLoggedStore(log)
+    scheduler = Scheduler(store)
+    scheduler.add(_ManyColumns(0.05))
+    scheduler.start()
+    try:
+        await until(lambda: scheduler.stats()["columns"].runs >= 1)
+    finally:
+        await scheduler.stop()
+    assert log[:3] == [(0, APPEND_SLICE), (APPEND_SLICE, 2 * APPEND_SLICE), (2 * APPEND_SLICE, 3 * APPEND_SLICE)]
+    stats = scheduler.stats()["columns"]
+    assert stats.samples == stats.runs * (len(_COLUMN_KEYS) - (len(_COLUMN_KEYS) + 2) // 3)  # samples, not positions
+    landed = {key: last[1] - last[0] for key in _COLUMN_KEYS if (last := store.latest_value(key)) is not None}
+    assert landed == {key: float(i) for i, key in enumerate(_COLUMN_KEYS) if i % 3}
+
+
+def test_columns_reach_a_cache_without_append_columns_as_pairs():
+    class PairsOnly:
+        def __init__(self) -> None:
+            self.got: list[tuple[SeriesKey, float, float]] = []
+
+        def append(self, samples) -> None:
+            self.got += [(s.key, s.timestamp, s.value) for s in samples]
+
+    cache = PairsOnly()
+    columns = framework.Columns(_COLUMN_KEYS[:4], [None, 1.0, 2.0, None])
+    framework.append_samples(cache, 5.0, columns, 1, 3)  # type: ignore[arg-type]
+    framework.append_samples(cache, 6.0, columns, 3, 9)  # type: ignore[arg-type]
+    assert cache.got == [(_COLUMN_KEYS[1], 5.0, 1.0), (_COLUMN_KEYS[2], 5.0, 2.0)]
+    assert framework.pairs_of(columns) == [(_COLUMN_KEYS[1], 1.0), (_COLUMN_KEYS[2], 2.0)] and len(columns) == 2
 
 
 def test_psi_of_pods_only_reads_a_third(tmp_path: Path):

@@ -1,0 +1,85 @@
+"""append_columns (the collectors' rounds: one keys tuple kept, a values list per round) is
+append_at of the same pairs: the same samples land, new series of a round share a timeline
+the same way, the same rows wait for the disk; also when series of the tuple are expired,
+forgotten, evicted and made again between rounds or within one."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from koordlet.metriccache.api import Metric, SeriesKey
+from koordlet.metriccache.retention import RetentionPolicy
+from koordlet.metriccache.series_ring import Timeline
+from koordlet.metriccache.sqlite_persistence import SqlitePersistence
+from koordlet.metriccache.store import DB_FILE_NAME, MetricStore
+
+T0 = 1_700_000_000.0
+KEYS = tuple([SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i) for i in range(3)]
+             + [SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "p%d" % (i % 2), "c%d" % i) for i in range(3)]
+             + [SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p0")])  # one key twice: the later value wins
+
+# ("round", seconds since the last, value or None per key, where the round is cut in two)
+round_step = st.tuples(st.just("round"), st.sampled_from([0, 1, 1, 1, 2, 9, 30]),
+                       st.lists(st.one_of(st.none(), st.integers(-9, 9)), min_size=len(KEYS), max_size=len(KEYS)),
+                       st.integers(0, len(KEYS)))
+expire_step = st.tuples(st.just("expire"), st.integers(0, 40))
+forget_step = st.tuples(st.just("forget"), st.integers(0, 2))
+steps = st.lists(st.one_of(round_step, round_step, round_step, expire_step, forget_step), max_size=60)
+
+
+def state(store: MetricStore) -> tuple[object, ...]:
+    """Every series' samples, which series share a timeline, the rows waiting for the disk."""
+    timelines: dict[int, int] = {}
+
+    def which(timeline: Timeline) -> int:
+        return timelines.setdefault(id(timeline), len(timelines))
+
+    series = {key: (list(zip(*ring.window(float("-inf"), float("inf")))), which(ring.timeline))
+              for key, ring in sorted(store._series.items())}
+    return series, list(store._pending), list(store._forgotten), store.evicted_series
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps, st.integers(4, 8))
+def test_append_columns_is_append_at_of_the_pairs(steps, max_series):
+    policy = RetentionPolicy(node_seconds=60, pod_seconds=20, container_seconds=8, max_series=max_series)
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = [T0]
+        pairs_store = MetricStore(policy, SqlitePersistence(Path(tmp) / ("a-" + DB_FILE_NAME)), lambda: clock[0])
+        columns_store = MetricStore(policy, SqlitePersistence(Path(tmp) / ("b-" + DB_FILE_NAME)), lambda: clock[0])
+        now = T0
+        for step in steps:
+            if step[0] == "round":
+                _, gap, values, cut = step
+                now += gap
+                floats = [None if v is None else float(v) for v in values]
+                for start, stop in ((0, cut), (cut, len(KEYS))):  # the scheduler's slices
+                    pairs_store.append_at(now, [(k, v) for k, v in zip(KEYS[start:stop], floats[start:stop])
+                                                if v is not None])
+                    columns_store.append_columns(now, KEYS, floats, start, stop)
+            elif step[0] == "expire":
+                clock[0] = now + step[1]
+                assert pairs_store.expire() == columns_store.expire()
+            else:
+                assert pairs_store.forget_pod("p%d" % step[1]) == columns_store.forget_pod("p%d" % step[1])
+            assert state(columns_store) == state(pairs_store)
+        pairs_store.close()
+        columns_store.close()
+
+
+def test_a_round_of_new_series_shares_one_timeline_and_queues_its_persisted_rows(tmp_path: Path):
+    store = MetricStore(persistence=SqlitePersistence(tmp_path / DB_FILE_NAME))
+    keys = tuple(SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, "p%d" % i) for i in range(5))
+    store.append_columns(T0, keys, [1.0, None, 3.0, 4.0, 5.0])
+    store.append_columns(T0 + 1, keys, [1.5, 2.5, 3.5, None, 5.5])
+    assert store.latest_value(keys[1]) == (T0 + 1, 2.5)
+    assert store.latest_value(keys[3]) == (T0, 4.0)
+    assert len({id(store._series[key].timeline) for key in (keys[0], keys[2], keys[4])}) == 1
+    # pods are written every 10 s: the first round's samples only, the second's later
+    assert sorted((row[0].pod_uid, row[2]) for row in store._pending) == [
+        ("p0", T0), ("p1", T0 + 1), ("p2", T0), ("p3", T0), ("p4", T0)]
+    store.close()
