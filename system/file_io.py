@@ -23,7 +23,7 @@ import os
 import resource
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from system.errors import Gone, InvalidValue, classify_os_error
 
@@ -247,28 +247,39 @@ class FileBatch:
     whatever the number of cgroups. With the C extension the whole batch is one call that
     releases the GIL (so it can run in a thread while the event loop goes on) and opens the
     files relative to the directories most of them share (as ValueBatch); the paths' bytes
-    and the output buffers are made once and reused. One reader at a time."""
+    and the output buffers are made once and reused, and the path strings are dropped once
+    packed (as ValueBatch's specs). One reader at a time."""
 
     def __init__(self, paths: Sequence[str], native: bool = True) -> None:
-        self.paths = tuple(paths)
+        self._paths: tuple[str, ...] | None = tuple(paths)
+        self._count = len(self._paths)
         self._native = native and _read_files is not None
         self._output: _Output | None = None  # made by the first read (in the reading thread)
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return self._count
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The files' paths, as given (read back from the blob once packed)."""
+        if self._paths is not None:
+            return self._paths
+        return tuple(os.fsdecode(path) for path in self._blob.split(b"\0")[:self._count])
 
     def read(self) -> list[bytes | None]:
         """Each file's bytes, None where it could not be read (gone, absent, refused)."""
         if not self._native:
             return [_read_or_none(path) for path in self.paths]
         if self._output is None:
-            self._blob = b"".join(os.fsencode(path) + b"\0" for path in self.paths)
-            self._anchored = _Anchored(self.paths)
+            paths = self.paths
+            self._blob = b"".join(os.fsencode(path) + b"\0" for path in paths)
+            self._anchored = _Anchored(paths)
             self._output = _Output()
-            self._output.fit(len(self.paths), 256)
+            self._output.fit(self._count, 256)
+            self._paths = None
         anchored = self._anchored
-        return _read_into(self._output, self.paths, self._blob, anchored.blob, anchored.count, anchored.anchor_of,
-                          anchored.rel_at)
+        return _read_into(self._output, self._count, lambda: self.paths, self._blob, anchored.blob, anchored.count,
+                          anchored.anchor_of, anchored.rel_at)
 
 
 class _Output:
@@ -321,16 +332,15 @@ def read_files_once(paths: Sequence[str]) -> list[bytes | None]:
     output = _THREAD_OUTPUT
     output.fit(len(paths), 64)
     blob = b"".join(os.fsencode(path) + b"\0" for path in paths)
-    return _read_into(output, paths, blob, b"", 0, output.no_anchor, output.no_anchor)
+    return _read_into(output, len(paths), lambda: paths, blob, b"", 0, output.no_anchor, output.no_anchor)
 
 
-def _read_into(output: _Output, paths: Sequence[str], blob: bytes, anchors: bytes, anchor_count: int,
-               anchor_of: object, rel_at: object) -> list[bytes | None]:
-    """One koord_read_files call over `paths` (packed in `blob`, opened relative to the
+def _read_into(output: _Output, n: int, paths: Callable[[], Sequence[str]], blob: bytes, anchors: bytes,
+               anchor_count: int, anchor_of: object, rel_at: object) -> list[bytes | None]:
+    """One koord_read_files call over the n files packed in `blob` (opened relative to the
     packed `anchors` as anchor_of and rel_at say), again with a doubled buffer while some
-    file found no room."""
+    file found no room; `paths()` gives their paths (only a file too long is read again)."""
     assert _read_files is not None
-    n = len(paths)
     while True:
         _read_files(anchors, anchor_count, blob, anchor_of, rel_at, n, output.out, output.cap, BATCH_FILE_MAX,
                     output.offsets, output.lens)
@@ -340,17 +350,20 @@ def _read_into(output: _Output, paths: Sequence[str], blob: bytes, anchors: byte
         output.grow(output.cap * 2)
 
 
-def _split(paths: Sequence[str], buffer: object, offsets: list[int], lens: list[int]) -> list[bytes | None]:
+def _split(paths: Callable[[], Sequence[str]], buffer: object, offsets: list[int],
+           lens: list[int]) -> list[bytes | None]:
     """The C reader's output cut per file: None where it failed, a file that filled its
     BATCH_FILE_MAX bytes read again whole."""
     assert _ffi is not None
     data = _ffi.buffer(buffer, offsets[-1] + max(0, lens[-1]) if offsets else 0)[:]
     out: list[bytes | None] = []
-    for path, offset, length in zip(paths, offsets, lens):
+    named: Sequence[str] = ()  # the paths, read back at the first file too long
+    for i, (offset, length) in enumerate(zip(offsets, lens)):
         if length < 0:
             out.append(None)
         elif length == BATCH_FILE_MAX:
-            out.append(_read_or_none(path))
+            named = named or paths()
+            out.append(_read_or_none(named[i]))
         else:
             out.append(data[offset:offset + length])
     return out

@@ -32,6 +32,8 @@ def test_a_batch_reads_what_a_one_shot_read_reads(tmp_path: Path, native: bool):
     expected = [read_path_text(p).encode() for p in paths] + [None]
     assert first == expected
     assert second == expected
+    # the path strings are dropped once packed (native): read back from the packed bytes
+    assert batch.paths == tuple(paths + [str(tmp_path / "gone")]) and len(batch) == len(paths) + 1
 
 
 def test_a_small_first_buffer_grows(tmp_path: Path):
