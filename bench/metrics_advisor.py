@@ -157,7 +157,7 @@ def c_open_read_close_floor(paths: list[str], cycles: int, anchored: bool) -> li
     batch = FileBatch(paths)
     batch.read()  # makes the buffers
     n = len(paths)
-    anchors = batch._anchored if anchored else _Anchored([])
+    anchors = batch._anchored if anchored else _Anchored.none(n)
     out = batch._output
     assert out is not None
     return cycle_cpu_ms(lambda _: _read_files(anchors.blob, anchors.count, batch._blob, anchors.anchor_of,
@@ -524,6 +524,7 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
                     gc.callbacks.remove(gen2)
             finally:
                 c_time.restore()
+            read[:] = [[path for batch in batches for path in batch.paths] for batches in read]
             # floors, of the very files each measured round read: raw preads on kept fds; open +
             # read + close in Python; the same in C
             floor = statistics.median(statistics.median(raw_floor(files, 3)) for files in read)
@@ -590,8 +591,9 @@ async def _append_round(store: MetricStore, now: float, samples: Samples, holds:
         holds.end()
 
 
-def _recorded(round_: Round, seen: list[str]) -> Round:
-    """The round, with the paths of every batch it asks for added to ``seen``."""
+def _recorded(round_: Round, seen: list) -> Round:
+    """The round, with every batch it asks for added to ``seen`` (their paths are decoded
+    after the timed rounds: a batch keeps only its packed blob)."""
     reply = None
     while True:
         try:
@@ -599,8 +601,7 @@ def _recorded(round_: Round, seen: list[str]) -> Round:
         except StopIteration as stop:
             return stop.value
         if request is not None:
-            for batch in request:
-                seen.extend(batch.paths)
+            seen.extend(request)
         reply = yield request
 
 

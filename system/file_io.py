@@ -468,6 +468,15 @@ class _Anchored:
         self.anchor_of = _ffi.new("int[]", anchor_of or [0])
         self.rel_at = _ffi.new("int[]", rel_at or [0])
 
+    @classmethod
+    def none(cls, count: int) -> _Anchored:
+        """No anchor for any of ``count`` paths: each is opened whole (benches' floors)."""
+        unanchored = cls([])
+        assert _ffi is not None
+        unanchored.anchor_of = _ffi.new("int[]", [-1] * max(1, count))
+        unanchored.rel_at = _ffi.new("int[]", max(1, count))
+        return unanchored
+
 
 def choose_anchors(paths: Sequence[str]) -> tuple[list[str], list[int], list[int]]:
     """The directories to open the files relative to: for each path, the deepest of its
