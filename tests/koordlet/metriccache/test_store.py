@@ -207,6 +207,51 @@ def test_forgotten_series_do_not_come_back_after_restart(tmp_path: Path):
     reopened.close()
 
 
+def test_a_series_forgotten_and_made_again_gets_none_of_its_old_samples(tmp_path: Path):
+    """The old samples wait on disk for the next expiry; the series made again has a new
+    id, so neither a restart nor that expiry mixes them with its own."""
+    clock = Clock(T0 + 20)
+    store = MetricStore.open(tmp_path, clock=clock)
+    store.append(samples(NODE_CPU, T0, [1.0] * 5))
+    store.flush()
+    store._drop(NODE_CPU)  # as the series limit drops a series: its rows are forgotten on disk
+    store.flush()
+    store.append(samples(NODE_CPU, T0 + 10, [2.0] * 3))
+    store.close()
+    reopened = MetricStore.open(tmp_path, clock=clock)
+    again = reopened.aggregate(NODE_CPU, T0, T0 + 20, min_coverage=0)
+    assert (again.count, again.avg) == (3, 2.0)
+    assert reopened.expire_on_disk() == 5  # the forgotten series' rows, not the new ones
+    reopened.close()
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:
+        assert db.execute("SELECT count(*), sum(value) FROM samples").fetchone() == (3, 6.0)
+
+
+def test_a_file_of_schema_1_is_brought_to_the_current_one_with_its_samples(tmp_path: Path):
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:  # what koordlet-py wrote before schema 2
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('schema', '1')")
+        db.execute("CREATE TABLE series (id INTEGER PRIMARY KEY, metric TEXT NOT NULL, pod_uid TEXT NOT NULL,"
+                   " container_id TEXT NOT NULL, labels TEXT NOT NULL, retention REAL NOT NULL,"
+                   " UNIQUE (metric, pod_uid, container_id, labels))")
+        db.execute("CREATE TABLE samples (series_id INTEGER NOT NULL, ts REAL NOT NULL, value REAL NOT NULL,"
+                   " PRIMARY KEY (series_id, ts)) WITHOUT ROWID")
+        db.execute("INSERT INTO series VALUES (7, ?, '', '', '[]', 1800.0)", (NODE_CPU.metric,))
+        db.executemany("INSERT INTO samples VALUES (7, ?, ?)", [(T0 + i, float(i)) for i in range(4)])
+    clock = Clock(T0 + 10)
+    store = MetricStore.open(tmp_path, clock=clock)
+    assert store.aggregate(NODE_CPU, T0, T0 + 10, min_coverage=0).count == 4
+    store.append(samples(NODE_CPU, T0 + 4, [4.0]))
+    store.close()
+    reopened = MetricStore.open(tmp_path, clock=clock)
+    after = reopened.aggregate(NODE_CPU, T0, T0 + 10, min_coverage=0)
+    assert (after.count, after.first_timestamp, after.last) == (5, T0, 4.0)
+    reopened.close()
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
+        assert db.execute("SELECT count(*) FROM series").fetchone() == (1,)
+
+
 def test_pending_rows_are_bounded_when_the_disk_falls_behind(tmp_path: Path):
     store = MetricStore(persistence=SqlitePersistence(tmp_path / DB_FILE_NAME), max_pending=100,
                         clock=Clock(T0 + 500))
