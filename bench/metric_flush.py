@@ -10,7 +10,8 @@ third (the pods' 300 s retention long full on disk) are measured: thread CPU per
 per row. Floor, in the same run: the very rows of each flush, as (series id, timestamp,
 value) tuples made beforehand, inserted by a bare executemany in one transaction into an
 identical table (the module's own samples DDL and pragmas) that got the same rows and the
-same expiries before; and the ratio. Also: the longest a thread sleeping 0.5 ms at a time
+same expiries before; and the ratio. Also: the CPU of each expiry on disk, and flushes
+and expiries together per second; the longest a thread sleeping 0.5 ms at a time
 (the event loop's stand-in) overslept during the measured flushes (the GIL held by the
 flush, at most the 5 ms switch interval per turn), and the CPU of opening the file again
 (the restore at daemon start) with the rows the run left.
@@ -109,6 +110,7 @@ def main() -> None:
         persistence.write = keep_rows  # type: ignore[method-assign]
         costs: list[tuple[float, int]] = []
         floors: list[float] = []
+        expiries: list[float] = []
         sleeper = Sleeper()
         for second in range(1, seconds + 1):
             for collector in (node, *per_pod):
@@ -132,7 +134,9 @@ def main() -> None:
                 floors.append(floor_cost)
             if second % GC_INTERVAL == 0:
                 store.expire(BASE + second)
+                cpu = time.thread_time()
                 store.expire_on_disk(BASE + second)
+                expiries.append(time.thread_time() - cpu)
                 floor.expire(BASE + second)
         sleeper.stop()
         store.close()
@@ -151,6 +155,9 @@ def main() -> None:
     print("flush cpu p50 %.2f ms (max %.2f) = %.2f us/row = %.2f ms/s | floor bare executemany %.2f ms = %.2f us/row "
           "| ratio %.2fx" % (ms, worst, ms * 1e3 / rows, ms / FLUSH_EVERY, floor_ms, floor_ms * 1e3 / rows,
                              ms / floor_ms))
+    print("expiry on disk every %d s: cpu %s ms | flushes and expiries together %.2f ms of CPU a second"
+          % (GC_INTERVAL, " ".join("%.0f" % (e * 1e3) for e in expiries),
+             ms / FLUSH_EVERY + statistics.median(expiries[1:] or expiries) * 1e3 / GC_INTERVAL))
     print("longest oversleep of a 0.5 ms sleeper during the measured flushes %.2f ms | restore at start: %d samples "
           "in %.0f ms of CPU" % (sleeper.longest * 1e3, restored, restore_ms))
 

@@ -156,20 +156,32 @@ class SqlitePersistence:
             raise
 
     def expire(self, now: float) -> int:
-        """Delete samples older than their series' retention or of a forgotten series (its
-        retention is NULL: the row is older than now + 1e18), then series left empty."""
+        """Delete samples older than their series' retention, and those of forgotten series
+        once older than the shortest retention; then series left empty. One scan per
+        retention in use (two by default), each testing the timestamp first: a lookup of
+        each row's series was half the cost."""
         db = self._db
+        retentions = [row[0] for row in db.execute("SELECT DISTINCT retention FROM series ORDER BY retention")]
+        shortest = retentions[0] if retentions else 0.0
         db.execute("BEGIN")
         try:
+            # the shortest retention's rows are those of no series that keeps rows longer
             deleted = db.execute(
-                "DELETE FROM samples WHERE ts < ? - ifnull("
-                "(SELECT retention FROM series WHERE series.id = samples.series_id), -1e18)", (now,)).rowcount
-            db.execute("DELETE FROM series WHERE id NOT IN (SELECT DISTINCT series_id FROM samples)")
+                "DELETE FROM samples WHERE ts < ? AND series_id NOT IN (SELECT id FROM series WHERE retention > ?)",
+                (now - shortest, shortest)).rowcount
+            for retention in retentions[1:]:
+                deleted += db.execute(
+                    "DELETE FROM samples WHERE ts < ? AND series_id IN (SELECT id FROM series WHERE retention = ?)",
+                    (now - retention, retention)).rowcount
+            empty = db.execute("SELECT id FROM series WHERE id NOT IN (SELECT DISTINCT series_id FROM samples)").fetchall()
+            db.executemany("DELETE FROM series WHERE id = ?", empty)
             db.execute("COMMIT")
         except BaseException:
             _roll_back(db)
             raise
-        self._ids.clear()
+        if empty:  # forget only their ids: naming every series again was an 80 ms flush
+            gone = {series_id for (series_id,) in empty}
+            self._ids = {key: series_id for key, series_id in self._ids.items() if series_id not in gone}
         return deleted
 
     def load(self, now: float) -> Iterator[tuple[SeriesKey, float, float]]:
