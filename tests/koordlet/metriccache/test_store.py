@@ -207,6 +207,76 @@ def test_forgotten_series_do_not_come_back_after_restart(tmp_path: Path):
     reopened.close()
 
 
+def test_a_series_forgotten_and_made_again_gets_none_of_its_old_samples(tmp_path: Path):
+    """The old samples wait on disk until an expiry finds them older than the shortest
+    retention; the series made again has a new id, so neither a restart nor that expiry
+    mixes them with its own."""
+    clock = Clock(T0 + 20)
+    policy = RetentionPolicy(node_seconds=60)
+    store = MetricStore.open(tmp_path, policy, clock=clock)
+    store.append(samples(NODE_CPU, T0, [1.0] * 5))
+    store.flush()
+    store._drop(NODE_CPU)  # as the series limit drops a series: its rows are forgotten on disk
+    store.flush()
+    store.append(samples(NODE_CPU, T0 + 10, [2.0] * 3))
+    store.close()
+    reopened = MetricStore.open(tmp_path, policy, clock=clock)
+    again = reopened.aggregate(NODE_CPU, T0, T0 + 20, min_coverage=0)
+    assert (again.count, again.avg) == (3, 2.0)
+    assert reopened.expire_on_disk() == 0  # younger than 60 s
+    assert reopened.expire_on_disk(T0 + 65) == 5  # the forgotten series' rows (T0..T0+4), not the new ones
+    reopened.close()
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:
+        assert db.execute("SELECT count(*), sum(value) FROM samples").fetchone() == (3, 6.0)
+
+
+def test_a_file_of_schema_1_is_brought_to_the_current_one_with_its_samples(tmp_path: Path):
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:  # what koordlet-py wrote before schema 2
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('schema', '1')")
+        db.execute("CREATE TABLE series (id INTEGER PRIMARY KEY, metric TEXT NOT NULL, pod_uid TEXT NOT NULL,"
+                   " container_id TEXT NOT NULL, labels TEXT NOT NULL, retention REAL NOT NULL,"
+                   " UNIQUE (metric, pod_uid, container_id, labels))")
+        db.execute("CREATE TABLE samples (series_id INTEGER NOT NULL, ts REAL NOT NULL, value REAL NOT NULL,"
+                   " PRIMARY KEY (series_id, ts)) WITHOUT ROWID")
+        db.execute("INSERT INTO series VALUES (7, ?, '', '', '[]', 1800.0)", (NODE_CPU.metric,))
+        db.executemany("INSERT INTO samples VALUES (7, ?, ?)", [(T0 + i, float(i)) for i in range(4)])
+    clock = Clock(T0 + 10)
+    store = MetricStore.open(tmp_path, clock=clock)
+    assert store.aggregate(NODE_CPU, T0, T0 + 10, min_coverage=0).count == 4
+    store.append(samples(NODE_CPU, T0 + 4, [4.0]))
+    store.close()
+    reopened = MetricStore.open(tmp_path, clock=clock)
+    after = reopened.aggregate(NODE_CPU, T0, T0 + 10, min_coverage=0)
+    assert (after.count, after.first_timestamp, after.last) == (5, T0, 4.0)
+    reopened.close()
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
+        assert db.execute("SELECT count(*) FROM series").fetchone() == (1,)
+
+
+def test_expiry_keeps_each_retention_and_series_emptied_by_it_are_named_again(tmp_path: Path):
+    clock = Clock(T0 + 10)
+    policy = RetentionPolicy(node_seconds=60, pod_seconds=300, pod_persist_every_seconds=0)
+    store = MetricStore.open(tmp_path, policy, clock=clock)
+    node_mem = SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
+    pod = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u1")
+    store.append(samples(NODE_CPU, T0, [1.0] * 10))
+    store.append(samples(pod, T0, [5.0] * 10))
+    store.append(samples(node_mem, T0 + 50, [7.0] * 10))
+    store.flush()
+    # at T0 + 100: NODE_CPU's rows are past 60 s (its series goes), the pod's are not
+    assert store.expire_on_disk(T0 + 100) == 10
+    clock.now = T0 + 101
+    store.append([Sample(NODE_CPU, T0 + 100, 3.0), Sample(node_mem, T0 + 100, 8.0)])
+    store.close()
+    reopened = MetricStore.open(tmp_path, policy, clock=clock)
+    assert reopened.aggregate(NODE_CPU, T0, T0 + 101, min_coverage=0).count == 1  # written under a new id
+    assert reopened.aggregate(node_mem, T0, T0 + 101, min_coverage=0).count == 11
+    assert reopened.aggregate(pod, T0, T0 + 101, min_coverage=0).count == 10
+    reopened.close()
+
+
 def test_pending_rows_are_bounded_when_the_disk_falls_behind(tmp_path: Path):
     store = MetricStore(persistence=SqlitePersistence(tmp_path / DB_FILE_NAME), max_pending=100,
                         clock=Clock(T0 + 500))
