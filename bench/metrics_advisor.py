@@ -23,7 +23,8 @@ Prints, each with its floor measured in the same run:
                fds = files); the first round (every cgroup new) and rounds with 10 new pods each
   rss          RSS of this process while the collectors run over simulated minutes (fake
                clock, 1 s ticks, PSI every 10 s), with the store's series and sample counts
-  persist      one 10 s flush of the persisted (node and pod) rows of 1,000 pods to sqlite;
+  persist      one 10 s flush of the persisted (node and pod) rows of 1,000 pods to sqlite, into
+               an empty file (bench/metric_flush.py measures it at the file's steady size);
                floor = a bare executemany of the same number of rows into a plain table
   aggregate    MetricStore.aggregate over 30 min of 1 s samples; floor = sorted() of the list
   scrape       the exporter's text for 10,000 series; compared with generate_latest() of
