@@ -20,7 +20,7 @@ from functools import reduce
 from operator import add
 from typing import Sequence
 
-from koordlet.metriccache.api import Aggregate, Mean, NotEnoughData
+from koordlet.metriccache.api import Aggregate, NotEnoughData
 
 COLD_START_RATIO = 0.5
 
@@ -66,14 +66,6 @@ def average(values: Sequence[float]) -> float:
     as koordlet sums them in Go (not fsum, nor 3.12's compensated sum()), divided once;
     window_stats.py computes the same bits in C."""
     return reduce(add, values, 0.0) / len(values)
-
-
-def mean_of(values: Sequence[float], first_ts: float, last_ts: float, start: float, end: float,
-            min_coverage: float = COLD_START_RATIO) -> Mean:
-    """The average part of `summarize` (the same value: the same fsum)."""
-    count = len(values)
-    checked_window(count, first_ts, last_ts, start, end, min_coverage)
-    return Mean(count, average(values), first_ts, last_ts)
 
 
 def summarize(

@@ -125,8 +125,7 @@ class MetricStore:
         list filled each round). The series of a tuple are looked up once while no series is
         made or dropped (_rings_of) and no tuple is made per sample: at 1,000 pods the
         2,400 appends a second were ~7 % of the daemon's CPU."""
-        known = self._ring_lists.get(id(keys))
-        if start and not (known is not None and known[0] is keys and known[1] == self._generation):
+        if start and self._kept_rings(keys) is None:
             # a later slice after series came or went (pods created): its own keys only, not
             # the whole tuple again for each slice
             rings = list(map(self._series.get, keys[start:stop]))
@@ -312,14 +311,19 @@ class MetricStore:
         keys was a third of their reads."""
         if type(keys) is not tuple:
             return list(map(self._series.get, keys))
-        known = self._ring_lists.get(id(keys))
-        if known is not None and known[0] is keys and known[1] == self._generation:
-            return known[2]
+        kept = self._kept_rings(keys)
+        if kept is not None:
+            return kept
         rings = list(map(self._series.get, keys))
         if len(self._ring_lists) >= _RING_LISTS_KEPT:
             self._ring_lists.clear()
         self._ring_lists[id(keys)] = (keys, self._generation, rings)
         return rings
+
+    def _kept_rings(self, keys: Sequence[SeriesKey]) -> list[SeriesRing | None] | None:
+        """The series of `keys` as looked up before, None unless no series came or went since."""
+        known = self._ring_lists.get(id(keys))
+        return known[2] if known is not None and known[0] is keys and known[1] == self._generation else None
 
     def keys(self, metric: str | Metric) -> tuple[SeriesKey, ...]:
         name = metric.value if isinstance(metric, Metric) else metric
