@@ -29,7 +29,7 @@ from operator import attrgetter
 from typing import Any, Iterable, NamedTuple
 
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
-from koordlet.metriccache.aggregation import COLD_START_RATIO, P95, P99
+from koordlet.metriccache.aggregation import COLD_START_RATIO, P95, P99, covers_window
 from koordlet.metriccache.api import Aggregate, Mean, Metric, MetricCache, NotEnoughData, SeriesKey
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
@@ -221,9 +221,9 @@ def _prod_reclaimable(pod: PodInfo, cpu: Mean, memory: Mean, cpu_peak: float, me
     """request - peak x (1 + margin), per resource, not below zero, the peak being the cpu's
     p95 and the memory's p99; nothing while the pod's samples do not cover half the window
     (the predictor's cold start)."""
-    need = COLD_START_RATIO * (end - start)  # aggregation.covers_window, inlined: two a Prod pod
-    if cpu.last_timestamp - cpu.first_timestamp < need or memory.last_timestamp - memory.first_timestamp < need:
-        return 0, 0
+    for window in (cpu, memory):
+        if not covers_window(window.first_timestamp, window.last_timestamp, start, end, COLD_START_RATIO):
+            return 0, 0
     if not math.isfinite(cpu_peak) or not math.isfinite(memory_peak):
         return 0, 0
     request_cpu, request_memory = pod_requests(pod)
