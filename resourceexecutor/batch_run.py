@@ -58,13 +58,17 @@ class BatchRun:
         the kept-fd pool: a read-back pass finds nearly every file as wanted and writes
         none, so reading them one by one through the pool only churned its fds. A file
         that could not be read is left out: its own read raises the typed error then."""
-        updaters, unsupported, stale_before = self.updaters, self.unsupported, self.stale_before
-        paths = list(dict.fromkeys(
-            updaters[i].path for i in indices
-            if updaters[i].problem is None and unsupported.get(updaters[i].key, stale_before - 1) < stale_before))
+        updaters = self.updaters
+        paths = list(dict.fromkeys(updaters[i].path for i in indices
+                                   if updaters[i].problem is None and not self._known_absent(updaters[i])))
         if paths:
             self.prefetched = {path: text for path, text in zip(paths, self.io.read_many(paths))
                                if text is not None}
+
+    def _known_absent(self, updater: Updater) -> bool:
+        """The file was found absent within the force-update window: not tried again yet."""
+        absent_since = self.unsupported.get(updater.key)
+        return absent_since is not None and absent_since >= self.stale_before
 
     def _read(self, updater: Updater) -> str:
         """The file's text: read ahead, else read now. What was read ahead serves the first
@@ -87,8 +91,7 @@ class BatchRun:
             else:
                 self.settle(index, Outcome.INVALID, problem)
             return
-        absent_since = self.unsupported.get(updater.key)
-        if absent_since is not None and absent_since >= self.stale_before:
+        if self._known_absent(updater):
             self.settle(index, Outcome.NOT_SUPPORTED,
                         NotSupported("file does not exist", updater.path))
             return
