@@ -66,6 +66,16 @@ def _requests(pods: int) -> list[api.CreateContainerRequest]:
     return create_requests(workload(pods), 0, False)
 
 
+def _peer(path: Path, pods: int) -> RuntimePeer:
+    """With pods, a peer that lists them at Synchronize (as containerd does), so the plugin
+    keeps the pods it was started with."""
+    if not pods:
+        return RuntimePeer(path)
+    from bench.runtime_hooks import knowing, workload
+
+    return knowing(path, workload(pods))
+
+
 def _request() -> api.CreateContainerRequest:
     pod = api.PodSandbox(
         id="a" * 64, name="bench-pod", uid="b" * 36, namespace="default", annotations={"k%d" % i: "v" * 20 for i in range(10)}
@@ -104,7 +114,7 @@ async def _measure(peer: RuntimePeer, calls: int, pods: int) -> list[float]:
 
 
 async def _inproc(path: Path, calls: int, pods: int) -> list[float]:
-    async with RuntimePeer(path) as peer:
+    async with _peer(path, pods) as peer:
         stub = Stub(_plugin(pods), name="bench", index="10", config=StubConfig(socket_path=str(path)), environ={})
         task = await stub.start(timeout=10)
         try:
@@ -115,7 +125,7 @@ async def _inproc(path: Path, calls: int, pods: int) -> list[float]:
 
 
 async def _subprocess(path: Path, calls: int, uvloop: bool, plugin_cpu: int | None, pods: int) -> list[float]:
-    async with RuntimePeer(path) as peer:
+    async with _peer(path, pods) as peer:
         args = [sys.executable, "-m", "bench.nri_plugin_rtt", "--serve-plugin", str(path), "--pods", str(pods)]
         if not uvloop:
             args.append("--no-uvloop")

@@ -122,8 +122,20 @@ async def _calls(peer: RuntimePeer, requests: list[api.CreateContainerRequest], 
     return samples
 
 
-async def round_trips(path: Path, plugin: object, requests: list[api.CreateContainerRequest], calls: int) -> list[float]:
-    async with RuntimePeer(path) as peer:
+def knowing(path: Path, pods) -> RuntimePeer:
+    """A peer whose Synchronize lists `pods` ((sandbox, container) pairs), as containerd's
+    lists what runs: the plugin keeps them. A peer with nothing to list would tell the
+    plugin they are gone, and every later call would take the unknown-pod path."""
+    peer = RuntimePeer(path)
+    for pod, ctr in pods:
+        peer.state.pods[pod.id] = pod
+        peer.state.containers[ctr.id] = ctr
+    return peer
+
+
+async def round_trips(path: Path, plugin: object, pods, requests: list[api.CreateContainerRequest],
+                      calls: int) -> list[float]:
+    async with knowing(path, pods) as peer:
         stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(path)), environ={})
         task = await stub.start(timeout=10)
         try:
@@ -145,14 +157,14 @@ def create_requests(pods, calls: int, fresh_names: bool) -> list[api.CreateConta
     return requests
 
 
-async def subprocess_round_trips(path: Path, kind: str, pods_count: int,
+async def subprocess_round_trips(path: Path, kind: str, pods,
                                  requests: list[api.CreateContainerRequest], calls: int) -> list[float]:
     """The plugin in its own process, as deployed: the informer feed it defers runs
     there while the runtime already has its answer."""
-    async with RuntimePeer(path) as peer:
+    async with knowing(path, pods) as peer:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bench.runtime_hooks", "--serve-plugin", str(path), "--kind", kind,
-            "--pods", str(pods_count))
+            "--pods", str(len(pods)))
         try:
             return await _calls(peer, requests, calls)
         finally:
@@ -174,7 +186,7 @@ class EveryCreateEvent(KoordletNriPlugin):
 async def cri_create_path(path: Path, plugin: KoordletNriPlugin, pods, calls: int) -> list[float]:
     """What containerd does for one CRI CreateContainer: CreateContainer (+ Validate when
     subscribed) then PostCreateContainer, each to every subscribed plugin."""
-    async with RuntimePeer(path) as peer:
+    async with knowing(path, pods) as peer:
         stub = Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=str(path)), environ={})
         plugin.stub = stub
         task = await stub.start(timeout=10)
@@ -287,8 +299,8 @@ def bench_create(pods_count: int, calls: int, fresh_names: bool) -> None:
             runner = asyncio.Runner(loop_factory=loop_factory(use_uvloop))
             try:
                 full = runner.run(round_trips(Path(tmp) / "a.sock", fresh_plugin() if fresh_names else plugin,
-                                              requests, calls))
-                floor = runner.run(round_trips(Path(tmp) / "b.sock", EmptyPlugin(), requests, calls))
+                                              pods, requests, calls))
+                floor = runner.run(round_trips(Path(tmp) / "b.sock", EmptyPlugin(), pods, requests, calls))
             finally:
                 runner.close()
         name = "uvloop" if use_uvloop else "asyncio"
@@ -300,8 +312,8 @@ def bench_create(pods_count: int, calls: int, fresh_names: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="rh-bench-", dir="/tmp") as tmp:
         runner = asyncio.Runner(loop_factory=loop_factory(uvloop_available()))
         try:
-            full = runner.run(subprocess_round_trips(Path(tmp) / "c.sock", "full", pods_count, requests, calls))
-            floor = runner.run(subprocess_round_trips(Path(tmp) / "d.sock", "empty", pods_count, requests, calls))
+            full = runner.run(subprocess_round_trips(Path(tmp) / "c.sock", "full", pods, requests, calls))
+            floor = runner.run(subprocess_round_trips(Path(tmp) / "d.sock", "empty", pods, requests, calls))
         finally:
             runner.close()
     print("  plugin in its own process:  full policy round trip p50 %6.1f us  p99 %6.1f us | floor (empty handler) "
