@@ -12,7 +12,9 @@ Figures: time per build (p50 / p99 of --runs builds; process CPU time) of take_s
 status_document + json.dumps, and what tracemalloc counts for one build: the bytes still
 held after it (the result: the JSON text) and the peak held during it. Floor, same run: building a dict of the same shape and size
 from ready-made strings and dumping it to JSON (no cache reads, no aggregation): what any
-report of that size costs at least. The overcommit round (node_load + advise) over the
+report of that size costs at least. A second floor adds what no build can skip: one C
+window_stats call over the same pods' windows (every sample of the aggregate window, the
+Prod pods' peaks). The overcommit round (node_load + advise) over the
 same pods is measured too, and how long the daemon's stepped build holds the event loop
 between two yields.
 """
@@ -30,7 +32,8 @@ from koordlet.apis.qos import KoordQoSClass, PodQoS, PriorityBand
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
-from koordlet.reporter.nodemetric import snapshot_steps, status_document, take_snapshot
+from koordlet.metriccache.window_stats import window_stats
+from koordlet.reporter.nodemetric import CPU_PEAK, MEMORY_PEAK, PodRows, snapshot_steps, status_document, take_snapshot
 from koordlet.reporter.overcommit import SEED_CPU, SEED_MEMORY, advise
 from koordlet.reporter.overcommit_load import UsageKeys, node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy
@@ -153,13 +156,32 @@ def main() -> None:
         now = advance(store, pods, now, 60)
         appends.append(time.process_time() - start)
 
+    pod_rows = PodRows()  # kept across reports, as the daemon does
+
     def build() -> str:
-        snapshot = take_snapshot(store, pods, policy, now)
+        snapshot = take_snapshot(store, pods, policy, now, pod_rows)
         assert snapshot is not None and len(snapshot.pods) == len(pods)
         return json.dumps(status_document(snapshot), separators=(",", ":"))
 
     def floor() -> str:
         return json.dumps(floor_document(pods), separators=(",", ":"))
+
+    def pod_windows() -> tuple[list[tuple[Any, int, int]], list[tuple[int, ...]]]:
+        """Every pod's cpu and memory window of the report, and the peaks a Prod pod's need."""
+        windows, asked = [], []
+        for row in (pod_rows.of(pod) for pod in pods):
+            for key, peak in ((row.cpu_key, CPU_PEAK), (row.memory_key, MEMORY_PEAK)):
+                ring = store._series[key]
+                lo, hi = ring.bounds(now - policy.effective().aggregate_duration_seconds, now)
+                windows.append((ring.values, lo, hi))
+                asked.append(peak if row.prod else ())
+        return windows, asked
+
+    def floor_with_reads() -> str:
+        """The floor plus the reads no build can skip: one C window_stats call over the
+        pods' windows (found before the timing)."""
+        window_stats(*windows)
+        return floor()
 
     usage_keys = UsageKeys(("cpu.usage.container",), ("mem.usage.container",))  # kept across rounds, as the daemon does
 
@@ -168,8 +190,9 @@ def main() -> None:
         return advise(load, SEED_CPU, SEED_MEMORY, {}, 0, "none", "None")
 
     built, floored = build(), floor()
+    windows = pod_windows()
     rows = [("NodeMetric build+dump", build), ("floor: same-size dict+dump", floor),
-            ("overcommit round", overcommit)]
+            ("floor + C window stats", floor_with_reads), ("overcommit round", overcommit)]
     results = {}
     for name, fn in rows:
         p50, p99 = timed(fn, args.runs, next_minute if fn is build else lambda: None)
@@ -194,6 +217,8 @@ def main() -> None:
     for name, (p50, p99, allocated, peak) in results.items():
         print("%-28s %9.2f %9.2f %8.1f %12.0f %12.0f" % (name, p50 * 1e3, p99 * 1e3, p50 / base[0],
                                                           allocated / 1024, peak / 1024))
+    with_reads = results["floor + C window stats"][0]
+    print("build / (floor + C window stats): %.2fx" % (results["NodeMetric build+dump"][0] / with_reads))
     print("event loop held per step of the daemon's build (%d pods a step): p50 %.2f ms, max %.2f ms"
           % (PODS_PER_STEP, statistics.median(holds) * 1e3, holds[-1] * 1e3))
 

@@ -18,6 +18,7 @@ import time
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -43,6 +44,9 @@ log = structlog.get_logger(__name__)
 DB_FILE_NAME = "metric-cache.sqlite"
 DEFAULT_MAX_PENDING = 1_000_000
 _AGGREGATE_PERCENTILES = (P50, P90, P95, P99)
+# Mean(count, avg, first, last) without the NamedTuple's Python-level __new__: summaries
+# makes one a series
+_mean = partial(tuple.__new__, Mean)
 _UNSEEN = (0, 0, 0, 0.0, 0.0)  # a span not looked up yet (None: a window with no sample)
 
 
@@ -262,13 +266,14 @@ class MetricStore:
             return out
         means, pcts = window_stats(windows, asked)
         at = 0
+        no_pcts = ()
         for (index, (_, _, count, first_ts, last_ts)), mean, wanted in zip(found, means, asked):
             if wanted:
                 taken = at + len(wanted)
-                out[index] = Mean(count, mean, first_ts, last_ts), tuple(pcts[at:taken])
+                out[index] = _mean((count, mean, first_ts, last_ts)), tuple(pcts[at:taken])
                 at = taken
             else:
-                out[index] = Mean(count, mean, first_ts, last_ts), ()
+                out[index] = _mean((count, mean, first_ts, last_ts)), no_pcts
         return out
 
     def _samples_between(self, key: SeriesKey, start: float, end: float) -> tuple[SeriesRing, int, int]:

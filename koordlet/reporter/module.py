@@ -33,6 +33,7 @@ from koordlet.reporter.katalyst_metrics import uncollected
 from koordlet.reporter.kube_sink import KubeSink, Outcome
 from koordlet.reporter.nodemetric import (
     NodeMetricSnapshot,
+    PodRows,
     node_metric_object,
     snapshot_steps,
     status_document,
@@ -107,6 +108,7 @@ class ReportsModule:
         self._clock = clock
         self._policy = settings.policy
         self._usage_keys = UsageKeys(settings.cpu_metrics, settings.memory_metrics)
+        self._pod_rows = PodRows()  # each pod's series keys, priority and requests while it is unchanged
         self._kube: KubeSink | None = None
         self._close_kube: Callable[[], Any] | None = None
         self._host: Allocatable | None = None
@@ -190,13 +192,13 @@ class ReportsModule:
 
     def build(self) -> NodeMetricSnapshot | None:
         """Build at once (the standalone route: at most once a second)."""
-        return take_snapshot(self._cache, self._states.pods(), self._policy, self._clock())
+        return take_snapshot(self._cache, self._states.pods(), self._policy, self._clock(), self._pod_rows)
 
     async def report_once(self) -> "Round":
         """One round: SENT when every configured sink took it (or none is configured),
         NOT_READY before any node usage exists, FAILED when a sink failed (retried sooner)."""
         snapshot = await run_steps_on_loop(
-            snapshot_steps(self._cache, self._states.pods(), self._policy, self._clock()))
+            snapshot_steps(self._cache, self._states.pods(), self._policy, self._clock(), self._pod_rows))
         if snapshot is None:
             self._metrics.count("nodemetric", "any", "not_ready")
             log.info("nodemetric_not_ready", reason="no node usage in the aggregate window yet")

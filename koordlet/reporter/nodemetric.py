@@ -31,6 +31,7 @@ from typing import Any, Iterable, NamedTuple
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
 from koordlet.metriccache.aggregation import COLD_START_RATIO, P95, P99, covers_window
 from koordlet.metriccache.api import Aggregate, Mean, Metric, MetricCache, NotEnoughData, SeriesKey
+from koordlet.reporter.pod_memo import PodMemo
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
 from koordlet.statesinformer.model import PodInfo
@@ -46,7 +47,7 @@ SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
 SYS_MEMORY = SeriesKey.of(Metric.SYS_MEMORY_USAGE_BYTES)
 _POD_CPU = Metric.POD_CPU_USAGE_CORES.value
 _POD_MEMORY = Metric.POD_MEMORY_USAGE_BYTES.value
-_CPU_PEAK, _MEMORY_PEAK = (P95,), (P99,)
+CPU_PEAK, MEMORY_PEAK = (P95,), (P99,)
 # SeriesKey(metric, uid): every field given, in order, without the NamedTuple's Python-level
 # __new__ (two keys a pod a report)
 _key = partial(tuple.__new__, SeriesKey)
@@ -115,14 +116,38 @@ def pod_requests(pod: PodInfo) -> tuple[int, int]:
     return cpu, memory
 
 
+class PodRow(NamedTuple):
+    """What a report reads and writes for one pod that only changes with the pod."""
+
+    pod: PodInfo
+    cpu_key: SeriesKey
+    memory_key: SeriesKey
+    priority: PriorityBand
+    prod: bool
+    requests: tuple[int, int]  # pod_requests(pod), for the Prod reclaim
+
+
+def pod_row(pod: PodInfo) -> PodRow:
+    priority = priority_of(pod)
+    return PodRow(pod, _key((_POD_CPU, pod.uid, "", ())), _key((_POD_MEMORY, pod.uid, "", ())), priority,
+                  priority is PriorityBand.PROD, pod_requests(pod))
+
+
+class PodRows(PodMemo[PodRow]):
+    """Each pod's PodRow, kept by the caller across reports."""
+
+    def __init__(self) -> None:
+        super().__init__(pod_row)
+
+
 def take_snapshot(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCollectPolicy,
-                  now: float | None = None) -> NodeMetricSnapshot | None:
+                  now: float | None = None, rows: PodRows | None = None) -> NodeMetricSnapshot | None:
     """Read every window the report needs; None when the node has no usage yet."""
-    return run_steps(snapshot_steps(cache, pods, policy, time.time() if now is None else now))
+    return run_steps(snapshot_steps(cache, pods, policy, time.time() if now is None else now, rows))
 
 
 def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCollectPolicy,
-                   now: float) -> Steps[NodeMetricSnapshot | None]:
+                   now: float, rows: PodRows | None = None) -> Steps[NodeMetricSnapshot | None]:
     """take_snapshot, yielding every PODS_PER_STEP pods (see steps.py)."""
     policy = policy.effective()
     start = now - policy.aggregate_duration_seconds
@@ -132,8 +157,14 @@ def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCo
     pod_usages: list[PodUsage] = []
     reclaim_cpu = reclaim_memory = 0
     pod_list = list(pods)
+    if rows is None:
+        rows = PodRows()
+    else:
+        rows.keep_only(pod_list)
+    row_of = rows.of
     for step in range(0, len(pod_list), PODS_PER_STEP):
-        reclaims = _pods_usage(cache, pod_list[step:step + PODS_PER_STEP], start, now, pod_usages)
+        reclaims = _pods_usage(cache, [row_of(pod) for pod in pod_list[step:step + PODS_PER_STEP]], start, now,
+                               pod_usages)
         reclaim_cpu += reclaims[0]
         reclaim_memory += reclaims[1]
         yield
@@ -145,35 +176,37 @@ def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCo
     return NodeMetricSnapshot(now, node, system, aggregated, tuple(pod_usages), reclaim_cpu, reclaim_memory)
 
 
-def _pods_usage(cache: MetricCache, pods: list[PodInfo], start: float, end: float,
+def _pods_usage(cache: MetricCache, rows: list[PodRow], start: float, end: float,
                 out: list[PodUsage]) -> tuple[int, int]:
     """Append the usage of the pods that have some to `out` (both series read in one
     `summaries` call, the peaks of Prod pods with them); returns what they reclaim."""
     keys: list[SeriesKey] = []
     permilles: list[tuple[int, ...]] = []
-    priorities = []
-    for pod in pods:
-        priority = priority_of(pod)
-        prod = priority is PriorityBand.PROD
-        priorities.append(priority)
-        keys.append(_key((_POD_CPU, pod.uid, "", ())))
-        keys.append(_key((_POD_MEMORY, pod.uid, "", ())))
-        permilles.append(_CPU_PEAK if prod else ())
-        permilles.append(_MEMORY_PEAK if prod else ())
+    for row in rows:
+        keys.append(row.cpu_key)
+        keys.append(row.memory_key)
+        if row.prod:
+            permilles.append(CPU_PEAK)
+            permilles.append(MEMORY_PEAK)
+        else:
+            permilles.append(())
+            permilles.append(())
     found = cache.summaries(keys, start, end, permilles)
     reclaim_cpu = reclaim_memory = 0
-    for index, (pod, priority) in enumerate(zip(pods, priorities)):
+    isfinite = math.isfinite
+    for index, row in enumerate(rows):
         cpu_found, memory_found = found[2 * index], found[2 * index + 1]
         if cpu_found is None or memory_found is None:
             continue
         cpu, cpu_peak = cpu_found
         memory, memory_peak = memory_found
-        if not math.isfinite(cpu.avg) or not math.isfinite(memory.avg):  # must not break the report
+        if not isfinite(cpu.avg) or not isfinite(memory.avg):  # must not break the report
             continue
-        out.append(PodUsage(pod.namespace, pod.name, pod.uid, priority, pod.qos.effective,
+        pod = row.pod
+        out.append(PodUsage(pod.namespace, pod.name, pod.uid, row.priority, pod.qos.effective,
                             Usage(cpu.avg, memory.avg)))
-        if priority is PriorityBand.PROD:
-            cpu_reclaim, memory_reclaim = _prod_reclaimable(pod, cpu, memory, cpu_peak[0], memory_peak[0],
+        if row.prod:
+            cpu_reclaim, memory_reclaim = _prod_reclaimable(row.requests, cpu, memory, cpu_peak[0], memory_peak[0],
                                                             start, end)
             reclaim_cpu += cpu_reclaim
             reclaim_memory += memory_reclaim
@@ -216,7 +249,7 @@ def _percentiles(cache: MetricCache, duration: float, now: float) -> Percentiles
                                        for kind in PERCENTILES))
 
 
-def _prod_reclaimable(pod: PodInfo, cpu: Mean, memory: Mean, cpu_peak: float, memory_peak: float,
+def _prod_reclaimable(requests: tuple[int, int], cpu: Mean, memory: Mean, cpu_peak: float, memory_peak: float,
                       start: float, end: float) -> tuple[int, int]:
     """request - peak x (1 + margin), per resource, not below zero, the peak being the cpu's
     p95 and the memory's p99; nothing while the pod's samples do not cover half the window
@@ -226,7 +259,7 @@ def _prod_reclaimable(pod: PodInfo, cpu: Mean, memory: Mean, cpu_peak: float, me
             return 0, 0
     if not math.isfinite(cpu_peak) or not math.isfinite(memory_peak):
         return 0, 0
-    request_cpu, request_memory = pod_requests(pod)
+    request_cpu, request_memory = requests
     return (max(request_cpu - int(cpu_peak * _MARGIN * 1000), 0),
             max(request_memory - int(memory_peak * _MARGIN), 0))
 

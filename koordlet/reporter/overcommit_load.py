@@ -12,6 +12,7 @@ from koordlet.metriccache.api import MetricCache, SeriesKey
 from koordlet.reporter.katalyst_metrics import KATALYST_METRICS
 from koordlet.reporter.nodemetric import pod_requests
 from koordlet.reporter.overcommit import NodeLoad
+from koordlet.reporter.pod_memo import PodMemo
 from koordlet.statesinformer.model import PodInfo
 from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
@@ -23,30 +24,13 @@ def usage_keys(pod: PodInfo, names: Sequence[str]) -> list[list[SeriesKey]]:
     return [[SeriesKey.of(metric, pod.uid, container.id) for container in pod.containers] for metric in metrics]
 
 
-class UsageKeys:
-    """The series each pod's usage is read from, made again only for a pod that changed
-    (the informer hands out the same PodInfo while it is unchanged): building them for
-    every container every round was a tenth of the overcommit round."""
+class UsageKeys(PodMemo[tuple[list[list[SeriesKey]], list[list[SeriesKey]]]]):
+    """The series each pod's usage is read from (cpu, memory), made again only for a pod
+    that changed: building them for every container every round was a tenth of the
+    overcommit round."""
 
     def __init__(self, cpu_names: Sequence[str], memory_names: Sequence[str]) -> None:
-        self.cpu_names, self.memory_names = cpu_names, memory_names
-        self._by_uid: dict[str, tuple[PodInfo, list[list[SeriesKey]], list[list[SeriesKey]]]] = {}
-
-    def of(self, pod: PodInfo) -> tuple[list[list[SeriesKey]], list[list[SeriesKey]]]:
-        known = self._by_uid.get(pod.uid)
-        if known is None or known[0] is not pod:
-            known = self._by_uid[pod.uid] = (pod, usage_keys(pod, self.cpu_names), usage_keys(pod, self.memory_names))
-        return known[1], known[2]
-
-    def __len__(self) -> int:
-        return len(self._by_uid)
-
-    def keep_only(self, pods: Sequence[PodInfo]) -> None:
-        """Forget the pods no longer listed."""
-        if len(self._by_uid) > len(pods):
-            listed = {pod.uid for pod in pods}
-            for uid in [uid for uid in self._by_uid if uid not in listed]:
-                del self._by_uid[uid]
+        super().__init__(lambda pod: (usage_keys(pod, cpu_names), usage_keys(pod, memory_names)))
 
 
 def pod_usage(averages: Mapping[SeriesKey, float], keys_by_metric: Sequence[Sequence[SeriesKey]]) -> float:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
-from koordlet.reporter.nodemetric import node_metric_object, status_document, take_snapshot
+from koordlet.reporter.nodemetric import PodRows, node_metric_object, status_document, take_snapshot
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
 from tests.koordlet.reporter.fixtures import (
     GI,
@@ -242,3 +242,24 @@ def test_a_pod_with_a_broken_sample_is_left_out_and_the_report_still_built():
     status = status_document(take_snapshot(cache, pods.values(), POLICY, NOW))
     assert "web" not in {e["name"] for e in status["podsMetric"]}
     assert len(status["podsMetric"]) == len(pods) - 1
+
+
+def test_kept_pod_rows_follow_a_changed_pod_and_forget_a_gone_one():
+    """Rows kept across reports (as the reports module keeps them) give what fresh ones give:
+    a pod handed out anew (its request raised, its class changed) is read anew, and a pod no
+    longer listed is dropped."""
+    pods = mixed_pods()
+    cache = cache_with_pods(pods, USAGE)
+    rows = PodRows()
+    kept = take_snapshot(cache, pods.values(), POLICY, NOW, rows)
+    assert kept == take_snapshot(cache, pods.values(), POLICY, NOW)
+    assert len(rows) == len(pods)
+
+    pods["web"] = pod("web", KoordQoSClass.LS, PriorityBand.PROD, 3000, 4 * GI)  # +1000m requested
+    pods["midtier"] = pod("midtier", KoordQoSClass.LS, PriorityBand.BATCH, 1000, GI)
+    del pods["crawler"]
+    again = take_snapshot(cache, pods.values(), POLICY, NOW, rows)
+    assert again == take_snapshot(cache, pods.values(), POLICY, NOW)
+    assert again.prod_reclaimable_milli_cpu == kept.prod_reclaimable_milli_cpu + 1000
+    assert {p.name: p.priority for p in again.pods}["midtier"] is PriorityBand.BATCH
+    assert len(rows) == len(pods)
