@@ -5,7 +5,8 @@ Run from the project root (root for --real):
     .venv/bin/python -m bench.metrics_advisor [--pods 1000] [--real] [--minutes 30]
 
 Prints, each with its floor measured in the same run:
-  cycle-fake   CPU ms of one 1 s cycle (node, pod/container usage, throttling, BE) over N pods
+  cycle-fake   CPU ms of one 1 s cycle (node, pod/container usage, throttling, BE; each round into the
+               store as the daemon appends it: a round's Columns through append_columns) over N pods
                with one container each (2N cgroups) on a fake hybrid tree; floor = the raw preads
                of the same files on kept fds (no parsing, no samples): per cgroup CPU time,
                memory usage and cpu.stat, plus memory.stat for the tenth refreshed each cycle
@@ -44,6 +45,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
@@ -67,6 +69,7 @@ from koordlet.metricsadvisor.framework import (
     Round,
     Samples,
     append_samples,
+    drive,
     drive_async,
 )
 from koordlet.statesinformer.api import StaticStates
@@ -222,6 +225,15 @@ def report(label: str, costs: list[float], floor: list[float], mode: str) -> Non
           % (label, mode, value, max(costs), base, value / base if base else float("nan")))
 
 
+def into_store(store: MetricStore, collector: Any, now: float) -> None:
+    """One round of `collector` into the store, as the daemon's scheduler appends it (a
+    round collector's Columns through append_columns)."""
+    if hasattr(collector, "round"):
+        append_samples(store, now, drive(collector.round(now)))
+    else:
+        store.append_at(now, collector.collect(now))
+
+
 def bench_cycles(label: str, host: Host, pods: list[PodInfo], cycles: int) -> None:
     results = {}
     for keep_open in (True, False):
@@ -232,7 +244,7 @@ def bench_cycles(label: str, host: Host, pods: list[PodInfo], cycles: int) -> No
         def one(i: int, collectors=collectors, store=store) -> None:
             now = T0 + i
             for collector in collectors:
-                store.append_at(now, collector.collect(now))
+                into_store(store, collector, now)
 
         one(-1)  # warm: kept fds opened, keys made
         usage = cycle_cpu_ms(one, cycles)
@@ -240,7 +252,7 @@ def bench_cycles(label: str, host: Host, pods: list[PodInfo], cycles: int) -> No
         try:
             psi.setup(ctx)
             psi.collect(T0)
-            psi_costs = cycle_cpu_ms(lambda i, store=store, psi=psi: store.append_at(T0 + 10 * i, psi.collect(T0 + 10 * i)),
+            psi_costs = cycle_cpu_ms(lambda i, store=store, psi=psi: into_store(store, psi, T0 + 10 * i),
                                      max(3, cycles // 3))
         except Exception as exc:  # noqa: BLE001 - report and go on
             print("psi-%s      unavailable: %s" % (label, exc))
@@ -272,9 +284,9 @@ def bench_rss(host: Host, pods: list[PodInfo], minutes: int) -> None:
     for second in range(minutes * 60 + 1):
         now = T0 + second
         for collector in collectors:
-            store.append_at(now, collector.collect(now))
+            into_store(store, collector, now)
         if second % 10 == 0:
-            store.append_at(now, psi.collect(now))
+            into_store(store, psi, now)
         if second % 300 == 0:
             store.expire(now)
             print("rss         t=%4.1f min  %6.1f MiB (+%5.1f)  series %6d  samples %8d"

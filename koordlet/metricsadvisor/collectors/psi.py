@@ -24,6 +24,7 @@ from koordlet.metricsadvisor.framework import (
     Batches,
     CollectContext,
     CollectorUnsupported,
+    Columns,
     Listing,
     Round,
     RoundCollector,
@@ -57,32 +58,35 @@ _KEY_AT = {(resource, kind): i for i, (resource, kind) in
            enumerate((resource, kind) for resource in PSI_RESOURCES for kind in KINDS)}
 
 
+_NO_VALUES: tuple[float | None, ...] = (None,) * len(_KEY_AT)
+_NOT_MADE = object()  # no keys column made yet (None is the listing of a node-only collector)
+
+
 class _Object:
     """One object's six avg10 series keys, made once (the metric cache keeps the same
     objects), in _KEY_AT order, and what its last round read: the pressure texts, their
-    readings and the samples they give. An idle cgroup prints the same texts round after
-    round (all zeros; total= moves only when something stalls): then its samples are the
-    last round's, not parsed or built again."""
+    readings and the six values they give (None where the kernel printed no such line). An
+    idle cgroup prints the same texts round after round (all zeros; total= moves only when
+    something stalls): then its values are the last round's, not parsed or built again."""
 
-    __slots__ = ("keys", "texts", "readings", "samples")
+    __slots__ = ("keys", "texts", "readings", "values")
 
     def __init__(self, metric: str, pod_uid: str, container_id: str) -> None:
         self.keys = tuple(SeriesKey(metric, pod_uid, container_id, LABELS[(resource, kind, "avg10")])
                           for resource in PSI_RESOURCES for kind in KINDS)
         self.texts: tuple[bytes | None, ...] = ()
         self.readings: dict[str, PsiReading] = {}
-        self.samples: list[tuple[SeriesKey, float]] = []
+        self.values = _NO_VALUES
 
     def read(self, readings: dict[str, PsiReading]) -> None:
         if readings == self.readings:
             return
-        keys = self.keys
-        samples = []
+        values: list[float | None] = [None] * len(_KEY_AT)
         for resource, (some, full) in readings.items():
-            samples.append((keys[_KEY_AT[(resource, "some")]], some[0]))
+            values[_KEY_AT[(resource, "some")]] = some[0]
             if full is not None:
-                samples.append((keys[_KEY_AT[(resource, "full")]], full[0]))
-        self.readings, self.samples = readings, samples
+                values[_KEY_AT[(resource, "full")]] = full[0]
+        self.readings, self.values = readings, tuple(values)
 
 
 class PSICollector(RoundCollector):
@@ -105,6 +109,8 @@ class PSICollector(RoundCollector):
         self._listing: Listing[None, _Object] | None = None
         self._files: tuple[tuple[str, str], ...] = ()  # (hierarchy root, file name) per resource
         self.snapshot: PsiSnapshot = {}
+        # the round's keys: the node's six, then each listed object's six (per listing)
+        self._keys: tuple[object, tuple[SeriesKey, ...]] = (_NOT_MADE, ())
 
     def setup(self, ctx: CollectContext) -> None:
         self._host, self._states = ctx.host, ctx.states
@@ -132,12 +138,14 @@ class PSICollector(RoundCollector):
             raise CollectorUnsupported("this kernel has no PSI (/proc/pressure and cgroup *.pressure absent)")
 
     def round(self, now: float) -> Round:
-        out: list[tuple[SeriesKey, float]] = []
+        values: list[float | None] = []
         snapshot: dict[tuple[str, str], Mapping[str, PsiReading]] = {}
-        if self._node is not None:
-            self._node.read(self._node_readings())
-            snapshot[("", "")] = self._node.readings
-            out += self._node.samples
+        node = self._node
+        if node is not None:
+            node.read(self._node_readings())
+            snapshot[("", "")] = node.readings
+            values += node.values
+        listed = None
         if self._listing is not None and self._states is not None:
             listed = yield from self._listing.get(self._states)
             objects, entries = listed.objects, listed.entries
@@ -158,14 +166,18 @@ class PSICollector(RoundCollector):
                     readings = _readings(mine)
                     if readings is None:  # the cgroup is gone, or a file is unreadable
                         entry.texts = ()
+                        values += _NO_VALUES
                         continue
                     entry.texts = mine
                     entry.read(readings)
                 pod_uid, container_id, _ = objects[i]
                 snapshot[(pod_uid, container_id)] = entry.readings
-                out += entry.samples
+                values += entry.values
         self.snapshot = snapshot
-        return out
+        if self._keys[0] is not listed:  # the keys column, made again when the listing is
+            self._keys = (listed, (node.keys if node is not None else ()) +
+                          tuple(key for entry in (listed.entries if listed is not None else ()) for key in entry.keys))
+        return Columns(self._keys[1], values)
 
     def _node_readings(self) -> dict[str, PsiReading]:
         assert self._host is not None

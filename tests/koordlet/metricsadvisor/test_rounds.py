@@ -314,3 +314,27 @@ def test_a_listing_keeps_what_it_made_for_objects_still_listed():
         else:  # the very objects made for it before
             assert paths is old[0] and entry is old[1] and obj[2] not in made
     assert {obj[0] for obj in second.objects} == {"b", "c"} and "elsewhere/" + moved.id in made
+
+
+def test_psi_round_gives_columns_whose_keys_are_kept_while_the_listing_holds(tmp_path: Path):
+    """The keys column is one tuple per listing (the metric cache looks its series up once),
+    six positions an object, node first; a pod gone from the listing takes its keys along."""
+    pods = PODS[:2]
+    host, states = fake_node(tmp_path, pods)
+    collector = PSICollector(10.0, containers=False)
+    collector.setup(context(host, states))
+    first = framework.drive(collector.round(1.0))
+    second = framework.drive(collector.round(11.0))
+    assert isinstance(first, framework.Columns) and isinstance(second, framework.Columns)
+    assert second.keys is first.keys
+    assert len(first.keys) == len(first.values) == 6 * (1 + len(pods))
+    assert [key.pod_uid for key in first.keys[:6]] == [""] * 6
+    states.remove(pods[0].uid)
+    third = framework.drive(collector.round(21.0))
+    assert isinstance(third, framework.Columns)
+    assert {key.pod_uid for key in third.keys} == {"", pods[1].uid}
+    assert len(third.keys) == len(third.values) == 12
+    # the pairs are what the keys and values say: each present value under its own key
+    pairs = dict(framework.pairs_of(third))
+    assert pairs == {key: value for key, value in zip(third.keys, third.values) if value is not None}
+    assert any(key.pod_uid == pods[1].uid for key in pairs)
