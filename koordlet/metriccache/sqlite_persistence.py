@@ -27,6 +27,10 @@ from typing import Iterable, Iterator
 from koordlet.metriccache.api import SeriesKey
 
 SCHEMA_VERSION = 2
+# Series left with no sample are looked for at the first expiry and then every this many
+# (every hour at the store's 5 min): the search reads every row (~50 ms of each expiry at
+# 1,000 pods), and an empty series costs only its name row meanwhile.
+EMPTY_SERIES_SWEEP_EVERY = 12
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS series ("
@@ -87,6 +91,7 @@ class SqlitePersistence:
         except sqlite3.DatabaseError as exc:  # not a database, malformed
             raise PersistenceError("metric cache file %s: %s" % (path, exc), corrupt=True) from exc
         self._ids: dict[SeriesKey, int] = {}
+        self._expiries = 0
 
     def _check_version(self) -> None:
         """Make the tables of this version, or bring a file of schema 1 to it."""
@@ -159,7 +164,8 @@ class SqlitePersistence:
         """Delete samples older than their series' retention, and those of forgotten series
         once older than the shortest retention; then series left empty. One scan per
         retention in use (two by default), each testing the timestamp first: a lookup of
-        each row's series was half the cost."""
+        each row's series was half the cost. Empty series go at the first expiry and then
+        every EMPTY_SERIES_SWEEP_EVERY."""
         db = self._db
         retentions = [row[0] for row in db.execute("SELECT DISTINCT retention FROM series ORDER BY retention")]
         shortest = retentions[0] if retentions else 0.0
@@ -173,12 +179,16 @@ class SqlitePersistence:
                 deleted += db.execute(
                     "DELETE FROM samples WHERE ts < ? AND series_id IN (SELECT id FROM series WHERE retention = ?)",
                     (now - retention, retention)).rowcount
-            empty = db.execute("SELECT id FROM series WHERE id NOT IN (SELECT DISTINCT series_id FROM samples)").fetchall()
-            db.executemany("DELETE FROM series WHERE id = ?", empty)
+            empty = []
+            if self._expiries % EMPTY_SERIES_SWEEP_EVERY == 0:
+                empty = db.execute(
+                    "SELECT id FROM series WHERE id NOT IN (SELECT DISTINCT series_id FROM samples)").fetchall()
+                db.executemany("DELETE FROM series WHERE id = ?", empty)
             db.execute("COMMIT")
         except BaseException:
             _roll_back(db)
             raise
+        self._expiries += 1
         if empty:  # forget only their ids: naming every series again was an 80 ms flush
             gone = {series_id for (series_id,) in empty}
             self._ids = {key: series_id for key, series_id in self._ids.items() if series_id not in gone}

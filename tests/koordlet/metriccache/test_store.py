@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from koordlet.metriccache.api import Metric, NotEnoughData, Sample, SeriesKey
 from koordlet.metriccache.retention import Level, RetentionPolicy
-from koordlet.metriccache.sqlite_persistence import PersistenceError, SqlitePersistence
+from koordlet.metriccache.sqlite_persistence import EMPTY_SERIES_SWEEP_EVERY, PersistenceError, SqlitePersistence
 from koordlet.metriccache.store import DB_FILE_NAME, MetricStore
 
 NODE_CPU = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
@@ -275,6 +275,27 @@ def test_expiry_keeps_each_retention_and_series_emptied_by_it_are_named_again(tm
     assert reopened.aggregate(node_mem, T0, T0 + 101, min_coverage=0).count == 11
     assert reopened.aggregate(pod, T0, T0 + 101, min_coverage=0).count == 10
     reopened.close()
+
+
+def test_series_left_empty_go_at_the_first_expiry_and_then_once_every_sweep(tmp_path: Path):
+    disk = SqlitePersistence(tmp_path / DB_FILE_NAME)
+    pod = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u1")
+
+    def named() -> int:
+        return disk._db.execute("SELECT count(*) FROM series").fetchone()[0]
+
+    disk.write([(NODE_CPU, 60.0, T0, 1.0), (pod, 60.0, T0, 2.0)])
+    assert disk.expire(T0) == 0 and named() == 2  # the first expiry sweeps: nothing empty yet
+    disk.write([(pod, 60.0, T0 + 100, 3.0)])
+    assert disk.expire(T0 + 100) == 2  # NODE_CPU's row and the pod's first are past 60 s
+    for _ in range(EMPTY_SERIES_SWEEP_EVERY - 2):
+        disk.expire(T0 + 100)
+    assert named() == 2  # NODE_CPU is empty, still named until the next sweep
+    disk.expire(T0 + 100)
+    assert named() == 1
+    disk.write([(NODE_CPU, 60.0, T0 + 101, 4.0)])  # named again, under a new id
+    assert sorted((key, value) for key, _, value in disk.load(T0 + 101)) == sorted([(NODE_CPU, 4.0), (pod, 3.0)])
+    disk.close()
 
 
 def test_pending_rows_are_bounded_when_the_disk_falls_behind(tmp_path: Path):
