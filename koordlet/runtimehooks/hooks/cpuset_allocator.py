@@ -20,11 +20,32 @@ from koordlet.statesinformer.model import ContainerInfo, PodInfo
 
 
 def share_pool(config: HookConfig, allocations: CpuAllocations) -> frozenset[int]:
-    return config.node_cpus - config.reserved_cpus - allocations.exclusive - allocations.reserved
+    return _pool(config, allocations, False)
 
 
 def be_pool(config: HookConfig, allocations: CpuAllocations) -> frozenset[int]:
-    return config.node_cpus - config.reserved_cpus - allocations.exclusive
+    return _pool(config, allocations, True)
+
+
+# The pools of the latest (config, allocations) pairs, by identity: both change only when a
+# rule or an exclusive binding does, and every container decided in between then holds the
+# same set instead of one made for it (2,500 sets, 0.5 MiB, at 1,000 pods).
+_POOLS: dict[tuple[int, int, bool], tuple[HookConfig, CpuAllocations, frozenset[int]]] = {}
+_POOLS_KEPT = 8
+
+
+def _pool(config: HookConfig, allocations: CpuAllocations, be: bool) -> frozenset[int]:
+    key = (id(config), id(allocations), be)
+    kept = _POOLS.get(key)
+    if kept is not None and kept[0] is config and kept[1] is allocations:
+        return kept[2]
+    pool = config.node_cpus - config.reserved_cpus - allocations.exclusive
+    if not be:
+        pool -= allocations.reserved
+    if len(_POOLS) >= _POOLS_KEPT:
+        _POOLS.clear()
+    _POOLS[key] = (config, allocations, pool)
+    return pool
 
 
 def _cpus(pod: PodInfo, container: ContainerInfo, config: HookConfig,

@@ -150,6 +150,22 @@ def test_cpuset_pools_by_class() -> None:
     assert spec_of(ls, None, config, allocations, only) == EMPTY_SPEC  # pod level untouched
 
 
+def test_containers_decided_under_the_same_pools_share_one_set() -> None:
+    """Every LS container decided between two changes holds the same pool object (one set,
+    not one a container); new allocations or a new rule give the new pool."""
+    lsr = make_pod("lsr", LSR, annotations={STATUS: '{"cpuset": "2-3"}'})
+    pods = [make_pod("ls%d" % i, LS) for i in range(3)]
+    allocations = _index(lsr, *pods)
+    only = enabled_hooks(lambda g: g == "CPUSetAllocator")
+    first = [spec_of(pod, "main", CONFIG, allocations, only).cpuset_cpus for pod in pods]
+    assert first[0] == {0, 1, 4, 5, 6, 7} and all(cpus is first[0] for cpus in first)
+    moved = _index(*pods)  # the LSR pod is gone: its CPUs are shared again
+    assert spec_of(pods[0], "main", CONFIG, moved, only).cpuset_cpus == frozenset(range(8))
+    reserved = replace(CONFIG, reserved_cpus=frozenset({7}))
+    assert spec_of(pods[0], "main", reserved, allocations, only).cpuset_cpus == {0, 1, 4, 5, 6}
+    assert spec_of(pods[0], "main", CONFIG, allocations, only).cpuset_cpus == first[0]
+
+
 def test_cpuset_dedicated_cores_are_exclusive_and_provider_wins() -> None:
     class Orm:
         def cpuset_for(self, pod_uid: str, container_name: str):
