@@ -40,8 +40,25 @@ def container_state(state: int) -> ContainerState:
     return _STATE.get(state, ContainerState.UNKNOWN)
 
 
+# converted LinuxResources by their message's bytes: reading a message field by field costs ~2 us,
+# serializing one (~40 bytes) a fifth of that, and pods of one shape ask alike; cleared when it
+# outgrows this. Sorted map keys: the same unified map in another order is the same ask
+_LINUX_BY_MESSAGE_MAX = 1024
+_linux_by_message: dict[bytes, LinuxResources] = {}
+
+
 def linux_resources(resources: api_pb2.LinuxResources) -> LinuxResources:
     """NRI LinuxResources -> LinuxResources; an unset optional stays None."""
+    message = resources.SerializeToString(deterministic=True)
+    known = _linux_by_message.get(message)
+    if known is None:
+        if len(_linux_by_message) >= _LINUX_BY_MESSAGE_MAX:
+            _linux_by_message.clear()
+        known = _linux_by_message[message] = _read_linux_resources(resources)
+    return known
+
+
+def _read_linux_resources(resources: api_pb2.LinuxResources) -> LinuxResources:
     cpu, memory = resources.cpu, resources.memory
     values = (
         cpu.shares.value if cpu.HasField("shares") else None,

@@ -156,6 +156,45 @@ def test_equal_resources_without_unified_share_one_value_and_the_sharing_is_boun
     assert len(model._shared_linux) <= model._SHARED_LINUX_MAX
 
 
+def test_resources_kept_by_message_follow_every_field_and_the_keeping_is_bounded() -> None:
+    from koordlet.statesinformer import from_nri
+
+    base = api_pb2.LinuxResources()
+    base.cpu.shares.value, base.cpu.quota.value, base.cpu.period.value = 512, 50000, 100000
+    base.cpu.cpus, base.cpu.mems, base.memory.limit.value = "0-3", "0", 1 << 30
+    base.unified["memory.high"] = "max"
+    expected = LinuxResources(512, 50000, 100000, "0-3", "0", 1 << 30, {"memory.high": "max"})
+    assert linux_resources(base) == expected
+    changes = {
+        "cpu_shares": lambda r: setattr(r.cpu.shares, "value", 513),
+        "cpu_quota": lambda r: setattr(r.cpu.quota, "value", 60000),
+        "cpu_period": lambda r: setattr(r.cpu.period, "value", 50000),
+        "cpuset_cpus": lambda r: setattr(r.cpu, "cpus", "0-1"),
+        "cpuset_mems": lambda r: setattr(r.cpu, "mems", "1"),
+        "memory_limit": lambda r: setattr(r.memory.limit, "value", 1 << 29),
+        "unified": lambda r: r.unified.__setitem__("memory.high", "1G"),
+    }
+    for field, change in changes.items():
+        changed = api_pb2.LinuxResources()
+        changed.CopyFrom(base)
+        change(changed)
+        converted = linux_resources(changed)
+        assert converted != expected and getattr(converted, field) != getattr(expected, field), field
+        assert linux_resources(base) == expected  # the earlier message still reads as it did
+    # the same unified map filled in another order is the same ask
+    one, other = api_pb2.LinuxResources(), api_pb2.LinuxResources()
+    for key in ("a", "b", "c", "d", "e", "f"):
+        one.unified[key] = key
+    for key in ("f", "e", "d", "c", "b", "a"):
+        other.unified[key] = key
+    assert linux_resources(one) is linux_resources(other)
+    for shares in range(from_nri._LINUX_BY_MESSAGE_MAX + 10):
+        resources = api_pb2.LinuxResources()
+        resources.cpu.shares.value = shares
+        assert linux_resources(resources).cpu_shares == shares
+    assert len(from_nri._linux_by_message) <= from_nri._LINUX_BY_MESSAGE_MAX
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet="/.:ab-", max_size=12))
 def test_the_plain_cgroupfs_shortcut_reads_paths_as_cgroup_dir_does(value: str) -> None:
