@@ -68,7 +68,10 @@ class NriFeed:
 
     def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
         """NRI's whole view after a (re)Synchronize: it replaces what NRI said before."""
-        views = {sandbox.id: self._view(sandbox) for sandbox in pods}
+        views = {}
+        for sandbox in pods:
+            sandbox_id = sandbox.id
+            views[sandbox_id] = self._view(sandbox, sandbox_id)
         self._views = {sid: entry for sid, entry in self._views.items() if sid in views}
         listed = []
         for container in containers:
@@ -82,42 +85,47 @@ class NriFeed:
 
     def nri_pod_event(self, kind: SandboxChange | PodEventKind, sandbox: api_pb2.PodSandbox) -> None:
         change = _POD_EVENT_CHANGE[kind] if isinstance(kind, PodEventKind) else kind
-        if not _names_a_pod(change, sandbox):
+        sandbox_id, uid = sandbox.id, sandbox.uid
+        if not _names_a_pod(change, sandbox_id, uid):
             return
         if change is SandboxChange.REMOVE:
-            self._views.pop(sandbox.id, None)
-            self.store.nri_sandbox_removed(sandbox.id, sandbox.uid)
+            self._views.pop(sandbox_id, None)
+            self.store.nri_sandbox_removed(sandbox_id, uid)
         else:
-            self.store.nri_sandbox_seen(self._view(sandbox), stopped=change is SandboxChange.STOP)
+            self.store.nri_sandbox_seen(self._view(sandbox, sandbox_id), stopped=change is SandboxChange.STOP)
 
     def nri_container_event(self, kind: ContainerChange, sandbox: api_pb2.PodSandbox, container: api_pb2.Container,
                             linux_resources_update: api_pb2.LinuxResources | None = None) -> None:
         """One container event. `linux_resources_update`: UpdateContainerRequest.linux_resources,
         kubelet's new ask (the store keeps what kubelet asked for, see PodStore.nri_container_seen)."""
-        if not _names_a_pod(kind, sandbox):
+        # each read of a message's string field makes a new str: every field is read once here
+        sandbox_id, uid = sandbox.id, sandbox.uid
+        if not _names_a_pod(kind, sandbox_id, uid):
             return
-        view = self._view(sandbox)
+        view = self._view(sandbox, sandbox_id)
+        container_id = container.id
         if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
-            self.store.nri_container_gone(view, container.id)
+            self.store.nri_container_gone(view, container_id)
             return
-        known = None if kind is ContainerChange.CREATED else self.store.nri_container(container.id)
+        known = None if kind is ContainerChange.CREATED else self.store.nri_container(container_id)
         state = _EVENT_STATE.get(kind)
         if known is None:
             info, problems = container_info(container, view.pod.uid, state=state)
         else:
             info, problems = known_container_info(container, view.pod.uid, known, state)
         if problems:
-            self.store.problems.report(sandbox.uid, sandbox.name, problems)
+            self.store.problems.report(uid, sandbox.name, problems)
         ask = linux_resources(linux_resources_update) if linux_resources_update is not None else None
-        sandbox_id = container.pod_sandbox_id or sandbox.id
-        if sandbox_id == view.pod.sandbox_id:
-            sandbox_id = view.pod.sandbox_id  # the string the view holds: one per pod, not one per container
-        self.store.nri_container_seen(view, info, sandbox_id,
+        container_sandbox = container.pod_sandbox_id or sandbox_id
+        if container_sandbox == view.pod.sandbox_id:
+            container_sandbox = view.pod.sandbox_id  # the string the view holds: one per pod, not one per container
+        self.store.nri_container_seen(view, info, container_sandbox,
                                       created=kind is ContainerChange.CREATED, state=state, ask=ask)
 
-    def _view(self, sandbox: api_pb2.PodSandbox) -> SandboxView:
+    def _view(self, sandbox: api_pb2.PodSandbox, sandbox_id: str) -> SandboxView:
+        """`sandbox`'s view; `sandbox_id`: its id, read by the caller."""
         message = hash(sandbox.SerializeToString(deterministic=True))
-        known = self._views.get(sandbox.id)
+        known = self._views.get(sandbox_id)
         if known is not None and known[0] == message:
             return known[1]
         view = sandbox_view(sandbox)
@@ -125,8 +133,8 @@ class NriFeed:
         return view
 
 
-def _names_a_pod(event: SandboxChange | ContainerChange, sandbox: api_pb2.PodSandbox) -> bool:
-    if not sandbox.id or not sandbox.uid:  # the event's name read only here: Enum.value is a property
-        log.warning("nri_event_without_pod", nri_event=event.value, sandbox_id=sandbox.id, pod_uid=sandbox.uid)
+def _names_a_pod(event: SandboxChange | ContainerChange, sandbox_id: str, uid: str) -> bool:
+    if not sandbox_id or not uid:  # the event's name read only here: Enum.value is a property
+        log.warning("nri_event_without_pod", nri_event=event.value, sandbox_id=sandbox_id, pod_uid=uid)
         return False
     return True
