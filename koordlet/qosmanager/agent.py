@@ -4,22 +4,16 @@ the context they share (the hubs, a cgroup reader, the eviction path)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import structlog
 
 from koordlet.agent import NOTHING, AgentSpec, Built
-from koordlet.qosmanager.cpu_burst import CPUBurst
-from koordlet.qosmanager.cpu_evict import CPUEvict
-from koordlet.qosmanager.cpu_suppress import CPUSuppress
 from koordlet.qosmanager.dirs import QoSDirs
 from koordlet.qosmanager.eviction import CgroupKillEvictor, DisabledEvictor, EvictionPath, Evictor
 from koordlet.qosmanager.framework import QoSContext, QoSManager, Strategy
-from koordlet.qosmanager.memory_evict import MemoryEvict
-from koordlet.qosmanager.memory_qos import MemoryQoS
 from koordlet.qosmanager.metrics import QoSMetrics
 from koordlet.qosmanager.options import QoSOptions
-from koordlet.qosmanager.resctrl import ResctrlQoS
 from koordlet.qosmanager.usage import LAST_MAX_AGE
 from koordlet.util.kube_client import KubeApi, KubeClientError
 from resourceexecutor import ResourceExecutor
@@ -33,19 +27,57 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 
+# Each strategy's module is imported only when its gate is on (the two evictions are off by
+# default, and with every gate off the manager is not built at all).
+def _cpu_suppress(options: QoSOptions) -> Strategy:
+    from koordlet.qosmanager.cpu_suppress import CPUSuppress
+    return CPUSuppress(interval=options.cpu_suppress_interval_seconds)
+
+
+def _memory_evict(options: QoSOptions) -> Strategy:
+    from koordlet.qosmanager.memory_evict import MemoryEvict
+    return MemoryEvict(interval=options.memory_evict_interval_seconds, cool_down=options.memory_evict_cool_time_seconds)
+
+
+def _cpu_evict(options: QoSOptions) -> Strategy:
+    from koordlet.qosmanager.cpu_evict import CPUEvict
+    return CPUEvict(interval=options.cpu_evict_interval_seconds, cool_down=options.cpu_evict_cool_time_seconds)
+
+
+def _cpu_burst(options: QoSOptions) -> Strategy:
+    from koordlet.qosmanager.cpu_burst import CPUBurst
+    return CPUBurst(interval=options.reconcile_interval_seconds)
+
+
+def _memory_qos(options: QoSOptions) -> Strategy:
+    from koordlet.qosmanager.memory_qos import MemoryQoS
+    return MemoryQoS(interval=options.reconcile_interval_seconds)
+
+
+def _resctrl(options: QoSOptions) -> Strategy:
+    from koordlet.qosmanager.resctrl import ResctrlQoS
+    return ResctrlQoS(interval=options.reconcile_interval_seconds)
+
+
+# (feature gate, its strategy), in koordlet's order; each strategy's own `gate` is the same name
+STRATEGIES: tuple[tuple[str, Callable[[QoSOptions], Strategy]], ...] = (
+    ("BECPUSuppress", _cpu_suppress),
+    ("BEMemoryEvict", _memory_evict),
+    ("BECPUEvict", _cpu_evict),
+    ("CPUBurst", _cpu_burst),
+    ("CgroupReconcile", _memory_qos),
+    ("RdtResctrl", _resctrl),
+)
+
+
+def any_strategy_on(config: Config) -> bool:
+    return any(config.common.feature_gates.enabled(gate) for gate, _ in STRATEGIES)
+
+
 def strategies_for(config: Config) -> list[Strategy]:
     """The strategies whose feature gate is on, in koordlet's order."""
     gates = config.common.feature_gates
-    candidates: list[Strategy] = [
-        CPUSuppress(interval=config[QoSOptions].cpu_suppress_interval_seconds),
-        MemoryEvict(interval=config[QoSOptions].memory_evict_interval_seconds,
-                    cool_down=config[QoSOptions].memory_evict_cool_time_seconds),
-        CPUEvict(interval=config[QoSOptions].cpu_evict_interval_seconds, cool_down=config[QoSOptions].cpu_evict_cool_time_seconds),
-        CPUBurst(interval=config[QoSOptions].reconcile_interval_seconds),
-        MemoryQoS(interval=config[QoSOptions].reconcile_interval_seconds),
-        ResctrlQoS(interval=config[QoSOptions].reconcile_interval_seconds),
-    ]
-    return [s for s in candidates if gates.enabled(s.gate)]
+    return [make(config[QoSOptions]) for gate, make in STRATEGIES if gates.enabled(gate)]
 
 
 def _evictor(config: Config, kube: KubeApi, executor: ResourceExecutor, reader: CgroupReader,
@@ -94,5 +126,5 @@ def build(hubs: Hubs) -> Built:
     return Built((QoSManager(strategies, context, hubs.registry),))
 
 
-SPEC = AgentSpec("qosmanager", enabled=lambda config: bool(strategies_for(config)), build=build,
+SPEC = AgentSpec("qosmanager", enabled=any_strategy_on, build=build,
                  options=QoSOptions)
