@@ -13,6 +13,7 @@ and it is still polled in case a runtime comes later.
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
 import structlog
 from prometheus_client import CollectorRegistry, Histogram
@@ -20,13 +21,15 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from koordlet.config import Config
-from koordlet.statesinformer.cri_client import CriClient, CriError
-from koordlet.statesinformer.cri_poll import CriPoller
 from koordlet.statesinformer.kubelet_client import KubeletClient, KubeletError
 from koordlet.statesinformer.model import Source
 from koordlet.statesinformer.options import StatesOptions
 from koordlet.statesinformer.store import PodStore
 from koordlet.util.periodic import Periodic
+
+if TYPE_CHECKING:
+    from koordlet.statesinformer.cri_client import CriClient
+    from koordlet.statesinformer.cri_poll import CriPoller
 
 log = structlog.get_logger(__name__)
 
@@ -100,8 +103,10 @@ class StatesInformerModule:
 
     async def start(self) -> None:
         if self._config.runtime.cri_endpoint:
+            from koordlet.statesinformer.cri_client import CriClient
             self._cri = CriClient(self._config.runtime.cri_endpoint)
         if self._cri is not None:
+            from koordlet.statesinformer.cri_poll import CriPoller
             poller = CriPoller(self._cri, self.store, problem_log=self.store.problems)
             outage = _Outage("cri", self._cri.endpoint)
             self._loops.append(Periodic("states-cri", partial(self._poll_cri, poller, outage),
@@ -129,6 +134,7 @@ class StatesInformerModule:
 
     async def _poll_cri(self, poller: CriPoller, outage: _Outage) -> None:
         assert self._cri is not None
+        from koordlet.statesinformer.cri_client import CriError
         try:
             if not self.store.source_synced(Source.CRI):
                 version = await self._cri.version()

@@ -30,6 +30,9 @@ def test_default_start_leaves_off_features_unimported():
     for off in ("koordlet.qosmanager.cpu_evict", "koordlet.qosmanager.memory_evict", "koordlet.qosmanager.victims",
                 "koordlet.qosmanager.api_evictor", "koordlet.orm.module"):
         assert off not in loaded, off
+    # grpc (~10 MiB) comes with the CRI client, made only when the informer starts with an endpoint
+    assert "koordlet.statesinformer.module" in loaded
+    assert "grpc" not in loaded and "koordlet.statesinformer.cri_client" not in loaded
 
 
 def test_each_strategy_is_built_for_its_own_gate():
