@@ -340,6 +340,27 @@ class Turns:
 B = TypeVar("B", FileBatch, ValueBatch)
 
 
+_NOT_MADE = object()
+
+
+class PerListing(Generic[T]):
+    """A value made again only when the listing it comes from is a new one (a Listed, or
+    None for a collector without one): a round's keys column, kept while the listing holds
+    so the metric cache looks its series up once."""
+
+    __slots__ = ("_listed", "_value")
+
+    def __init__(self) -> None:
+        self._listed: object = _NOT_MADE
+        self._value: Any = None
+
+    def get(self, listed: object, make: Callable[[], T]) -> T:
+        if listed is not self._listed:
+            self._listed, self._value = listed, make()
+        value: T = self._value
+        return value
+
+
 class Batches:
     """Batches kept while the cgroups they read stay the same: making one costs a
     microsecond or two per path, reading it a few. At most MAX_BATCHES are kept (the

@@ -12,8 +12,8 @@ from koordlet.metricsadvisor.framework import (
     Batches,
     CollectContext,
     Columns,
-    Listed,
     Listing,
+    PerListing,
     Round,
     RoundCollector,
     Slices,
@@ -44,7 +44,7 @@ class PodThrottledCollector(RoundCollector):
         self._states: StatesInformer | None = None
         self._listing: Listing[UsagePaths, _Last] | None = None
         self._batches = Batches()
-        self._keys: tuple[Listed[UsagePaths, _Last] | None, tuple[SeriesKey, ...]] = (None, ())  # per listing
+        self._keys: PerListing[tuple[SeriesKey, ...]] = PerListing()
 
     def setup(self, ctx: CollectContext) -> None:
         reader, self._states = pods_and_reader(ctx)
@@ -59,8 +59,7 @@ class PodThrottledCollector(RoundCollector):
         assert replies is not None
         values, status = replies[0]
         slices = Slices()
-        if self._keys[0] is not listed:
-            self._keys = (listed, tuple(entry.key for entry in listed.entries))
+        keys = self._keys.get(listed, lambda: tuple(entry.key for entry in listed.entries))
         samples: list[float | None] = [None] * len(listed.entries)
         for i, entry in enumerate(listed.entries):
             if slices.over(i):
@@ -74,4 +73,4 @@ class PodThrottledCollector(RoundCollector):
             if last is not None:
                 ratio = throttled_ratio(last, counts)
                 samples[i] = ratio
-        return Columns(self._keys[1], samples)
+        return Columns(keys, samples)

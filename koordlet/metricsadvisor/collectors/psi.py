@@ -26,6 +26,7 @@ from koordlet.metricsadvisor.framework import (
     CollectorUnsupported,
     Columns,
     Listing,
+    PerListing,
     Round,
     RoundCollector,
     Slices,
@@ -59,7 +60,6 @@ _KEY_AT = {(resource, kind): i for i, (resource, kind) in
 
 
 _NO_VALUES: tuple[float | None, ...] = (None,) * len(_KEY_AT)
-_NOT_MADE = object()  # no keys column made yet (None is the listing of a node-only collector)
 
 
 class _Object:
@@ -110,7 +110,7 @@ class PSICollector(RoundCollector):
         self._files: tuple[tuple[str, str], ...] = ()  # (hierarchy root, file name) per resource
         self.snapshot: PsiSnapshot = {}
         # the round's keys: the node's six, then each listed object's six (per listing)
-        self._keys: tuple[object, tuple[SeriesKey, ...]] = (_NOT_MADE, ())
+        self._keys: PerListing[tuple[SeriesKey, ...]] = PerListing()
 
     def setup(self, ctx: CollectContext) -> None:
         self._host, self._states = ctx.host, ctx.states
@@ -174,10 +174,9 @@ class PSICollector(RoundCollector):
                 snapshot[(pod_uid, container_id)] = entry.readings
                 values += entry.values
         self.snapshot = snapshot
-        if self._keys[0] is not listed:  # the keys column, made again when the listing is
-            self._keys = (listed, (node.keys if node is not None else ()) +
-                          tuple(key for entry in (listed.entries if listed is not None else ()) for key in entry.keys))
-        return Columns(self._keys[1], values)
+        keys = self._keys.get(listed, lambda: (node.keys if node is not None else ()) + tuple(
+            key for entry in (listed.entries if listed is not None else ()) for key in entry.keys))
+        return Columns(keys, values)
 
     def _node_readings(self) -> dict[str, PsiReading]:
         assert self._host is not None
