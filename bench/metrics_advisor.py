@@ -64,10 +64,9 @@ from koordlet.metricsadvisor.exporter import AdvisorExporter
 from koordlet.metricsadvisor.framework import (
     APPEND_SLICE,
     CollectContext,
-    Columns,
     Holds,
     Round,
-    Samples,
+    append_in_slices,
     append_samples,
     drive,
     drive_async,
@@ -517,7 +516,7 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
                     now = clock[0]
                     samples = await drive_async(_recorded(collector.round(now), read[-1]), holds)
                     appending -= holds.cpu
-                    await _append_round(store, now, samples, holds)
+                    await append_in_slices(store, now, samples, holds)
                     appending += holds.cpu
                     clock[0] += collector.interval
                 c_ms.append((c_time.seconds - c_before) * 1e3)
@@ -591,17 +590,6 @@ def bench_rounds_real(all_pods: list[PodInfo], n: int, rounds: int) -> None:
                 states.remove(pod.uid)
     finally:
         loop.close()
-
-
-async def _append_round(store: MetricStore, now: float, samples: Samples, holds: Holds) -> None:
-    """The round's samples into the store as the scheduler puts them (slices, a yield between)."""
-    positions = len(samples.keys) if isinstance(samples, Columns) else len(samples)
-    for start in range(0, positions, APPEND_SLICE):
-        if start:
-            await asyncio.sleep(0)
-        holds.begin()
-        append_samples(store, now, samples, start, start + APPEND_SLICE)
-        holds.end()
 
 
 def _recorded(round_: Round, seen: list) -> Round:

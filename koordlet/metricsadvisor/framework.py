@@ -514,13 +514,7 @@ class Scheduler:
         try:
             now = self._clock()
             samples = await drive_async(collector.round(now), holds)
-            positions = len(samples.keys) if isinstance(samples, Columns) else len(samples)
-            for start in range(0, positions, APPEND_SLICE):
-                if start:
-                    await asyncio.sleep(0)
-                holds.begin()
-                append_samples(self._cache, now, samples, start, start + APPEND_SLICE)
-                holds.end()
+            await append_in_slices(self._cache, now, samples, holds)
         except Exception as exc:
             self._failed(entry, exc)
             return
@@ -550,6 +544,18 @@ class Scheduler:
         if text != stats.last_error:  # one line per new kind of failure, not one per tick
             log.error("collector_failed", collector=entry.collector.name, error=text)
         stats.last_error = text
+
+
+async def append_in_slices(cache: MetricCache, now: float, samples: Samples, holds: Holds) -> None:
+    """A round's samples into the cache APPEND_SLICE positions at a time, the loop given
+    back between slices; the appending counted in `holds`."""
+    positions = len(samples.keys) if isinstance(samples, Columns) else len(samples)
+    for start in range(0, positions, APPEND_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        holds.begin()
+        append_samples(cache, now, samples, start, start + APPEND_SLICE)
+        holds.end()
 
 
 def append_samples(cache: MetricCache, now: float, samples: Samples, start: int = 0, stop: int | None = None) -> None:
