@@ -161,11 +161,11 @@ def c_open_read_close_floor(paths: list[str], cycles: int, anchored: bool) -> li
     batch.read()  # makes the buffers
     n = len(paths)
     anchors = batch._anchored if anchored else _Anchored.none(n)
+    blob = batch._blob if anchored else b"".join(os.fsencode(path) + b"\0" for path in paths)
     out = batch._output
     assert out is not None
-    return cycle_cpu_ms(lambda _: _read_files(anchors.blob, anchors.count, batch._blob, anchors.anchor_of,
-                                              anchors.rel_at, n, out.out, out.cap, BATCH_FILE_MAX,
-                                              out.offsets, out.lens), cycles)
+    return cycle_cpu_ms(lambda _: _read_files(anchors.blob, anchors.count, blob, anchors.anchor_of,
+                                              n, out.out, out.cap, BATCH_FILE_MAX, out.offsets, out.lens), cycles)
 
 
 class CReaderTime:

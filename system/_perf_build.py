@@ -24,12 +24,12 @@ int koord_perf_open_group(int cgroup_fd, int cpu, const uint32_t *types,
                           const uint64_t *configs, int n, int *fds_out);
 int koord_perf_close_group(const int *fds, int n);
 int koord_read_files(const char *anchors, int n_anchors, const char *paths, const int *anchor_of,
-                     const int *rel_at, int n, char *out, long cap, int file_max, long *offsets, int *lens);
+                     int n, char *out, long cap, int file_max, long *offsets, int *lens);
 #define KOORD_VALUES_PER_FILE ...
 #define KOORD_VALUE_FILE_MAX ...
 #define KOORD_MAX_ANCHORS ...
 int koord_read_values(const char *anchors, int n_anchors, const char *specs, const int *anchor_of,
-                      const int *rel_at, int n, int64_t *values, int *status);
+                      int n, int64_t *values, int *status);
 int koord_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
                        const int *permilles, double *means, double *pcts);
 """
@@ -118,24 +118,32 @@ int koord_perf_open_group(int cgroup_fd, int cpu, const uint32_t *types,
 #define KOORD_MAX_ANCHORS 64
 
 /* Open file i: relative to its anchor directory (a shorter path walk: each component and
- * mount crossing from / costs ~0.25 us, a third of an open + close at cgroup depth), or by
- * its whole path when it has none or the anchor could not be opened. */
-static int koord_open_file(const char *path, int anchor, int rel_at, const int *anchor_fds)
+ * mount crossing from / costs ~0.25 us, a third of an open + close at cgroup depth), its
+ * path then being the part below that directory; or by its whole path when it has none.
+ * A file under an anchor that could not be opened fails as the anchor's open did. */
+static int koord_open_file(const char *path, int anchor, const int *anchor_fds)
 {
-    if (anchor >= 0 && anchor < KOORD_MAX_ANCHORS && anchor_fds[anchor] >= 0)
-        return openat(anchor_fds[anchor], path + rel_at, O_RDONLY | O_CLOEXEC);
-    return open(path, O_RDONLY | O_CLOEXEC);
+    if (anchor < 0)
+        return open(path, O_RDONLY | O_CLOEXEC);
+    if (anchor < KOORD_MAX_ANCHORS && anchor_fds[anchor] >= 0)
+        return openat(anchor_fds[anchor], path, O_RDONLY | O_CLOEXEC);
+    errno = anchor < KOORD_MAX_ANCHORS ? -anchor_fds[anchor] : EINVAL;
+    return -1;
 }
 
-/* The anchor directories, opened (O_PATH) for one call; -1 for those that could not be. */
+/* The anchor directories, opened (O_PATH) for one call; -errno for those that could not be. */
 static void koord_open_anchors(const char *anchors, int n_anchors, int *anchor_fds)
 {
     int i;
 
     for (i = 0; i < KOORD_MAX_ANCHORS; i++) {
-        anchor_fds[i] = i < n_anchors ? open(anchors, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-        if (i < n_anchors)
+        anchor_fds[i] = -EINVAL;
+        if (i < n_anchors) {
+            anchor_fds[i] = open(anchors, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (anchor_fds[i] < 0)
+                anchor_fds[i] = -errno;
             anchors += strlen(anchors) + 1;
+        }
     }
 }
 
@@ -157,7 +165,7 @@ static void koord_close_anchors(const int *anchor_fds)
  * (the caller rereads it). When less than file_max bytes of out are left, the rest get
  * -ENOBUFS. cffi releases the GIL around the call. Returns the number of files read. */
 int koord_read_files(const char *anchors, int n_anchors, const char *paths, const int *anchor_of,
-                     const int *rel_at, int n, char *out, long cap, int file_max, long *offsets, int *lens)
+                     int n, char *out, long cap, int file_max, long *offsets, int *lens)
 {
     int anchor_fds[KOORD_MAX_ANCHORS];
     long used = 0;
@@ -169,7 +177,7 @@ int koord_read_files(const char *anchors, int n_anchors, const char *paths, cons
         offsets[i] = used;
         if (cap - used < file_max) {
             lens[i] = -ENOBUFS;
-        } else if ((fd = koord_open_file(paths, anchor_of[i], rel_at[i], anchor_fds)) < 0) {
+        } else if ((fd = koord_open_file(paths, anchor_of[i], anchor_fds)) < 0) {
             lens[i] = -errno;
         } else {
             got = read(fd, out + used, file_max);
@@ -233,13 +241,13 @@ static int koord_keyed(const char *text, const char *key, size_t len, int64_t *v
  * a file that holds one number (cpuacct.usage, memory.usage_in_bytes), else up to
  * KOORD_VALUES_PER_FILE keys separated by one space, looked up as "key value" lines.
  * anchors holds n_anchors directory paths (NUL-ended): they are opened (O_PATH) for the
- * call only, and file i, when anchor_of[i] >= 0, is opened as path + rel_at[i] relative to
- * that directory. File i's values go to values[i * KOORD_VALUES_PER_FILE + k]; status[i]
+ * call only, and file i, when anchor_of[i] >= 0, is opened relative to that directory, its
+ * path being the part below it. File i's values go to values[i * KOORD_VALUES_PER_FILE + k]; status[i]
  * is 0, -errno, -ENODATA (a key missing), -EINVAL (not a number) or -EFBIG (longer than
  * KOORD_VALUE_FILE_MAX: the caller reads it another way). cffi releases the GIL around the
  * call. Returns the number of files parsed. */
 int koord_read_values(const char *anchors, int n_anchors, const char *specs, const int *anchor_of,
-                      const int *rel_at, int n, int64_t *values, int *status)
+                      int n, int64_t *values, int *status)
 {
     char text[KOORD_VALUE_FILE_MAX + 1];
     int anchor_fds[KOORD_MAX_ANCHORS];
@@ -252,7 +260,7 @@ int koord_read_values(const char *anchors, int n_anchors, const char *specs, con
     for (i = 0; i < n; i++) {
         keys = specs + strlen(specs) + 1;
         out = values + (long)i * KOORD_VALUES_PER_FILE;
-        fd = koord_open_file(specs, anchor_of[i], rel_at[i], anchor_fds);
+        fd = koord_open_file(specs, anchor_of[i], anchor_fds);
         specs = keys + strlen(keys) + 1;
         if (fd < 0) {
             status[i] = -errno;

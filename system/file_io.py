@@ -264,22 +264,21 @@ class FileBatch:
         """The files' paths, as given (read back from the blob once packed)."""
         if self._paths is not None:
             return self._paths
-        return tuple(os.fsdecode(path) for path in self._blob.split(b"\0")[:self._count])
+        return self._anchored.whole(self._blob.split(b"\0")[:self._count])
 
     def read(self) -> list[bytes | None]:
         """Each file's bytes, None where it could not be read (gone, absent, refused)."""
         if not self._native:
             return [_read_or_none(path) for path in self.paths]
         if self._output is None:
-            paths = self.paths
-            self._blob = b"".join(os.fsencode(path) + b"\0" for path in paths)
-            self._anchored = _Anchored(paths)
+            self._anchored, below = _Anchored.of(self.paths)
+            self._blob = b"".join(path + b"\0" for path in below)
             self._output = _Output()
             self._output.fit(self._count, 256)
             self._paths = None
         anchored = self._anchored
         return _read_into(self._output, self._count, lambda: self.paths, self._blob, anchored.blob, anchored.count,
-                          anchored.anchor_of, anchored.rel_at)
+                          anchored.anchor_of)
 
 
 class _Output:
@@ -309,12 +308,12 @@ class _Output:
 
 
 class _ThreadOutput(_Output, threading.local):
-    """read_files_once's output, one per thread, with the anchor arrays the C reader reads
-    per file (zeros: unread while there are no anchors)."""
+    """read_files_once's output, one per thread, with the anchor array the C reader reads
+    per file (-1: no file has an anchor)."""
 
     def sized(self) -> None:
         assert _ffi is not None
-        self.no_anchor = _ffi.new("int[]", self.size)
+        self.no_anchor = _ffi.new("int[]", [-1] * self.size)
 
 
 _THREAD_OUTPUT = _ThreadOutput()
@@ -332,17 +331,17 @@ def read_files_once(paths: Sequence[str]) -> list[bytes | None]:
     output = _THREAD_OUTPUT
     output.fit(len(paths), 64)
     blob = b"".join(os.fsencode(path) + b"\0" for path in paths)
-    return _read_into(output, len(paths), lambda: paths, blob, b"", 0, output.no_anchor, output.no_anchor)
+    return _read_into(output, len(paths), lambda: paths, blob, b"", 0, output.no_anchor)
 
 
 def _read_into(output: _Output, n: int, paths: Callable[[], Sequence[str]], blob: bytes, anchors: bytes,
-               anchor_count: int, anchor_of: object, rel_at: object) -> list[bytes | None]:
+               anchor_count: int, anchor_of: object) -> list[bytes | None]:
     """One koord_read_files call over the n files packed in `blob` (opened relative to the
-    packed `anchors` as anchor_of and rel_at say), again with a doubled buffer while some
+    packed `anchors` as anchor_of says), again with a doubled buffer while some
     file found no room; `paths()` gives their paths (only a file too long is read again)."""
     assert _read_files is not None
     while True:
-        _read_files(anchors, anchor_count, blob, anchor_of, rel_at, n, output.out, output.cap, BATCH_FILE_MAX,
+        _read_files(anchors, anchor_count, blob, anchor_of, n, output.out, output.cap, BATCH_FILE_MAX,
                     output.offsets, output.lens)
         lens = list(output.lens[0:n])
         if -errno.ENOBUFS not in lens:
@@ -420,7 +419,8 @@ class ValueBatch:
         if self._specs is not None:
             return self._specs
         words = self._blob.split(b"\0")
-        return tuple((os.fsdecode(words[2 * i]), words[2 * i + 1].decode("ascii")) for i in range(self._count))
+        paths = self._anchored.whole(words[0:2 * self._count:2])
+        return tuple((path, keys.decode("ascii")) for path, keys in zip(paths, words[1:2 * self._count:2]))
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -436,15 +436,14 @@ class ValueBatch:
         n = self._count
         if not self._ready:
             specs = self.specs
-            self._blob = b"".join(os.fsencode(path) + b"\0" + keys.encode("ascii") + b"\0" for path, keys in specs)
-            self._anchored = _Anchored([path for path, _ in specs])
+            self._anchored, below = _Anchored.of([path for path, _ in specs])
+            self._blob = b"".join(path + b"\0" + keys.encode("ascii") + b"\0" for path, (_, keys) in zip(below, specs))
             self._values = _ffi.new("int64_t[]", max(1, n * VALUES_PER_FILE))
             self._status = _ffi.new("int[]", max(1, n))
             self._specs = None
             self._ready = True
         anchored = self._anchored
-        _read_values(anchored.blob, anchored.count, self._blob, anchored.anchor_of, anchored.rel_at, n,
-                     self._values, self._status)
+        _read_values(anchored.blob, anchored.count, self._blob, anchored.anchor_of, n, self._values, self._status)
         values = _ffi.unpack(self._values, n * VALUES_PER_FILE)
         status = _ffi.unpack(self._status, n)
         if _EFBIG in status:  # a file longer than the C buffer: parsed here
@@ -456,26 +455,36 @@ class ValueBatch:
 
 
 class _Anchored:
-    """choose_anchors' answer as the C readers take it."""
+    """choose_anchors' answer as the C readers take it: the anchor directories and each
+    file's anchor; a batch's blob then holds only the part of each path below its anchor
+    (at 1,000 pods the collectors' batches held ~2 MiB of paths, mostly their anchors)."""
 
-    __slots__ = ("blob", "count", "anchor_of", "rel_at")
+    __slots__ = ("anchors", "blob", "count", "anchor_of")
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, anchors: list[str], anchor_of: list[int]) -> None:
         assert _ffi is not None
-        anchors, anchor_of, rel_at = choose_anchors(paths)
+        self.anchors = anchors
         self.blob = b"".join(os.fsencode(anchor) + b"\0" for anchor in anchors)
         self.count = len(anchors)
         self.anchor_of = _ffi.new("int[]", anchor_of or [0])
-        self.rel_at = _ffi.new("int[]", rel_at or [0])
+
+    @classmethod
+    def of(cls, paths: Sequence[str]) -> tuple[_Anchored, list[bytes]]:
+        """The anchors of ``paths``, and each path as the C readers take it (below its anchor,
+        or whole)."""
+        anchors, anchor_of, rel_at = choose_anchors(paths)
+        return cls(anchors, anchor_of), [os.fsencode(path)[at:] for path, at in zip(paths, rel_at)]
 
     @classmethod
     def none(cls, count: int) -> _Anchored:
         """No anchor for any of ``count`` paths: each is opened whole (benches' floors)."""
-        unanchored = cls([])
-        assert _ffi is not None
-        unanchored.anchor_of = _ffi.new("int[]", [-1] * max(1, count))
-        unanchored.rel_at = _ffi.new("int[]", max(1, count))
-        return unanchored
+        return cls([], [-1] * count)
+
+    def whole(self, below: Sequence[bytes]) -> tuple[str, ...]:
+        """The whole paths of files given as the C readers take them."""
+        anchors, anchor_of = self.anchors, self.anchor_of
+        return tuple(os.fsdecode(path) if anchor_of[i] < 0 else anchors[anchor_of[i]] + "/" + os.fsdecode(path)
+                     for i, path in enumerate(below))
 
 
 def choose_anchors(paths: Sequence[str]) -> tuple[list[str], list[int], list[int]]:

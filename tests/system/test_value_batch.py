@@ -192,3 +192,32 @@ def test_files_opened_relative_to_anchors_read_as_by_their_whole_path(tmp_path: 
     values, status = batch.read()
     assert status[0] == 0 and values[0] == 7
     assert status[1] == -errno.ENOENT
+
+
+def test_a_batch_under_a_vanished_anchor_fails_as_the_anchor_did_and_keeps_its_paths(tmp_path: Path,
+                                                                                      monkeypatch: pytest.MonkeyPatch):
+    if _read_values is None:
+        pytest.skip("extension not built")
+    specs = []
+    for i in range(ANCHOR_SHARE):
+        pod = tmp_path / "tier" / ("pod%d" % i)
+        pod.mkdir(parents=True)
+        (pod / "memory.stat").write_text("cache 1\ninactive_file %d\n" % i)
+        specs.append((str(pod / "memory.stat"), "inactive_file"))
+    lone = tmp_path / "lone"
+    lone.write_text("5\n")
+    specs.append((str(lone), ""))
+    batch = ValueBatch(specs)
+    assert batch.read()[1] == [0] * len(specs)
+    # the blob holds each file below its anchor: the same names below the working
+    # directory must not be read once the anchor is gone
+    cwd = tmp_path / "cwd"
+    for i in range(ANCHOR_SHARE):
+        (cwd / ("pod%d" % i)).mkdir(parents=True)
+        (cwd / ("pod%d" % i) / "memory.stat").write_text("inactive_file 99\n")
+    monkeypatch.chdir(cwd)
+    (tmp_path / "tier").rename(tmp_path / "gone")
+    values, status = batch.read()
+    assert status == [-errno.ENOENT] * ANCHOR_SHARE + [0]
+    assert values[-VALUES_PER_FILE] == 5
+    assert batch.specs == tuple(specs)
