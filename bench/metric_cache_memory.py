@@ -6,9 +6,9 @@ The store (the daemon's retention: container series sized for their 10 s interva
 file) gets, per pod of 2 containers, the series the default collectors write and at their
 cadence, each collector with its own round timestamp (time.time() of its round): pod
 resource (2 pod series every second, and 4 container series every 10 s, a tenth of the
-containers in each second's round), throttling (1 pod + 2 container, 10 s), PSI avg10 (6
-per pod, 10 s; container PSI only comes with --metrics-container-series); node, system and
-BE series (1 s) for the whole 30 min node retention. CPI is off by default (gate).
+containers in each second's round), throttling (1 pod + 2 container, 10 s); the node's PSI
+avg10 (6 series, 10 s: pods' and containers' PSI is not stored); node, system and BE series
+(1 s) for the whole 30 min node retention. CPI is off by default (gate).
 Expiry runs every 300 s (the module's gc interval). Figures are taken just
 before an expiry (the fullest the cache gets: the HWM) and just after it; the store's total
 (keys included) before each of the last three expiries shows whether it stays flat once
@@ -35,11 +35,10 @@ from koordlet.config.defaults import COLLECT_CONTAINER_RES_USED_INTERVAL_SECONDS
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
+from koordlet.metricsadvisor.collectors.psi import NODE_KEYS as PSI_NODE_KEYS
 
 GC_INTERVAL = 300
 CONTAINER_EVERY = int(COLLECT_CONTAINER_RES_USED_INTERVAL_SECONDS)  # seconds, the daemon's default
-PSI_LABELS = tuple((("kind", kind), ("resource", resource), ("window", "avg10"))
-                   for resource in ("cpu", "memory", "io") for kind in ("some", "full"))
 NODE_KEYS = tuple(SeriesKey.of(metric) for metric in (
     Metric.NODE_CPU_USAGE_CORES, Metric.NODE_MEMORY_USAGE_BYTES, Metric.SYS_CPU_USAGE_CORES,
     Metric.SYS_MEMORY_USAGE_BYTES, Metric.BE_CPU_USAGE_CORES, Metric.BE_MEMORY_USAGE_BYTES,
@@ -63,20 +62,19 @@ def collectors(pods: int) -> tuple[Collector, list[Collector]]:
     usage: list[SeriesKey] = []
     usage_turns: list[list[SeriesKey]] = [[] for _ in range(CONTAINER_EVERY)]
     throttled: list[SeriesKey] = []
-    psi: list[SeriesKey] = []
     for i in range(pods):
         uid = "%08x-0000-4000-8000-%012x" % (i, i)
         containers = ["%064x" % (i * 2 + c) for c in range(2)]
         usage += [SeriesKey.of(Metric.POD_CPU_USAGE_CORES, uid), SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, uid)]
         throttled.append(SeriesKey.of(Metric.POD_CPU_THROTTLED_RATIO, uid))
-        psi += [SeriesKey(Metric.POD_PSI.value, uid, "", labels) for labels in PSI_LABELS]
         for n, cid in enumerate(containers):
             usage_turns[(i * 2 + n) % CONTAINER_EVERY] += [SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, uid, cid),
                                                            SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, uid, cid)]
             throttled.append(SeriesKey.of(Metric.CONTAINER_CPU_THROTTLED_RATIO, uid, cid))
     node = Collector("node", 1, 0.0012, list(NODE_KEYS))
     return node, [Collector("pod_resource", 1, 0.0031, usage, usage_turns),
-                  Collector("throttled", CONTAINER_EVERY, 0.2107, throttled), Collector("psi", 10, 0.4403, psi)]
+                  Collector("throttled", CONTAINER_EVERY, 0.2107, throttled),
+                  Collector("psi", 10, 0.4403, list(PSI_NODE_KEYS))]
 
 
 def value_for(key: SeriesKey, rng: random.Random) -> float:

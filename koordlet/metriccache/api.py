@@ -28,9 +28,7 @@ class Metric(str, Enum):
     CONTAINER_CPI = "container_cpi"  # cycles per instruction
     BE_CPU_USAGE_CORES = "be_cpu_usage_cores"  # sum over BE pods
     BE_MEMORY_USAGE_BYTES = "be_memory_usage_bytes"
-    NODE_PSI = "node_psi"  # extra labels: resource=cpu|memory|io, kind=some|full, window=avg10|avg60|avg300
-    POD_PSI = "pod_psi"
-    CONTAINER_PSI = "container_psi"
+    NODE_PSI = "node_psi"  # extra labels: resource=cpu|memory|io, kind=some|full, window=avg10
     # added with the collectors (issue 10); the names above are unchanged
     POD_CPU_THROTTLED_RATIO = "pod_cpu_throttled_ratio"
     CONTAINER_CPU_CYCLES = "container_cpu_cycles"  # counted over one CPI window, as koordlet

@@ -1,20 +1,20 @@
 """Pressure stall information of the node, pods and containers (gate PSICollector, every
 10 s): cpu/memory/io, some/full, avg10/avg60/avg300, as the kernel prints them (percent).
 
-Only avg10 goes to the metric cache (see PSICollector); cgroup files come from cgroup2 (on hybrid hosts the ``unified/`` hierarchy, or Anolis v1
-cpuacct); the node's from /proc/pressure. A kernel without PSI (booted psi=0, or older than
-4.20) disables the collector with one log line at setup: never a crash (koordlet v1.1
-called klog.Fatalf there). cpu "full" exists from Linux 5.13; without it only "some" is
-stored, and /metrics says cpu_full_supported="false" as koordlet does.
+The node's avg10 figures go to the metric cache; everything else is the latest snapshot
+that /metrics shows (see PSICollector). Cgroup files come from cgroup2 (on hybrid hosts the
+``unified/`` hierarchy, or Anolis v1 cpuacct); the node's from /proc/pressure. A kernel
+without PSI (booted psi=0, or older than 4.20) disables the collector with one log line at
+setup: never a crash (koordlet v1.1 called klog.Fatalf there). cpu "full" exists from Linux
+5.13; without it only "some" is kept, and /metrics says cpu_full_supported="false" as
+koordlet does.
 
 koordlet reads pods and containers both (collectContainerPSI then collectPodPSI every
 interval): 3 files per cgroup, 9,000 for 1,000 pods of 2 containers. Only /metrics'
-container series read container PSI, so the daemon asks for it only with those on
-(``containers=True``); otherwise the pods' alone, a third of the files and no container
-series in the metric cache (12,000 fewer at 1,000 pods). The files are read as one batch
-(no fd kept) and parsed in slices.
+container series show container PSI, so the daemon asks for it only with those on
+(``containers=True``); otherwise the pods' alone, a third of the files. The files are read
+as one batch (no fd kept) and parsed in slices.
 """
-
 from __future__ import annotations
 
 from typing import Mapping
@@ -26,7 +26,6 @@ from koordlet.metricsadvisor.framework import (
     CollectorUnsupported,
     Columns,
     Listing,
-    PerListing,
     Round,
     RoundCollector,
     Slices,
@@ -54,45 +53,40 @@ PsiSnapshot = Mapping[tuple[str, str], Mapping[str, PsiReading]]
 _PRESSURE_FILE = {resource: "%s.pressure" % resource for resource in PSI_RESOURCES}
 
 
-# the index of (resource, kind)'s avg10 key in _Object.keys
+# the index of (resource, kind)'s avg10 in NODE_KEYS and avg10_values
 _KEY_AT = {(resource, kind): i for i, (resource, kind) in
            enumerate((resource, kind) for resource in PSI_RESOURCES for kind in KINDS)}
+NODE_KEYS = tuple(SeriesKey(Metric.NODE_PSI.value, "", "", LABELS[(resource, kind, "avg10")])
+                  for resource, kind in _KEY_AT)
 
 
-_NO_VALUES: tuple[float | None, ...] = (None,) * len(_KEY_AT)
+def avg10_values(readings: Mapping[str, PsiReading]) -> tuple[float | None, ...]:
+    """The avg10 figures of readings in _KEY_AT order (None where the kernel printed no such line)."""
+    values: list[float | None] = [None] * len(_KEY_AT)
+    for resource, (some, full) in readings.items():
+        values[_KEY_AT[(resource, "some")]] = some[0]
+        if full is not None:
+            values[_KEY_AT[(resource, "full")]] = full[0]
+    return tuple(values)
 
 
-class _Object:
-    """One object's six avg10 series keys, made once (the metric cache keeps the same
-    objects), in _KEY_AT order, and what its last round read: the pressure texts, their
-    readings and the six values they give (None where the kernel printed no such line). An
-    idle cgroup prints the same texts round after round (all zeros; total= moves only when
-    something stalls): then its values are the last round's, not parsed or built again."""
+class _Cgroup:
+    """What the last round read of one pod's or container's cgroup: the pressure texts and
+    their readings. An idle cgroup prints the same texts round after round (all zeros;
+    total= moves only when something stalls): then they are not parsed again."""
 
-    __slots__ = ("keys", "texts", "readings", "values")
+    __slots__ = ("texts", "readings")
 
-    def __init__(self, metric: str, pod_uid: str, container_id: str) -> None:
-        self.keys = tuple(SeriesKey(metric, pod_uid, container_id, LABELS[(resource, kind, "avg10")])
-                          for resource in PSI_RESOURCES for kind in KINDS)
+    def __init__(self) -> None:
         self.texts: tuple[bytes | None, ...] = ()
         self.readings: dict[str, PsiReading] = {}
-        self.values = _NO_VALUES
-
-    def read(self, readings: dict[str, PsiReading]) -> None:
-        if readings == self.readings:
-            return
-        values: list[float | None] = [None] * len(_KEY_AT)
-        for resource, (some, full) in readings.items():
-            values[_KEY_AT[(resource, "some")]] = some[0]
-            if full is not None:
-                values[_KEY_AT[(resource, "full")]] = full[0]
-        self.readings, self.values = readings, tuple(values)
 
 
 class PSICollector(RoundCollector):
-    """Stores avg10 (some and full) of each resource in the metric cache, the figure QoS
-    decisions use; avg60/avg300 are kept only as the latest snapshot for /metrics. Storing
-    all 18 figures per object as series would cost ~36,000 series for 1,000 containers."""
+    """Stores the node's avg10 (some and full) of each resource in the metric cache; the
+    pods' and containers' readings, and the node's avg60/avg300, are kept only as the latest
+    snapshot, which is all /metrics shows and no strategy reads them from the cache (at 1,000
+    pods their avg10 series were 6,000 of the cache's 15,000, and 600 rows a second to disk)."""
 
     name = "psi"
     gate = "PSICollector"
@@ -103,22 +97,20 @@ class PSICollector(RoundCollector):
         self._batches = Batches()
         self._host: Host | None = None
         self._states: StatesInformer | None = None
-        self._node: _Object | None = None
+        self._node = False  # /proc/pressure readable
         # the listing keeps no paths (9,000 strings at 1,000 pods): the batch is made from the
         # dirs when they change, and keeps only its packed bytes
-        self._listing: Listing[None, _Object] | None = None
+        self._listing: Listing[None, _Cgroup] | None = None
         self._files: tuple[tuple[str, str], ...] = ()  # (hierarchy root, file name) per resource
         self.snapshot: PsiSnapshot = {}
-        # the round's keys: the node's six, then each listed object's six (per listing)
-        self._keys: PerListing[tuple[SeriesKey, ...]] = PerListing()
 
     def setup(self, ctx: CollectContext) -> None:
         self._host, self._states = ctx.host, ctx.states
         try:
             read_node_psi(ctx.host, "cpu")
-            self._node = _Object(Metric.NODE_PSI.value, "", "")
+            self._node = True
         except SystemFileError:
-            self._node = None
+            self._node = False
         cgroups = False
         if ctx.reader is not None:
             try:
@@ -131,21 +123,17 @@ class PSICollector(RoundCollector):
             assert reader is not None
             self._files = tuple(reader.files.resolve_parts(_PRESSURE_FILE[resource], "")[2:]
                                 for resource in PSI_RESOURCES)
-            self._listing = Listing(lambda d: None,
-                                    lambda uid, cid: _Object(Metric.CONTAINER_PSI.value if cid else
-                                                             Metric.POD_PSI.value, uid, cid), self._containers)
-        if self._node is None and not cgroups:
+            self._listing = Listing(lambda d: None, lambda uid, cid: _Cgroup(), self._containers)
+        if not self._node and not cgroups:
             raise CollectorUnsupported("this kernel has no PSI (/proc/pressure and cgroup *.pressure absent)")
 
     def round(self, now: float) -> Round:
-        values: list[float | None] = []
         snapshot: dict[tuple[str, str], Mapping[str, PsiReading]] = {}
-        node = self._node
-        if node is not None:
-            node.read(self._node_readings())
-            snapshot[("", "")] = node.readings
-            values += node.values
-        listed = None
+        columns = Columns((), [])
+        if self._node:
+            node = self._node_readings()
+            snapshot[("", "")] = node
+            columns = Columns(NODE_KEYS, list(avg10_values(node)))
         if self._listing is not None and self._states is not None:
             listed = yield from self._listing.get(self._states)
             objects, entries = listed.objects, listed.entries
@@ -166,17 +154,12 @@ class PSICollector(RoundCollector):
                     readings = _readings(mine)
                     if readings is None:  # the cgroup is gone, or a file is unreadable
                         entry.texts = ()
-                        values += _NO_VALUES
                         continue
-                    entry.texts = mine
-                    entry.read(readings)
+                    entry.texts, entry.readings = mine, readings
                 pod_uid, container_id, _ = objects[i]
                 snapshot[(pod_uid, container_id)] = entry.readings
-                values += entry.values
         self.snapshot = snapshot
-        keys = self._keys.get(listed, lambda: (node.keys if node is not None else ()) + tuple(
-            key for entry in (listed.entries if listed is not None else ()) for key in entry.keys))
-        return Columns(keys, values)
+        return columns
 
     def _node_readings(self) -> dict[str, PsiReading]:
         assert self._host is not None

@@ -195,13 +195,12 @@ def test_psi_of_node_pods_and_containers_from_the_unified_hierarchy(tmp_path: Pa
     collector.setup(context(host, states))
     values = by_key(collector.collect(50.0))
     labels = lambda resource, kind, window: (("kind", kind), ("resource", resource), ("window", window))
-    assert values[SeriesKey("pod_psi", "u1", "", labels("memory", "some", "avg10"))] == 1.5
-    assert values[SeriesKey("pod_psi", "u1", "", labels("memory", "full", "avg10"))] == 0.5
     assert values[SeriesKey("node_psi", "", "", labels("cpu", "some", "avg10"))] == 9.0
     assert SeriesKey("node_psi", "", "", labels("cpu", "full", "avg10")) not in values  # kernel printed none
-    container_keys = [k for k in values if k.container_id == pod.containers[0].id]
-    assert len(container_keys) == 6  # avg10 of 3 resources x some/full; avg60/300 in the snapshot
+    # only the node's avg10 figures are series; pods and containers are in the snapshot alone
+    assert {key.metric for key in values} == {"node_psi"}
     assert collector.snapshot[("u1", "")]["memory"] == ((1.5, 0.75, 0.25), (0.5, 0.1, 0.05))
+    assert (pod.uid, pod.containers[0].id) in collector.snapshot
     assert collector.snapshot[("", "")]["cpu"] == ((9.0, 8.0, 7.0), None)
 
 

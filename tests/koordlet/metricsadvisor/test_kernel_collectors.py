@@ -20,7 +20,7 @@ from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.collectors.cpi import CPICollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
-from koordlet.metricsadvisor.collectors.psi import LABELS, PSICollector
+from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, NodeInfo, PodInfo, SandboxState
@@ -137,13 +137,20 @@ def test_a_cfs_quota_shows_as_throttling(sandbox: Sandbox):
 def test_four_busy_processes_on_two_cpus_raise_cpu_pressure(sandbox: Sandbox):
     collector = PSICollector(10.0)
     collector.setup(sandbox.ctx)
-    key = SeriesKey(Metric.CONTAINER_PSI.value, sandbox.pod.uid, sandbox.container.id,
-                    LABELS[("cpu", "some", "avg10")])
-    before = values(collector.collect(time.time())).get(key)
-    assert before is not None and before < 5.0
-    with sandbox.busy(8.0, count=4):
-        time.sleep(4.5)  # avg10 is recomputed every 2 s
-        during = values(collector.collect(time.time()))[key]
+    container = (sandbox.pod.uid, sandbox.container.id)
+
+    def cpu_some_avg10() -> float:
+        collector.collect(time.time())
+        return collector.snapshot[container]["cpu"][0][0]
+
+    before = cpu_some_avg10()
+    assert before < 5.0
+    with sandbox.busy(30.0, count=4):
+        deadline = time.monotonic() + 25.0  # avg10 is recomputed every 2 s
+        during = cpu_some_avg10()
+        while during <= 10.0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            during = cpu_some_avg10()
     assert during > 10.0 and during > before
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor import framework
+from koordlet.metricsadvisor.collectors import psi
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
@@ -238,7 +239,6 @@ def test_psi_values_follow_the_files_when_cgroups_share_a_text(tmp_path: Path):
 
 
 def test_psi_follows_the_listing_and_parses_only_texts_that_changed(tmp_path: Path, monkeypatch):
-    from koordlet.metricsadvisor.collectors import psi
 
     pods = PODS[:3]
     host, states = fake_node(tmp_path, pods)
@@ -253,15 +253,10 @@ def test_psi_follows_the_listing_and_parses_only_texts_that_changed(tmp_path: Pa
     busy = "some avg10=7.50 avg60=3.00 avg300=1.00 total=5\nfull avg10=1.25 avg60=1.00 avg300=0.50 total=2\n"
     (host.cgroup("unified") / pods[2].cgroup_parent / "memory.pressure").write_text(busy)
     states.remove(pods[0].uid)
-    samples = dict(collector.collect(21.0))
+    collector.collect(21.0)
     assert parsed == [busy]
     assert {uid for uid, _ in collector.snapshot if uid} == {pods[1].uid, pods[2].uid}
     assert collector.snapshot[(pods[2].uid, "")]["memory"] == ((7.5, 3.0, 1.0), (1.25, 1.0, 0.5))
-    pods_sampled = {key.pod_uid for key in samples if key.metric == Metric.POD_PSI.value}
-    assert pods_sampled == {pods[1].uid, pods[2].uid}
-    memory = {dict(key.labels)["kind"]: value for key, value in samples.items()
-              if key.pod_uid == pods[2].uid and ("resource", "memory") in key.labels}
-    assert memory == {"some": 7.5, "full": 1.25}
 
 
 def test_steady_usage_rounds_make_no_new_batch(tmp_path: Path, monkeypatch):
@@ -316,25 +311,22 @@ def test_a_listing_keeps_what_it_made_for_objects_still_listed():
     assert {obj[0] for obj in second.objects} == {"b", "c"} and "elsewhere/" + moved.id in made
 
 
-def test_psi_round_gives_columns_whose_keys_are_kept_while_the_listing_holds(tmp_path: Path):
-    """The keys column is one tuple per listing (the metric cache looks its series up once),
-    six positions an object, node first; a pod gone from the listing takes its keys along."""
+def test_psi_round_gives_the_nodes_columns_and_the_pods_in_its_snapshot(tmp_path: Path):
+    """The metric cache gets the node's six avg10 figures, the same keys tuple each round
+    (looked up once); the pods' readings are only in the snapshot, and follow the listing."""
     pods = PODS[:2]
     host, states = fake_node(tmp_path, pods)
     collector = PSICollector(10.0, containers=False)
     collector.setup(context(host, states))
     first = framework.drive(collector.round(1.0))
-    second = framework.drive(collector.round(11.0))
-    assert isinstance(first, framework.Columns) and isinstance(second, framework.Columns)
-    assert second.keys is first.keys
-    assert len(first.keys) == len(first.values) == 6 * (1 + len(pods))
-    assert [key.pod_uid for key in first.keys[:6]] == [""] * 6
+    assert isinstance(first, framework.Columns)
+    assert first.keys is psi.NODE_KEYS and len(first.values) == len(psi.NODE_KEYS)
+    assert {ident for ident in collector.snapshot} == {("", "")} | {(pod.uid, "") for pod in pods}
     states.remove(pods[0].uid)
-    third = framework.drive(collector.round(21.0))
-    assert isinstance(third, framework.Columns)
-    assert {key.pod_uid for key in third.keys} == {"", pods[1].uid}
-    assert len(third.keys) == len(third.values) == 12
+    second = framework.drive(collector.round(11.0))
+    assert isinstance(second, framework.Columns) and second.keys is first.keys
+    assert {ident for ident in collector.snapshot} == {("", ""), (pods[1].uid, "")}
     # the pairs are what the keys and values say: each present value under its own key
-    pairs = dict(framework.pairs_of(third))
-    assert pairs == {key: value for key, value in zip(third.keys, third.values) if value is not None}
-    assert any(key.pod_uid == pods[1].uid for key in pairs)
+    pairs = dict(framework.pairs_of(second))
+    assert pairs == {key: value for key, value in zip(second.keys, second.values) if value is not None}
+    assert pairs and all(key.metric == "node_psi" for key in pairs)
