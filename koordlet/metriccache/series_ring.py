@@ -7,7 +7,9 @@ sample instead of 16) and the timeline index of its oldest value: series i's k-t
 has the timestamp ``timeline.ts[first - timeline.dropped + k]``. A series stays on a shared
 timeline while it gets a value every round of it; one that misses a round or gets a late
 or out-of-step sample moves to a timeline of its own (a copy of its timestamps), which
-behaves exactly as a series with its own timestamp array.
+behaves exactly as a series with its own timestamp array, unless a series with the very
+same timestamps moved off the same timeline at this sample's round: then it joins that one
+(a turn's container series, made in a round of the pods', leave the pods' timeline together).
 
 A series holds the samples of its last ``retention`` seconds (counted from its newest)
 and at most ``capacity`` of them: older ones are dropped as newer ones come (not left for
@@ -33,16 +35,19 @@ _NEVER = float("-inf")
 class Timeline:
     """Strictly increasing round timestamps; ``dropped`` of them already cut from the front
     (so indexes kept by the series stay valid). ``users``: the series reading it: the one
-    series itself while it has one (a set is 216 bytes, and most timelines of their own
-    have a single reader: a thousand pods' container series at 10 s), a set once shared."""
+    series itself while it has one (a set is 216 bytes, and a series that fell out of step
+    alone reads a timeline alone), a set once shared."""
 
-    __slots__ = ("ts", "dropped", "users", "limit")
+    __slots__ = ("ts", "dropped", "users", "limit", "moved")
 
     def __init__(self, ts: array | None = None) -> None:
         self.ts = array("d") if ts is None else ts
         self.dropped = 0
         self.users: SeriesRing | set[SeriesRing] | None = None
         self.limit = len(self.ts) + _COMPACT_MIN  # length at which the next cut is tried
+        # the timeline index of the oldest value of the last series to leave this shared
+        # timeline, and the timeline it moved to: series leaving with the same timestamps follow
+        self.moved: tuple[int, Timeline] | None = None
 
     def join(self, ring: SeriesRing) -> None:
         users = self.users
@@ -174,8 +179,32 @@ class SeriesRing:
             return
         if timestamp < ts[at - 1] - self.keeping.retention:
             return  # older than the retention allows: expire() would drop it
+        if self._follow(timestamp, value):
+            return
         self.detach()  # a missed round, or a late sample: on our own timeline from now on
         self._append_own(timestamp, value)
+
+    def _follow(self, timestamp: float, value: float) -> bool:
+        """Leave a shared timeline for the one a series with the very same timestamps left
+        it for, when that one's newest round is this sample's: series written every few
+        rounds of another collector's timeline (a turn's containers, made in a round of the
+        pods) move off it together, onto one timeline, not one each."""
+        timeline = self.timeline
+        moved = timeline.moved
+        if moved is None or not timeline.shared():
+            return False
+        first, there = moved
+        count = len(self.values) - self.head
+        start = first - timeline.dropped
+        if first != self.first or len(there.ts) != count + 1 or there.ts[-1] != timestamp \
+                or there.ts[:count] != timeline.ts[start:start + count]:
+            return False
+        timeline.leave(self)
+        there.join(self)
+        self.timeline = there
+        self.first = there.dropped
+        self.add(timestamp, value)
+        return True
 
     def add(self, timestamp: float, value: float) -> None:
         """A value newer than all we hold, its timestamp already on the timeline: then drop
@@ -237,6 +266,7 @@ class SeriesRing:
         timeline.leave(self)
         own = Timeline(timeline.ts[start:end])
         own.join(self)
+        timeline.moved = (self.first, own)
         self.timeline = own
         self.first = 0
 

@@ -140,3 +140,32 @@ def test_a_timeline_read_by_one_series_holds_that_series_and_a_shared_one_a_set(
     assert [sample.value for sample in [store.latest(KEYS[0])] if sample] == [29.0]
     store.append_at(T0 + 30, [(KEYS[0], 30.0)])
     assert store.aggregate(KEYS[0], T0, T0 + 30, 0.0).count == 9  # its 8 s of retention, 22 .. 30 s
+
+
+def test_series_written_every_tenth_round_of_another_timeline_leave_it_for_one_shared_timeline():
+    """A turn's container series are made in a round of the pods' (on their timeline) and
+    then written every 10 s: they move off together, onto one timeline; a series made in
+    another round has other timestamps and moves elsewhere."""
+    pods = [SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i) for i in range(2)]
+    turn = [SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "p%d" % (i % 2), "c%d" % i) for i in range(6)]
+    late = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "p0", "late")
+    policy = RetentionPolicy(node_seconds=600, pod_seconds=300, container_seconds=120, container_sample_interval=10)
+    store = MetricStore(policy, clock=lambda: T0)
+    for second in range(61):
+        batch = [(key, float(second)) for key in pods]
+        if second % 10 == 0:
+            batch += [(key, second + n / 10) for n, key in enumerate(turn)]
+        if second >= 3 and second % 10 == 3:
+            batch.append((late, float(second)))
+        store.append_at(T0 + second, batch)
+    timelines = {id(store._series[key].timeline) for key in turn}
+    assert len(timelines) == 1 and store._series[turn[0]].timeline is not store._series[pods[0]].timeline
+    assert store._series[late].timeline is not store._series[turn[0]].timeline
+    assert list(store._series[turn[0]].timeline.ts) == [T0 + s for s in range(0, 61, 10)]
+    for n, key in enumerate(turn):
+        whole = store.aggregate(key, T0, T0 + 60, 0.0)
+        assert (whole.count, whole.first_timestamp, whole.last_timestamp, whole.last) == (7, T0, T0 + 60, 60 + n / 10)
+        assert whole.avg == sequential_mean([s + n / 10 for s in range(0, 61, 10)])
+    late_whole = store.aggregate(late, T0, T0 + 60, 0.0)
+    assert (late_whole.count, late_whole.first_timestamp, late_whole.last_timestamp) == (6, T0 + 3, T0 + 53)
+    assert store.aggregate(pods[1], T0, T0 + 60, 0.0).count == 61
