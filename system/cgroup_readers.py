@@ -156,8 +156,16 @@ class CgroupReader:
         return self._kept.read(path).strip()
 
     def value(self, resource: str | CgroupResource, cgroup_dir: str) -> Any:
-        path, version, res = self._resolve(resource, cgroup_dir)
-        text = read_path_text(path) if self._kept is None else self._kept.read(path)
+        path = self.file_for(resource, cgroup_dir)
+        return self.parse(resource, cgroup_dir, read_path_text(path) if self._kept is None else self._kept.read(path))
+
+    def file_for(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
+        """The file `value` reads: to read it in a batch, off the event loop, and `parse` it."""
+        return self._resolve(resource, cgroup_dir)[0]
+
+    def parse(self, resource: str | CgroupResource, cgroup_dir: str, text: str) -> Any:
+        """What `value` gives when its file holds `text`."""
+        _, version, res = self._resolve(resource, cgroup_dir)
         return res.parse(text.strip(), version)
 
     # -- metrics

@@ -17,7 +17,11 @@ the loop may run other callbacks, and returns the samples. The scheduler reads t
 batches in a thread (the C batch reader releases the GIL: at 3,000 cgroups the 9,000
 opens cost ~90 ms, which used to hold the loop and delay NRI answers) and the round
 parses in slices of about SLICE_SECONDS (``Slices``); ``collect(now)`` drives the same
-generator inline for tools and tests. Collectors without ``round`` are short (node, BE tier) and run inline.
+generator inline for tools and tests. Collectors without ``round`` read no cgroup file
+(node: procfs; network: /proc/net/dev) or are off by default (CPI, whose windows open
+cgroup dirs for perf) and run inline: an open() of a cgroup file can
+wait in the kernel for tens of ms while the runtime makes and removes cgroups, so every
+collector that reads one (the BE tier's too) does it in a round's batch.
 """
 
 from __future__ import annotations
@@ -224,7 +228,7 @@ class PeriodicCollector:
 
 
 class RoundCollector(PeriodicCollector):
-    """Base of the collectors over pods: `round(now)` is the work (see the module doc), and
+    """Base of the collectors that read cgroup files: `round(now)` is the work (see the module doc), and
     `collect(now)` runs it inline."""
 
     def round(self, now: float) -> Round:

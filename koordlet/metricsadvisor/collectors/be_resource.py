@@ -3,26 +3,40 @@ BE pods' batch-cpu requests (koordlet's beresource collector), every 1 s.
 
 Real limit (koordlet getBECPURealMilliLimit): the CPUs of the tier's cpuset, lowered to
 quota/period when a CFS quota is set.
+
+The tier's files are read as one batch in the reading thread (framework.Round), not on the
+event loop: an open() of a cgroup file can wait in the kernel for tens of ms while the
+runtime makes and removes cgroups, and this collector runs every second.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from koordlet.apis import keys
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric, SeriesKey
-from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, PeriodicCollector
+from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, Round, RoundCollector
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import PodInfo
 from koordlet.util.host_facts import HostFacts
+from system.cgroup_codecs import key_value_of
 from system.cgroup_layout import QoSTier
-from system.cgroup_readers import CgroupReader
+from system.cgroup_readers import CgroupReader, CpuMax, inactive_file_key, working_set_bytes
 from system.errors import SystemFileError
+from system.file_io import FileBatch
 
 BE_CPU = SeriesKey.of(Metric.BE_CPU_USAGE_CORES)
 BE_MEMORY = SeriesKey.of(Metric.BE_MEMORY_USAGE_BYTES)
 BE_LIMIT = SeriesKey.of(Metric.BE_CPU_LIMIT_CORES)
 BE_REQUEST = SeriesKey.of(Metric.BE_CPU_REQUEST_CORES)
+
+# the tier's files, in the batch's order; the cpuset last: a host without the controller
+# has none, and the quota alone limits
+_USAGE, _MEMORY, _STAT, _QUOTA, _PERIOD, _CPUSET = (
+    "cpuacct.usage", "memory.usage_in_bytes", "memory.stat", "cpu.cfs_quota_us", "cpu.cfs_period_us",
+    "cpuset.cpus.effective")
 
 
 def be_request_cores(pods: tuple[PodInfo, ...]) -> float:
@@ -44,7 +58,46 @@ def real_limit_cores(cpuset_cpus: int, quota_cores: float | None) -> float:
     return min(float(cpuset_cpus), quota_cores) if cpuset_cpus > 0 else quota_cores
 
 
-class BEResourceCollector(PeriodicCollector):
+class _TierFiles:
+    """The besteffort tier's files as one batch, and the figures their texts give."""
+
+    def __init__(self, reader: CgroupReader, directory: str) -> None:
+        self.reader = reader
+        self.directory = directory
+        self.resources = [_USAGE, _MEMORY, _STAT, _QUOTA, _PERIOD]
+        paths = [reader.file_for(resource, directory) for resource in self.resources]  # SystemFileError: unsupported
+        try:
+            paths.append(reader.file_for(_CPUSET, directory))
+            self.resources.append(_CPUSET)
+        except SystemFileError:
+            pass
+        self.batch = FileBatch(paths)
+
+    def figures(self, texts: list[bytes | None]) -> tuple[int, int, float | None, int] | None:
+        """(CPU time in ns, memory working set, quota in CPUs or None, cpuset size or 0);
+        None when a file could not be read (the tier is being remade)."""
+        read = dict(zip(self.resources, texts))
+        if any(read[resource] is None for resource in (_USAGE, _MEMORY, _STAT, _QUOTA, _PERIOD)):
+            return None
+        reader, directory = self.reader, self.directory
+
+        def parse(resource: str) -> Any:
+            text = read[resource]
+            assert text is not None
+            return reader.parse(resource, directory, text.decode("ascii", "replace"))
+
+        version = reader.files.version_for(_STAT)
+        key = inactive_file_key(version)
+        stat = read[_STAT]
+        assert stat is not None
+        inactive = key_value_of(stat.decode("ascii", "replace"), key)
+        memory = working_set_bytes(int(parse(_MEMORY)), {key: inactive}, version)
+        quota = CpuMax(parse(_QUOTA), parse(_PERIOD)).cpus
+        cpus = len(parse(_CPUSET)) if read.get(_CPUSET) is not None else 0
+        return int(parse(_USAGE)), memory, quota, cpus
+
+
+class BEResourceCollector(RoundCollector):
     name = "beresource"
 
     def __init__(self, interval: float) -> None:
@@ -54,6 +107,7 @@ class BEResourceCollector(PeriodicCollector):
         self._states: StatesInformer | None = None
         self._last: tuple[float, int] | None = None
         self._requests: tuple[tuple[PodInfo, ...], float] | None = None  # (the informer's listing, its sum)
+        self._files: _TierFiles | None = None
 
     def setup(self, ctx: CollectContext) -> None:
         if ctx.reader is None or ctx.facts is None:
@@ -74,25 +128,35 @@ class BEResourceCollector(PeriodicCollector):
             known = self._requests = (pods, be_request_cores(pods))
         return known[1]
 
-    def collect(self, now: float) -> list[tuple[SeriesKey, float]]:
+    def _tier_files(self, directory: str) -> _TierFiles | None:
+        """The tier's batch, made again when the tier's dir changes; None when a file it
+        needs is not supported here."""
         assert self._reader is not None
+        if self._files is None or self._files.directory != directory:
+            try:
+                self._files = _TierFiles(self._reader, directory)
+            except SystemFileError:
+                return None
+        return self._files
+
+    def round(self, now: float) -> Round:
         samples: list[tuple[SeriesKey, float]] = []
         if self._states is not None:
             samples.append((BE_REQUEST, self._request_cores(self._states.pods())))
         directory = self._be_dir()
-        if directory is None:
+        files = None if directory is None else self._tier_files(directory)
+        if files is None:
             return samples
+        replies = yield (files.batch,)
+        assert replies is not None
         try:
-            usage_ns = self._reader.cpu_usage_ns(directory)
-            memory = self._reader.memory_working_set_bytes(directory)
-            quota = self._reader.cpu_max(directory).cpus
+            figures = files.figures(replies[0])
         except SystemFileError:
+            figures = None
+        if figures is None:
             self._last = None
             return samples
-        try:
-            cpus = len(self._reader.cpuset_cpus(directory, effective=True))
-        except SystemFileError:  # no cpuset controller here: the quota alone limits
-            cpus = 0
+        usage_ns, memory, quota, cpus = figures
         samples.append((BE_MEMORY, float(memory)))
         samples.append((BE_LIMIT, real_limit_cores(cpus, quota)))
         last, self._last = self._last, (now, usage_ns)

@@ -10,7 +10,14 @@ import pytest
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.agent import collectors_for
-from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector, be_request_cores, real_limit_cores
+from koordlet.metricsadvisor.collectors.be_resource import (
+    BE_CPU,
+    BE_LIMIT,
+    BE_REQUEST,
+    BEResourceCollector,
+    be_request_cores,
+    real_limit_cores,
+)
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.pod_throttled import PodThrottledCollector
@@ -244,3 +251,37 @@ def test_network_rates_of_device_backed_interfaces_only(tmp_path: Path):
     assert values[("node_network_bytes_per_second", "eth0", "tx")] == 100.0
     assert values[("node_network_errors_per_second", "eth0", "rx")] == 0.0
     assert {interface for _, interface, _ in values} == {"eth0"}  # no lo, no pod veth
+
+
+def test_be_round_reads_the_tier_in_its_batch_not_on_the_loop(tmp_path: Path):
+    """The figures come from the texts the batch read (in the reading thread), not from a
+    read of its own; a tier that cannot be read gives no usage and restarts the CPU delta."""
+    host, states = fake_node(tmp_path, [make_pod("b1", KoordQoSClass.BE, tier="besteffort", batch_cpu_milli=500)])
+    set_cgroup_file(host, "kubepods/besteffort", "cpu.cfs_quota_us", "-1")
+    collector = BEResourceCollector(1.0)
+    collector.setup(context(host, states))
+
+    def run(now: float, after_read=lambda: None) -> dict[SeriesKey, float]:
+        rounds = collector.round(now)
+        batches = next(rounds)
+        assert len(batches) == 1 and any(path.endswith("cpuacct.usage") for path in batches[0].paths)
+        texts = batches[0].read()
+        after_read()
+        try:
+            rounds.send([texts])
+        except StopIteration as done:
+            return dict(done.value)
+        raise AssertionError("the round asked for a second batch")
+
+    set_cgroup_file(host, "kubepods/besteffort", "cpuacct.usage", "1000000000")
+    run(10.0)
+    set_cgroup_file(host, "kubepods/besteffort", "cpuacct.usage", "2000000000")
+    values = run(12.0, lambda: set_cgroup_file(host, "kubepods/besteffort", "cpuacct.usage", "9000000000"))
+    assert values[BE_CPU] == 0.5  # (2 s - 1 s) of CPU over 2 s: the batch's text, not the later one
+    assert values[BE_LIMIT] == 2.0  # no quota: the cpuset's 0-1
+    usage = host.cgroup("cpuacct") / "kubepods/besteffort" / "cpuacct.usage"
+    usage.unlink()
+    assert set(run(13.0)) == {BE_REQUEST}
+    usage.write_text("9500000000")
+    assert BE_CPU not in run(14.0)  # the delta starts again after the gap
+    assert run(15.0)[BE_CPU] == 0.0
