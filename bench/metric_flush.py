@@ -3,7 +3,7 @@
     python -m bench.metric_flush [--pods 1000] [--minutes 15]
 
 The store gets the series and cadence of the daemon's default collectors
-(bench/metric_cache_memory.py: node 1 s, pod usage 1 s, throttling 10 s, PSI avg10 10 s),
+(bench/metric_cache_memory.py: node 1 s, pod usage 1 s, throttling 10 s, the node's PSI avg10 10 s),
 with a file in a temporary dir; every 10 simulated s a flush (the module's interval) and
 every 300 s an expiry in memory and on disk (its gc interval). The flushes of the last
 third (the pods' 300 s retention long full on disk) are measured: thread CPU per flush and

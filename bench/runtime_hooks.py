@@ -41,7 +41,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from koordlet.daemon.logs import configure_logging
-from koordlet.runtimehooks import nri_convert
+from koordlet.runtimehooks import nri_convert, nri_plugin
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
@@ -278,7 +278,7 @@ def bench_create(pods_count: int, calls: int, fresh_names: bool) -> None:
         info, ctr_id = infos[i % len(infos)]
         t0 = time.perf_counter_ns()
         spec = engine.decide(info, info.container_by_id(ctr_id), "create_container")
-        nri_convert.adjustment(spec, 1, plugin._cpu_list)
+        nri_convert.adjustment(spec, 1, nri_plugin._cpu_list)
         if i >= WARMUP:
             policy_only.append((time.perf_counter_ns() - t0) / 1000.0)
     flavours = [True, False] if uvloop_available() else [False]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 import structlog
@@ -38,6 +39,9 @@ from resourceexecutor import ResourceExecutor
 from system.cpuset import format_cpuset
 
 log = structlog.get_logger(__name__)
+
+# Kernel list text of a cpu set: the shared pools repeat on every call.
+_cpu_list = lru_cache(maxsize=1024)(format_cpuset)
 
 Answer = tuple[ResourceSpec, "api.ContainerAdjustment | None"]
 
@@ -75,7 +79,6 @@ class KoordletNriPlugin:
         self._pending: set[str] | None = set()  # pods whose running containers may need an update; None: all
         self._flush_task: asyncio.Task[None] | None = None
         self._feeding: str | None = None  # the pod an event handler is feeding right now
-        self._cpu_lists: dict[frozenset[int], str] = {}
         self._answers: dict[str, PodAnswers] = {}  # pod uid -> answers reusable while its inputs hold
         engine.add_listener(self._plans_changed)
 
@@ -95,8 +98,8 @@ class KoordletNriPlugin:
             if spec is None:
                 continue
             self._sent[container.id] = spec
-            if not nri_convert.holds(container.linux.resources, spec, self.cgroup_version, self._cpu_list):
-                message = nri_convert.update(container.id, spec, self.cgroup_version, self._cpu_list)
+            if not nri_convert.holds(container.linux.resources, spec, self.cgroup_version, _cpu_list):
+                message = nri_convert.update(container.id, spec, self.cgroup_version, _cpu_list)
                 if message is not None:
                     updates.append(message)
         self._on_synchronized()
@@ -204,16 +207,16 @@ class KoordletNriPlugin:
         return known
 
     def _adjustment(self, spec: ResourceSpec) -> api.ContainerAdjustment | None:
-        return nri_convert.adjustment(spec, self.cgroup_version, self._cpu_list)
+        return nri_convert.adjustment(spec, self.cgroup_version, _cpu_list)
 
     def update_container(self, pod: api.PodSandbox, container: api.Container,
                          resources: api.LinuxResources) -> list[api.ContainerUpdate]:
         self._feed_container(ContainerChange.UPDATED, pod, container, resources)
         spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "update_container")
-        if spec is None or nri_convert.holds(resources, spec, self.cgroup_version, self._cpu_list):
+        if spec is None or nri_convert.holds(resources, spec, self.cgroup_version, _cpu_list):
             return []
         self._sent[container.id] = spec
-        message = nri_convert.update(container.id, spec, self.cgroup_version, self._cpu_list)
+        message = nri_convert.update(container.id, spec, self.cgroup_version, _cpu_list)
         return [message] if message is not None else []
 
     def post_start_container(self, pod: api.PodSandbox, container: api.Container) -> None:
@@ -243,15 +246,6 @@ class KoordletNriPlugin:
             await asyncio.gather(task, return_exceptions=True)
 
     # -- unsolicited updates ----------------------------------------------------------
-
-    def _cpu_list(self, ids: frozenset[int]) -> str:
-        """Kernel list text of a cpu set, memoized: the shared pools repeat on every call."""
-        text = self._cpu_lists.get(ids)
-        if text is None:
-            if len(self._cpu_lists) >= 1024:
-                self._cpu_lists.clear()
-            text = self._cpu_lists[ids] = format_cpuset(ids)
-        return text
 
     def _plans_changed(self, changed: frozenset[str] | None) -> None:
         self._forget_answers(changed)
@@ -320,7 +314,7 @@ class KoordletNriPlugin:
                     if sent is None or sent == container.spec:
                         continue
                     message = nri_convert.update(container.container_id, container.spec, self.cgroup_version,
-                                                 self._cpu_list)
+                                                 _cpu_list)
                     self._sent[container.container_id] = container.spec
                     if message is not None:
                         updates.append(message)

@@ -17,6 +17,7 @@ as one batch (no fd kept) and parsed in slices.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Mapping
 
 from koordlet.metriccache.api import Metric, SeriesKey
@@ -180,22 +181,19 @@ def _readings(texts: tuple[bytes | None, ...]) -> dict[str, PsiReading] | None:
     (the cgroup is gone)."""
     readings: dict[str, PsiReading] = {}
     for resource, text in zip(PSI_RESOURCES, texts):
-        if text is None:
-            return None
-        reading = _PARSED.get(text)
+        reading = None if text is None else _reading_of(text)
         if reading is None:
-            try:
-                reading = psi_averages(text.decode("ascii", "replace"))
-            except SystemFileError:
-                return None
-            if len(_PARSED) >= _PARSED_MAX:
-                _PARSED.clear()
-            _PARSED[text] = reading
+            return None
         readings[resource] = reading
     return readings
 
 
-# Parsed pressure texts by their bytes: idle cgroups print the very same text (all zeros,
-# and total= moves only when something stalls), so most of 9,000 files parse once.
-_PARSED: dict[bytes, PsiReading] = {}
-_PARSED_MAX = 4096
+# Idle cgroups print the very same text (all zeros, and total= moves only when something
+# stalls): most of 9,000 files parse once.
+@lru_cache(maxsize=4096)
+def _reading_of(text: bytes) -> PsiReading | None:
+    """One pressure file's text parsed; None when it is not one."""
+    try:
+        return psi_averages(text.decode("ascii", "replace"))
+    except SystemFileError:
+        return None

@@ -18,6 +18,7 @@ from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxCh
 from koordlet.statesinformer.store import PodStore
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 from resourceexecutor import executor_without_cgroups
+from system.cpuset import format_cpuset
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 
@@ -60,7 +61,7 @@ class Rig:
         engine = HookEngine(self.store, self.engine.config, HOOKS)
         engine.start()
         spec = engine.decide(self.store.pod(pod.uid), info, "test")
-        return nri_convert.adjustment(spec, self.plugin.cgroup_version, self.plugin._cpu_list)
+        return nri_convert.adjustment(spec, self.plugin.cgroup_version, format_cpuset)
 
 
 def pods() -> list[api.PodSandbox]:

@@ -153,7 +153,7 @@ def test_equal_resources_without_unified_share_one_value_and_the_sharing_is_boun
     assert linux_resources(with_unified) == LinuxResources(cpu_shares=7, unified={"memory.high": "max"})
     for shares in range(model._SHARED_LINUX_MAX + 10):
         assert linux_resources(ask(shares)).cpu_shares == shares
-    assert len(model._shared_linux) <= model._SHARED_LINUX_MAX
+    assert model.shared_linux_resources.cache_info().currsize <= model._SHARED_LINUX_MAX
 
 
 def test_resources_kept_by_message_follow_every_field_and_the_keeping_is_bounded() -> None:
