@@ -156,17 +156,15 @@ class CgroupReader:
         return self._kept.read(path).strip()
 
     def value(self, resource: str | CgroupResource, cgroup_dir: str) -> Any:
-        path = self.file_for(resource, cgroup_dir)
-        return self.parse(resource, cgroup_dir, read_path_text(path) if self._kept is None else self._kept.read(path))
-
-    def file_for(self, resource: str | CgroupResource, cgroup_dir: str) -> str:
-        """The file `value` reads: to read it in a batch, off the event loop, and `parse` it."""
-        return self._resolve(resource, cgroup_dir)[0]
-
-    def parse(self, resource: str | CgroupResource, cgroup_dir: str, text: str) -> Any:
-        """What `value` gives when its file holds `text`."""
-        _, version, res = self._resolve(resource, cgroup_dir)
+        path, version, res = self._resolve(resource, cgroup_dir)
+        text = read_path_text(path) if self._kept is None else self._kept.read(path)
         return res.parse(text.strip(), version)
+
+    def parse(self, resource: str | CgroupResource, text: str) -> Any:
+        """What `value` gives when the resource's file (`path`) holds `text`: for a value
+        read in a batch."""
+        res = get_resource(resource)
+        return res.parse(text.strip(), self.files.version_for(res))
 
     # -- metrics
     def cpu_usage_ns(self, cgroup_dir: str) -> int:

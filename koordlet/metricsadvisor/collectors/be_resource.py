@@ -65,9 +65,9 @@ class _TierFiles:
         self.reader = reader
         self.directory = directory
         self.resources = [_USAGE, _MEMORY, _STAT, _QUOTA, _PERIOD]
-        paths = [reader.file_for(resource, directory) for resource in self.resources]  # SystemFileError: unsupported
+        paths = [reader.path(resource, directory) for resource in self.resources]  # SystemFileError: unsupported
         try:
-            paths.append(reader.file_for(_CPUSET, directory))
+            paths.append(reader.path(_CPUSET, directory))
             self.resources.append(_CPUSET)
         except SystemFileError:
             pass
@@ -79,12 +79,12 @@ class _TierFiles:
         read = dict(zip(self.resources, texts))
         if any(read[resource] is None for resource in (_USAGE, _MEMORY, _STAT, _QUOTA, _PERIOD)):
             return None
-        reader, directory = self.reader, self.directory
+        reader = self.reader
 
         def parse(resource: str) -> Any:
             text = read[resource]
             assert text is not None
-            return reader.parse(resource, directory, text.decode("ascii", "replace"))
+            return reader.parse(resource, text.decode("ascii", "replace"))
 
         version = reader.files.version_for(_STAT)
         key = inactive_file_key(version)
