@@ -12,6 +12,7 @@ loop calls it inline.  It is not thread-safe (no lock): one owner, one loop.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -80,7 +81,7 @@ class ResourceExecutor:
         return self.update_batch((updater,), use_cache=use_cache)[0]
 
     def update_batch(self, updaters: Sequence[Updater], *, use_cache: bool = True,
-                     rollback: bool = False) -> BatchResult:
+                     rollback: bool = False, read_ahead: Mapping[str, str] | None = None) -> BatchResult:
         """Apply every updater; never stops at a failure.
 
         Plain resources are written in the given order, in one pass.
@@ -88,12 +89,13 @@ class ResourceExecutor:
         depth: pass one top-down writes merged values, pass two bottom-up the
         exact ones.  `use_cache=False` trusts nothing earlier batches left in
         the cache: every file is read and compared (once per batch).  `rollback=True` restores, when
-        any update ends INVALID or FAILED, every file this batch wrote.
+        any update ends INVALID or FAILED, every file this batch wrote. `read_ahead`
+        (path -> text, see `read_ahead`) serves each path's first read instead of the file.
         """
-        return self._run(updaters, None, use_cache, rollback)
+        return self._run(updaters, None, use_cache, rollback, read_ahead)
 
     def update_levels(self, levels: Sequence[Sequence[Updater]], *, use_cache: bool = True,
-                      rollback: bool = False) -> BatchResult:
+                      rollback: bool = False, read_ahead: Mapping[str, str] | None = None) -> BatchResult:
         """Like update_batch with explicit levels, outermost first (e.g. QoS, pod,
         container).  Plain resources are written in pass one at their level.
         Results are in the order of the flattened levels."""
@@ -103,7 +105,28 @@ class ResourceExecutor:
             start = len(flat)
             flat.extend(level)
             groups.append(list(range(start, len(flat))))
-        return self._run(flat, groups, use_cache, rollback)
+        return self._run(flat, groups, use_cache, rollback, read_ahead)
+
+    def paths_to_read(self, updaters: Sequence[Updater], *, use_cache: bool = True) -> list[str]:
+        """The files a batch of these updaters would read now, once each: those the cache
+        cannot vouch for (every one without the cache), less the ones known absent and the
+        read-modify-write ones (their read must come right before their write)."""
+        stale_before = self.clock() - self.cache.policy.force_update_after
+        get, absent = self.cache.entries.get, self._unsupported.get
+        return list(dict.fromkeys(
+            u.path for u in updaters
+            if u.problem is None and not u.read_modify_write and absent(u.key, stale_before - 1) < stale_before
+            and (not use_cache or (entry := get(u.key)) is None or entry.at < stale_before)))
+
+    async def read_ahead(self, updaters: Sequence[Updater], *, use_cache: bool = True) -> dict[str, str]:
+        """The texts of `paths_to_read`, read in a worker thread: the batch that follows takes
+        them as `read_ahead` and the event loop is not held while an open() of a cgroup file
+        waits in the kernel (tens of ms while the runtime makes and removes cgroups)."""
+        paths = self.paths_to_read(updaters, use_cache=use_cache)
+        if not paths:
+            return {}
+        texts = await asyncio.to_thread(self.io.read_many, paths)
+        return {path: text for path, text in zip(paths, texts) if text is not None}
 
     def close(self) -> None:
         """Close files the IO keeps open (KeptFdFileIO); the executor stays usable."""
@@ -134,7 +157,7 @@ class ResourceExecutor:
     # ------------------------------------------------------------ internals
 
     def _run(self, updaters: Sequence[Updater], explicit_levels: list[list[int]] | None,
-             use_cache: bool, rollback: bool) -> BatchResult:
+             use_cache: bool, rollback: bool, read_ahead: Mapping[str, str] | None) -> BatchResult:
         started = time.perf_counter()
         now = self.clock()
         if self.cache.sweep_if_due(now) is not None:
@@ -153,7 +176,9 @@ class ResourceExecutor:
         run = BatchRun(updaters, outcomes, self.io, self.cache, now, use_cache=use_cache,
                        rollback=rollback, unsupported=self._unsupported,
                        on_unsupported=self._note_unsupported)
-        if not use_cache:
+        if read_ahead is not None:
+            run.prefetched = dict(read_ahead)  # consumed as read
+        elif not use_cache:
             run.prefetch(todo)
         if explicit_levels is None:
             run.plain_pass([i for i in todo if updaters[i].merge is None])

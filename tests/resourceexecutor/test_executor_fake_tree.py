@@ -1,6 +1,7 @@
 """Executor behaviour on fake cgroup trees (v2 files this machine lacks, cache, order)."""
 from __future__ import annotations
 
+import asyncio
 import shutil
 
 import pytest
@@ -77,6 +78,24 @@ def test_second_identical_batch_issues_no_syscalls(v2):
     second = executor.update_batch(batch)
     assert second.counts() == {Outcome.SKIPPED: 6}
     assert (len(io.reads), len(io.writes)) == (reads, writes)
+
+
+def test_a_batch_read_ahead_reads_no_file_itself(v2, clock):
+    """read_ahead reads, in a worker thread, exactly the files the cache cannot vouch for
+    (none once they are written, all of them without the cache); the batch given those texts
+    opens none itself and decides as if it had read them."""
+    executor, io, host = v2
+    batch = [executor.updater(name, C1, value) for name, value in (("cpu.shares", 512), ("memory.high", -1))]
+    ahead = asyncio.run(executor.read_ahead(batch))
+    assert sorted(ahead) == sorted(u.path for u in batch) and ahead[batch[1].path] == "max"
+    io.reads.clear()
+    result = executor.update_batch(batch, read_ahead=ahead)
+    assert io.reads == [] and result.outcomes == [Outcome.WRITTEN, Outcome.SKIPPED]
+    assert read(host, C1, "cpu.weight") == "20"
+    assert executor.paths_to_read(batch) == []
+    assert executor.paths_to_read(batch, use_cache=False) == [u.path for u in batch]
+    clock.advance(61)  # past the force-update window: each must be looked at again
+    assert executor.paths_to_read(batch) == [u.path for u in batch]
 
 
 def test_first_sight_of_an_equal_value_writes_nothing(v2):

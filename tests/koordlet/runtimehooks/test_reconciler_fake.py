@@ -3,6 +3,8 @@ Anolis-like v1 host, NRI mode leaving containers to NRI between full passes, and
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 from koordlet.apis.qos import KoordQoSClass
@@ -193,3 +195,42 @@ def test_periodic_passes_read_back_the_kube_qos_files_every_time(tmp_path: Path)
         result = reconciler.reconcile_once(full=True, rotating=True)
         assert set(io.read_back[0]) == qos_files  # the tiers' step, first
         assert files.read("cpu.bvt_warp_ns", "kubepods/besteffort") == -1 and result.drifted >= 1
+
+
+class ThreadNotingTreeIO(FakeTreeIO):
+    """The fake tree's IO, noting which thread each batch read ran on and counting single reads."""
+
+    def __init__(self) -> None:
+        self.batch_threads: set[int] = set()
+        self.single_reads = 0
+
+    def read_many(self, paths):
+        self.batch_threads.add(threading.get_ident())
+        return super().read_many(paths)
+
+    def read(self, path: str) -> str:
+        self.single_reads += 1
+        return super().read(path)
+
+
+def test_a_pass_on_the_loop_reads_its_files_in_a_worker_thread(tmp_path: Path) -> None:
+    """The daemon's passes read (new files and drift read-backs alike) off the event loop's
+    thread, in one batch per chunk: an open() of a cgroup file can wait in the kernel for
+    tens of ms. The executor then reads nothing itself and writes what a pass in one go does."""
+    host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
+    add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
+    engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
+    io = ThreadNotingTreeIO()
+    reconciler = Reconciler(engine, ResourceExecutor(files, io=io), 10.0, qos_dirs=qos_dirs)
+
+    async def passes() -> tuple[int, object, object]:
+        first = await reconciler._reconcile_on_loop(True, False)
+        set_cgroup_file(host, "kubepods/besteffort", "cpu.bvt_warp_ns", "0")
+        return threading.get_ident(), first, await reconciler._reconcile_on_loop(True, False)
+
+    loop_thread, first, again = asyncio.run(passes())
+    assert first.writes > 0 and first.problems == 0
+    assert again.drifted == 1 and again.writes == 1
+    assert files.read("cpu.bvt_warp_ns", "kubepods/besteffort") == -1
+    assert io.batch_threads and loop_thread not in io.batch_threads
+    assert io.single_reads == 0
