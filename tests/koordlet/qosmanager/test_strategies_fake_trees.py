@@ -168,6 +168,35 @@ def test_cpu_burst_writes_burst_on_v1_and_v2(tmp_path):
         rig.close()
 
 
+def test_cpu_burst_reads_the_quotas_and_files_off_the_loop_and_clamps_to_the_quota(tmp_path):
+    """The quotas a burst is clamped to and the files the executor compares are read in a
+    worker thread (an open() of a cgroup file can wait in the kernel for tens of ms): nothing
+    is read on the loop's thread, and the burst still stops at the cgroup's quota."""
+    host = build_v1_tree(tmp_path)
+    for d in ("kubepods", "kubepods/burstable", "kubepods/burstable/podls1", "kubepods/burstable/podls1/c1"):
+        add_cgroup(host, d, {"cpu.cfs_quota_us": "150000"})
+    io = FakeTreeIO()
+    rig = Rig(host, NODE, io=io)
+    rig.set_slo(parse_node_slo_spec({"cpuBurstStrategy": {"policy": "cpuBurstOnly", "cpuBurstPercent": 200}}))
+    rig.states.put(pod("ls1", KoordQoSClass.LS, "kubepods/burstable/podls1", containers=(
+        container("c1", "ls1", "kubepods/burstable/podls1/c1", limits={"cpu": 1500}),)))
+    on_loop: list[str] = []
+    reader_value, io_read = rig.ctx.reader.value, io.read
+
+    def noting(read):
+        def wrapped(*args):
+            on_loop.append(repr(args))
+            return read(*args)
+        return wrapped
+
+    rig.ctx.reader.value, io.read = noting(reader_value), noting(io_read)  # type: ignore[method-assign]
+    run(CPUBurst(), rig)
+    assert on_loop == []
+    assert read(host, "cpu", "kubepods/burstable/podls1/c1", "cpu.cfs_burst_us") == "150000"  # not 300000
+    assert read(host, "cpu", "kubepods/burstable/podls1", "cpu.cfs_burst_us") == "150000"
+    rig.close()
+
+
 def test_a_burst_pass_over_many_pods_gives_the_loop_back_between_steps(tmp_path):
     host = build_v1_tree(tmp_path)
     rig = Rig(host, NODE, io=FakeTreeIO())
