@@ -156,7 +156,7 @@ class CPUBurst:
             log.info("cpu_burst_set", writes=writes, policy=cfg.policy.value,
                      cpu_burst_percent=cfg.cpu_burst_percent, reason="cpuBurstStrategy")
         if cfg.policy.cfs_quota_burst or self.scaled or not self.seen or self.pod_settings:
-            self._scale_quotas(ctx, cfg, self._plan(cfg, all_pods), now, quotas)
+            await self._scale_quotas(ctx, cfg, self._plan(cfg, all_pods), now, quotas)
         if full:
             ctx.metrics.forget_containers({c.id for p in all_pods for c in p.containers})
 
@@ -191,8 +191,8 @@ class CPUBurst:
             all(c.limited for c in containers), any(c.limited for c in containers))
         return plan
 
-    def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, plan: BurstPlan, now: float,
-                      quotas: QuotaReads) -> None:
+    async def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, plan: BurstPlan, now: float,
+                            quotas: QuotaReads) -> None:
         usage = ctx.usage()
         throttled_all = usage.last_of(plan.throttled_keys, usage.container_max_age)
         used_all = usage.last_of(plan.usage_keys, usage.container_max_age) if plan.any_limited else repeat(None)
@@ -206,7 +206,7 @@ class CPUBurst:
                 continue  # it sits at its base quota and would not scale up: nothing to do, whatever the node
             if state is None:
                 state = self.node_state(ctx, cfg, plan)
-            self._scale_quota(ctx, entry, state, now, throttled, allowed, quotas)
+            await self._scale_quota(ctx, entry, state, now, throttled, allowed, quotas)
         if len(self.limiters) > len(plan.containers) or not plan.all_limited:  # else each was just touched
             for key in [k for k, limiter in self.limiters.items() if limiter.expired(now)]:
                 del self.limiters[key]
@@ -264,8 +264,8 @@ class CPUBurst:
             self.limiters[entry.container.id] = limiter
         return limiter.allow(now, int(used / limit * 100) if limit > 0 else 0)
 
-    def _scale_quota(self, ctx: QoSContext, entry: Scalable, state: NodeBurstState, now: float,
-                     throttled: float | None, allowed: bool, quotas: QuotaReads) -> None:
+    async def _scale_quota(self, ctx: QoSContext, entry: Scalable, state: NodeBurstState, now: float,
+                           throttled: float | None, allowed: bool, quotas: QuotaReads) -> None:
         pod, container, cfg, base = entry.pod, entry.container, entry.cfg, entry.base
         wanted = container_operation(cfg.policy.cfs_quota_burst, allowed, throttled)
         operation = adjust_by_node(state, wanted)
@@ -274,6 +274,7 @@ class CPUBurst:
         if operation is CFSOperation.REMAIN or not first_look and container.id not in self.scaled and \
                 operation in (CFSOperation.RESET, CFSOperation.SCALE_DOWN):
             return  # nothing to change: a container we never scaled sits at its base quota
+        await quotas.load([container.cgroup_dir, pod.cgroup_parent])
         current = quotas.get(container.cgroup_dir)
         pod_quota = quotas.get(pod.cgroup_parent)
         if current is None or pod_quota is None or current <= 0:
@@ -287,7 +288,8 @@ class CPUBurst:
         levels = [[], [ctx.updater("cpu.cfs_quota_us", container.cgroup_dir, target)]]
         if pod_quota > 0:
             levels[0].append(ctx.updater("cpu.cfs_quota_us", pod.cgroup_parent, pod_quota + delta))
-        result = ctx.executor.update_levels(levels, use_cache=False)
+        ahead = await ctx.executor.read_ahead(levels[0] + levels[1], use_cache=False)
+        result = ctx.executor.update_levels(levels, use_cache=False, read_ahead=ahead)
         # the pod's quota moved: the pod's next container reads it again (koordlet re-reads
         # per container), so two containers scaled in one round add up
         quotas.forget(pod.cgroup_parent)

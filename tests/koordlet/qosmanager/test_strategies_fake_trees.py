@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -168,6 +169,24 @@ def test_cpu_burst_writes_burst_on_v1_and_v2(tmp_path):
         rig.close()
 
 
+def note_reads_on_loop(rig: Rig, io: FakeTreeIO) -> list[str]:
+    """The reads made on the event loop's thread (asyncio.run's: the main thread) through the
+    strategy's reader and the executor's IO, noted as they happen (the quota batches of
+    QuotaReads.load go past both, so those run in a worker thread or not at all)."""
+    on_loop: list[str] = []
+
+    def noting(read):
+        def wrapped(*args):
+            if threading.current_thread() is threading.main_thread():
+                on_loop.append(repr(args))
+            return read(*args)
+        return wrapped
+
+    rig.ctx.reader.value = noting(rig.ctx.reader.value)  # type: ignore[method-assign]
+    io.read, io.read_many = noting(io.read), noting(io.read_many)  # type: ignore[method-assign]
+    return on_loop
+
+
 def test_cpu_burst_reads_the_quotas_and_files_off_the_loop_and_clamps_to_the_quota(tmp_path):
     """The quotas a burst is clamped to and the files the executor compares are read in a
     worker thread (an open() of a cgroup file can wait in the kernel for tens of ms): nothing
@@ -180,16 +199,7 @@ def test_cpu_burst_reads_the_quotas_and_files_off_the_loop_and_clamps_to_the_quo
     rig.set_slo(parse_node_slo_spec({"cpuBurstStrategy": {"policy": "cpuBurstOnly", "cpuBurstPercent": 200}}))
     rig.states.put(pod("ls1", KoordQoSClass.LS, "kubepods/burstable/podls1", containers=(
         container("c1", "ls1", "kubepods/burstable/podls1/c1", limits={"cpu": 1500}),)))
-    on_loop: list[str] = []
-    reader_value, io_read = rig.ctx.reader.value, io.read
-
-    def noting(read):
-        def wrapped(*args):
-            on_loop.append(repr(args))
-            return read(*args)
-        return wrapped
-
-    rig.ctx.reader.value, io.read = noting(reader_value), noting(io_read)  # type: ignore[method-assign]
+    on_loop = note_reads_on_loop(rig, io)
     run(CPUBurst(), rig)
     assert on_loop == []
     assert read(host, "cpu", "kubepods/burstable/podls1/c1", "cpu.cfs_burst_us") == "150000"  # not 300000
@@ -220,7 +230,8 @@ def test_cfs_quota_scales_up_when_throttled_and_node_idle(tmp_path):
     host = build_v1_tree(tmp_path)
     for d in ("kubepods", "kubepods/burstable", "kubepods/burstable/podls1", "kubepods/burstable/podls1/c1"):
         add_cgroup(host, d, {"cpu.cfs_quota_us": "100000"})
-    rig = Rig(host, NODE, io=FakeTreeIO())
+    io = FakeTreeIO()
+    rig = Rig(host, NODE, io=io)
     rig.set_slo(parse_node_slo_spec({"cpuBurstStrategy": {"policy": "cfsQuotaBurstOnly"}}))
     rig.states.put(pod("ls1", KoordQoSClass.LS, "kubepods/burstable/podls1", containers=(
         container("c1", "ls1", "kubepods/burstable/podls1/c1", limits={"cpu": 1000}),)))
@@ -228,7 +239,9 @@ def test_cfs_quota_scales_up_when_throttled_and_node_idle(tmp_path):
     for t in range(5):
         rig.cache.put(Metric.NODE_CPU_USAGE_CORES, 0.5, now - t)
     rig.cache.put(Metric.CONTAINER_CPU_THROTTLED_RATIO, 0.3, now, "ls1", "c1")
+    on_loop = note_reads_on_loop(rig, io)
     run(CPUBurst(), rig)
+    assert on_loop == []  # the quotas and the files compared were read in a worker thread
     assert read(host, "cpu", "kubepods/burstable/podls1/c1", "cpu.cfs_quota_us") == "120000"
     assert read(host, "cpu", "kubepods/burstable/podls1", "cpu.cfs_quota_us") == "120000"
     rig.close()
