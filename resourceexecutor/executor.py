@@ -113,10 +113,10 @@ class ResourceExecutor:
         read-modify-write ones (their read must come right before their write)."""
         stale_before = self.clock() - self.cache.policy.force_update_after
         get, absent = self.cache.entries.get, self._unsupported.get
-        return list(dict.fromkeys(
-            u.path for u in updaters
-            if u.problem is None and not u.read_modify_write and absent(u.key, stale_before - 1) < stale_before
-            and (not use_cache or (entry := get(u.key)) is None or entry.at < stale_before)))
+        paths = [u.path for u in updaters  # the common case, a fresh entry, decided by the first test
+                 if (not use_cache or (entry := get(u.key)) is None or entry.at < stale_before)
+                 and u.problem is None and not u.read_modify_write and absent(u.key, stale_before - 1) < stale_before]
+        return list(dict.fromkeys(paths)) if paths else paths
 
     async def read_ahead(self, updaters: Sequence[Updater], *, use_cache: bool = True) -> dict[str, str]:
         """The texts of `paths_to_read`, read in a worker thread: the batch that follows takes

@@ -277,14 +277,14 @@ class Reconciler:
             busy += time.perf_counter() - started
             texts = yield paths
             started = time.perf_counter()
-            if texts is None:
-                texts = executor.io.read_many(paths) if paths else []
-            read = dict(zip(paths, texts))
-            if to_check:
-                count, forgotten = invalidate_drifted(executor, to_check, read)
-                checked += count
-                drifted += forgotten
-            ahead = {path: text for path, text in read.items() if text is not None}
+            ahead: dict[str, str] | None = None  # nothing to read: the executor reads nothing either
+            if paths:
+                read = dict(zip(paths, executor.io.read_many(paths) if texts is None else texts))
+                if to_check:
+                    count, forgotten = invalidate_drifted(executor, to_check, read)
+                    checked += count
+                    drifted += forgotten
+                ahead = {path: text for path, text in read.items() if text is not None}
             outcomes.extend(executor.update_levels(levels, read_ahead=ahead).outcomes)
         busy += time.perf_counter() - started
         writes = outcomes.count(Outcome.WRITTEN)
