@@ -35,7 +35,6 @@ from koordlet.slo.spec import POD_CPU_BURST_ANNOTATION, pod_cpu_burst
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
 from koordlet.util.steps import PODS_PER_STEP
 from resourceexecutor import Outcome
-from system.cgroup_resource import get_resource
 from system.errors import SystemFileError
 from system.file_io import read_files_once
 
@@ -44,7 +43,7 @@ log = structlog.get_logger(__name__)
 NAME = "cpu_burst"
 BURSTABLE = (KoordQoSClass.LS, KoordQoSClass.NONE)
 STATE_WINDOW = 10.0  # koordlet: min(5 reconcile intervals, 10 s)
-_QUOTA = get_resource("cpu.cfs_quota_us")
+_QUOTA = "cpu.cfs_quota_us"
 
 
 def container_limit_milli(container: ContainerInfo) -> int:
@@ -337,11 +336,10 @@ class QuotaReads:
         if not paths:
             return
         texts = await asyncio.to_thread(read_files_once, list(paths.values()))
-        version = reader.files.version_for(_QUOTA)
         for cgroup_dir, data in zip(paths, texts):
             try:
                 self._values[cgroup_dir] = None if data is None else \
-                    int(_QUOTA.parse(data.decode("ascii", "replace").strip(), version))
+                    int(reader.parse(_QUOTA, data.decode("ascii", "replace")))
             except (SystemFileError, ValueError):
                 self._values[cgroup_dir] = None
 
