@@ -38,6 +38,7 @@ from prometheus_client import CollectorRegistry
 
 from koordlet.metriccache.api import MetricCache, Sample, SeriesKey
 from koordlet.statesinformer.api import StatesInformer
+from koordlet.statesinformer.model import PodInfo
 from koordlet.util.host_facts import HostFacts
 from koordlet.util.periodic import Periodic
 from system.cgroup_files import CgroupFiles
@@ -88,24 +89,29 @@ Request = Union[tuple[Batch, ...], None]
 Round = Generator[Request, "list[Any] | None", Samples]
 
 
-class Slices:
-    """Tells a round when its slice has had its time; the clock is read every SLICE_CHECK
-    objects only. Made when the slicing starts (after the reads)."""
+# When the driver last resumed the round running now (drive, drive_async): a slice is
+# measured from there, so that pieces sliced one after the other in a round (the listing,
+# the due lists, the batches, the parsing) add up to one slice, not to one each.
+_RESUMED = [0.0]
 
-    __slots__ = ("_seconds", "_start")
+
+def _resumed_now() -> None:
+    _RESUMED[0] = time.perf_counter()
+
+
+class Slices:
+    """Tells a round when its slice has had its time (SLICE_SECONDS since the driver last
+    resumed it); the clock is read every SLICE_CHECK objects only."""
+
+    __slots__ = ("_seconds",)
 
     def __init__(self) -> None:
         self._seconds = SLICE_SECONDS
-        self._start = time.perf_counter()
 
     def over(self, index: int) -> bool:
         if index % SLICE_CHECK:
             return False
-        now = time.perf_counter()
-        if now - self._start < self._seconds:
-            return False
-        self._start = now
-        return True
+        return time.perf_counter() - _RESUMED[0] >= self._seconds
 
 
 def sliced_map(fn: Callable[[T], U], items: Sequence[T]) -> Generator[None, object, list[U]]:
@@ -124,6 +130,7 @@ def drive(round_: Round) -> Samples:
     """Run a round inline: reads on this thread, no yielding (tools, tests, benches)."""
     reply: list[Any] | None = None
     while True:
+        _resumed_now()
         try:
             request = round_.send(reply)
         except StopIteration as stop:
@@ -160,6 +167,7 @@ async def drive_async(round_: Round, holds: Holds) -> Samples:
     reply: list[Any] | None = None
     while True:
         holds.begin()
+        _resumed_now()
         try:
             request = round_.send(reply)
         except StopIteration as stop:
@@ -258,13 +266,15 @@ CgroupObject = tuple[str, str, str]
 
 def pod_objects(states: StatesInformer) -> list[CgroupObject]:
     """Each pod with a cgroup, then its running containers with one, in the informer's order."""
-    out: list[CgroupObject] = []
-    for pod in states.pods():
-        if not pod.cgroup_parent:
-            continue
-        out.append((pod.uid, "", pod.cgroup_parent))
-        out.extend((pod.uid, c.id, c.cgroup_dir) for c in pod.running_containers if c.cgroup_dir)
-    return out
+    return [obj for pod in states.pods() for obj in objects_of(pod)]
+
+
+def objects_of(pod: PodInfo) -> list[CgroupObject]:
+    """The pod, if it has a cgroup, then its running containers that have one."""
+    if not pod.cgroup_parent:
+        return []
+    return [(pod.uid, "", pod.cgroup_parent)] + [(pod.uid, c.id, c.cgroup_dir)
+                                                 for c in pod.running_containers if c.cgroup_dir]
 
 
 P = TypeVar("P")
@@ -297,7 +307,8 @@ class Listing(Generic[P, E]):
         pods = states.pods()
         if pods is self._pods:
             return self.listed
-        objects = [obj for obj in pod_objects(states) if self._containers or not obj[1]]
+        by_pod = yield from sliced_map(objects_of, pods)
+        objects = [obj for objs in by_pod for obj in objs if self._containers or not obj[1]]
         dirs = tuple(obj[2] for obj in objects)
         last = self.listed
         # by the whole (pod, container, dir): an object still listed keeps its paths and entry
@@ -378,12 +389,25 @@ class Batches:
 
     def get(self, dirs: tuple[str, ...], name: object, make: Callable[[], B]) -> B:
         """The batch kept under ``name``, or ``make()``'s while ``dirs`` stay the same."""
-        if dirs != self._key or len(self._batches) >= self.MAX_BATCHES:
-            self._key, self._batches = dirs, {}
-        batch = self._batches.get(name)
+        batch = self._kept(dirs, name)
         if batch is None:
             batch = self._batches[name] = make()
         return batch
+
+    def made(self, dirs: tuple[str, ...], name: object, items: Sequence[T],
+             specs: Callable[[T], tuple[tuple[str, str], ...]]) -> Generator[None, object, ValueBatch]:
+        """The ValueBatch kept under ``name``, or one of ``specs(item)`` for every item, its
+        paths made in slices (the usage round's 2,000 pod files at 1,000 pods: ~1.5 ms)."""
+        batch = self._kept(dirs, name)
+        if batch is None:
+            per_item = yield from sliced_map(specs, items)
+            batch = self._batches[name] = ValueBatch([spec for group in per_item for spec in group])
+        return batch
+
+    def _kept(self, dirs: tuple[str, ...], name: object) -> Any:
+        if dirs != self._key or len(self._batches) >= self.MAX_BATCHES:
+            self._key, self._batches = dirs, {}
+        return self._batches.get(name)
 
 
 @dataclass(slots=True)

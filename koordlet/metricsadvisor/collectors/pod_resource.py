@@ -13,6 +13,7 @@ read as batches (no fd kept) and parsed in slices (framework.Round).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Generator
 
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
@@ -31,7 +32,7 @@ from koordlet.metricsadvisor.framework import (
 )
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
-from system.file_io import VALUES_PER_FILE, ValueBatch
+from system.file_io import VALUES_PER_FILE
 from system.usage_reader import UsagePaths, UsageReader, working_set_of
 
 SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
@@ -105,10 +106,11 @@ class PodResourceCollector(RoundCollector):
         stat += [i for i in containers_due if entries[i].stat_due(container_stat_every)]
         # the pods' usage files in one batch for every round, each turn's containers in one
         # of their own: a batch per turn holding every pod kept the pods' paths ten times
-        batches = (self._batches.get(dirs, "pods", lambda: _usage_batch(paths, pods_due)),
-                   self._batches.get(dirs, ("containers", phase), lambda: _usage_batch(paths, containers_due)),
-                   self._batches.get(dirs, ("stat", phase, tuple(stat)),
-                                     lambda: ValueBatch([(paths[i].memory_stat, paths[i].inactive_key) for i in stat])))
+        usage = partial(_usage_specs, paths)
+        batches = ((yield from self._batches.made(dirs, "pods", pods_due, usage)),
+                   (yield from self._batches.made(dirs, ("containers", phase), containers_due, usage)),
+                   (yield from self._batches.made(dirs, ("stat", phase, tuple(stat)), stat,
+                                                  partial(_stat_specs, paths))))
         replies = yield batches
         assert replies is not None
         stale: set[int] = yield from _refresh_inactive(entries, stat, replies[2])
@@ -164,10 +166,14 @@ class PodResourceCollector(RoundCollector):
         return out
 
 
-def _usage_batch(paths: list[UsagePaths], due: list[int]) -> ValueBatch:
-    """CPU time (v1 cpuacct.usage; v2 cpu.stat's usage_usec) and memory usage of each due object."""
-    return ValueBatch([spec for i in due for spec in ((paths[i].cpu, "usage_usec" if paths[i].cpu_v2 else ""),
-                                                      (paths[i].memory, ""))])
+def _usage_specs(paths: list[UsagePaths], i: int) -> tuple[tuple[str, str], ...]:
+    """Object i's CPU time (v1 cpuacct.usage; v2 cpu.stat's usage_usec) and memory usage files."""
+    return (paths[i].cpu, "usage_usec" if paths[i].cpu_v2 else ""), (paths[i].memory, "")
+
+
+def _stat_specs(paths: list[UsagePaths], i: int) -> tuple[tuple[str, str], ...]:
+    """Object i's memory.stat and the inactive_file key it holds."""
+    return ((paths[i].memory_stat, paths[i].inactive_key),)
 
 
 def _refresh_inactive(entries: list[_Tracked], indices: list[int],

@@ -262,14 +262,12 @@ def test_psi_follows_the_listing_and_parses_only_texts_that_changed(tmp_path: Pa
 def test_steady_usage_rounds_make_no_new_batch(tmp_path: Path, monkeypatch):
     """Once every turn has run, the usage round reuses its batches (paths, anchors and C
     arrays made once per listing), memory.stat ones included."""
-    from koordlet.metricsadvisor.collectors import pod_resource
-
     host, states = fake_node(tmp_path, PODS[:12])
     collector = PodResourceCollector(1.0, 10.0)
     collector.setup(context(host, states))
     made = []
-    real = pod_resource.ValueBatch
-    monkeypatch.setattr(pod_resource, "ValueBatch", lambda specs: made.append(len(specs)) or real(specs))
+    real = framework.ValueBatch
+    monkeypatch.setattr(framework, "ValueBatch", lambda specs: made.append(len(specs)) or real(specs))
     for second in range(20):  # each turn and each memory.stat share: twice
         collector.collect(1000.0 + second)
     first_pass = len(made)
@@ -330,3 +328,24 @@ def test_psi_round_gives_the_nodes_columns_and_the_pods_in_its_snapshot(tmp_path
     pairs = dict(framework.pairs_of(second))
     assert pairs == {key: value for key, value in zip(second.keys, second.values) if value is not None}
     assert pairs and all(key.metric == "node_psi" for key in pairs)
+
+
+def test_a_slice_is_measured_from_the_drivers_resume_not_from_each_piece(monkeypatch):
+    """Pieces sliced one after the other in a round (listing, due lists, batches, parsing)
+    add up to one slice: a Slices made late in a stretch already counts the stretch."""
+    monkeypatch.setattr(framework, "SLICE_SECONDS", 0.5)
+    framework._resumed_now()
+    assert not framework.Slices().over(0)
+    framework._RESUMED[0] -= 1.0  # resumed a second ago (the next resume sets it again)
+    assert framework.Slices().over(0)  # a piece begun just now is over at its first check
+    assert not framework.Slices().over(1)  # the clock is read every SLICE_CHECK objects only
+    resumes = []
+
+    def pieces() -> Round:
+        for _ in range(3):
+            resumes.append(framework._RESUMED[0])
+            yield None
+        return []
+
+    framework.drive(pieces())
+    assert resumes == sorted(resumes) and len(set(resumes)) == 3  # the driver stamps each resume
