@@ -37,7 +37,7 @@ from koordlet.qosmanager.pod_changes import RESYNC_SECONDS, PodChanges
 from koordlet.slo.node_slo import CPUSuppressPolicy
 from koordlet.statesinformer.model import ContainerInfo, NodeInfo, PodInfo
 from koordlet.util.steps import PODS_PER_STEP
-from resourceexecutor import Outcome, Updater
+from resourceexecutor import BatchResult, Outcome, Updater
 from system.errors import Gone, SystemFileError
 from system.topology import CpuInfo, CpuTopology
 
@@ -179,7 +179,7 @@ class CPUSuppress:
         self.nothing_known = False
         strategy = ctx.slo().resource_used_threshold_with_be
         if not strategy.enable:
-            self.restore_cfs_quota(ctx)
+            await self.restore_cfs_quota(ctx)
             await self.restore_cpuset(ctx)
             return
         usage = ctx.usage()
@@ -200,11 +200,11 @@ class CPUSuppress:
         log.debug("cpu_suppress_budget", be_milli=budget.be_milli, threshold_milli=budget.threshold_milli,
                   ls_used_milli=budget.ls_used_milli, system_used_milli=budget.system_used_milli)
         if strategy.cpu_suppress_policy is CPUSuppressPolicy.CFS_QUOTA:
-            self.by_cfs_quota(ctx, budget.be_milli)
+            await self.by_cfs_quota(ctx, budget.be_milli)
             await self.restore_cpuset(ctx)
         else:
             await self.by_cpuset(ctx, budget.be_milli)
-            self.restore_cfs_quota(ctx)
+            await self.restore_cfs_quota(ctx)
 
     def _tier_absent(self, be_dir: str) -> None:
         """No BE tier (no kubelet, or no BE pod yet): normal life, said once."""
@@ -214,10 +214,10 @@ class CPUSuppress:
 
     # ---------------------------------------------------------------- cfs quota
 
-    def by_cfs_quota(self, ctx: QoSContext, be_milli: int) -> None:
+    async def by_cfs_quota(self, ctx: QoSContext, be_milli: int) -> None:
         be_dir = ctx.dirs.besteffort
         try:
-            current = int(ctx.reader.value("cpu.cfs_quota_us", be_dir))
+            current = int(await ctx.value("cpu.cfs_quota_us", be_dir))
         except Gone:
             self._tier_absent(be_dir)
             return
@@ -231,7 +231,7 @@ class CPUSuppress:
         if new is None:
             publish_quota(ctx, current)
             return
-        result = ctx.executor.update_levels(self.quota_levels(ctx, new), use_cache=False)
+        result = await _quota_levels_written(ctx, self.quota_levels(ctx, new))
         publish_quota(ctx, new if result.outcomes[0] in (Outcome.WRITTEN, Outcome.SKIPPED) else current)
         ctx.metrics.suppressed(CPUSuppressPolicy.CFS_QUOTA.value, new / CFS_PERIOD_US)
         if result.outcomes[0] is Outcome.WRITTEN:
@@ -239,11 +239,11 @@ class CPUSuppress:
             log.info("be_cpu_suppressed", policy="cfsQuota", cgroup=be_dir, quota_us=new,
                      previous_us=current, be_milli=be_milli, reason="node CPU usage above threshold")
 
-    def restore_cfs_quota(self, ctx: QoSContext) -> None:
+    async def restore_cfs_quota(self, ctx: QoSContext) -> None:
         if self.in_force.get(CPUSuppressPolicy.CFS_QUOTA) is False:
             return
         be_dir = ctx.dirs.besteffort
-        result = ctx.executor.update_levels(self.quota_levels(ctx, UNLIMITED_QUOTA), use_cache=False)
+        result = await _quota_levels_written(ctx, self.quota_levels(ctx, UNLIMITED_QUOTA))
         if result.outcomes[0] is Outcome.GONE:  # no tier: nothing is suppressed, nothing to restore
             self._tier_absent(be_dir)
             self.in_force[CPUSuppressPolicy.CFS_QUOTA] = False
@@ -285,7 +285,7 @@ class CPUSuppress:
         self.tier_absent = False
         static = kubelet_static_policy(ctx.states.node())
         try:
-            current = len(self.last_cpus) if static and self.last_cpus else len(ctx.reader.cpuset_cpus(be_dir))
+            current = len(self.last_cpus) if static and self.last_cpus else len(await ctx.value("cpuset.cpus", be_dir))
         except SystemFileError as exc:
             log.warning("cpu_suppress_skipped", reason="cannot read BE cpuset", error=str(exc))
             return
@@ -358,7 +358,7 @@ class CPUSuppress:
         it gets, then the pods and their containers, then the tier its own value."""
         be_dir = ctx.dirs.besteffort
         try:
-            held = ctx.reader.cpuset_cpus(be_dir)
+            held = await ctx.value("cpuset.cpus", be_dir)
         except SystemFileError:
             held = frozenset()
         steps = [[ctx.updater("cpuset.cpus", be_dir, held | targets.tier)]]
@@ -376,7 +376,9 @@ class CPUSuppress:
         for n, updaters in enumerate(steps):
             if n:
                 await asyncio.sleep(0)
-            result = ctx.executor.update_batch(updaters, use_cache=not full)  # a full pass re-reads every file
+            # a full pass re-reads every file: in a worker thread, as the files the cache cannot vouch for
+            ahead = await ctx.executor.read_ahead(updaters, use_cache=not full)
+            result = ctx.executor.update_batch(updaters, use_cache=not full, read_ahead=ahead)
             writes += result.writes
             ok = ok and result.ok
         if writes:
@@ -385,6 +387,12 @@ class CPUSuppress:
                      policy="cpuset", cgroup=be_dir, cpus=sorted(targets.container), be_milli=be_milli,
                      cgroups=sum(map(len, steps)), reason="node CPU usage" if be_milli is not None else "policy off")
         return ok
+
+
+async def _quota_levels_written(ctx: QoSContext, levels: list[list[Updater]]) -> BatchResult:
+    """The quota levels written, every file read back first (use_cache=False) in a worker thread."""
+    ahead = await ctx.executor.read_ahead([u for level in levels for u in level], use_cache=False)
+    return ctx.executor.update_levels(levels, use_cache=False, read_ahead=ahead)
 
 
 @dataclass(frozen=True, slots=True)

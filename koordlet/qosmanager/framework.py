@@ -9,6 +9,7 @@ round runs as usual.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -29,6 +30,8 @@ from koordlet.statesinformer.api import StatesInformer
 from koordlet.util.periodic import Periodic
 from resourceexecutor import ResourceExecutor, Updater
 from system.cgroup_readers import CgroupReader
+from system.errors import Gone
+from system.file_io import read_files_once
 from system.host import Host
 from system.topology import CpuTopology
 
@@ -68,6 +71,17 @@ class QoSContext:
                 self._updaters.clear()
             found = self._updaters[key] = self.executor.updater(resource, cgroup_dir, value)
         return found
+
+    async def value(self, resource: str, cgroup_dir: str) -> Any:
+        """reader.value(resource, cgroup_dir), the file read in a worker thread: an open() of
+        a cgroup file can wait in the kernel for tens of ms while the runtime makes and
+        removes cgroups. Raises Gone when it could not be read (a vanished cgroup, the usual
+        cause; the batch reader keeps no errno)."""
+        path = self.reader.path(resource, cgroup_dir)
+        (data,) = await asyncio.to_thread(read_files_once, [path])
+        if data is None:
+            raise Gone("could not be read", path)
+        return self.reader.parse(resource, data.decode("ascii", "replace"))
 
     def usage(self) -> UsageView:
         return UsageView(self.metric_cache, self.clock(), container_max_age=self.container_sample_age)

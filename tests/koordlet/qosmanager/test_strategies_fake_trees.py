@@ -87,6 +87,20 @@ def test_cfs_quota_policy_writes_formula_then_switching_restores_it(v1):
     assert read(v1.host, "cpuset", "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus") == "0-3"
 
 
+def test_cpuset_suppress_reads_nothing_on_the_loop_thread(v1):
+    """The tier's cpuset and the files the executor compares (a full pass re-reads them all)
+    are read in a worker thread: an open() of a cgroup file can wait in the kernel."""
+    v1.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
+        "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cpuset"}}))
+    usage(v1, node=1.6, ls1=1.0, be1=0.4)
+    assert v1.io is not None
+    on_loop = note_reads_on_loop(v1, v1.io)
+    run(CPUSuppress(), v1)
+    assert on_loop == []
+    assert read(v1.host, "cpuset", "kubepods/besteffort", "cpuset.cpus") == "0-1"  # min 2 CPUs
+    assert read(v1.host, "cpuset", "kubepods/besteffort/podbe1/cbe1", "cpuset.cpus") == "0-1"
+
+
 def test_suppress_counts_a_pod_that_arrives_after_its_first_round(v1):
     v1.set_slo(parse_node_slo_spec({"resourceUsedThresholdWithBE": {
         "enable": True, "cpuSuppressThresholdPercent": 50, "cpuSuppressPolicy": "cfsQuota"}}))
