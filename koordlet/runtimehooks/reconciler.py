@@ -93,21 +93,20 @@ PassSteps = Generator[list[str], "Sequence[str | None] | None", "PassResult"]
 
 
 def invalidate_drifted(executor: ResourceExecutor, updaters: list[Updater],
-                       read: Mapping[str, str | None] | None = None) -> tuple[int, int]:
-    """Read back every file the cache vouches for; forget the entries whose file no longer
-    holds the cached value and date the others now (just seen: the executor need not look
-    again for a force-update window). Returns (files read, entries forgotten). The files
-    are read in one batch (no fd kept), or taken from `read` (path -> text) when given."""
+                       read: Mapping[str, str | None]) -> tuple[int, int]:
+    """Compare every file the cache vouches for, as `read` (path -> text) holds it, with the
+    cache; forget the entries whose file no longer holds the cached value and date the
+    others now (just seen: the executor need not look again for a force-update window).
+    Returns (files compared, entries forgotten)."""
     cache = executor.cache
     entries, forget, remember = cache.entries, cache.forget, cache.remember
     vouched = [(updater, entry) for updater in updaters if (entry := entries.get(updater.key)) is not None]
     if not vouched:
         return 0, 0
-    texts = executor.io.read_many([updater.path for updater, _ in vouched]) if read is None else \
-        [read.get(updater.path) for updater, _ in vouched]
     now = executor.clock()
     drifted = 0
-    for (updater, entry), text in zip(vouched, texts):
+    for updater, entry in vouched:
+        text = read.get(updater.path)
         try:
             same = text is not None and (text == entry.text or updater.parse(text) == entry.value)
         except ValueError:
