@@ -264,11 +264,6 @@ def pods_and_reader(ctx: CollectContext) -> tuple[UsageReader, StatesInformer]:
 CgroupObject = tuple[str, str, str]
 
 
-def pod_objects(states: StatesInformer) -> list[CgroupObject]:
-    """Each pod with a cgroup, then its running containers with one, in the informer's order."""
-    return [obj for pod in states.pods() for obj in objects_of(pod)]
-
-
 def objects_of(pod: PodInfo) -> list[CgroupObject]:
     """The pod, if it has a cgroup, then its running containers that have one."""
     if not pod.cgroup_parent:

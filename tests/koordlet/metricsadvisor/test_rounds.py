@@ -299,7 +299,7 @@ def test_a_listing_keeps_what_it_made_for_objects_still_listed():
     states.remove("a")
     del made[:]
     second: framework.Listed = framework.drive(listing.get(states))  # type: ignore[arg-type]
-    assert [obj[0] for obj in second.objects] == [obj[0] for obj in framework.pod_objects(states)]
+    assert [obj[0] for obj in second.objects] == [obj[0] for pod in states.pods() for obj in framework.objects_of(pod)]
     for obj, paths, entry in zip(second.objects, second.paths, second.entries):
         old = entries.get(obj)
         if old is None:  # a new pod, or a container in another dir: a new entry, its paths made
