@@ -123,10 +123,14 @@ class ResourceExecutor:
         them as `read_ahead` and the event loop is not held while an open() of a cgroup file
         waits in the kernel (tens of ms while the runtime makes and removes cgroups)."""
         paths = self.paths_to_read(updaters, use_cache=use_cache)
-        if not paths:
-            return {}
-        texts = await asyncio.to_thread(self.io.read_many, paths)
+        texts = await self.read_in_thread(paths)
         return {path: text for path, text in zip(paths, texts) if text is not None}
+
+    async def read_in_thread(self, paths: Sequence[str]) -> list[str | None]:
+        """The texts of these files (None: unreadable), read in one batch through this
+        executor's IO in a worker thread: an open() of a cgroup file can wait in the kernel
+        for tens of ms while the runtime makes and removes cgroups."""
+        return await asyncio.to_thread(self.io.read_many, paths) if paths else []
 
     def close(self) -> None:
         """Close files the IO keeps open (KeptFdFileIO); the executor stays usable."""

@@ -36,7 +36,6 @@ from koordlet.statesinformer.model import ContainerInfo, PodInfo
 from koordlet.util.steps import PODS_PER_STEP
 from resourceexecutor import Outcome
 from system.errors import SystemFileError
-from system.file_io import read_files_once
 
 log = structlog.get_logger(__name__)
 
@@ -335,11 +334,10 @@ class QuotaReads:
                     self._values[cgroup_dir] = None
         if not paths:
             return
-        texts = await asyncio.to_thread(read_files_once, list(paths.values()))
-        for cgroup_dir, data in zip(paths, texts):
+        texts = await self._ctx.executor.read_in_thread(list(paths.values()))
+        for cgroup_dir, text in zip(paths, texts):
             try:
-                self._values[cgroup_dir] = None if data is None else \
-                    int(reader.parse(_QUOTA, data.decode("ascii", "replace")))
+                self._values[cgroup_dir] = None if text is None else int(reader.parse(_QUOTA, text))
             except (SystemFileError, ValueError):
                 self._values[cgroup_dir] = None
 

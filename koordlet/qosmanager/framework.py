@@ -9,7 +9,6 @@ round runs as usual.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,7 +30,6 @@ from koordlet.util.periodic import Periodic
 from resourceexecutor import ResourceExecutor, Updater
 from system.cgroup_readers import CgroupReader
 from system.errors import Gone
-from system.file_io import read_files_once
 from system.host import Host
 from system.topology import CpuTopology
 
@@ -73,15 +71,14 @@ class QoSContext:
         return found
 
     async def value(self, resource: str, cgroup_dir: str) -> Any:
-        """reader.value(resource, cgroup_dir), the file read in a worker thread: an open() of
-        a cgroup file can wait in the kernel for tens of ms while the runtime makes and
-        removes cgroups. Raises Gone when it could not be read (a vanished cgroup, the usual
-        cause; the batch reader keeps no errno)."""
+        """reader.value(resource, cgroup_dir), the file read in a worker thread
+        (executor.read_in_thread). Raises Gone when it could not be read (a vanished cgroup,
+        the usual cause; the batch reader keeps no errno)."""
         path = self.reader.path(resource, cgroup_dir)
-        (data,) = await asyncio.to_thread(read_files_once, [path])
-        if data is None:
+        (text,) = await self.executor.read_in_thread([path])
+        if text is None:
             raise Gone("could not be read", path)
-        return self.reader.parse(resource, data.decode("ascii", "replace"))
+        return self.reader.parse(resource, text)
 
     def usage(self) -> UsageView:
         return UsageView(self.metric_cache, self.clock(), container_max_age=self.container_sample_age)

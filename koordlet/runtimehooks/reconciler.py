@@ -219,7 +219,7 @@ class Reconciler:
         try:
             while True:
                 paths = steps.send(texts)
-                texts = await asyncio.to_thread(self._executor.io.read_many, paths) if paths else []
+                texts = await self._executor.read_in_thread(paths)
         except StopIteration as done:
             return done.value
 
