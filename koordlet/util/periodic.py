@@ -124,6 +124,8 @@ class Periodic:
         while True:
             asked = await self.run_once()
             await self._pause(self.interval() if asked is None else asked)
+            if asyncio.current_task() is not self._task:
+                return  # stopped: a cancel that met a wake inside wait_for can be lost (3.11)
 
     async def _pause(self, seconds: float) -> None:
         """Sleep `seconds`, or less when woken."""

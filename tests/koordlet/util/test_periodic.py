@@ -25,6 +25,21 @@ async def test_runs_at_once_then_every_interval_and_stops_cleanly() -> None:
     assert len(calls) == seen  # stopped means stopped
 
 
+async def test_a_stop_right_after_a_wake_ends_the_task() -> None:
+    """A wake and a stop in the same turn of the loop: the cancel can meet the wake inside
+    the pause's wait_for and be lost (Python 3.11); the task ends anyway and stop returns."""
+    calls: list[int] = []
+    task = Periodic("woken", lambda: calls.append(1), 3600.0)
+    task.start()
+    await until(lambda: calls)
+    await asyncio.sleep(0)  # into the pause
+    task.wake()
+    await asyncio.sleep(0)  # the event's waiter is woken: the pause's wait_for is about to return
+    stopping = asyncio.ensure_future(task.stop())
+    await until(stopping.done, timeout=10)
+    assert not task.running and len(calls) <= 2
+
+
 async def test_first_run_after_an_interval_waits_for_it() -> None:
     calls: list[int] = []
     task = Periodic("late", lambda: calls.append(1), 3600.0, first_run=FirstRun.AFTER_INTERVAL)
