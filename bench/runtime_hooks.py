@@ -235,10 +235,17 @@ def serve_plugin(path: str, kind: str, pods_count: int) -> None:
             feed, engine = known(pods, HookConfig(node_cpus=frozenset(range(64))))
             plugin = KoordletNriPlugin(engine, feed, executor_without_cgroups())
             for pod, _ in pods:
-                plugin.run_pod_sandbox(pod)
+                await plugin.run_pod_sandbox(pod)
         await Stub(plugin, name="koordlet_nri", index="00", config=StubConfig(socket_path=path), environ={}).run()
 
     asyncio.Runner(loop_factory=loop_factory(uvloop_available())).run(serve())
+
+
+async def _run_pods(plugin: KoordletNriPlugin, pods: list[api.PodSandbox]) -> None:
+    """RunPodSandbox of each pod, and the answers it prepares after its own."""
+    for pod in pods:
+        await plugin.run_pod_sandbox(pod)
+        await asyncio.sleep(0)
 
 
 async def _direct_calls(plugin: KoordletNriPlugin, requests: list[api.CreateContainerRequest],
@@ -263,8 +270,7 @@ def bench_create(pods_count: int, calls: int, fresh_names: bool) -> None:
         """1,000 pods known, each through RunPodSandbox (where answers are prepared)."""
         feed, engine = known(pods, config)
         plugin = KoordletNriPlugin(engine, feed, executor_without_cgroups())
-        for pod, _ in pods:
-            plugin.run_pod_sandbox(pod)
+        asyncio.run(_run_pods(plugin, [pod for pod, _ in pods]))
         return plugin
 
     plugin = fresh_plugin()

@@ -54,14 +54,20 @@ class BatchRun:
         self.prefetched: dict[str, str] = {}  # path -> text read ahead, used by the first read
 
     def prefetch(self, indices: Sequence[int]) -> None:
-        """Read the files of a pass that trusts no cache in one call of the C reader, past
-        the kept-fd pool: a read-back pass finds nearly every file as wanted and writes
-        none, so reading them one by one through the pool only churned its fds. A file
-        that could not be read is left out: its own read raises the typed error then."""
-        updaters = self.updaters
-        paths = list(dict.fromkeys(updaters[i].path for i in indices
-                                   if updaters[i].problem is None and not self._known_absent(updaters[i])))
-        if paths:
+        """Read the files these updates will read (those the cache cannot vouch for; every
+        one without the cache) in one call of the C reader, past the kept-fd pool, when
+        there are several: a read-back pass finds nearly every file as wanted and writes
+        none, so reading them one by one through the pool only churned its fds. A
+        read-modify-write file is read right before its write instead; a file that could
+        not be read is left out: its own read raises the typed error then."""
+        updaters, use_cache, stale_before = self.updaters, self.use_cache, self.stale_before
+        get = self.cache.entries.get
+        paths = list(dict.fromkeys(
+            updater.path for i in indices
+            if (updater := updaters[i]).problem is None and not updater.read_modify_write
+            and (not use_cache or (entry := get(updater.key)) is None or entry.at < stale_before)
+            and not self._known_absent(updater)))
+        if len(paths) > 1:
             self.prefetched = {path: text for path, text in zip(paths, self.io.read_many(paths))
                                if text is not None}
 

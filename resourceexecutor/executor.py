@@ -4,20 +4,27 @@ Usage (one per daemon, built at wiring time):
 
     executor = ResourceExecutor(CgroupFiles(Host()), registry=metrics_registry)
     u = executor.updater("cpuset.cpus", "kubepods/pod1/c1", frozenset({0}))
-    result = executor.update_batch([u, ...])            # levels derived from the dirs
-    result = executor.update_levels([[qos], [pods], [containers]])   # explicit levels
+    result = await executor.apply_batch([u, ...])        # levels derived from the dirs
+    result = await executor.apply_levels([[qos], [pods], [containers]])   # explicit levels
 
-The API is synchronous: a write is microseconds, the daemon's single asyncio
-loop calls it inline.  It is not thread-safe (no lock): one owner, one loop.
+The daemon's callers use the async methods: each runs the synchronous one of the same
+batch in the executor's IO thread, the one thread that touches its write cache and kept
+fds once it exists. An open() or write() of a cgroup file can wait in the kernel for tens
+of ms while the runtime makes and removes cgroups; on the event loop that held every
+other agent and containerd's requests. The synchronous methods are for tests, benches
+and the IO thread itself; there is no lock.
 """
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -44,6 +51,7 @@ from system.host import Host
 log = structlog.get_logger(__name__)
 
 _NAME_OF = attrgetter("name")
+_T = TypeVar("_T")
 
 # How many problem examples a batch summary log line carries.
 _EXAMPLES_LOGGED = 3
@@ -67,6 +75,8 @@ class ResourceExecutor:
         self._unsupported: dict[CacheKey, float] = {}   # key -> when we found the file absent
         self._unsupported_logged: set[str] = set()      # resource names already logged
         self._unsupported_dirs = DirIndex()             # the keys of _unsupported, by cgroup
+        self._thread: ThreadPoolExecutor | None = None  # the IO thread, made at the first async call
+        self._owner: int | None = None                  # its ident: the only thread allowed to run a batch
 
     # ------------------------------------------------------------ building
 
@@ -81,7 +91,7 @@ class ResourceExecutor:
         return self.update_batch((updater,), use_cache=use_cache)[0]
 
     def update_batch(self, updaters: Sequence[Updater], *, use_cache: bool = True,
-                     rollback: bool = False, read_ahead: Mapping[str, str] | None = None) -> BatchResult:
+                     rollback: bool = False) -> BatchResult:
         """Apply every updater; never stops at a failure.
 
         Plain resources are written in the given order, in one pass.
@@ -89,13 +99,12 @@ class ResourceExecutor:
         depth: pass one top-down writes merged values, pass two bottom-up the
         exact ones.  `use_cache=False` trusts nothing earlier batches left in
         the cache: every file is read and compared (once per batch).  `rollback=True` restores, when
-        any update ends INVALID or FAILED, every file this batch wrote. `read_ahead`
-        (path -> text, see `read_ahead`) serves each path's first read instead of the file.
+        any update ends INVALID or FAILED, every file this batch wrote.
         """
-        return self._run(updaters, None, use_cache, rollback, read_ahead)
+        return self._run(updaters, None, use_cache, rollback)
 
     def update_levels(self, levels: Sequence[Sequence[Updater]], *, use_cache: bool = True,
-                      rollback: bool = False, read_ahead: Mapping[str, str] | None = None) -> BatchResult:
+                      rollback: bool = False) -> BatchResult:
         """Like update_batch with explicit levels, outermost first (e.g. QoS, pod,
         container).  Plain resources are written in pass one at their level.
         Results are in the order of the flattened levels."""
@@ -105,32 +114,56 @@ class ResourceExecutor:
             start = len(flat)
             flat.extend(level)
             groups.append(list(range(start, len(flat))))
-        return self._run(flat, groups, use_cache, rollback, read_ahead)
+        return self._run(flat, groups, use_cache, rollback)
 
-    def paths_to_read(self, updaters: Sequence[Updater], *, use_cache: bool = True) -> list[str]:
-        """The files a batch of these updaters would read now, once each: those the cache
-        cannot vouch for (every one without the cache), less the ones known absent and the
-        read-modify-write ones (their read must come right before their write)."""
-        stale_before = self.clock() - self.cache.policy.force_update_after
-        get, absent = self.cache.entries.get, self._unsupported.get
-        paths = [u.path for u in updaters  # the common case, a fresh entry, decided by the first test
-                 if (not use_cache or (entry := get(u.key)) is None or entry.at < stale_before)
-                 and u.problem is None and not u.read_modify_write and absent(u.key, stale_before - 1) < stale_before]
-        return list(dict.fromkeys(paths)) if paths else paths
+    # ------------------------------------------------------------ off the event loop
 
-    async def read_ahead(self, updaters: Sequence[Updater], *, use_cache: bool = True) -> dict[str, str]:
-        """The texts of `paths_to_read`, read in a worker thread: the batch that follows takes
-        them as `read_ahead` and the event loop is not held while an open() of a cgroup file
-        waits in the kernel (tens of ms while the runtime makes and removes cgroups)."""
-        paths = self.paths_to_read(updaters, use_cache=use_cache)
-        texts = await self.read_in_thread(paths)
-        return {path: text for path, text in zip(paths, texts) if text is not None}
+    async def apply_batch(self, updaters: Sequence[Updater], *, use_cache: bool = True,
+                          rollback: bool = False) -> BatchResult:
+        """`update_batch` in the IO thread."""
+        return await self.in_io_thread(partial(self.update_batch, updaters, use_cache=use_cache, rollback=rollback))
+
+    async def apply_levels(self, levels: Sequence[Sequence[Updater]], *, use_cache: bool = True,
+                           rollback: bool = False) -> BatchResult:
+        """`update_levels` in the IO thread."""
+        return await self.in_io_thread(partial(self.update_levels, levels, use_cache=use_cache, rollback=rollback))
 
     async def read_in_thread(self, paths: Sequence[str]) -> list[str | None]:
         """The texts of these files (None: unreadable), read in one batch through this
-        executor's IO in a worker thread: an open() of a cgroup file can wait in the kernel
-        for tens of ms while the runtime makes and removes cgroups."""
-        return await asyncio.to_thread(self.io.read_many, paths) if paths else []
+        executor's IO in the IO thread."""
+        return await self.in_io_thread(self.io.read_many, paths) if paths else []
+
+    async def in_io_thread(self, fn: Callable[[], _T] | Callable[..., _T], *args: Any) -> _T:
+        """fn(*args) in the IO thread, after every call queued before it. `fn` may use the
+        synchronous methods (a reconcile chunk checks drift, then writes)."""
+        return await asyncio.wrap_future(self._io_thread().submit(fn, *args))
+
+    def forget_cgroup_soon(self, cgroup_dir: str) -> None:
+        """`forget_cgroup` queued in the IO thread behind the batches before it (run now
+        when there is no IO thread yet): for callbacks on the event loop."""
+        if self._thread is None:
+            self.forget_cgroup(cgroup_dir)
+            return
+        self._thread.submit(self.forget_cgroup, cgroup_dir).add_done_callback(_log_failure)
+
+    def _io_thread(self) -> ThreadPoolExecutor:
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cgroup-io",
+                                              initializer=self._claim)
+        return self._thread
+
+    def _claim(self) -> None:
+        self._owner = threading.get_ident()
+
+    async def aclose(self) -> None:
+        """`close` in the IO thread, then the thread ends (a later async call makes another)."""
+        thread = self._thread
+        if thread is None:
+            self.close()
+            return
+        await self.in_io_thread(self.close)
+        self._thread = self._owner = None
+        thread.shutdown(wait=False)
 
     def close(self) -> None:
         """Close files the IO keeps open (KeptFdFileIO); the executor stays usable."""
@@ -161,7 +194,9 @@ class ResourceExecutor:
     # ------------------------------------------------------------ internals
 
     def _run(self, updaters: Sequence[Updater], explicit_levels: list[list[int]] | None,
-             use_cache: bool, rollback: bool, read_ahead: Mapping[str, str] | None) -> BatchResult:
+             use_cache: bool, rollback: bool) -> BatchResult:
+        if self._owner is not None and self._owner != threading.get_ident():
+            raise RuntimeError("a batch outside the executor's IO thread: use apply_batch/apply_levels")
         started = time.perf_counter()
         now = self.clock()
         if self.cache.sweep_if_due(now) is not None:
@@ -180,10 +215,7 @@ class ResourceExecutor:
         run = BatchRun(updaters, outcomes, self.io, self.cache, now, use_cache=use_cache,
                        rollback=rollback, unsupported=self._unsupported,
                        on_unsupported=self._note_unsupported)
-        if read_ahead is not None:
-            run.prefetched = dict(read_ahead)  # consumed as read
-        elif not use_cache:
-            run.prefetch(todo)
+        run.prefetch(todo)
         if explicit_levels is None:
             run.plain_pass([i for i in todo if updaters[i].merge is None])
         run.levelled_pass(self._schedule(updaters, todo, explicit_levels))
@@ -258,6 +290,12 @@ class ResourceExecutor:
             counts = {(name, Outcome.SKIPPED): n
                       for name, n in Counter(map(_NAME_OF, updaters)).items()}
         metrics.record_batch(counts, time.perf_counter() - started)
+
+
+def _log_failure(done: "Future[Any]") -> None:
+    error = done.exception()
+    if error is not None:
+        log.error("cgroup_io_failed", error=repr(error))
 
 
 def executor_without_cgroups(host: Host | None = None, **kwargs: Any) -> ResourceExecutor:

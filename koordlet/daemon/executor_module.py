@@ -1,8 +1,8 @@
 """The daemon's one ResourceExecutor as a module: it exists from the hubs' construction
 (over an empty hierarchy where the host has no cgroups, so every write is refused as not
 supported); this module says so at start and closes the executor's kept fds at stop.
-The fds live in the daemon's one KeptFdPool (`Hubs.fd_pool`), shared with the collectors'
-usage reads: closing them leaves the pool usable (it reopens on the next read)."""
+The fds live in the daemon's one KeptFdPool (`Hubs.fd_pool`), touched only in the
+executor's IO thread: closing them leaves the pool usable (it reopens on the next write)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class ExecutorModule:
             log.warning("cgroup_writes_disabled", reason=self._facts.cgroup_error)
 
     async def stop(self) -> None:
-        self.executor.close()
+        await self.executor.aclose()
 
     def ready(self) -> bool:
         return True

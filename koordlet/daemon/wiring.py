@@ -75,7 +75,7 @@ def build_hubs(config: Config, registry: CollectorRegistry, http: Routes,
     expected = expected_sources(config)
     log.info("states_informer_expects", sources=sorted(source.value for source in expected))
     states = PodStore(node_from_facts(config.common.node_name, facts), expected=expected,
-                      on_cgroup_gone=executor.forget_cgroup)
+                      on_cgroup_gone=executor.forget_cgroup_soon)
     kube = KubeApi(config)
     node_slo = node_slo_for(config, kube)
     node_slo.count_refusals_on(registry)

@@ -24,8 +24,8 @@ class MetricsAdvisorModule:
     def __init__(self, facts: HostFacts, store: MetricStore, states: StatesInformer | None, node_name: str,
                  collectors: list[Collector], fd_pool: KeptFdPool | None = None) -> None:
         self._facts = facts
-        # kept fds of the usage reads: the daemon's one pool (Hubs.fd_pool), shared with
-        # the executor; without one (tests, tools) the module keeps and closes its own
+        # the daemon's one pool of kept fds (Hubs.fd_pool): the executor's, in its IO thread;
+        # the perf fds budget what it leaves. Without one (tests, tools) the module makes its own
         self._own_pool = fd_pool is None
         self._fd_pool = fd_pool if fd_pool is not None else KeptFdPool()
         self._store = store
@@ -46,7 +46,9 @@ class MetricsAdvisorModule:
             ctx.files = facts.files
             # PSI and the rest read every 10 s or less often: open per read, no fds held
             ctx.reader = self._reader = CgroupReader(ctx.files, keep_open=False)
-            ctx.usage = self._usage = UsageReader(ctx.files, pool=self._fd_pool)
+            # its paths only: the collectors read them in batches in the reading thread, so it
+            # keeps no fd (the pool's are touched by the executor's IO thread alone)
+            ctx.usage = self._usage = UsageReader(ctx.files, keep_open=False)
         else:
             log.warning("cgroup_metrics_disabled", reason=facts.cgroup_error)
         for collector in self._collectors:
@@ -84,16 +86,16 @@ class MetricsAdvisorModule:
         """Series and kept fds of deleted pods and stopped containers go now, not at expiry."""
         if event.kind is PodEventKind.DELETED:
             self._store.forget_pod(event.pod.uid)
-            self._forget_fds(event.pod.cgroup_parent)
+            self._forget_cgroup(event.pod.cgroup_parent)
             return
         if event.kind is PodEventKind.UPDATED and event.previous is not None:
             running = {c.id for c in event.pod.running_containers}
             for container in event.previous.containers:
                 if container.id not in running:
                     self._store.forget_container(event.pod.uid, container.id)
-                    self._forget_fds(container.cgroup_dir)
+                    self._forget_cgroup(container.cgroup_dir)
 
-    def _forget_fds(self, cgroup_dir: str) -> None:
+    def _forget_cgroup(self, cgroup_dir: str) -> None:
         if self._usage is not None and cgroup_dir:
             self._usage.forget(cgroup_dir)
 

@@ -136,8 +136,8 @@ class CPUBurst:
         writes = 0
         # PODS_PER_STEP pods a batch, the loop given back in between: the minute's full pass
         # re-reads every file (2,000 containers held the loop 52-57 ms in one batch)
-        # (the files are read in a worker thread: an open() of a cgroup file waited up to 34 ms
-        # in the kernel at N = 1,000 while the runtime made and removed cgroups)
+        # (the files are read and written in the executor's IO thread: an open() of a cgroup
+        # file waited up to 34 ms in the kernel at N = 1,000 while the runtime made and removed cgroups)
         for start in range(0, len(burstable), PODS_PER_STEP):
             if start:
                 await asyncio.sleep(0)
@@ -147,8 +147,7 @@ class CPUBurst:
             burst_updaters = [u for pod in chunk
                               for u in self._burst_updaters(ctx, self.settings_for(cfg, pod), pod, quotas)]
             if burst_updaters:
-                ahead = await ctx.executor.read_ahead(burst_updaters, use_cache=not full)
-                writes += ctx.executor.update_batch(burst_updaters, use_cache=not full, read_ahead=ahead).writes
+                writes += (await ctx.executor.apply_batch(burst_updaters, use_cache=not full)).writes
         if writes:
             ctx.metrics.action(NAME, "cfs_burst", writes)
             log.info("cpu_burst_set", writes=writes, policy=cfg.policy.value,
@@ -286,8 +285,7 @@ class CPUBurst:
         levels = [[], [ctx.updater("cpu.cfs_quota_us", container.cgroup_dir, target)]]
         if pod_quota > 0:
             levels[0].append(ctx.updater("cpu.cfs_quota_us", pod.cgroup_parent, pod_quota + delta))
-        ahead = await ctx.executor.read_ahead(levels[0] + levels[1], use_cache=False)
-        result = ctx.executor.update_levels(levels, use_cache=False, read_ahead=ahead)
+        result = await ctx.executor.apply_levels(levels, use_cache=False)
         # the pod's quota moved: the pod's next container reads it again (koordlet re-reads
         # per container), so two containers scaled in one round add up
         quotas.forget(pod.cgroup_parent)

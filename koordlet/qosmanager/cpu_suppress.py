@@ -376,9 +376,7 @@ class CPUSuppress:
         for n, updaters in enumerate(steps):
             if n:
                 await asyncio.sleep(0)
-            # a full pass re-reads every file: in a worker thread, as the files the cache cannot vouch for
-            ahead = await ctx.executor.read_ahead(updaters, use_cache=not full)
-            result = ctx.executor.update_batch(updaters, use_cache=not full, read_ahead=ahead)
+            result = await ctx.executor.apply_batch(updaters, use_cache=not full)  # full: every file read back
             writes += result.writes
             ok = ok and result.ok
         if writes:
@@ -390,9 +388,8 @@ class CPUSuppress:
 
 
 async def _quota_levels_written(ctx: QoSContext, levels: list[list[Updater]]) -> BatchResult:
-    """The quota levels written, every file read back first (use_cache=False) in a worker thread."""
-    ahead = await ctx.executor.read_ahead([u for level in levels for u in level], use_cache=False)
-    return ctx.executor.update_levels(levels, use_cache=False, read_ahead=ahead)
+    """The quota levels written, every file read back first (use_cache=False)."""
+    return await ctx.executor.apply_levels(levels, use_cache=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,7 +97,7 @@ class CgroupKillEvictor:
         dirs = pod_cgroup_dirs(self.reader, pod)
         if not dirs:
             return True  # no cgroup left: nothing runs
-        outcome = kill_cgroup(self.executor, dirs[0])
+        outcome = await self.executor.in_io_thread(kill_cgroup, self.executor, dirs[0])
         if outcome is Outcome.WRITTEN or outcome is Outcome.GONE:
             return True
         for _ in range(self.attempts):

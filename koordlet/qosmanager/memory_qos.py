@@ -170,11 +170,10 @@ class MemoryQoS:
         tier_level = [ctx.updater(name, tier, value) for tier, pair in tiers.items()
                       for name, value in zip(("memory.min", "memory.low"), pair)]
         use_cache = not full  # a full pass re-reads every file
-        writes = ctx.executor.update_levels([kubepods_level, tier_level], use_cache=use_cache).writes
+        writes = (await ctx.executor.apply_levels([kubepods_level, tier_level], use_cache=use_cache)).writes
         for pod_level, container_level in steps:
             if pod_level or container_level:
-                await asyncio.sleep(0)
-                writes += ctx.executor.update_levels([pod_level, container_level], use_cache=use_cache).writes
+                writes += (await ctx.executor.apply_levels([pod_level, container_level], use_cache=use_cache)).writes
         if writes:
             ctx.metrics.action(NAME, "write", writes)
             log.info("memory_qos_applied", writes=writes, pods=sum(len(step[0]) for step in steps) // 2,

@@ -120,7 +120,9 @@ class KoordletNriPlugin:
         finally:
             self._feeding = None
 
-    def run_pod_sandbox(self, pod: api.PodSandbox) -> None:
+    async def run_pod_sandbox(self, pod: api.PodSandbox) -> None:
+        """The pod's own cgroup values written (in the executor's IO thread) before the
+        answer, as koordlet does in its RunPodSandbox hook."""
         self._feed_pod(SandboxChange.RUN, pod)
         info = self.engine.states.pod(pod.uid)
         executor = self._executor
@@ -128,11 +130,9 @@ class KoordletNriPlugin:
             return
         spec = self.engine.decide(info, None, "run_pod_sandbox")
         if not spec.empty:
-            executor.update_batch(updaters_for(executor, spec, info.cgroup_parent))
-        try:  # after this answer is on its way, before the runtime's next request is read
-            asyncio.get_running_loop().call_soon(self._prepare_answers, pod.uid)
-        except RuntimeError:  # no loop (a synchronous caller): now
-            self._prepare_answers(pod.uid)
+            await executor.apply_batch(updaters_for(executor, spec, info.cgroup_parent))
+        # after this answer is on its way, before the runtime's next request is read
+        asyncio.get_running_loop().call_soon(self._prepare_answers, pod.uid)
 
     def _prepare_answers(self, pod_uid: str) -> None:
         """Decide, off the CreateContainer path, the answers the pod's new containers will

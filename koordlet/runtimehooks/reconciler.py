@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Generator, Mapping, Sequence
 
 import structlog
@@ -87,12 +88,34 @@ def updaters_for(executor: ResourceExecutor, spec: ResourceSpec, cgroup_dir: str
     return out
 
 
-# A pass's steps: each yields the files its chunk reads and is sent their texts (None: read
-# them inline), returns the pass's result.
-PassSteps = Generator[list[str], "Sequence[str | None] | None", "PassResult"]
+@dataclass(frozen=True, slots=True)
+class ChunkDone:
+    """What one chunk's file work did (`chunk_io`)."""
+    outcomes: list[Outcome]
+    checked: int    # files read back for drift
+    drifted: int    # of those, how many no longer held the cached value
+    seconds: float  # its time in the IO thread
 
 
-def invalidate_drifted(executor: ResourceExecutor, updaters: list[Updater],
+# A pass's steps: each yields its chunk's file work, to be run in the executor's IO thread,
+# and is sent what it did; returns the pass's result.
+PassSteps = Generator[Callable[[], ChunkDone], ChunkDone, "PassResult"]
+
+
+def chunk_io(executor: ResourceExecutor, levels: Sequence[Sequence[Updater]], to_check: Sequence[Updater]) -> ChunkDone:
+    """One chunk's file work: the files of `to_check` read back in one batch (the entries
+    that drifted forgotten, the others dated now), then the levels written through the
+    cache, which reads and rewrites exactly the forgotten ones."""
+    started = time.perf_counter()
+    checked = drifted = 0
+    if to_check:
+        paths = list(dict.fromkeys(u.path for u in to_check))
+        checked, drifted = invalidate_drifted(executor, to_check, dict(zip(paths, executor.io.read_many(paths))))
+    outcomes = executor.update_levels(levels).outcomes
+    return ChunkDone(outcomes, checked, drifted, time.perf_counter() - started)
+
+
+def invalidate_drifted(executor: ResourceExecutor, updaters: Sequence[Updater],
                        read: Mapping[str, str | None]) -> tuple[int, int]:
     """Compare every file the cache vouches for, as `read` (path -> text) holds it, with the
     cache; forget the entries whose file no longer holds the cached value and date the
@@ -205,32 +228,31 @@ class Reconciler:
         since the last pass, trusting the executor's cache."""
         steps = self.reconcile_steps(full, rotating=rotating)
         try:
+            work = next(steps)
             while True:
-                steps.send(None)
-        except StopIteration as done:
-            return done.value
+                work = steps.send(work())
+        except StopIteration as finished:
+            return finished.value
 
-    async def _reconcile_on_loop(self, full: bool, rotating: bool) -> PassResult:
-        """`reconcile_once` giving the loop back between chunks, each chunk's files read in a
-        worker thread: an open() of a cgroup file waits in the kernel while the runtime
-        makes and removes cgroups (up to 18 ms at N = 1,000 read on the loop)."""
+    async def _reconcile_off_loop(self, full: bool, rotating: bool) -> PassResult:
+        """`reconcile_once` with each chunk's file work in the executor's IO thread: an
+        open() or write() of a cgroup file waits in the kernel while the runtime makes and
+        removes cgroups (reads up to 18 ms and writes up to 15 ms at N = 1,000 on the loop)."""
         steps = self.reconcile_steps(full, rotating=rotating)
-        texts: Sequence[str | None] | None = None
         try:
+            work = next(steps)
             while True:
-                paths = steps.send(texts)
-                texts = await self._executor.read_in_thread(paths)
-        except StopIteration as done:
-            return done.value
+                work = steps.send(await self._executor.in_io_thread(work))
+        except StopIteration as finished:
+            return finished.value
 
     def reconcile_steps(self, full: bool, *, rotating: bool = False) -> PassSteps:
         """`reconcile_once` in chunks of PODS_PER_PASS_STEP pods (a full pass over 1,000 pods
         held the loop ~100 ms: deciding the plans, building the updaters, the drift reads
         and the writes): the QoS tiers first, then each chunk's pods with their containers,
         so a parent is written before its children. A pod's plan is taken when its chunk
-        runs, from the informer's pod at that moment. Each chunk yields the files it reads
-        (those read back for drift and those the executor's cache cannot vouch for) and
-        is sent their texts, or None to read them itself."""
+        runs, from the informer's pod at that moment. Each chunk yields its file work
+        (`chunk_io`) and is sent what it did."""
         executor = self._executor
         busy = 0.0
         started = time.perf_counter()
@@ -271,20 +293,13 @@ class Reconciler:
                                 if hash(pod.uid) % turns == share for u in pod_level + container_level]
                 else:
                     to_check = levels[1] + levels[2] if full else []
-            paths = list(dict.fromkeys([u.path for u in to_check] +
-                                       executor.paths_to_read([u for level in levels for u in level])))
             busy += time.perf_counter() - started
-            texts = yield paths
+            done = yield partial(chunk_io, executor, levels, to_check)
             started = time.perf_counter()
-            ahead: dict[str, str] | None = None  # nothing to read: the executor reads nothing either
-            if paths:
-                read = dict(zip(paths, executor.io.read_many(paths) if texts is None else texts))
-                if to_check:
-                    count, forgotten = invalidate_drifted(executor, to_check, read)
-                    checked += count
-                    drifted += forgotten
-                ahead = {path: text for path, text in read.items() if text is not None}
-            outcomes.extend(executor.update_levels(levels, read_ahead=ahead).outcomes)
+            busy += done.seconds
+            outcomes.extend(done.outcomes)
+            checked += done.checked
+            drifted += done.drifted
         busy += time.perf_counter() - started
         writes = outcomes.count(Outcome.WRITTEN)
         problems = outcomes.count(Outcome.INVALID) + outcomes.count(Outcome.FAILED)
@@ -342,5 +357,5 @@ class Reconciler:
         self._full_requested = False
         if full:
             self._next_full = now + self.interval
-        await self._reconcile_on_loop(full, rotating=not asked)
+        await self._reconcile_off_loop(full, rotating=not asked)
         return max(self._next_full - asyncio.get_running_loop().time(), 0.0)

@@ -34,6 +34,9 @@ class CpusetKernelModel:
     def read(self, path: str) -> str:
         return format_cpuset(self.cpus[self._dir(path)])
 
+    def read_many(self, paths):
+        return [self.read(path) for path in paths]
+
     def write(self, path: str, text: str) -> None:
         here, wanted = self._dir(path), parse_cpuset(text)
         parent = os.path.dirname(here)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import threading
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -80,22 +81,56 @@ def test_second_identical_batch_issues_no_syscalls(v2):
     assert (len(io.reads), len(io.writes)) == (reads, writes)
 
 
-def test_a_batch_read_ahead_reads_no_file_itself(v2, clock):
-    """read_ahead reads, in a worker thread, exactly the files the cache cannot vouch for
-    (none once they are written, all of them without the cache); the batch given those texts
-    opens none itself and decides as if it had read them."""
-    executor, io, host = v2
-    batch = [executor.updater(name, C1, value) for name, value in (("cpu.shares", 512), ("memory.high", -1))]
-    ahead = asyncio.run(executor.read_ahead(batch))
-    assert sorted(ahead) == sorted(u.path for u in batch) and ahead[batch[1].path] == "max"
-    io.reads.clear()
-    result = executor.update_batch(batch, read_ahead=ahead)
-    assert io.reads == [] and result.outcomes == [Outcome.WRITTEN, Outcome.SKIPPED]
-    assert read(host, C1, "cpu.weight") == "20"
-    assert executor.paths_to_read(batch) == []
-    assert executor.paths_to_read(batch, use_cache=False) == [u.path for u in batch]
+def test_a_batch_reads_the_files_the_cache_cannot_vouch_for_in_one_call(v1_host, clock):
+    """Several files to read (first sight, past the force-update window, or every one
+    without the cache) are read in one batch call, past the kept-fd pool; what the cache
+    vouches for is not read, and a lone file is read by itself."""
+    io = SplitIO(FakeTreeIO())
+    executor = ResourceExecutor(CgroupFiles(v1_host), clock=clock, io=io)
+    batch = [executor.updater("cpu.shares", C1, 512), executor.updater("cpu.shares", C2, 256)]
+    assert [r.outcome for r in executor.update_batch(batch)] == [Outcome.WRITTEN] * 2
+    assert io.batches == [[u.path for u in batch]] and io.one_by_one == []
+    executor.update_batch(batch)
+    assert len(io.batches) == 1 and io.one_by_one == []  # the cache vouches for both
+    executor.update_batch(batch, use_cache=False)
+    assert io.batches[-1] == [u.path for u in batch] and io.one_by_one == []
     clock.advance(61)  # past the force-update window: each must be looked at again
-    assert executor.paths_to_read(batch) == [u.path for u in batch]
+    executor.update_batch(batch)
+    assert io.batches[-1] == [u.path for u in batch] and len(io.batches) == 3 and io.one_by_one == []
+    clock.advance(61)
+    executor.update_batch(batch[:1])
+    assert len(io.batches) == 3 and io.one_by_one == [batch[0].path]
+
+
+def test_apply_batch_runs_in_the_io_thread_and_owns_the_executor(v2):
+    """The async methods run the batch in the executor's one IO thread, queued in order
+    behind each other (forget_cgroup_soon too); once that thread exists, a synchronous
+    batch from another thread is refused instead of racing it over the cache."""
+    executor, io, host = v2
+    threads: list[int] = []
+    write = io.write
+
+    def noting_write(path: str, text: str) -> None:
+        threads.append(threading.get_ident())
+        write(path, text)
+
+    io.write = noting_write  # type: ignore[method-assign]
+
+    async def scenario() -> tuple[int, Outcome, int]:
+        updater = executor.updater("cpu.shares", C1, 512)
+        result = await executor.apply_batch([updater])
+        executor.forget_cgroup_soon(POD)
+        again = await executor.apply_levels([[updater]])  # after the forget: read and compared again
+        return threading.get_ident(), result.outcomes[0], len(again.errors) + int(updater.key in executor.cache.entries)
+
+    loop_thread, outcome, remembered = asyncio.run(scenario())
+    assert outcome is Outcome.WRITTEN and read(host, C1, "cpu.weight") == "20"
+    assert threads and loop_thread not in threads and len(set(threads)) == 1
+    assert remembered == 1
+    with pytest.raises(RuntimeError, match="IO thread"):
+        executor.update_batch([executor.updater("cpu.shares", C2, 256)])
+    asyncio.run(executor.aclose())
+    assert executor.update_batch([executor.updater("cpu.shares", C2, 256)]).outcomes == [Outcome.WRITTEN]
 
 
 def test_first_sight_of_an_equal_value_writes_nothing(v2):
@@ -371,11 +406,11 @@ def test_a_file_read_ahead_serves_its_first_read_only(v1_host, clock):
     also reads the text it would restore: after the first read, every read goes to the file."""
     io = SplitIO(FakeTreeIO())
     executor = ResourceExecutor(CgroupFiles(v1_host), clock=clock, io=io)
-    quota = executor.updater("cpu.cfs_quota_us", C1, 50_000)
-    result = executor.update_batch([quota, executor.updater("cpu.cfs_quota_us", C1, 60_000)],
+    quota, other = executor.updater("cpu.cfs_quota_us", C1, 50_000), executor.updater("cpu.shares", C2, 256)
+    result = executor.update_batch([quota, executor.updater("cpu.cfs_quota_us", C1, 60_000), other],
                                    use_cache=False, rollback=True)
-    assert [r.outcome for r in result] == [Outcome.WRITTEN, Outcome.WRITTEN]
-    assert io.batches == [[quota.path]] and io.one_by_one == [quota.path] * 2
+    assert [r.outcome for r in result] == [Outcome.WRITTEN] * 3
+    assert io.batches == [[quota.path, other.path]] and io.one_by_one == [quota.path] * 2
 
 
 def test_a_cgroup_gone_before_a_pass_without_the_cache_is_gone_not_failed(v1_host, clock):

@@ -44,7 +44,7 @@ class Rig:
         self.engine.decide = counted  # type: ignore[method-assign]
 
     async def run(self, pod: api.PodSandbox) -> None:
-        self.plugin.run_pod_sandbox(pod)
+        await self.plugin.run_pod_sandbox(pod)
         await asyncio.sleep(0)  # the answers are prepared after RunPodSandbox's own
 
     async def create(self, pod: api.PodSandbox, name: str, suffix: str = "") -> api.ContainerAdjustment | None:

@@ -132,9 +132,10 @@ def test_a_full_pass_yields_between_chunks_of_pods_and_writes_the_same(tmp_path:
     steps = reconciler.reconcile_steps(full=True)
     yields = 0
     try:
+        work = next(steps)
         while True:
-            next(steps)
             yields += 1
+            work = steps.send(work())
     except StopIteration as done:
         result = done.value
     pods = PODS_PER_PASS_STEP * 2 + 2
@@ -155,10 +156,13 @@ def test_a_pod_gone_between_steps_is_neither_written_nor_kept(tmp_path: Path) ->
     engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
     reconciler = Reconciler(engine, ResourceExecutor(files, io=FakeTreeIO()), 10.0, qos_dirs=qos_dirs)
     steps = reconciler.reconcile_steps(full=True)
-    next(steps)  # the QoS tiers are written; no pod yet
+    done = next(steps)()  # the QoS tiers are written; no pod yet
     gone = extra[-1]
     states.remove(gone.uid)
-    for _ in steps:
+    try:
+        while True:
+            done = steps.send(done)()
+    except StopIteration:
         pass
     assert files.read("cpu.bvt_warp_ns", gone.cgroup_parent) == 0  # the fake tree's initial value, untouched
     assert files.read("cpu.bvt_warp_ns", extra[0].cgroup_parent) == 2
@@ -198,25 +202,28 @@ def test_periodic_passes_read_back_the_kube_qos_files_every_time(tmp_path: Path)
 
 
 class ThreadNotingTreeIO(FakeTreeIO):
-    """The fake tree's IO, noting which thread each batch read ran on and counting single reads."""
+    """The fake tree's IO, noting which threads read and wrote."""
 
     def __init__(self) -> None:
-        self.batch_threads: set[int] = set()
-        self.single_reads = 0
+        self.threads: set[int] = set()
 
     def read_many(self, paths):
-        self.batch_threads.add(threading.get_ident())
+        self.threads.add(threading.get_ident())
         return super().read_many(paths)
 
     def read(self, path: str) -> str:
-        self.single_reads += 1
+        self.threads.add(threading.get_ident())
         return super().read(path)
 
+    def write(self, path: str, text: str) -> None:
+        self.threads.add(threading.get_ident())
+        super().write(path, text)
 
-def test_a_pass_on_the_loop_reads_its_files_in_a_worker_thread(tmp_path: Path) -> None:
-    """The daemon's passes read (new files and drift read-backs alike) off the event loop's
-    thread, in one batch per chunk: an open() of a cgroup file can wait in the kernel for
-    tens of ms. The executor then reads nothing itself and writes what a pass in one go does."""
+
+def test_a_pass_on_the_loop_does_its_file_io_in_the_executors_thread(tmp_path: Path) -> None:
+    """The daemon's passes read and write (new files, drift read-backs and repairs alike)
+    off the event loop's thread, in the executor's one IO thread: an open() or write() of
+    a cgroup file can wait in the kernel for tens of ms. They write what a pass in one go does."""
     host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
     add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
     engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
@@ -224,13 +231,12 @@ def test_a_pass_on_the_loop_reads_its_files_in_a_worker_thread(tmp_path: Path) -
     reconciler = Reconciler(engine, ResourceExecutor(files, io=io), 10.0, qos_dirs=qos_dirs)
 
     async def passes() -> tuple[int, object, object]:
-        first = await reconciler._reconcile_on_loop(True, False)
+        first = await reconciler._reconcile_off_loop(True, False)
         set_cgroup_file(host, "kubepods/besteffort", "cpu.bvt_warp_ns", "0")
-        return threading.get_ident(), first, await reconciler._reconcile_on_loop(True, False)
+        return threading.get_ident(), first, await reconciler._reconcile_off_loop(True, False)
 
     loop_thread, first, again = asyncio.run(passes())
     assert first.writes > 0 and first.problems == 0
     assert again.drifted == 1 and again.writes == 1
     assert files.read("cpu.bvt_warp_ns", "kubepods/besteffort") == -1
-    assert io.batch_threads and loop_thread not in io.batch_threads
-    assert io.single_reads == 0
+    assert len(io.threads) == 1 and loop_thread not in io.threads
