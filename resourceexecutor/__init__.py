@@ -10,6 +10,8 @@ It knows about cgroup files, not about pods.  Public API:
         .update_batch(updaters, rollback=False) -> BatchResult
         .update_levels([[...], [...]], rollback=False) -> BatchResult
         .forget_cgroup(cgroup_dir)
+        await .apply_batch(...) / .apply_levels(...) / .in_io_thread(fn, ...)   the same in its IO thread
+        .forget_cgroup_soon(cgroup_dir); await .aclose()
     Outcome: WRITTEN / SKIPPED / NOT_SUPPORTED / INVALID / GONE / FAILED
 """
 from resourceexecutor.executor import ResourceExecutor, executor_without_cgroups
