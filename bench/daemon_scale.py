@@ -355,7 +355,7 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
         try:
             with open(log_path, "wb") as log_file:
                 # own sessions: a Ctrl-C reaches the bench only, which stops them in order
-                daemon = subprocess.Popen(daemon_command(tmp, port, sock, tree.link_root), cwd=ROOT,
+                daemon = subprocess.Popen(daemon_command(tmp, port, sock, tree.link_root) + args.daemon_arg, cwd=ROOT,
                                           stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
             procs.append(daemon)
             procs.append(subprocess.Popen([sys.executable, "-m", "bench.daemon_scale", "--serve-empty", str(sock)],
@@ -374,7 +374,7 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
         finally:
             codes = [stop_process(p) for p in reversed(procs)]
     result = {"pods": n, "containers": n * len(CONTAINERS), "ready_after_nri_s": ready_s, "load_s": load_s,
-              "window_s": args.window, **window_figures(s0, s1, s2), **scraped, "readyz": readyz,
+              "window_s": args.window, "daemon_args": args.daemon_arg, **window_figures(s0, s1, s2), **scraped, "readyz": readyz,
               "create": latency(full), "floor": latency(floor), **ratios(latency(full), latency(floor)),
               "daemon_exit": codes[-1], "daemon_log_lines": log_path.read_bytes().count(b"\n")}
     return result
@@ -421,6 +421,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--window", type=float, default=30.0, help="seconds of the quiet and of the create window")
     parser.add_argument("--creates", type=int, default=200, help="CreateContainer probes in the create window")
     parser.add_argument("--scrapes", type=int, default=5)
+    parser.add_argument("--daemon-arg", action="append", default=[],
+                        help="one more flag for the daemon, repeatable (e.g. --daemon-arg=--collect-res-used-interval-seconds=2)")
     parser.add_argument("--keep-log", default="", help="copy the daemon's log of each N to <this>-<N>.log")
     parser.add_argument("--serve-empty", default=None, help=argparse.SUPPRESS)
     return parser.parse_args()
