@@ -4,7 +4,7 @@ right after the listing changed (a pod came or went), as the scheduler drives it
     .venv/bin/python -m bench.round_holds [--pods 1000] [--rounds 15] [--fake]
 
 Real cgroup v1/v2 dirs (root; koordlet-bench-<hex8>, removed after), or a fake hybrid tree
-with --fake. N pods x 2 containers; the 1 s usage round (a tenth of the containers a round),
+with --fake or when not root. N pods x 2 containers; the 1 s usage round (a tenth of the containers a round),
 the 10 s throttling round and the 10 s PSI round (pods only), with the daemon's default
 intervals, each driven by drive_async + append_in_slices as Scheduler._finish_round does.
 Each measured step is a steady round then a round after a pod is added (or removed, in
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
 import tempfile
 import time
@@ -137,7 +138,7 @@ def main() -> None:
     print("round_holds: %d pods x 2 containers, %d steady + %d changed rounds per kind, SLICE_SECONDS %.1f ms"
           % (args.pods, args.rounds, args.rounds, SLICE_SECONDS * 1e3))
     try:
-        if args.fake:
+        if args.fake or os.geteuid() != 0:  # real cgroups need root
             from tests.system.fake_trees import build_hybrid_tree, build_proc_tree
             with tempfile.TemporaryDirectory() as tmp:
                 host = build_hybrid_tree(Path(tmp))
