@@ -29,6 +29,8 @@ from koordlet.metricsadvisor.framework import (
     Slices,
     Turns,
     pods_and_reader,
+    sliced_filter,
+    sliced_flat,
 )
 from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
@@ -95,15 +97,17 @@ class PodResourceCollector(RoundCollector):
         self._cycle += 1
         phase = turns.phase(cycle)
         due = self._due.get(phase)
-        if due is None:
-            in_turn = turns.due(objects, cycle)
-            pods_in, containers_in = [i for i in in_turn if not objects[i][1]], [i for i in in_turn if objects[i][1]]
-            keys = tuple(key for i in pods_in + containers_in for key in (entries[i].memory_key, entries[i].cpu_key))
+        if due is None:  # in slices, as the listing: 3,000 objects after a pod came or went
+            in_turn = yield from turns.due_sliced(objects, cycle)
+            pods_in = yield from sliced_filter(lambda i: not objects[i][1], in_turn)
+            containers_in = yield from sliced_filter(lambda i: bool(objects[i][1]), in_turn)
+            keys = tuple((yield from sliced_flat(lambda i: (entries[i].memory_key, entries[i].cpu_key),
+                                                 pods_in + containers_in)))
             due = self._due[phase] = (pods_in, containers_in, keys + (SYS_CPU, SYS_MEMORY))
         pods_due, containers_due, keys = due
         container_stat_every = max(1, STAT_EVERY // turns.every)
-        stat = [i for i in pods_due if entries[i].stat_due(STAT_EVERY)]
-        stat += [i for i in containers_due if entries[i].stat_due(container_stat_every)]
+        stat = yield from sliced_filter(lambda i: entries[i].stat_due(STAT_EVERY), pods_due)
+        stat += yield from sliced_filter(lambda i: entries[i].stat_due(container_stat_every), containers_due)
         # the pods' usage files in one batch for every round, each turn's containers in one
         # of their own: a batch per turn holding every pod kept the pods' paths ten times
         usage = partial(_usage_specs, paths)

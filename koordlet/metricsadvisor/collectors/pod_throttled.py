@@ -13,15 +13,15 @@ from koordlet.metricsadvisor.framework import (
     CollectContext,
     Columns,
     Listing,
-    PerListing,
     Round,
     RoundCollector,
     Slices,
     pods_and_reader,
+    sliced_map,
 )
 from koordlet.metricsadvisor.rates import throttled_ratio
 from koordlet.statesinformer.api import StatesInformer
-from system.file_io import VALUES_PER_FILE, ValueBatch
+from system.file_io import VALUES_PER_FILE
 from system.usage_reader import UsagePaths
 
 
@@ -44,7 +44,8 @@ class PodThrottledCollector(RoundCollector):
         self._states: StatesInformer | None = None
         self._listing: Listing[UsagePaths, _Last] | None = None
         self._batches = Batches()
-        self._keys: PerListing[tuple[SeriesKey, ...]] = PerListing()
+        self._keys: tuple[SeriesKey, ...] = ()  # the listing's keys column, kept while it holds
+        self._keys_of: object = None
 
     def setup(self, ctx: CollectContext) -> None:
         reader, self._states = pods_and_reader(ctx)
@@ -53,13 +54,13 @@ class PodThrottledCollector(RoundCollector):
     def round(self, now: float) -> Round:
         assert self._states is not None and self._listing is not None
         listed = yield from self._listing.get(self._states)
-        replies = yield (self._batches.get(
-            listed.dirs, "cpu.stat",
-            lambda: ValueBatch([(p.cpu_stat, "nr_periods nr_throttled") for p in listed.paths])),)
+        replies = yield ((yield from self._batches.made(listed.dirs, "cpu.stat", listed.paths, _cpu_stat_spec)),)
         assert replies is not None
         values, status = replies[0]
         slices = Slices()
-        keys = self._keys.get(listed, lambda: tuple(entry.key for entry in listed.entries))
+        if self._keys_of is not listed:  # in slices: 3,000 keys after a pod came or went
+            self._keys_of, self._keys = listed, tuple((yield from sliced_map(_key_of, listed.entries)))
+        keys = self._keys
         samples: list[float | None] = [None] * len(listed.entries)
         for i, entry in enumerate(listed.entries):
             if slices.over(i):
@@ -74,3 +75,11 @@ class PodThrottledCollector(RoundCollector):
                 ratio = throttled_ratio(last, counts)
                 samples[i] = ratio
         return Columns(keys, samples)
+
+
+def _cpu_stat_spec(paths: UsagePaths) -> tuple[tuple[str, str]]:
+    return ((paths.cpu_stat, "nr_periods nr_throttled"),)
+
+
+def _key_of(entry: _Last) -> SeriesKey:
+    return entry.key

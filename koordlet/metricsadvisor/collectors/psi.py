@@ -17,7 +17,7 @@ as one batch (no fd kept) and parsed in slices.
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Mapping
 
 from koordlet.metriccache.api import Metric, SeriesKey
@@ -139,10 +139,9 @@ class PSICollector(RoundCollector):
             listed = yield from self._listing.get(self._states)
             objects, entries = listed.objects, listed.entries
             files = self._files
-            replies = yield (self._batches.get(listed.dirs, "pressure",
-                                               lambda: FileBatch([join_file(root, rel, name)
-                                                                  for rel in map(clean_cgroup_dir, listed.dirs)
-                                                                  for root, name in files])),)
+            replies = yield ((yield from self._batches.made(
+                listed.dirs, "pressure", listed.dirs,
+                partial(_pressure_paths, files), FileBatch)),)
             assert replies is not None
             slices = Slices()
             texts = replies[0]
@@ -174,6 +173,12 @@ class PSICollector(RoundCollector):
             node[resource] = ((psi.some.avg10, psi.some.avg60, psi.some.avg300),
                               None if full is None else (full.avg10, full.avg60, full.avg300))
         return node
+
+
+def _pressure_paths(files: tuple[tuple[str, str], ...], cgroup: str) -> tuple[str, ...]:
+    """One cgroup's pressure files, PSI_RESOURCES order."""
+    rel = clean_cgroup_dir(cgroup)
+    return tuple(join_file(root, rel, name) for root, name in files)
 
 
 def _readings(texts: tuple[bytes | None, ...]) -> dict[str, PsiReading] | None:
