@@ -130,7 +130,7 @@ def deep_bytes(store: MetricStore) -> dict[str, int]:
         timeline = getattr(ring, "timeline", None)
         if timeline is not None:  # timestamps shared by the series of one round
             add("timelines: objects", timeline)
-            if isinstance(timeline.users, set):  # a timeline read by one series holds that series
+            if isinstance(timeline.users, (set, dict)):  # a timeline read by one series holds that series
                 add("timelines: users sets", timeline.users)
             add("timestamp arrays", timeline.ts)
     for key in rings:
