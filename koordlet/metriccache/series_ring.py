@@ -14,9 +14,11 @@ same timestamps moved off the same timeline at this sample's round: then it join
 A series holds the samples of its last ``retention`` seconds (counted from its newest)
 and at most ``capacity`` of them: older ones are dropped as newer ones come (not left for
 the store's periodic expiry) by moving a head index. The dead prefix is cut once it reaches
-an eighth of the live values (a memmove of the live part every live/8 appends: amortised
-O(1)), so a values array holds at most 9/8 of its live values (+4): a series written every
-10 s keeps its 30 values, not 30 + 16. A timeline cuts the timestamps no series reads any
+an eighth of the live values, at least 2 and at most 8 (a memmove of the live part every 8
+appends at most: amortised O(1) for a few hundred values), and an array with much more
+spare room than that is sized again (_cut_dead): a series written every second keeps its
+300 values in ~315 slots, not the ~340 that appends and a cut at 1/8 gave, and one written
+every 10 s its 12 in ~15, not 25. A timeline cuts the timestamps no series reads any
 more when it has grown by an eighth; a series that has fallen more than twice its capacity
 behind is moved to its own timeline then, so a stale series cannot hold a shared
 timeline's memory.
@@ -26,9 +28,13 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from sys import getsizeof
 
 _COMPACT_MIN = 16  # a timeline does not bother cutting fewer timestamps
-_DEAD_MIN = 4  # nor a series fewer dead values
+_DEAD_MIN = 2  # nor a series fewer dead values
+_SLACK = 8  # dead values always cut once this many (< 16: no reallocation, see _cut_dead)
+_ZEROS = [array("d", bytes(8 * n)) for n in range(_SLACK + 1)]
+_ARRAY_BYTES = getsizeof(array("d"))  # an empty array's object
 _NEVER = float("-inf")
 
 
@@ -229,11 +235,9 @@ class SeriesRing:
                 gone = bisect_left(ts, cutoff, start + gone, start + live) - start
         if gone:
             self.first += gone
-            head += gone
-            if head >= _DEAD_MIN and head * 8 >= len(values) - head:  # dead: at most 1/8 of the live
-                del values[:head]
-                head = 0
-            self.head = head
+            self.head = head = head + gone
+            if head >= _SLACK or (head >= _DEAD_MIN and head >= (len(values) - head) >> 3):
+                self._cut_dead()
 
     def _append_own(self, timestamp: float, value: float) -> None:
         timeline = self.timeline
@@ -314,6 +318,24 @@ class SeriesRing:
 
     def _maybe_compact(self) -> None:
         head = self.head
-        if head >= _DEAD_MIN and head * 8 >= len(self.values) - head:  # dead: at most 1/8 of the live
-            del self.values[:head]
-            self.head = 0
+        if head >= _SLACK or (head >= _DEAD_MIN and head >= (len(self.values) - head) >> 3):
+            self._cut_dead()
+
+    def _cut_dead(self) -> None:
+        """Drop the dead prefix, cut once it reaches its slack: an eighth of the live values,
+        at least _DEAD_MIN and at most _SLACK. Fewer than 16, it is a memmove in place
+        (CPython's array only reallocates a shrink of 16 or more); an array left with much
+        more spare room than its slack (grown by appends: 1/16 + 7 more each time, or sized
+        for a longer window) is copied once into one of exactly live + slack values, which
+        the appends between two cuts then do not outgrow while the window keeps its length."""
+        values = self.values
+        head = self.head
+        live = len(values) - head
+        slack = min(_SLACK, max(_DEAD_MIN, live >> 3))
+        if getsizeof(values) > _ARRAY_BYTES + 8 * (live + 2 * slack + 2):
+            fresh = values[head:] + _ZEROS[slack]  # allocated for exactly its length
+            del fresh[live:]  # fewer than 16 cut: the allocation stays
+            self.values = fresh
+        else:
+            del values[:head]
+        self.head = 0

@@ -6,6 +6,7 @@ samples of the last `retention` seconds before the newest, at most `capacity` of
 from __future__ import annotations
 
 import sys
+from array import array
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -188,3 +189,23 @@ def test_a_shared_timeline_sizes_its_readers_again_when_most_have_left():
         store.append_at(T0 + second, [(key, float(second)) for key in keys[:10]])
     assert list(timeline.users) == [store._series[key] for key in keys[:10]]
     assert sys.getsizeof(timeline.users) < grown // 20
+
+
+def test_a_full_series_keeps_its_values_in_little_more_room_than_they_take():
+    # a pod's series written every second (300 values) and a container's every 10 s (12):
+    # appends grow an array by 1/16 + 7 and a cut of 16 or more reallocates it; the spare
+    # room stays within twice the dead-prefix slack (8, or an eighth of the values) + 2
+    empty = sys.getsizeof(array("d"))
+    for every, retention, slack in ((1, 300, 8), (10, 120, 2)):
+        policy = RetentionPolicy(node_seconds=retention, pod_seconds=retention, container_seconds=retention,
+                                 container_sample_interval=every, min_sample_interval=every)
+        key = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "p", "c")
+        store = MetricStore(policy, clock=lambda: T0)
+        room: list[int] = []
+        for n in range(4 * retention // every):
+            store.append_at(T0 + n * every, [(key, float(n))])
+            if n >= 2 * retention // every:  # full since a whole window
+                ring = store._series[key]
+                room.append((sys.getsizeof(ring.values) - empty) // 8 - len(ring))
+        assert max(room) <= 2 * slack + 2
+        assert store.latest_value(key) == (T0 + (n * every), float(n))
