@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import sys
 import time
@@ -32,6 +33,7 @@ import tracemalloc
 from array import array
 from collections.abc import Iterator
 
+from bench.daemon_idle import rss_kib
 from koordlet.config.defaults import COLLECT_CONTAINER_RES_USED_INTERVAL_SECONDS
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
@@ -166,14 +168,6 @@ def report(label: str, store: MetricStore, pods: int) -> None:
           % (samples * 8 / 2**20, values / (samples * 8)))
 
 
-def vm_rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=1000)
@@ -187,7 +181,7 @@ def main() -> None:
     if args.tracemalloc:
         tracemalloc.start(1)
     gc.collect()
-    rss_before = vm_rss_mib()
+    rss_before = rss_kib(os.getpid()) / 1024
     store = MetricStore(policy)
     wall = time.perf_counter()
     for second in fill(store, args.pods, seconds + 1, random.Random(18)):
@@ -207,7 +201,7 @@ def main() -> None:
     report("after expiry", store, args.pods)
     gc.collect()
     print("process VmRSS %.1f -> %.1f MiB over the fill (the allocator's view: the store, the collectors' keys, "
-          "spare room and fragmentation; not meaningful with --tracemalloc)" % (rss_before, vm_rss_mib()))
+          "spare room and fragmentation; not meaningful with --tracemalloc)" % (rss_before, rss_kib(os.getpid()) / 1024))
     print("simulated in %.1f s of wall time" % (time.perf_counter() - wall))
 
 
