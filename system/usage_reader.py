@@ -29,35 +29,58 @@ MAX_PATHS = 65536
 class UsagePaths:
     """One cgroup's usage files, resolved once: the cgroup dir and, per file, the hierarchy
     root and file name (strings every cgroup shares), so a path is made when asked, not
-    kept (the collectors ask when they build a batch, which keeps the bytes it reads)."""
+    kept (the collectors ask when they build a batch, which keeps the bytes it reads). The
+    roots, names and file versions are one tuple shared by the cgroups that resolve alike
+    (_LAYOUTS): four slots a cgroup instead of thirteen, ~80 B each of 3,000 at 1,000 pods."""
 
-    __slots__ = ("rel", "cpu_v2", "inactive_key", "cpu_stat_v2", "inactive", "_cpu_root", "_cpu_name", "_memory_root",
-                 "_memory_name", "_stat_root", "_stat_name", "_cpu_stat_root", "_cpu_stat_name")
+    __slots__ = ("rel", "cpu_v2", "inactive", "_layout")
 
     def __init__(self, files: CgroupFiles, cgroup_dir: str) -> None:
         self.rel = rel = clean_cgroup_dir(cgroup_dir)
-        self._cpu_root, self._cpu_name, self.cpu_v2 = _file(files, "cpuacct.usage", rel)
-        self._memory_root, self._memory_name, _ = _file(files, "memory.usage_in_bytes", rel)
-        self._stat_root, self._stat_name, memory_stat_v2 = _file(files, "memory.stat", rel)
-        self.inactive_key = inactive_file_key(2 if memory_stat_v2 else 1)
-        self._cpu_stat_root, self._cpu_stat_name, self.cpu_stat_v2 = _file(files, "cpu.stat", rel)
+        cpu_root, cpu_name, self.cpu_v2 = _file(files, "cpuacct.usage", rel)
+        memory_root, memory_name, _ = _file(files, "memory.usage_in_bytes", rel)
+        stat_root, stat_name, memory_stat_v2 = _file(files, "memory.stat", rel)
+        cpu_stat_root, cpu_stat_name, cpu_stat_v2 = _file(files, "cpu.stat", rel)
+        layout = (cpu_root, cpu_name, memory_root, memory_name, stat_root, stat_name, cpu_stat_root, cpu_stat_name,
+                  inactive_file_key(2 if memory_stat_v2 else 1), cpu_stat_v2)
+        if len(_LAYOUTS) >= _MAX_LAYOUTS:  # hierarchies come and go (test trees): paths made keep theirs
+            _LAYOUTS.clear()
+        self._layout = _LAYOUTS.setdefault(layout, layout)
         self.inactive = -1  # the last inactive_file read, -1 before the first
 
     @property
+    def inactive_key(self) -> str:
+        return self._layout[8]
+
+    @property
+    def cpu_stat_v2(self) -> bool:
+        return self._layout[9]
+
+    @property
     def cpu(self) -> str:
-        return join_file(self._cpu_root, self.rel, self._cpu_name)
+        layout = self._layout
+        return join_file(layout[0], self.rel, layout[1])
 
     @property
     def memory(self) -> str:
-        return join_file(self._memory_root, self.rel, self._memory_name)
+        layout = self._layout
+        return join_file(layout[2], self.rel, layout[3])
 
     @property
     def memory_stat(self) -> str:
-        return join_file(self._stat_root, self.rel, self._stat_name)
+        layout = self._layout
+        return join_file(layout[4], self.rel, layout[5])
 
     @property
     def cpu_stat(self) -> str:
-        return join_file(self._cpu_stat_root, self.rel, self._cpu_stat_name)
+        layout = self._layout
+        return join_file(layout[6], self.rel, layout[7])
+
+
+# the distinct layouts of UsagePaths (a handful: v1 or v2 per file, a few hierarchy roots)
+_MAX_LAYOUTS = 64
+_LAYOUTS: dict[tuple[str, str, str, str, str, str, str, str, str, bool],
+               tuple[str, str, str, str, str, str, str, str, str, bool]] = {}
 
 
 def _file(files: CgroupFiles, resource: str, rel: str) -> tuple[str, str, bool]:

@@ -14,9 +14,11 @@ same timestamps moved off the same timeline at this sample's round: then it join
 A series holds the samples of its last ``retention`` seconds (counted from its newest)
 and at most ``capacity`` of them: older ones are dropped as newer ones come (not left for
 the store's periodic expiry) by moving a head index. The dead prefix is cut once it reaches
-an eighth of the live values (a memmove of the live part every live/8 appends: amortised
-O(1)), so a values array holds at most 9/8 of its live values (+4): a series written every
-10 s keeps its 30 values, not 30 + 16. A timeline cuts the timestamps no series reads any
+an eighth of the live values, at least 2 and at most 8 (a memmove of the live part every 8
+appends at most: amortised O(1) for a few hundred values), and an array with much more
+spare room than that is sized again (_cut_dead): a series written every second keeps its
+300 values in ~315 slots, not the ~340 that appends and a cut at 1/8 gave, and one written
+every 10 s its 12 in ~15, not 25. A timeline cuts the timestamps no series reads any
 more when it has grown by an eighth; a series that has fallen more than twice its capacity
 behind is moved to its own timeline then, so a stale series cannot hold a shared
 timeline's memory.
@@ -26,24 +28,29 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from sys import getsizeof
 
 _COMPACT_MIN = 16  # a timeline does not bother cutting fewer timestamps
-_DEAD_MIN = 4  # nor a series fewer dead values
+_DEAD_MIN = 2  # nor a series fewer dead values
+_SLACK = 8  # dead values always cut once this many (< 16: no reallocation, see _cut_dead)
+_ZEROS = [array("d", bytes(8 * n)) for n in range(_SLACK + 1)]
+_ARRAY_BYTES = getsizeof(array("d"))  # an empty array's object
 _NEVER = float("-inf")
 
 
 class Timeline:
     """Strictly increasing round timestamps; ``dropped`` of them already cut from the front
     (so indexes kept by the series stay valid). ``users``: the series reading it: the one
-    series itself while it has one (a set is 216 bytes, and a series that fell out of step
-    alone reads a timeline alone), a set once shared."""
+    series itself while it has one (a series that fell out of step alone reads a timeline
+    alone), a dict used as a set once shared (a set's table is 16 bytes a slot at most 3/5
+    full: 131 KB for 2,000 series; a dict's ~37 KB of entries and indexes)."""
 
     __slots__ = ("ts", "dropped", "users", "limit", "moved")
 
     def __init__(self, ts: array | None = None) -> None:
         self.ts = array("d") if ts is None else ts
         self.dropped = 0
-        self.users: SeriesRing | set[SeriesRing] | None = None
+        self.users: SeriesRing | dict[SeriesRing, None] | None = None
         self.limit = len(self.ts) + _COMPACT_MIN  # length at which the next cut is tried
         # the timeline index of the oldest value of the last series to leave this shared
         # timeline, and the timeline it moved to: series leaving with the same timestamps follow
@@ -53,28 +60,28 @@ class Timeline:
         users = self.users
         if users is None:
             self.users = ring
-        elif isinstance(users, set):
-            users.add(ring)
+        elif isinstance(users, dict):
+            users[ring] = None
         elif users is not ring:
-            self.users = {users, ring}
+            self.users = {users: None, ring: None}
 
     def leave(self, ring: SeriesRing) -> None:
         users = self.users
         if users is ring:
             self.users = None
-        elif isinstance(users, set):
-            users.discard(ring)
+        elif isinstance(users, dict):
+            users.pop(ring, None)
 
     def readers(self) -> list[SeriesRing]:
         users = self.users
         if users is None:
             return []
-        return list(users) if isinstance(users, set) else [users]
+        return list(users) if isinstance(users, dict) else [users]
 
     def shared(self) -> bool:
         """More than one series reads it."""
         users = self.users
-        return isinstance(users, set) and len(users) > 1
+        return isinstance(users, dict) and len(users) > 1
 
     def push(self, timestamp: float) -> None:
         self.ts.append(timestamp)
@@ -92,6 +99,9 @@ class Timeline:
                 ring.detach()  # stale: its own copy, at most `capacity` timestamps
             else:
                 needed = ring.first
+        users = self.users
+        if isinstance(users, dict):  # sized again for the series left: a dict never shrinks as
+            self.users = dict.fromkeys(users)  # entries go (a turn's containers leave the pods' timeline)
         cut = needed - self.dropped
         if cut > 0:
             del self.ts[:cut]
@@ -225,11 +235,9 @@ class SeriesRing:
                 gone = bisect_left(ts, cutoff, start + gone, start + live) - start
         if gone:
             self.first += gone
-            head += gone
-            if head >= _DEAD_MIN and head * 8 >= len(values) - head:  # dead: at most 1/8 of the live
-                del values[:head]
-                head = 0
-            self.head = head
+            self.head = head = head + gone
+            if head >= _SLACK or (head >= _DEAD_MIN and head >= (len(values) - head) >> 3):
+                self._cut_dead()
 
     def _append_own(self, timestamp: float, value: float) -> None:
         timeline = self.timeline
@@ -310,6 +318,24 @@ class SeriesRing:
 
     def _maybe_compact(self) -> None:
         head = self.head
-        if head >= _DEAD_MIN and head * 8 >= len(self.values) - head:  # dead: at most 1/8 of the live
-            del self.values[:head]
-            self.head = 0
+        if head >= _SLACK or (head >= _DEAD_MIN and head >= (len(self.values) - head) >> 3):
+            self._cut_dead()
+
+    def _cut_dead(self) -> None:
+        """Drop the dead prefix, cut once it reaches its slack: an eighth of the live values,
+        at least _DEAD_MIN and at most _SLACK. Fewer than 16, it is a memmove in place
+        (CPython's array only reallocates a shrink of 16 or more); an array left with much
+        more spare room than its slack (grown by appends: 1/16 + 7 more each time, or sized
+        for a longer window) is copied once into one of exactly live + slack values, which
+        the appends between two cuts then do not outgrow while the window keeps its length."""
+        values = self.values
+        head = self.head
+        live = len(values) - head
+        slack = min(_SLACK, max(_DEAD_MIN, live >> 3))
+        if getsizeof(values) > _ARRAY_BYTES + 8 * (live + 2 * slack + 2):
+            fresh = values[head:] + _ZEROS[slack]  # allocated for exactly its length
+            del fresh[live:]  # fewer than 16 cut: the allocation stays
+            self.values = fresh
+        else:
+            del values[:head]
+        self.head = 0

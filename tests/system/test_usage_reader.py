@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,3 +97,21 @@ def test_throttle_counts_on_v1_and_v2_layouts():
     assert parse_throttle_counts(V2_STAT) == (40, 10)
     with pytest.raises(InvalidValue):
         parse_throttle_counts("usage_usec 5\n")
+
+
+@pytest.mark.parametrize("build", [build_v1_tree, build_v2_tree, build_hybrid_tree])
+def test_cgroups_resolved_alike_share_their_roots_and_names(tmp_path, build):
+    # 3,000 of these at 1,000 pods: the per-file roots, names and versions are one shared tuple
+    host = build(tmp_path)
+    add_cgroup(host, "kubepods")
+    files = CgroupFiles(host)
+    reader = UsageReader(files, keep_open=False)
+    pods = [reader.paths("kubepods/pod%d" % i) for i in range(2)]
+    assert sys.getsizeof(pods[0]) <= sys.getsizeof(object()) + 4 * 8 + 16  # four slots and the GC header
+    for pod, rel in zip(pods, ("kubepods/pod0", "kubepods/pod1")):
+        assert (pod.cpu, pod.memory, pod.memory_stat, pod.cpu_stat) == tuple(
+            str(files.path(resource, rel)) for resource in ("cpuacct.usage", "memory.usage_in_bytes", "memory.stat",
+                                                       "cpu.stat"))
+    assert (pods[0].cpu_v2, pods[0].cpu_stat_v2, pods[0].inactive_key) == (
+        pods[1].cpu_v2, pods[1].cpu_stat_v2, pods[1].inactive_key)
+    reader.close()
