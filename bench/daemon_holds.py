@@ -264,7 +264,7 @@ def main() -> None:
 
     scale.create_probes = timed_probes
     scale_args = argparse.Namespace(warmup=args.warmup, window=args.window, creates=args.creates, scrapes=2,
-                                    keep_log="")
+                                    keep_log="", daemon_arg=[])
     result = scale.run_one(scale_args, args.pods)
     print(json.dumps({k: result[k] for k in ("pods", "create", "floor", "ratio_p50", "ratio_p99",
                                              "cpu_pct_quiet", "cpu_pct_creates", "rss_end_mib")}))
