@@ -13,9 +13,11 @@ from koordlet.statesinformer.agent import SPEC as STATES_INFORMER
 from koordlet.statesinformer.model import Source
 from koordlet.statesinformer.module import StatesInformerModule
 from koordlet.statesinformer.node import node_from_facts
-from koordlet.statesinformer.nri_feed import NriFeed
+from koordlet.statesinformer.nri_feed import NriFeed, SandboxChange
 from koordlet.statesinformer.store import PodStore
 from koordlet.util.host_facts import HostFacts
+from nri.stub import Stub, StubConfig
+from nri.testing.peer import RuntimePeer
 from system.host import Host
 from tests.koordlet.hubs_helper import config_of, hubs_for
 from tests.koordlet.statesinformer.cri_server import FakeContainer, FakeRuntime, FakeSandbox, serve
@@ -198,6 +200,44 @@ async def test_a_node_whose_nri_never_comes_is_listed_by_cri_after_one_interval(
     finally:
         await module.stop()
         await server.stop(None)
+
+
+class _ListingPlugin:
+    """An NRI plugin that only feeds the informer, as the runtime hooks' plugin does."""
+
+    def __init__(self, feed: NriFeed) -> None:
+        self._feed = feed
+
+    def synchronize(self, pods, containers) -> list:
+        self._feed.nri_synchronized(pods, containers)
+        return []
+
+    def remove_pod_sandbox(self, pod) -> None:
+        self._feed.nri_pod_event(SandboxChange.REMOVE, pod)
+
+
+async def test_a_runtime_restart_seen_by_the_nri_stub_has_cri_poll_until_nri_is_back(tmp_path: Path) -> None:
+    runtime, server = await _cri_runtime(tmp_path)
+    async with RuntimePeer(tmp_path / "nri.sock") as peer:
+        module, hubs, feed = _nri_and_cri(tmp_path, SLOW)
+        stub = Stub(_ListingPlugin(feed), name="informer", index="10",
+                    config=StubConfig(socket_path=str(tmp_path / "nri.sock")))
+        stub.add_ready_callback(feed.nri_connection)  # as the runtime hooks wire their plugin's stub
+        serving = asyncio.get_running_loop().create_task(stub.run())
+        await module.start()
+        try:
+            await until(lambda: stub.is_ready)
+            assert module.ready() and runtime.calls == []
+            await peer.stop()  # containerd restarting
+            await until(lambda: hubs.states.pod(UID) is not None)
+            await peer.start()
+            await until(lambda: module._cri is None)
+            assert stub.is_ready and hubs.states.pods() == ()  # NRI's listing (no pods) replaced CRI's
+        finally:
+            await module.stop()
+            await stub.stop()
+            await serving
+            await server.stop(None)
 
 
 def test_the_informer_is_the_first_agent() -> None:
