@@ -14,6 +14,11 @@ unix socket) in a separate process, so the CPU counted is the daemon side's alon
   poll of the N pods (grpc's core threads, buffers, the poller's caches and CRI's index).
 
     .venv/bin/python -m bench.cri_poll_cost [--pods 1000] [--rounds 20]
+
+The whole daemon with the poll (root): serve daemon_scale's pods over CRI, then point it there:
+
+    .venv/bin/python -m bench.cri_poll_cost --serve-workload /tmp/cri.sock --pods 1000 &
+    .venv/bin/python -m bench.daemon_scale --pods 1000 --daemon-arg=--cri-endpoint=unix:///tmp/cri.sock
 """
 
 from __future__ import annotations
@@ -62,6 +67,24 @@ async def _serve(socket: str, pods: int) -> None:
     _fill(runtime, pods)
     server = await serve(runtime, Path(socket))
     print("serving", flush=True)
+    await server.wait_for_termination()
+
+
+async def _serve_workload(socket: str, pods: int) -> None:
+    """bench.daemon_scale's N pods as CRI lists them: run beside `daemon_scale --daemon-arg=--cri-endpoint=unix://<socket>`
+    to count the CRI poll in the whole daemon."""
+    from bench.daemon_scale import workload
+    from tests.koordlet.statesinformer.cri_server import FakeContainer, FakeRuntime, FakeSandbox, serve
+
+    runtime = FakeRuntime()
+    for sandbox, containers in workload(pods, cpu=0):
+        runtime.sandboxes[sandbox.id] = FakeSandbox(sandbox.id, sandbox.uid, sandbox.name, sandbox.linux.cgroup_parent,
+                                                    labels=dict(sandbox.labels), annotations=dict(sandbox.annotations))
+        for container in containers:
+            runtime.containers[container.id] = FakeContainer(container.id, sandbox.id, container.name,
+                                                             container.linux.cgroups_path)
+    server = await serve(runtime, Path(socket))
+    print("serving %d pods on %s" % (pods, socket), flush=True)
     await server.wait_for_termination()
 
 
@@ -145,9 +168,13 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--serve")
+    parser.add_argument("--serve-workload", help="serve bench.daemon_scale's pods on this socket until killed")
     parser.add_argument("--rss-stage")
     parser.add_argument("--serve-socket", default="")
     args = parser.parse_args()
+    if args.serve_workload:
+        asyncio.run(_serve_workload(args.serve_workload, args.pods))
+        return
     if args.serve:
         asyncio.run(_serve(args.serve, args.pods))
         return
