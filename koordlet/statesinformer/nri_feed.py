@@ -66,6 +66,11 @@ class NriFeed:
         # order changes from one event to the next (Go randomizes it)
         self._views: dict[str, tuple[int, SandboxView]] = {}
 
+    def nri_connection(self, up: bool) -> None:
+        """The plugin's stub is connected and synchronized (True) or lost it (False): its
+        `add_ready_callback`. While it is up the CRI poll stands down."""
+        self.store.nri_link(up)
+
     def nri_synchronized(self, pods: Iterable[api_pb2.PodSandbox], containers: Iterable[api_pb2.Container]) -> None:
         """NRI's whole view after a (re)Synchronize: it replaces what NRI said before."""
         views = {}

@@ -4,8 +4,11 @@
 `synced()` means every expected source has delivered one complete listing:
 - NRI when the runtime hooks run the NRI plugin and either the mode requires NRI
   (`nri`, `both`) or, in `auto`, the NRI socket exists at start;
-- CRI when an endpoint is configured and, for a unix socket, the socket exists at
-  start (an absent socket means no CRI is coming, not "CRI listed no pods");
+- CRI when NRI is not waited for, an endpoint is configured and, for a unix socket,
+  the socket exists at start (an absent socket means no CRI is coming, not "CRI
+  listed no pods"). Where NRI is waited for, its Synchronize lists every sandbox and
+  container CRI would: CRI is then the fallback polled only while NRI is away
+  (`cri_polls_only_without_nri`), and readiness does not wait for it;
 - kubelet when its pods URL is configured.
 A source that is not expected may still deliver; it just is not waited for.
 """
@@ -43,9 +46,15 @@ def nri_wanted(config: Config, exists: PathExists = os.path.exists) -> bool:
     return config.runtime.runtime_hooks_mode != "auto" or exists(str(config.runtime.nri_socket_path))
 
 
+def cri_polls_only_without_nri(config: Config) -> bool:
+    """Whether the CRI poll stands down while NRI is connected and synchronized: whenever the
+    plugin runs (NRI then delivers every sandbox and container, with events in between)."""
+    return nri_enabled(config)
+
+
 def cri_wanted(config: Config, exists: PathExists = os.path.exists) -> bool:
     """Whether readiness waits for a CRI listing."""
-    if not config.runtime.cri_endpoint:
+    if not config.runtime.cri_endpoint or nri_wanted(config, exists):
         return False
     path = unix_socket_path(config.runtime.cri_endpoint)
     return path is None or exists(path)

@@ -6,6 +6,9 @@ Feeders call the methods below, all on the event loop:
 - NRI, through nri_feed.NriFeed (which converts the plugin's messages): `nri_listed` after
   every (re)Synchronize (replaces NRI's view wholesale), `nri_sandbox_seen`,
   `nri_sandbox_removed`, `nri_container_seen`, `nri_container_gone` per event;
+- the NRI plugin's connection (its stub's ready callback, through the feed): `nri_link(up)`;
+  `nri_live()` is true while NRI is connected and has listed, and then the CRI poll
+  stands down (`cri_stand_down()`: CRI's last listing is dropped);
 - the CRI poll: `cri_listed(sandboxes, containers, listed_at)` (replaces CRI's view);
 - the kubelet poll: `kubelet_listed(pods)` (replaces kubelet's view).
 
@@ -70,6 +73,8 @@ class PodStore(PodTable):
         self._cri = RuntimeIndex(Source.CRI)
         self._kubelet: dict[str, KubeletPod] = {}
         self._kubelet_synced = False
+        self._nri_link = False  # the plugin's connection, as its stub reports it (nri_link)
+        self._nri_link_listeners: list[Callable[[bool], object]] = []
         self._tombstones: OrderedDict[str, float] = OrderedDict()
 
     # ---- StatesInformer (node, pods, pod, subscribe: from PodTable)
@@ -102,6 +107,31 @@ class PodStore(PodTable):
     def expect(self, source: Source) -> None:
         """Count `source` in synced() (a feeder says it exists)."""
         self._expected.add(source)
+
+    # ---- NRI's connection, and CRI standing down while NRI is live
+
+    def nri_link(self, up: bool) -> None:
+        """The NRI plugin is connected and synchronized (True) or lost its connection (False,
+        e.g. containerd restarting). What NRI listed stays until a listing replaces it."""
+        if up == self._nri_link:
+            return
+        self._nri_link = up
+        for listener in list(self._nri_link_listeners):
+            listener(up)
+
+    def on_nri_link(self, listener: Callable[[bool], object]) -> None:
+        """listener(up) on every change of `nri_link`."""
+        self._nri_link_listeners.append(listener)
+
+    def nri_live(self) -> bool:
+        """NRI is connected and has delivered its listing: its events keep every pod current."""
+        return self._nri_link and self._nri.synced
+
+    def cri_stand_down(self) -> None:
+        """CRI stops polling while NRI is live: its last listing is dropped. NRI's own listing
+        holds every pod CRI had; a CRI copy left behind could only go stale (keep what NRI
+        then removes, hold an older state). CRI stays synced; its next poll lists afresh."""
+        self._refresh(self._cri.clear())
 
     # ---- feeding: NRI's event stream (converted by nri_feed.NriFeed)
 

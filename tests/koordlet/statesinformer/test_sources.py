@@ -27,14 +27,14 @@ def config_of(mode: str = "auto", cri: str = "unix://" + CRI_SOCK, kubelet: str 
 @pytest.mark.parametrize("mode, cri, kubelet, gates, present, expected", [
     # this machine with default flags: no NRI socket, no CRI socket, no kubelet: nothing to wait for
     ("auto", "unix://" + CRI_SOCK, "", "", set(), set()),
-    # containerd restarted us: both sockets there
-    ("auto", "unix://" + CRI_SOCK, "", "", {NRI_SOCK, CRI_SOCK}, {NRI, CRI}),
+    # both sockets there: NRI lists everything CRI would; CRI is only its fallback, not waited for
+    ("auto", "unix://" + CRI_SOCK, "", "", {NRI_SOCK, CRI_SOCK}, {NRI}),
     # NRI socket there, CRI socket absent (the restart that released every allocation)
     ("auto", "unix://" + CRI_SOCK, "", "", {NRI_SOCK}, {NRI}),
     ("auto", "unix://" + CRI_SOCK, "", "", {CRI_SOCK}, {CRI}),
     # nri/both require NRI whether or not its socket exists yet
     ("nri", "unix://" + CRI_SOCK, "", "", set(), {NRI}),
-    ("both", "unix://" + CRI_SOCK, "", "", {CRI_SOCK}, {NRI, CRI}),
+    ("both", "unix://" + CRI_SOCK, "", "", {CRI_SOCK}, {NRI}),
     # bypass, or the gate off, or the plugin disabled: NRI never comes
     ("bypass", "unix://" + CRI_SOCK, "", "", {NRI_SOCK, CRI_SOCK}, {CRI}),
     ("nri", "unix://" + CRI_SOCK, "", "NRIRuntimeHooks=false", {NRI_SOCK}, set()),
@@ -43,7 +43,9 @@ def config_of(mode: str = "auto", cri: str = "unix://" + CRI_SOCK, kubelet: str 
     ("auto", "tcp://127.0.0.1:1", "", "", set(), {CRI}),
     # kubelet only when configured
     ("auto", "", "http://127.0.0.1:10255/pods", "", set(), {KUBELET}),
-    ("nri", "unix://" + CRI_SOCK, "http://127.0.0.1:10255/pods", "", {CRI_SOCK}, {NRI, CRI, KUBELET}),
+    ("nri", "unix://" + CRI_SOCK, "http://127.0.0.1:10255/pods", "", {CRI_SOCK}, {NRI, KUBELET}),
+    # NRI that is not waited for (auto, its socket absent at start) leaves CRI to be waited for
+    ("auto", "unix://" + CRI_SOCK, "http://127.0.0.1:10255/pods", "", {CRI_SOCK}, {CRI, KUBELET}),
 ])
 def test_expected_sources_follow_the_config_and_the_sockets(mode, cri, kubelet, gates, present, expected) -> None:
     assert expected_sources(config_of(mode, cri, kubelet, gates), present.__contains__) == expected

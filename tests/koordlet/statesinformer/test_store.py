@@ -501,3 +501,43 @@ def test_an_equal_sandbox_message_reuses_its_view_and_the_feed_keeps_no_message(
     feed.nri_container_event(ContainerChange.STARTED, again, container(again, "c1"))
     assert store.pod(sb.uid).labels["tier"] == "web"
     assert [kind for kind, _ in rec.kinds()] == [PodEventKind.ADDED, PodEventKind.UPDATED, PodEventKind.UPDATED]
+
+
+# ---- CRI standing down while NRI is live
+
+def test_nri_is_live_only_while_connected_and_listed() -> None:
+    store, _, _ = new_store()
+    links: list[bool] = []
+    store.on_nri_link(links.append)
+    store.nri_link(True)
+    assert not store.nri_live()  # connected, nothing listed yet
+    nri(store).nri_synchronized([], [])
+    assert store.nri_live()
+    nri(store).nri_connection(False)  # containerd restarting
+    assert not store.nri_live() and links == [True, False]
+
+
+def test_standing_down_keeps_every_pod_nri_knows_and_drops_cris_copy() -> None:
+    store, rec, clock = new_store()
+    a, b = sandbox(1), sandbox(2)
+    store.cri_listed(*cri_listing((a, [container(a, "c1")]), (b, [container(b, "c2")])), clock())
+    nri(store).nri_synchronized([a, b], [container(a, "c1"), container(b, "c2")])
+    store.nri_link(True)
+    store.cri_stand_down()
+    assert sorted((p.uid, p.sources, [c.id for c in p.containers]) for p in store.pods()) == [
+        (uid_of(1), {Source.NRI}, ["c1"]), (uid_of(2), {Source.NRI}, ["c2"])]
+    assert (store.counts()[("pods", "cri")], store.counts()[("containers", "cri")]) == (0, 0)
+    assert rec.gone == [] and store.source_synced(Source.CRI)
+    nri(store).nri_pod_event(SandboxChange.REMOVE, b)  # NRI removes a pod CRI had listed
+    assert [p.uid for p in store.pods()] == [uid_of(1)]
+
+
+def test_a_cri_poll_after_nri_dropped_lists_what_changed_while_it_was_away() -> None:
+    store, _, clock = new_store()
+    kept, went, came = sandbox(1), sandbox(2), sandbox(3)
+    nri(store).nri_synchronized([kept, went], [])
+    store.nri_link(True)
+    store.cri_stand_down()
+    store.nri_link(False)
+    store.cri_listed(*cri_listing((kept, []), (came, [])), clock())
+    assert sorted(p.uid for p in store.pods()) == [uid_of(1), uid_of(3)]
