@@ -99,6 +99,7 @@ class RuntimeHooksModule:
         self.engine = HookEngine(states, HookConfig(), hooks, provider=provider, registry=registry,
                                  node=config.common.node_name)
         self._feed = feed
+        self._stopping = False
         self.reconciler: Reconciler | None = None
         self.plugin: KoordletNriPlugin | None = None
         self.stub: Stub | None = None
@@ -134,6 +135,7 @@ class RuntimeHooksModule:
             self.stub = Stub(self.plugin, name=defaults.NRI_PLUGIN_NAME, index=config.runtime.runtime_hooks_nri_plugin_index,
                              config=StubConfig(socket_path=str(config.runtime.nri_socket_path)))
             self.plugin.stub = self.stub
+            self.stub.add_ready_callback(self._nri_link)
             self._tasks.append(loop.create_task(self.stub.run()))
         log.info("runtime_hooks_started", mode=config.runtime.runtime_hooks_mode, nri=self.nri_on,
                  nri_required=self.nri_required, reconcile=self.reconciler is not None, hooks=[h.name for h in self.engine.hooks],
@@ -166,7 +168,14 @@ class RuntimeHooksModule:
                      be_suppress_cpus=sorted(config.be_suppress.cpus) if config.be_suppress.cpus else None,
                      be_suppress_quota_us=config.be_suppress.cfs_quota_us)
 
+    def _nri_link(self, up: bool) -> None:
+        """The informer hears when NRI is synchronized or lost (its CRI poll stands down
+        or resumes); not the loss our own stop makes, which would start a CRI poll at exit."""
+        if up or not self._stopping:
+            self._feed.nri_connection(up)
+
     async def stop(self) -> None:
+        self._stopping = True
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()

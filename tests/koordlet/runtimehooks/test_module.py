@@ -76,6 +76,7 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
         async with RuntimePeer(socket_path) as peer:
             await peer.wait_plugins(1)
             await until(module.ready)
+            assert feed.nri_live()  # the informer heard it: its CRI poll stands down
             be = nri_pod("be1", "BE", {"node.koordinator.sh/extended-resource-spec": ext_spec(main=batch("500", "1Gi"))})
             await peer.run_pod_sandbox(be)
             await peer.create_container(be, nri_container(be, "main"))
@@ -89,6 +90,28 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
             assert 'koordlet_runtime_hook_duration_seconds_count{hook="BatchResource",stage="create_container"} 2.0' \
                 in metrics
         await until(lambda: not module.ready())  # the runtime went away
+        assert not feed.nri_live()  # and the informer's CRI poll resumes
+    finally:
+        await module.stop()
+
+
+async def test_our_own_stop_is_not_an_nri_loss_for_the_informer(tmp_path: Path, socket_path) -> None:
+    """The stub reports the connection lost when the module stops it; the informer must not
+    hear that (its CRI poll would wake, import grpc and dial at exit)."""
+    config = parse_args(["--runtime-hooks-nri-socket-path", str(socket_path), "--runtime-hooks-mode", "nri",
+                         "--sys-root-dir", str(tmp_path), "--cgroup-root-dir", str(tmp_path)])
+    store = PodStore(NodeInfo("node"))
+    host = Host(tmp_path, tmp_path, tmp_path)
+    module = RuntimeHooksModule(config, HostFacts(host), store, NriFeed(store), executor_without_cgroups(host), None)
+    heard: list[bool] = []
+    store.on_nri_link(heard.append)
+    await module.start()
+    try:
+        async with RuntimePeer(socket_path) as peer:
+            await peer.wait_plugins(1)
+            await until(module.ready)
+            await module.stop()
+            assert heard == [True] and not module.ready()
     finally:
         await module.stop()
 
