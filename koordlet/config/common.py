@@ -86,7 +86,8 @@ class RuntimeOptions:
     cri_endpoint: str = option(
         defaults.CRI_ENDPOINT,
         "CRI runtime the states informer lists pods and containers from (`unix://` path or plain path); empty"
-        " = off. Unreachable is logged once and retried; a host with no socket at all counts as no pods")
+        " = off. Unreachable is logged once and retried; a host with no socket at all counts as no pods. Where"
+        " the NRI plugin runs, polled only while NRI is not connected and synchronized")
 
     @property
     def nri_socket_path(self) -> Path:
