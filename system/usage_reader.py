@@ -15,6 +15,8 @@ and parse with the pure ``cpu_ns_of`` / ``working_set_of`` / ``parse_throttle_co
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from system.cgroup_codecs import key_value_of
 from system.cgroup_files import CgroupFiles, clean_cgroup_dir, join_file, read_path_text
 from system.cgroup_readers import Throttling, inactive_file_key
@@ -41,8 +43,8 @@ class UsagePaths:
         memory_root, memory_name, _ = _file(files, "memory.usage_in_bytes", rel)
         stat_root, stat_name, memory_stat_v2 = _file(files, "memory.stat", rel)
         cpu_stat_root, cpu_stat_name, cpu_stat_v2 = _file(files, "cpu.stat", rel)
-        layout = (cpu_root, cpu_name, memory_root, memory_name, stat_root, stat_name, cpu_stat_root, cpu_stat_name,
-                  inactive_file_key(2 if memory_stat_v2 else 1), cpu_stat_v2)
+        layout = _Layout(cpu_root, cpu_name, memory_root, memory_name, stat_root, stat_name, cpu_stat_root,
+                         cpu_stat_name, inactive_file_key(2 if memory_stat_v2 else 1), cpu_stat_v2)
         if len(_LAYOUTS) >= _MAX_LAYOUTS:  # hierarchies come and go (test trees): paths made keep theirs
             _LAYOUTS.clear()
         self._layout = _LAYOUTS.setdefault(layout, layout)
@@ -50,37 +52,51 @@ class UsagePaths:
 
     @property
     def inactive_key(self) -> str:
-        return self._layout[8]
+        return self._layout.inactive_key
 
     @property
     def cpu_stat_v2(self) -> bool:
-        return self._layout[9]
+        return self._layout.cpu_stat_v2
 
     @property
     def cpu(self) -> str:
         layout = self._layout
-        return join_file(layout[0], self.rel, layout[1])
+        return join_file(layout.cpu_root, self.rel, layout.cpu_name)
 
     @property
     def memory(self) -> str:
         layout = self._layout
-        return join_file(layout[2], self.rel, layout[3])
+        return join_file(layout.memory_root, self.rel, layout.memory_name)
 
     @property
     def memory_stat(self) -> str:
         layout = self._layout
-        return join_file(layout[4], self.rel, layout[5])
+        return join_file(layout.stat_root, self.rel, layout.stat_name)
 
     @property
     def cpu_stat(self) -> str:
         layout = self._layout
-        return join_file(layout[6], self.rel, layout[7])
+        return join_file(layout.cpu_stat_root, self.rel, layout.cpu_stat_name)
+
+
+class _Layout(NamedTuple):
+    """What the cgroups that resolve alike share: each file's hierarchy root and name, the
+    memory.stat key of inactive_file, whether cpu.stat is v2's."""
+    cpu_root: str
+    cpu_name: str
+    memory_root: str
+    memory_name: str
+    stat_root: str
+    stat_name: str
+    cpu_stat_root: str
+    cpu_stat_name: str
+    inactive_key: str
+    cpu_stat_v2: bool
 
 
 # the distinct layouts of UsagePaths (a handful: v1 or v2 per file, a few hierarchy roots)
 _MAX_LAYOUTS = 64
-_LAYOUTS: dict[tuple[str, str, str, str, str, str, str, str, str, bool],
-               tuple[str, str, str, str, str, str, str, str, str, bool]] = {}
+_LAYOUTS: dict[_Layout, _Layout] = {}
 
 
 def _file(files: CgroupFiles, resource: str, rel: str) -> tuple[str, str, bool]:
