@@ -83,7 +83,7 @@ class MetricsAdvisorModule:
         return self.scheduler.running() and self.scheduler.all_tried()
 
     def _on_pod_event(self, event: PodEvent) -> None:
-        """Series and kept fds of deleted pods and stopped containers go now, not at expiry."""
+        """Series and the usage reader's paths of deleted pods and stopped containers go now, not at expiry."""
         if event.kind is PodEventKind.DELETED:
             self._store.forget_pod(event.pod.uid)
             self._forget_cgroup(event.pod.cgroup_parent)
