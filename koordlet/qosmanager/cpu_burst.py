@@ -320,8 +320,8 @@ class QuotaReads:
         return self._values[cgroup_dir]
 
     async def load(self, cgroup_dirs: list[str]) -> None:
-        """Read the quotas of these cgroups not read yet this round, in one batch in a worker
-        thread (`get` then answers without reading)."""
+        """Read the quotas of these cgroups not read yet this round, in one batch in the
+        executor's IO thread (`get` then answers without reading)."""
         reader = self._ctx.reader
         paths: dict[str, str] = {}
         for cgroup_dir in cgroup_dirs:

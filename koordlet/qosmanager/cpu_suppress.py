@@ -37,7 +37,7 @@ from koordlet.qosmanager.pod_changes import RESYNC_SECONDS, PodChanges
 from koordlet.slo.node_slo import CPUSuppressPolicy
 from koordlet.statesinformer.model import ContainerInfo, NodeInfo, PodInfo
 from koordlet.util.steps import PODS_PER_STEP
-from resourceexecutor import BatchResult, Outcome, Updater
+from resourceexecutor import Outcome, Updater
 from system.errors import Gone, SystemFileError
 from system.topology import CpuInfo, CpuTopology
 
@@ -231,7 +231,7 @@ class CPUSuppress:
         if new is None:
             publish_quota(ctx, current)
             return
-        result = await _quota_levels_written(ctx, self.quota_levels(ctx, new))
+        result = await ctx.executor.apply_levels(self.quota_levels(ctx, new), use_cache=False)
         publish_quota(ctx, new if result.outcomes[0] in (Outcome.WRITTEN, Outcome.SKIPPED) else current)
         ctx.metrics.suppressed(CPUSuppressPolicy.CFS_QUOTA.value, new / CFS_PERIOD_US)
         if result.outcomes[0] is Outcome.WRITTEN:
@@ -243,7 +243,7 @@ class CPUSuppress:
         if self.in_force.get(CPUSuppressPolicy.CFS_QUOTA) is False:
             return
         be_dir = ctx.dirs.besteffort
-        result = await _quota_levels_written(ctx, self.quota_levels(ctx, UNLIMITED_QUOTA))
+        result = await ctx.executor.apply_levels(self.quota_levels(ctx, UNLIMITED_QUOTA), use_cache=False)
         if result.outcomes[0] is Outcome.GONE:  # no tier: nothing is suppressed, nothing to restore
             self._tier_absent(be_dir)
             self.in_force[CPUSuppressPolicy.CFS_QUOTA] = False
@@ -385,11 +385,6 @@ class CPUSuppress:
                      policy="cpuset", cgroup=be_dir, cpus=sorted(targets.container), be_milli=be_milli,
                      cgroups=sum(map(len, steps)), reason="node CPU usage" if be_milli is not None else "policy off")
         return ok
-
-
-async def _quota_levels_written(ctx: QoSContext, levels: list[list[Updater]]) -> BatchResult:
-    """The quota levels written, every file read back first (use_cache=False)."""
-    return await ctx.executor.apply_levels(levels, use_cache=False)
 
 
 @dataclass(frozen=True, slots=True)

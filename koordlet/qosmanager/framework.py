@@ -71,7 +71,7 @@ class QoSContext:
         return found
 
     async def value(self, resource: str, cgroup_dir: str) -> Any:
-        """reader.value(resource, cgroup_dir), the file read in a worker thread
+        """reader.value(resource, cgroup_dir), the file read in the executor's IO thread
         (executor.read_in_thread). Raises Gone when it could not be read (a vanished cgroup,
         the usual cause; the batch reader keeps no errno)."""
         path = self.reader.path(resource, cgroup_dir)
