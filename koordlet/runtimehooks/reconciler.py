@@ -48,10 +48,14 @@ from system.cgroup_resource import REGISTRY
 
 log = structlog.get_logger(__name__)
 
-# Pods per step of a pass. Each reads (full pass) and may write ~12 cgroup files: 25 pods
-# held the loop up to 10 ms of CPU in steady passes and 44 ms writing a new node's pods
-# (bench/daemon_holds.py, N = 1,000); 5 keeps a step to a few ms.
-PODS_PER_PASS_STEP = 5
+# Pods per step of a pass at most. A step's file work runs in the executor's IO thread; on
+# the loop a step only takes plans and updaters (~15 us a pod once built). Per-step costs
+# (the drift read-back's C call and anchors, the batch's set-up, the thread hop) made 5-pod
+# steps 21-23 ms of CPU a periodic pass at 1,000 pods, 25-pod steps 15 (bench.runtime_hooks).
+PODS_PER_PASS_STEP = 25
+# A step is cut short once its pods held the loop this long: building a pod's updaters anew
+# (first pass, a rule change) costs ~0.2 ms, 25 pods held the loop 6.7 ms.
+STEP_SECONDS = 0.002
 
 # Spec field -> cgroup resource (registry name); order is the write order within a cgroup.
 FIELD_RESOURCES: tuple[tuple[str, str], ...] = (
@@ -175,8 +179,11 @@ class ReconcileMetrics:
 class Reconciler:
     def __init__(self, engine: HookEngine, executor: ResourceExecutor, interval: float, *,
                  qos_dirs: Mapping[QoSTier, str] | Callable[[], Mapping[QoSTier, str]] | None = None,
-                 registry: CollectorRegistry | None = None, containers_on_change: bool = True) -> None:
+                 registry: CollectorRegistry | None = None, containers_on_change: bool = True,
+                 step_clock: Callable[[], float] = time.perf_counter) -> None:
         self.engine = engine
+        # what a step's time is read from (the thread's CPU clock is a system call, ~0.8 us a pod)
+        self._step_clock = step_clock
         self._executor = executor
         self.interval = interval
         # the kube QoS dirs: a fixed map, or asked on every pass (the host facts' answer,
@@ -247,9 +254,9 @@ class Reconciler:
             return finished.value
 
     def reconcile_steps(self, full: bool, *, rotating: bool = False) -> PassSteps:
-        """`reconcile_once` in chunks of PODS_PER_PASS_STEP pods (a full pass over 1,000 pods
-        held the loop ~100 ms: deciding the plans, building the updaters, the drift reads
-        and the writes): the QoS tiers first, then each chunk's pods with their containers,
+        """`reconcile_once` in steps of at most PODS_PER_PASS_STEP pods (a full pass over
+        1,000 pods held the loop ~100 ms: deciding the plans, building the updaters, the
+        drift reads and the writes): the QoS tiers first, then each step's pods with their containers,
         so a parent is written before its children. A pod's plan is taken when its chunk
         runs, from the informer's pod at that moment. Each chunk yields its file work
         (`chunk_io`) and is sent what it did."""
@@ -277,15 +284,14 @@ class Reconciler:
         checked = drifted = 0
         outcomes: list[Outcome] = []
         qos_level = self._qos_updaters(executor)
-        for start in range(-PODS_PER_PASS_STEP, len(pods), PODS_PER_PASS_STEP):
-            if start < 0:  # the QoS tiers, alone, read back on every full pass
+        taken = -1  # pods of the pass taken into steps so far; -1: the QoS tiers' step first
+        while taken < len(pods):
+            if taken < 0:  # the QoS tiers, alone, read back on every full pass
                 levels = [qos_level, [], []]
                 to_check = qos_level if full else []
+                taken = 0
             else:
-                # as the informer holds the pod now: it may have changed or gone since the pass began
-                current = [pod for p in pods[start:start + PODS_PER_PASS_STEP]
-                           if (pod := self.engine.states.pod(p.uid)) is not None]
-                per_pod = [self._updaters(executor, self.engine.plan(pod)) for pod in current]
+                current, per_pod, taken = self._step_pods(executor, pods, taken)
                 levels = [[], [u for pod_level, _ in per_pod for u in pod_level],
                           [u for _, container_level in per_pod for u in container_level] if with_containers else []]
                 if rotating:
@@ -311,6 +317,28 @@ class Reconciler:
             log.info("runtime_hooks_reconciled", full=full, rotating=rotating, pods=outcome.pods, writes=writes,
                      problems=problems, drifted=drifted)
         return outcome
+
+    def _step_pods(self, executor: ResourceExecutor, pods: Sequence[PodInfo],
+                   start: int) -> tuple[list[PodInfo], list[tuple[list[Updater], list[Updater]]], int]:
+        """The next step's pods from `start` as the informer holds them now (one may have
+        changed or gone since the pass began) and their updaters: PODS_PER_PASS_STEP pods,
+        or fewer once they held the loop STEP_SECONDS. Returns where the next
+        step starts too."""
+        clock = self._step_clock
+        began = clock()
+        current: list[PodInfo] = []
+        per_pod: list[tuple[list[Updater], list[Updater]]] = []
+        end = min(start + PODS_PER_PASS_STEP, len(pods))
+        at = start
+        while at < end:
+            pod = self.engine.states.pod(pods[at].uid)
+            at += 1
+            if pod is not None:
+                current.append(pod)
+                per_pod.append(self._updaters(executor, self.engine.plan(pod)))
+                if clock() - began >= STEP_SECONDS:
+                    break
+        return current, per_pod, at
 
     def _updaters(self, executor: ResourceExecutor, plan: PodPlan) -> tuple[list[Updater], list[Updater]]:
         """The pod's and its containers' updaters, built again only when its plan changed."""

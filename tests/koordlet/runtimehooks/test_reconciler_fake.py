@@ -4,6 +4,7 @@ Anolis-like v1 host, NRI mode leaving containers to NRI between full passes, and
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from koordlet.apis.qos import KoordQoSClass
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.module import probe_host, qos_dirs_of
-from koordlet.runtimehooks.reconciler import PODS_PER_PASS_STEP, Reconciler
+from koordlet.runtimehooks.reconciler import PODS_PER_PASS_STEP, STEP_SECONDS, PassResult, Reconciler
 from koordlet.runtimehooks.slo_rules import hook_config_from_slo
 from koordlet.slo.spec import parse_node_slo_spec
 from koordlet.statesinformer.api import StaticStates
@@ -128,7 +129,19 @@ def test_a_full_pass_yields_between_chunks_of_pods_and_writes_the_same(tmp_path:
     add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
     engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
     executor = ResourceExecutor(files, io=FakeTreeIO())
-    reconciler = Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs)
+    reconciler = Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs, step_clock=lambda: 0.0)
+    yields, result = drive_counting(reconciler)
+    pods = PODS_PER_PASS_STEP * 2 + 2
+    assert yields == 1 + -(-pods // PODS_PER_PASS_STEP)  # the QoS tiers, then each chunk
+    assert result.pods == pods and result.problems == 0 and result.writes > 0
+    written = {p.uid: files.read("cpu.bvt_warp_ns", p.cgroup_parent) for p in states.pods()}
+    assert set(written.values()) <= {2, -1} and written["be1"] == -1
+    again = reconciler.reconcile_once(full=True)  # nothing drifted: a second pass writes nothing
+    assert again.writes == 0 and again.updates == result.updates
+
+
+def drive_counting(reconciler: Reconciler) -> tuple[int, PassResult]:
+    """A full pass driven step by step: (steps it yielded, its result)."""
     steps = reconciler.reconcile_steps(full=True)
     yields = 0
     try:
@@ -137,14 +150,26 @@ def test_a_full_pass_yields_between_chunks_of_pods_and_writes_the_same(tmp_path:
             yields += 1
             work = steps.send(work())
     except StopIteration as done:
-        result = done.value
-    pods = PODS_PER_PASS_STEP * 2 + 2
-    assert yields == 1 + -(-pods // PODS_PER_PASS_STEP)  # the QoS tiers, then each chunk
+        return yields, done.value
+
+
+def test_a_step_ends_early_once_its_pods_took_the_step_time(tmp_path: Path) -> None:
+    """A step takes fewer than PODS_PER_PASS_STEP pods when building their updaters has
+    held the loop STEP_SECONDS (here: a clock that moves half of it per look, so
+    two pods a step), and the pass still writes what an uncut pass writes."""
+
+    host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
+    add_ls_pods(host, states, 6)
+    engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
+    ticks = itertools.count()
+    reconciler = Reconciler(engine, ResourceExecutor(files, io=FakeTreeIO()), 10.0, qos_dirs=qos_dirs,
+                            step_clock=lambda: next(ticks) * STEP_SECONDS / 2)
+    yields, result = drive_counting(reconciler)
+    pods = 6 + 2
+    assert yields == 1 + pods // 2  # the QoS tiers, then two pods a step
     assert result.pods == pods and result.problems == 0 and result.writes > 0
     written = {p.uid: files.read("cpu.bvt_warp_ns", p.cgroup_parent) for p in states.pods()}
-    assert set(written.values()) <= {2, -1} and written["be1"] == -1
-    again = reconciler.reconcile_once(full=True)  # nothing drifted: a second pass writes nothing
-    assert again.writes == 0 and again.updates == result.updates
+    assert set(written.values()) <= {2, -1} and written["be1"] == -1 and len(written) == pods
 
 
 def test_a_pod_gone_between_steps_is_neither_written_nor_kept(tmp_path: Path) -> None:
