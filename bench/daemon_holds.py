@@ -10,7 +10,10 @@ installs, in the daemon's process:
   - while a posted callback waits, samples of the loop thread's stack (the innermost and
     outermost project frames), so each hold names who held the loop, and of the other
     threads' (asyncio.to_thread workers): when the loop thread shows no project frame, a
-    worker holding the GIL is named instead ("thread: ...");
+    worker holding the GIL is named instead ("thread: ..."), and when no worker is in
+    project code either, the loop thread's innermost frame of any code ("? ~file:function";
+    the probe needs the GIL to sample, so a sample shows where the loop waited, e.g. in
+    the loop's own C code re-taking the GIL after a system call, not always who held it);
   - gc.callbacks timing every collection by generation (a full collection holds the GIL
     and so the loop; the probe thread cannot sample it, the callback times it).
 The daemon applies its own collector policy after start-up (koordlet/daemon/gc_policy.py);
@@ -54,13 +57,15 @@ def _where(frame) -> tuple[str, str]:
     """(innermost project frame, the task's two outermost project frames below the loop),
     each as path:function."""
     names = []
+    innermost = frame
     while frame is not None:
         path = frame.f_code.co_filename
         if any("/%s/" % d in path for d in PROJECT_DIRS) and not any(f in path for f in LOOP_FRAMES):
             names.append("%s:%s" % (path.split("/site-packages/")[-1].removeprefix(_ROOT), frame.f_code.co_name))
         frame = frame.f_back
-    if not names:
-        return "", ""
+    if not names:  # no project frame: name the innermost frame of any code (stdlib, asyncio), marked "~"
+        return "", ("~%s:%s" % (innermost.f_code.co_filename.split("/lib/python3")[-1], innermost.f_code.co_name)
+                    if innermost is not None else "")
     outer = [n for n in names if not n.startswith("koordlet/util/periodic.py")][-2:]
     return names[0], " < ".join(reversed(outer))
 
@@ -193,7 +198,8 @@ def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
     for h in holds:
         name = "gc" if h["gc_ms"] >= 0.5 * h["ms"] else (
             " <- ".join(h["holders"][0][:2]) if h["holders"] and h["holders"][0][0] else
-            "thread: " + h["threads"][0][0] if h.get("threads") else "?")
+            "thread: " + h["threads"][0][0] if h.get("threads") else
+            "? " + h["holders"][0][1] if h["holders"] and h["holders"][0][1] else "?")
         by_holder[name].append((h["ms"], h["cpu_ms"]))
     return {
         "lag_ms": {"p50": pct(lags, 0.5), "p99": pct(lags, 0.99), "max": max(lags, default=0.0), "n": len(lags)},

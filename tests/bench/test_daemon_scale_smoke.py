@@ -36,11 +36,12 @@ def test_cgroup_dirs_list_parents_before_children() -> None:
 
 
 def test_window_figures_from_three_samples() -> None:
-    start = ProcSample(at=0.0, cpu_s=1.0, system_s=0.5, rss_kib=10240, hwm_kib=10240, fds=10)
-    mid = ProcSample(at=10.0, cpu_s=1.1, system_s=0.56, rss_kib=11264, hwm_kib=11264, fds=12)
-    end = ProcSample(at=20.0, cpu_s=1.3, system_s=0.6, rss_kib=12288, hwm_kib=13312, fds=11)
+    start = ProcSample(at=0.0, cpu_s=1.0, system_s=0.5, loop_cpu_s=0.4, rss_kib=10240, hwm_kib=10240, fds=10)
+    mid = ProcSample(at=10.0, cpu_s=1.1, system_s=0.56, loop_cpu_s=0.43, rss_kib=11264, hwm_kib=11264, fds=12)
+    end = ProcSample(at=20.0, cpu_s=1.3, system_s=0.6, loop_cpu_s=0.5, rss_kib=12288, hwm_kib=13312, fds=11)
     got = window_figures(start, mid, end)
     assert round(got["cpu_pct_quiet"], 6) == 1.0 and round(got["cpu_pct_quiet_system"], 6) == 0.6
+    assert round(got["cpu_pct_quiet_loop"], 6) == 0.3
     assert round(got["cpu_pct_creates"], 6) == 2.0
     assert got["rss_growth_mib"] == 2.0 and got["hwm_mib"] == 13.0 and got["fds_max"] == 12
 
@@ -55,9 +56,9 @@ def test_table_has_a_row_per_result() -> None:
     lat = latency([100.0, 200.0, 300.0])
     floor = latency([50.0, 100.0, 150.0])
     assert ratios(lat, floor) == {"ratio_p50": 2.0, "ratio_p99": 2.0}
-    start = ProcSample(at=0.0, cpu_s=0.0, system_s=0.0, rss_kib=1024, hwm_kib=1024, fds=3)
-    mid = ProcSample(at=1.0, cpu_s=0.01, system_s=0.0, rss_kib=1024, hwm_kib=1024, fds=3)
-    end = ProcSample(at=2.0, cpu_s=0.02, system_s=0.0, rss_kib=1024, hwm_kib=1024, fds=3)
+    start = ProcSample(at=0.0, cpu_s=0.0, system_s=0.0, loop_cpu_s=0.0, rss_kib=1024, hwm_kib=1024, fds=3)
+    mid = ProcSample(at=1.0, cpu_s=0.01, system_s=0.0, loop_cpu_s=0.0, rss_kib=1024, hwm_kib=1024, fds=3)
+    end = ProcSample(at=2.0, cpu_s=0.02, system_s=0.0, loop_cpu_s=0.0, rss_kib=1024, hwm_kib=1024, fds=3)
     result = {"pods": 7, "load_s": 0.1, **window_figures(start, mid, end), "scrape_wall_ms_p50": 1.0,
               "scrape_cpu_ms_p50": 1.0, "series": 5, "body_bytes": 2048, "readyz": 200, "create": lat,
               "floor": floor, **ratios(lat, floor)}
