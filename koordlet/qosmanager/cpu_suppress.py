@@ -279,7 +279,7 @@ class CPUSuppress:
 
     async def by_cpuset(self, ctx: QoSContext, be_milli: int) -> None:
         be_dir = ctx.dirs.besteffort
-        if not ctx.reader.files.exists(be_dir, "cpuset"):
+        if not await ctx.exists(be_dir, "cpuset"):
             self._tier_absent(be_dir)
             return
         self.tier_absent = False
@@ -331,7 +331,7 @@ class CPUSuppress:
         at 1,000 pods."""
         self.last_cpus = frozenset()
         be_dir = ctx.dirs.besteffort
-        if not ctx.reader.files.exists(be_dir, "cpuset"):
+        if not await ctx.exists(be_dir, "cpuset"):
             self.changes.forget()
             self.in_force[CPUSuppressPolicy.CPUSET] = False
             publish_cpus(ctx, None)

@@ -94,7 +94,7 @@ class CgroupKillEvictor:
         self.pause = pause
 
     async def evict(self, pod: PodInfo, reason: EvictionReason, message: str) -> bool:
-        dirs = pod_cgroup_dirs(self.reader, pod)
+        dirs = await self.executor.in_io_thread(pod_cgroup_dirs, self.reader, pod)  # listing dirs waits on the kernel too
         if not dirs:
             return True  # no cgroup left: nothing runs
         outcome = await self.executor.in_io_thread(kill_cgroup, self.executor, dirs[0])

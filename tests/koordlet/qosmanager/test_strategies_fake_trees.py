@@ -184,8 +184,8 @@ def test_cpu_burst_writes_burst_on_v1_and_v2(tmp_path):
 
 
 def note_reads_on_loop(rig: Rig, io: FakeTreeIO) -> list[str]:
-    """The reads made on the event loop's thread (asyncio.run's: the main thread) through the
-    strategy's reader and the executor's IO, noted as they happen (the quota batches of
+    """The reads (and cgroup lookups) made on the event loop's thread (asyncio.run's: the main
+    thread) through the strategy's reader and the executor's IO, noted as they happen (the quota batches of
     QuotaReads.load go past both, so those run in a worker thread or not at all)."""
     on_loop: list[str] = []
 
@@ -197,6 +197,7 @@ def note_reads_on_loop(rig: Rig, io: FakeTreeIO) -> list[str]:
         return wrapped
 
     rig.ctx.reader.value = noting(rig.ctx.reader.value)  # type: ignore[method-assign]
+    rig.ctx.reader.files.exists = noting(rig.ctx.reader.files.exists)  # type: ignore[method-assign]
     io.read, io.read_many = noting(io.read), noting(io.read_many)  # type: ignore[method-assign]
     return on_loop
 
