@@ -49,7 +49,7 @@ from system.cgroup_resource import REGISTRY
 log = structlog.get_logger(__name__)
 
 # Pods per step of a pass at most. A step's file work runs in the executor's IO thread; on
-# the loop a step only takes plans and updaters (~15 us a pod once built). Per-step costs
+# the loop a step only takes plans and updaters (kept while a pod's plan holds). Per-step costs
 # (the drift read-back's C call and anchors, the batch's set-up, the thread hop) made 5-pod
 # steps 21-23 ms of CPU a periodic pass at 1,000 pods, 25-pod steps 15 (bench.runtime_hooks).
 PODS_PER_PASS_STEP = 25
@@ -257,8 +257,8 @@ class Reconciler:
         """`reconcile_once` in steps of at most PODS_PER_PASS_STEP pods (a full pass over
         1,000 pods held the loop ~100 ms: deciding the plans, building the updaters, the
         drift reads and the writes): the QoS tiers first, then each step's pods with their containers,
-        so a parent is written before its children. A pod's plan is taken when its chunk
-        runs, from the informer's pod at that moment. Each chunk yields its file work
+        so a parent is written before its children. A pod's plan is taken when its step
+        runs, from the informer's pod at that moment. Each step yields its file work
         (`chunk_io`) and is sent what it did."""
         executor = self._executor
         busy = 0.0
@@ -322,8 +322,7 @@ class Reconciler:
                    start: int) -> tuple[list[PodInfo], list[tuple[list[Updater], list[Updater]]], int]:
         """The next step's pods from `start` as the informer holds them now (one may have
         changed or gone since the pass began) and their updaters: PODS_PER_PASS_STEP pods,
-        or fewer once they held the loop STEP_SECONDS. Returns where the next
-        step starts too."""
+        or fewer once they held the loop STEP_SECONDS; and where the next step starts."""
         clock = self._step_clock
         began = clock()
         current: list[PodInfo] = []
