@@ -9,6 +9,7 @@ import re
 
 from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics.exposition import generate_latest as om_generate_latest
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -80,6 +81,7 @@ _TEXT_TYPE = {"info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram
 _TEXT_SUFFIX = {"counter": "_total", "info": "_info"}
 _PLAIN_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 _PLAIN_LABEL = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*\Z")
+OM_EOF = "# EOF\n"
 _OM_ONLY_SUFFIXES = ("_created", "_gsum", "_gcount")  # prometheus_client moves these to families of their own
 
 _SeriesId = tuple[str, tuple[tuple[str, str], ...]]
@@ -94,34 +96,40 @@ class _OneMetric:
 
 
 class RegistryText:
-    """A registry in the text format, as prometheus_client's generate_latest writes it, with
-    each series' "name{labels} " made once instead of at every scrape (label names checked
-    and sorted, values escaped: most of that function's time with a few hundred series). A
-    family this does not spell itself (names outside the legacy character set, timestamps,
-    OpenMetrics-only samples) is written by generate_latest."""
+    """A registry in the text format or OpenMetrics, as prometheus_client's generate_latest
+    functions write them, with each series' "name{labels} " made once instead of at every
+    scrape (label names checked and sorted, values escaped: most of those functions' time
+    with a few hundred series; the OpenMetrics one also checks every character of every
+    label name in Python). A family this does not spell itself (names outside the legacy
+    character set, timestamps, exemplars, samples a format moves or drops) is written by
+    prometheus_client."""
 
     def __init__(self, registry: Collector) -> None:
         self._registry = registry
         self._prefixes: dict[_SeriesId, str] = {}
 
-    def render(self) -> bytes:
+    def render(self, openmetrics: bool = False) -> bytes:
+        """The families, without OpenMetrics' closing `# EOF` (the caller adds it after
+        the other exporters' families)."""
         out: list[str] = []
         known, used = self._prefixes, dict[_SeriesId, str]()
         for metric in self._registry.collect():
-            lines = self._lines(metric, known, used)
-            out += lines if lines is not None else [generate_latest(_OneMetric(metric)).decode()]
+            lines = self._lines(metric, known, used, openmetrics)
+            out += lines if lines is not None else [_generated(metric, openmetrics)]
         self._prefixes = used  # series gone since the last scrape drop out here
         return "".join(out).encode()
 
     @staticmethod
-    def _lines(metric: Metric, known: dict[_SeriesId, str], used: dict[_SeriesId, str]) -> list[str] | None:
-        name = metric.name + _TEXT_SUFFIX.get(metric.type, "")
-        if _PLAIN_NAME.match(name) is None:
+    def _lines(metric: Metric, known: dict[_SeriesId, str], used: dict[_SeriesId, str],
+               openmetrics: bool) -> list[str] | None:
+        header = _om_header(metric) if openmetrics else _text_header(metric)
+        if header is None:
             return None
         special = tuple(metric.name + suffix for suffix in _OM_ONLY_SUFFIXES)
-        doc = metric.documentation.replace("\\", "\\\\").replace("\n", "\\n")
-        lines = ["# HELP %s %s\n# TYPE %s %s\n" % (name, doc, name, _TEXT_TYPE.get(metric.type, metric.type))]
+        lines = [header]
         for sample in metric.samples:
+            if sample.timestamp is not None or (openmetrics and (sample.exemplar or sample.native_histogram)):
+                return None
             series = (sample.name, tuple(sample.labels.items()))
             prefix = known.get(series)
             if prefix is None:
@@ -130,7 +138,7 @@ class RegistryText:
                     return None
                 labels = ",".join('%s="%s"' % (k, escape(v)) for k, v in sorted(sample.labels.items()))
                 prefix = "%s{%s} " % (sample.name, labels) if labels else sample.name + " "
-            if sample.timestamp is not None:
+            if openmetrics and ":" in sample.name:  # written with a '_' there: the prefix is both formats'
                 return None
             used[series] = prefix
             value = sample.value
@@ -138,3 +146,28 @@ class RegistryText:
             lines.append(prefix + (repr(value) if type(value) is float and value - value == 0.0 and value < 1e6
                                    else floatToGoString(value)) + "\n")
         return lines
+
+
+def _text_header(metric: Metric) -> str | None:
+    name = metric.name + _TEXT_SUFFIX.get(metric.type, "")
+    if _PLAIN_NAME.match(name) is None:
+        return None
+    doc = metric.documentation.replace("\\", "\\\\").replace("\n", "\\n")
+    return "# HELP %s %s\n# TYPE %s %s\n" % (name, doc, name, _TEXT_TYPE.get(metric.type, metric.type))
+
+
+def _om_header(metric: Metric) -> str | None:
+    name = metric.name
+    if _PLAIN_NAME.match(name) is None:
+        return None
+    doc = escape(metric.documentation)  # OpenMetrics escapes a HELP text as a label value
+    header = "# HELP %s %s\n# TYPE %s %s\n" % (name, doc, name, metric.type)
+    return header + ("# UNIT %s %s\n" % (name, metric.unit) if metric.unit else "")
+
+
+def _generated(metric: Metric, openmetrics: bool) -> str:
+    """One family as prometheus_client writes it (OpenMetrics: without its `# EOF`)."""
+    if not openmetrics:
+        return generate_latest(_OneMetric(metric)).decode()
+    text = om_generate_latest(_OneMetric(metric)).decode()
+    return text[:-len(OM_EOF)] if text.endswith(OM_EOF) else text

@@ -27,7 +27,6 @@ import structlog
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OM_CONTENT_TYPE
-from prometheus_client.openmetrics.exposition import generate_latest as om_generate_latest
 
 import koordlet.metrics  # noqa: F401  (no *_created series)
 from koordlet.agent import Readiness, StartupError
@@ -116,7 +115,6 @@ class HttpEndpoint:
         self._probe_reserve = probe_reserve
         self._host = host
         self._port = port
-        self._registry = registry
         self._registry_text = RegistryText(registry)
         self._readiness = readiness
         self._server: asyncio.base_events.Server | None = None
@@ -225,11 +223,7 @@ class HttpEndpoint:
     def _exposition(self, internal: bool, external: bool, openmetrics: bool) -> Reply:
         parts = []
         if internal:
-            if openmetrics:
-                registry = om_generate_latest(self._registry)
-                parts.append(registry[:-len(_OM_EOF)] if registry.endswith(_OM_EOF) else registry)
-            else:
-                parts.append(self._registry_text.render())
+            parts.append(self._registry_text.render(openmetrics))
         parts += [render(openmetrics) for render, is_external in self._metrics_text
                   if (external if is_external else internal)]
         for render in self._metrics_parts:

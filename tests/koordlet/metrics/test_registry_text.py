@@ -1,10 +1,12 @@
-"""The registry's text exposition is prometheus_client's generate_latest, byte for byte."""
+"""The registry's text and OpenMetrics expositions are prometheus_client's generate_latest
+functions', byte for byte."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Enum, Gauge, Histogram, Info, Summary
-from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, Exemplar, GaugeHistogramMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as om_generate_latest
 
 from koordlet.metrics.registry import new_registry, record_host_probe
 from koordlet.metrics.text import RegistryText
@@ -21,7 +23,11 @@ class OddNames:
         stamped.add_metric(["v"], 2.0, timestamp=1_700_000_000.5)
         histogram = GaugeHistogramMetricFamily("gh", "gauge histogram", buckets=[("1.0", 3), ("+Inf", 5)],
                                                gsum_value=7.0)
-        return [odd, stamped, histogram]
+        colon = GaugeMetricFamily("with:colon", "a colon, which OpenMetrics writes as _", labels=["k"])
+        colon.add_metric(["v"], 3.0)
+        exemplified = CounterMetricFamily("exemplified", "a counter with an exemplar", labels=["k"])
+        exemplified.add_metric(["v"], 4.0, exemplar=Exemplar({"trace_id": "abc"}, 1.0))
+        return [odd, stamped, histogram, colon, exemplified]
 
 
 def daemon_like_registry() -> CollectorRegistry:
@@ -35,6 +41,7 @@ def daemon_like_registry() -> CollectorRegistry:
                                float("-inf"), 2 ** 53)):
         gauge.labels(a="z%d" % k, b="a").set(value)
     Gauge("koordlet_unlabelled", "No labels", registry=registry).set(4)
+    Gauge("koordlet_quoted", 'A "quoted" help', unit="seconds", registry=registry).set(0.5)
     histogram = Histogram("koordlet_seconds", "A histogram", ["hook"], registry=registry,
                           buckets=(0.0005, 0.001, 0.1, 1.0, 10.0, 1e7))
     histogram.labels(hook="a").observe(0.0007)
@@ -77,3 +84,48 @@ def test_the_text_is_generate_latests_over_repeated_scrapes_and_changed_values()
     frozen.freeze()
     assert text.render() == generate_latest(frozen)
     assert b"process_open_fds" in text.render() and b"koordlet_changing" in text.render()
+
+
+def om_latest(registry) -> bytes:
+    """om_generate_latest without the closing `# EOF`, which the endpoint adds after every part."""
+    text = om_generate_latest(registry)
+    assert text.endswith(b"# EOF\n")
+    return text[:-len(b"# EOF\n")]
+
+
+def test_the_openmetrics_text_is_generate_latests_also_after_text_scrapes():
+    registry = daemon_like_registry()
+    frozen = Frozen(registry)
+    text = RegistryText(frozen)
+    frozen.freeze()
+    assert text.render(openmetrics=True) == om_latest(frozen)
+    changing = Gauge("koordlet_changing", "Changes", ["k"], registry=registry)
+    for value in (1.0, 7e6, 0.5):
+        changing.labels(k="y%d" % int(value)).set(value)
+        frozen.freeze()
+        # the series prefixes a text scrape made serve the OpenMetrics one, and back
+        assert text.render() == generate_latest(frozen)
+        assert text.render(openmetrics=True) == om_latest(frozen)
+    rendered = text.render(openmetrics=True)
+    assert b"# UNIT koordlet_quoted_seconds seconds\n" in rendered and b'A \\"quoted\\" help' in rendered
+    assert b"with_colon{" in rendered and b"# {trace_id=" in rendered
+
+
+def test_only_the_families_a_format_spells_specially_are_left_to_prometheus_client(monkeypatch):
+    import koordlet.metrics.text as text_module
+
+    left: dict[str, set[str]] = {"text": set(), "openmetrics": set()}
+
+    def recording(kind: str, real):
+        def recorded(registry):
+            left[kind].update(metric.name for metric in registry.collect())
+            return real(registry)
+        return recorded
+
+    monkeypatch.setattr(text_module, "generate_latest", recording("text", generate_latest))
+    monkeypatch.setattr(text_module, "om_generate_latest", recording("openmetrics", om_generate_latest))
+    frozen = Frozen(daemon_like_registry()).freeze()
+    RegistryText(frozen).render()
+    RegistryText(frozen).render(openmetrics=True)
+    assert left == {"text": {"odd.name", "stamped", "gh"},
+                    "openmetrics": {"odd.name", "stamped", "gh", "with:colon", "exemplified"}}
