@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
+import zlib
 
 import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
 from koordlet.agent import Readiness
 from koordlet.config import defaults
+from koordlet.server import http_endpoint
 from koordlet.server.http_endpoint import HttpEndpoint, json_reply
 
 
@@ -38,6 +41,24 @@ def test_large_metrics_payload_is_gzipped_only_when_accepted():
     assert len(plain.body) >= defaults.HTTP_GZIP_MIN_BYTES
     assert (plain_gz, packed_gz) == (False, True)
     assert gzip.decompress(packed.body) == plain.body
+
+
+@pytest.mark.parametrize("isal", [True, False], ids=["isal", "zlib"])
+def test_the_gzip_body_is_the_same_text_with_isal_and_without(monkeypatch, isal):
+    if isal:
+        isal_zlib = pytest.importorskip("isal.isal_zlib")
+    else:  # isal not installed: the stdlib's zlib packs it
+        monkeypatch.setitem(sys.modules, "isal", None)
+    http_endpoint.gzip_module.cache_clear()
+    try:
+        assert http_endpoint.gzip_module() is (isal_zlib if isal else zlib)
+        ep = endpoint(big_registry(2000))
+        plain, _ = ep.route("GET", "/metrics", False)
+        packed, gzipped = ep.route("GET", "/metrics", True)
+        assert gzipped and gzip.decompress(packed.body) == plain.body
+        assert len(packed.body) < len(plain.body) // 4
+    finally:
+        http_endpoint.gzip_module.cache_clear()
 
 
 def test_small_metrics_payload_is_not_compressed():
