@@ -22,7 +22,8 @@ After --warmup seconds:
     to the daemon and to the empty plugin (alternating order, the runtime's event lock
     held, as containerd does); the probe container is removed again (untimed);
   then --scrapes GETs of /metrics: wall ms, daemon CPU ms around each, series (non-comment
-    lines), bytes; /readyz status.
+    lines), bytes; after each, one GET as Prometheus makes it (OpenMetrics preferred, gzip
+    accepted): its daemon CPU ms ("prom cpu"); /readyz status.
 Prints one JSON line per N, then a table.
 """
 
@@ -143,7 +144,7 @@ COLUMNS = (
     ("N", "pods", "%6d"), ("load s", "load_s", "%6.1f"), ("cpu% q", "cpu_pct_quiet", "%6.2f"),
     ("sys% q", "cpu_pct_quiet_system", "%6.2f"), ("loop% q", "cpu_pct_quiet_loop", "%7.2f"), ("cpu% c", "cpu_pct_creates", "%6.2f"), ("RSS0", "rss_start_mib", "%6.1f"), ("RSS1", "rss_end_mib", "%6.1f"),
     ("HWM", "hwm_mib", "%6.1f"), ("fds", "fds_max", "%5d"), ("scr ms", "scrape_wall_ms_p50", "%7.1f"),
-    ("scr cpu", "scrape_cpu_ms_p50", "%7.1f"), ("series", "series", "%7d"), ("KiB", "body_kib", "%6.0f"),
+    ("scr cpu", "scrape_cpu_ms_p50", "%7.1f"), ("prom cpu", "prometheus_scrape_cpu_ms_p50", "%8.1f"), ("series", "series", "%7d"), ("KiB", "body_kib", "%6.0f"),
     ("ready", "readyz", "%5d"), ("cc p50", "create_p50_us", "%7.0f"), ("cc p99", "create_p99_us", "%7.0f"),
     ("cc max", "create_max_us", "%7.0f"), ("fl p50", "floor_p50_us", "%7.0f"), ("fl p99", "floor_p99_us", "%7.0f"),
     ("fl max", "floor_max_us", "%7.0f"), ("x p50", "ratio_p50", "%5.2f"), ("x p99", "ratio_p99", "%5.2f"),
@@ -195,9 +196,15 @@ def run_ns(pid: int) -> int:
     return total
 
 
-def http_get(url: str, timeout: float = 10.0) -> tuple[int, bytes]:
+# what Prometheus 2.x and 3.x send by default: OpenMetrics preferred, gzip accepted
+PROMETHEUS_HEADERS = {"Accept": "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                                "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+                      "Accept-Encoding": "gzip"}
+
+
+def http_get(url: str, timeout: float = 10.0, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=timeout) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
@@ -346,14 +353,19 @@ async def create_probes(peer: RuntimePeer, pods, creates: int, seconds: float) -
 
 
 async def scrapes(port: int, pid: int, count: int) -> dict[str, float]:
-    walls, cpus, body = [], [], b""
+    """`count` plain scrapes (text format, no gzip), each followed by one as Prometheus asks."""
+    walls, cpus, body, prometheus_cpus = [], [], b"", []
+    url = "http://127.0.0.1:%d/metrics" % port
     for _ in range(count):
         cpu0, t0 = run_ns(pid), time.perf_counter()
-        _, body = await asyncio.to_thread(http_get, "http://127.0.0.1:%d/metrics" % port)
+        _, body = await asyncio.to_thread(http_get, url)
         walls.append((time.perf_counter() - t0) * 1000)
-        cpus.append((run_ns(pid) - cpu0) / 1e6)  # includes whatever else ran meanwhile
+        cpu1 = run_ns(pid)
+        cpus.append((cpu1 - cpu0) / 1e6)  # includes whatever else ran meanwhile
+        await asyncio.to_thread(http_get, url, 10.0, PROMETHEUS_HEADERS)
+        prometheus_cpus.append((run_ns(pid) - cpu1) / 1e6)
         await asyncio.sleep(1.0)
-    return scrape_figures(walls, cpus, body)
+    return {**scrape_figures(walls, cpus, body), "prometheus_scrape_cpu_ms_p50": pct(prometheus_cpus, 0.5)}
 
 
 async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree, pods) -> dict:
