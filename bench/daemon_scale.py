@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -353,8 +354,11 @@ async def create_probes(peer: RuntimePeer, pods, creates: int, seconds: float) -
 
 
 async def scrapes(port: int, pid: int, count: int) -> dict[str, float]:
-    """`count` plain scrapes (text format, no gzip), each followed by one as Prometheus asks."""
+    """`count` plain scrapes (text format, no gzip), each followed by one as Prometheus asks.
+    The pauses between them vary (0.5-1.5 s): a fixed 1 s pause kept meeting the same phase
+    of the daemon's 1 s collection round, whose CPU the figure then included every time."""
     walls, cpus, body, prometheus_cpus = [], [], b"", []
+    pauses = random.Random(count)
     url = "http://127.0.0.1:%d/metrics" % port
     for _ in range(count):
         cpu0, t0 = run_ns(pid), time.perf_counter()
@@ -364,7 +368,7 @@ async def scrapes(port: int, pid: int, count: int) -> dict[str, float]:
         cpus.append((cpu1 - cpu0) / 1e6)  # includes whatever else ran meanwhile
         await asyncio.to_thread(http_get, url, 10.0, PROMETHEUS_HEADERS)
         prometheus_cpus.append((run_ns(pid) - cpu1) / 1e6)
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(pauses.uniform(0.5, 1.5))
     return {**scrape_figures(walls, cpus, body), "prometheus_scrape_cpu_ms_p50": pct(prometheus_cpus, 0.5)}
 
 
