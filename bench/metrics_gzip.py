@@ -75,5 +75,6 @@ def row(n: int, found: list[tuple[str, ModuleType]], repeats: int) -> list[str]:
         cells += ["%.2f" % cpu, "{:,.0f}".format(len(packed[name]) / 1024), "%.1f" % (cpu / cpus[-1])]
     return cells + ["%.2f" % cpus[-1]]
 
+
 if __name__ == "__main__":
     main()

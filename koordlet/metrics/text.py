@@ -81,7 +81,7 @@ _TEXT_TYPE = {"info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram
 _TEXT_SUFFIX = {"counter": "_total", "info": "_info"}
 _PLAIN_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 _PLAIN_LABEL = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*\Z")
-OM_EOF = "# EOF\n"
+_OM_EOF = "# EOF\n"
 _OM_ONLY_SUFFIXES = ("_created", "_gsum", "_gcount")  # prometheus_client moves these to families of their own
 
 _SeriesId = tuple[str, tuple[tuple[str, str], ...]]
@@ -128,7 +128,8 @@ class RegistryText:
         special = tuple(metric.name + suffix for suffix in _OM_ONLY_SUFFIXES)
         lines = [header]
         for sample in metric.samples:
-            if sample.timestamp is not None or (openmetrics and (sample.exemplar or sample.native_histogram)):
+            native = getattr(sample, "native_histogram", None)  # not a Sample field in every release
+            if sample.timestamp is not None or (openmetrics and (sample.exemplar or native)):
                 return None
             series = (sample.name, tuple(sample.labels.items()))
             prefix = known.get(series)
@@ -170,4 +171,4 @@ def _generated(metric: Metric, openmetrics: bool) -> str:
     if not openmetrics:
         return generate_latest(_OneMetric(metric)).decode()
     text = om_generate_latest(_OneMetric(metric)).decode()
-    return text[:-len(OM_EOF)] if text.endswith(OM_EOF) else text
+    return text[:-len(_OM_EOF)] if text.endswith(_OM_EOF) else text
