@@ -20,19 +20,19 @@ from types import ModuleType
 
 from bench.metrics_scrape import NOW, fake_pods, filled_store, psi_snapshots, timed_ms
 from koordlet.metricsadvisor.exporter import AdvisorExporter
-from koordlet.server.http_endpoint import gzip_parts
+from koordlet.server.http_endpoint import gzip_module, gzip_parts
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo
 
 
 def packers() -> list[tuple[str, ModuleType]]:
+    """zlib, and the endpoint's own packer when it is another (isal's)."""
     found = [("zlib", zlib)]
-    try:
-        from isal import isal_zlib
-    except ImportError:
+    module = gzip_module()
+    if module is zlib:
         print("metrics_gzip: isal is not installed (pip install '.[fast]'): zlib only")
     else:
-        found.append(("isal", isal_zlib))
+        found.append(("isal", module))
     return found
 
 

@@ -128,8 +128,9 @@ class RegistryText:
         special = tuple(metric.name + suffix for suffix in _OM_ONLY_SUFFIXES)
         lines = [header]
         for sample in metric.samples:
-            native = getattr(sample, "native_histogram", None)  # not a Sample field in every release
-            if sample.timestamp is not None or (openmetrics and (sample.exemplar or native)):
+            # (native_histogram: not a Sample field in every prometheus_client release)
+            if sample.timestamp is not None or (openmetrics and (
+                    sample.exemplar or getattr(sample, "native_histogram", None))):
                 return None
             series = (sample.name, tuple(sample.labels.items()))
             prefix = known.get(series)
