@@ -23,7 +23,10 @@ After --warmup seconds:
     held, as containerd does); the probe container is removed again (untimed);
   then --scrapes GETs of /metrics: wall ms, daemon CPU ms around each, series (non-comment
     lines), bytes; after each, one GET as Prometheus makes it (OpenMetrics preferred, gzip
-    accepted): its daemon CPU ms ("prom cpu"); /readyz status.
+    accepted): its daemon CPU ms ("prom cpu"); /readyz status;
+  with --scraped-creates K, another window of K CreateContainer probes while /metrics is
+    scraped back to back as Prometheus asks (a render holding the GIL in a worker thread
+    whenever a probe comes: the worst case).
 Prints one JSON line per N, then a table.
 """
 
@@ -372,6 +375,30 @@ async def scrapes(port: int, pid: int, count: int) -> dict[str, float]:
     return {**scrape_figures(walls, cpus, body), "prometheus_scrape_cpu_ms_p50": pct(prometheus_cpus, 0.5)}
 
 
+async def creates_while_scraped(peer: RuntimePeer, pods, port: int, creates: int,
+                                seconds: float) -> tuple[list[float], list[float], int]:
+    """create_probes while a client scrapes /metrics as Prometheus does, one scrape right
+    after the other: each probe meets a render holding the GIL in a worker thread (the worst
+    case; a real Prometheus scrapes every 15-30 s). Returns the probes and the scrapes made."""
+    url = "http://127.0.0.1:%d/metrics" % port
+    done = asyncio.Event()
+    scraped = 0
+
+    async def scrape_until_done() -> None:
+        nonlocal scraped
+        while not done.is_set():
+            await asyncio.to_thread(http_get, url, 10.0, PROMETHEUS_HEADERS)
+            scraped += 1
+
+    scraper = asyncio.ensure_future(scrape_until_done())
+    try:
+        full, floor = await create_probes(peer, pods, creates, seconds)
+    finally:
+        done.set()
+        await scraper
+    return full, floor, scraped
+
+
 async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree, pods) -> dict:
     port = free_port()
     sock = tmp / "nri.sock"
@@ -396,6 +423,8 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
             full, floor = await create_probes(peer, pods, args.creates, args.window)
             s2 = proc_sample(daemon.pid)
             scraped = await scrapes(port, daemon.pid, args.scrapes)
+            if args.scraped_creates:
+                while_scraped = await creates_while_scraped(peer, pods, port, args.scraped_creates, args.window)
             readyz, _ = await asyncio.to_thread(http_get, "http://127.0.0.1:%d/readyz" % port)
         finally:
             codes = [stop_process(p) for p in reversed(procs)]
@@ -403,6 +432,9 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
               "window_s": args.window, "daemon_args": args.daemon_arg, **window_figures(s0, s1, s2), **scraped, "readyz": readyz,
               "create": latency(full), "floor": latency(floor), **ratios(latency(full), latency(floor)),
               "daemon_exit": codes[-1], "daemon_log_lines": log_path.read_bytes().count(b"\n")}
+    if args.scraped_creates:
+        full, floor, count = while_scraped
+        result["while_scraped"] = {"scrapes": count, "create": latency(full), "floor": latency(floor)}
     return result
 
 
@@ -447,6 +479,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--window", type=float, default=30.0, help="seconds of the quiet and of the create window")
     parser.add_argument("--creates", type=int, default=200, help="CreateContainer probes in the create window")
     parser.add_argument("--scrapes", type=int, default=5)
+    parser.add_argument("--scraped-creates", type=int, default=0,
+                        help="then this many CreateContainer probes over another --window while /metrics is "
+                             "scraped back to back as Prometheus asks (JSON key while_scraped; 0: skipped)")
     parser.add_argument("--daemon-arg", action="append", default=[],
                         help="one more flag for the daemon, repeatable (e.g. --daemon-arg=--collect-res-used-interval-seconds=2)")
     parser.add_argument("--keep-log", default="", help="copy the daemon's log of each N to <this>-<N>.log")
@@ -478,6 +513,18 @@ def main() -> None:
           "MiB; scr: /metrics wall ms p50 and daemon CPU ms; cc: CreateContainer to koordlet us; fl: to the empty "
           "plugin (floor) us; x: ratio")
     print(table(results))
+    for result in results:
+        if "while_scraped" in result:
+            print(while_scraped_line(result))
+
+
+def while_scraped_line(result: dict) -> str:
+    scraped = result["while_scraped"]
+    full, floor = scraped["create"], scraped["floor"]
+    return ("N=%d, CreateContainer while /metrics is scraped back to back (%d scrapes): p50 / p99 / max %.0f / %.0f / "
+            "%.0f us, floor %.0f / %.0f / %.0f us; x p50 %.2f, x p99 %.2f"
+            % (result["pods"], scraped["scrapes"], full["p50_us"], full["p99_us"], full["max_us"], floor["p50_us"],
+               floor["p99_us"], floor["max_us"], full["p50_us"] / floor["p50_us"], full["p99_us"] / floor["p99_us"]))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from bench.daemon_scale import (
     ratios,
     scrape_figures,
     table,
+    while_scraped_line,
     window_figures,
     workload,
 )
@@ -64,3 +65,9 @@ def test_table_has_a_row_per_result() -> None:
               "floor": floor, **ratios(lat, floor)}
     lines = table([result]).splitlines()
     assert len(lines) == 2 and lines[1].split()[0] == "7"
+
+
+def test_the_while_scraped_line_gives_both_latencies_and_their_ratios() -> None:
+    result = {"pods": 7, "while_scraped": {"scrapes": 3, "create": latency([400.0]), "floor": latency([100.0])}}
+    line = while_scraped_line(result)
+    assert "N=7" in line and "3 scrapes" in line and "x p50 4.00" in line and "x p99 4.00" in line
