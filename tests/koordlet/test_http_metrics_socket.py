@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import sys
 
 from prometheus_client import CollectorRegistry, Gauge
 
 from koordlet.agent import Readiness
+from koordlet.config import defaults
 from koordlet.server.http_endpoint import HttpEndpoint
 
 
@@ -47,3 +49,23 @@ async def test_a_body_of_megabytes_arrives_whole_plain_gzipped_and_not_for_head(
         assert b"content-length: %d" % len(expected) in head and nothing == b""
     finally:
         await endpoint.stop()
+
+
+async def test_a_served_render_runs_with_the_lowered_switch_interval_and_restores_it():
+    seen: list[float] = []
+
+    def render(om, internal, external):
+        seen.append(sys.getswitchinterval())
+        return [b"test_one 1.0\n"]
+
+    endpoint = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))
+    endpoint.add_metrics_parts(render)
+    before = sys.getswitchinterval()
+    await endpoint.start()
+    try:
+        head, body = await request(endpoint.bound_port, b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+    finally:
+        await endpoint.stop()
+    assert head.startswith(b"http/1.1 200") and body.endswith(b"test_one 1.0\n")
+    assert seen == [min(before, defaults.HTTP_RENDER_SWITCH_INTERVAL_SECONDS)]
+    assert sys.getswitchinterval() == before
