@@ -24,6 +24,7 @@ import resource
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from system.errors import Gone, InvalidValue, classify_os_error
 
@@ -68,9 +69,14 @@ def _ascii(text: str, path: str) -> bytes:
 
 def read_fd_text(fd: int) -> str:
     """Read a whole small kernel file from offset 0 of an open fd."""
+    return read_fd_bytes(fd).decode("ascii", "replace")
+
+
+def read_fd_bytes(fd: int) -> bytes:
+    """`read_fd_text` undecoded."""
     first = os.pread(fd, READ_CHUNK, 0)
     if len(first) < READ_CHUNK:  # the common case: the whole file in one read
-        return first.decode("ascii", "replace")
+        return first
     chunks = [first]
     offset = len(first)
     while True:
@@ -81,7 +87,7 @@ def read_fd_text(fd: int) -> str:
         offset += len(chunk)
         if len(chunk) < READ_CHUNK:
             break
-    return b"".join(chunks).decode("ascii", "replace")
+    return b"".join(chunks)
 
 
 def read_path_text(path: str) -> str:
@@ -250,10 +256,11 @@ class FileBatch:
     and the output buffers are made once and reused, and the path strings are dropped once
     packed (as ValueBatch's specs). One reader at a time."""
 
-    def __init__(self, paths: Sequence[str], native: bool = True) -> None:
+    def __init__(self, paths: Sequence[str], native: bool = True, bytes_per_file: int = 256) -> None:
         self._paths: tuple[str, ...] | None = tuple(paths)
         self._count = len(self._paths)
         self._native = native and _read_files is not None
+        self._bytes_per_file = bytes_per_file  # the output's room a file before it grows
         self._output: _Output | None = None  # made by the first read (in the reading thread)
 
     def __len__(self) -> int:
@@ -270,15 +277,25 @@ class FileBatch:
         """Each file's bytes, None where it could not be read (gone, absent, refused)."""
         if not self._native:
             return [_read_or_none(path) for path in self.paths]
+        return self._read_native(_split)
+
+    def read_texts(self) -> list[str | None]:
+        """Each file's text as ASCII, stripped, None where it could not be read: the
+        batch's output decoded in one go and cut per file."""
+        if not self._native:
+            return [None if data is None else _ascii_text(data) for data in self.read()]
+        return self._read_native(_split_texts)
+
+    def _read_native(self, split: Callable[..., list[Any]]) -> list[Any]:
         if self._output is None:
             self._anchored, below = _Anchored.of(self.paths)
             self._blob = b"".join(path + b"\0" for path in below)
             self._output = _Output()
-            self._output.fit(self._count, 256)
+            self._output.fit(self._count, self._bytes_per_file)
             self._paths = None
         anchored = self._anchored
         return _read_into(self._output, self._count, lambda: self.paths, self._blob, anchored.blob, anchored.count,
-                          anchored.anchor_of)
+                          anchored.anchor_of, split)
 
 
 class _Output:
@@ -335,17 +352,18 @@ def read_files_once(paths: Sequence[str]) -> list[bytes | None]:
 
 
 def _read_into(output: _Output, n: int, paths: Callable[[], Sequence[str]], blob: bytes, anchors: bytes,
-               anchor_count: int, anchor_of: object) -> list[bytes | None]:
+               anchor_count: int, anchor_of: object, split: Callable[..., list[Any]] | None = None) -> list[Any]:
     """One koord_read_files call over the n files packed in `blob` (opened relative to the
     packed `anchors` as anchor_of says), again with a doubled buffer while some
-    file found no room; `paths()` gives their paths (only a file too long is read again)."""
+    file found no room; `paths()` gives their paths (only a file too long is read again).
+    The output is cut per file by `split` (default `_split`: bytes)."""
     assert _read_files is not None
     while True:
         _read_files(anchors, anchor_count, blob, anchor_of, n, output.out, output.cap, BATCH_FILE_MAX,
                     output.offsets, output.lens)
         lens = list(output.lens[0:n])
         if -errno.ENOBUFS not in lens:
-            return _split(paths, output.out, list(output.offsets[0:n]), lens)
+            return (split or _split)(paths, output.out, list(output.offsets[0:n]), lens)
         output.grow(output.cap * 2)
 
 
@@ -353,19 +371,44 @@ def _split(paths: Callable[[], Sequence[str]], buffer: object, offsets: list[int
            lens: list[int]) -> list[bytes | None]:
     """The C reader's output cut per file: None where it failed, a file that filled its
     BATCH_FILE_MAX bytes read again whole."""
+    return _cut(paths, _output_bytes(buffer, offsets, lens), offsets, lens, _read_or_none)
+
+
+def _split_texts(paths: Callable[[], Sequence[str]], buffer: object, offsets: list[int],
+                 lens: list[int]) -> list[str | None]:
+    """`_split` as ASCII texts, stripped. The output is decoded once: an undecodable byte
+    becomes one replacement character, so the byte offsets stay the text's offsets."""
+    def whole(path: str) -> str | None:
+        data = _read_or_none(path)
+        return None if data is None else _ascii_text(data)
+    text = _output_bytes(buffer, offsets, lens).decode("ascii", "replace")
+    return [None if part is None else part.strip() for part in _cut(paths, text, offsets, lens, whole)]
+
+
+def _output_bytes(buffer: object, offsets: list[int], lens: list[int]) -> bytes:
     assert _ffi is not None
-    data = _ffi.buffer(buffer, offsets[-1] + max(0, lens[-1]) if offsets else 0)[:]
-    out: list[bytes | None] = []
+    return _ffi.buffer(buffer, offsets[-1] + max(0, lens[-1]) if offsets else 0)[:]
+
+
+def _cut(paths: Callable[[], Sequence[str]], data: Any, offsets: list[int], lens: list[int],
+         whole: Callable[[str], Any]) -> list[Any]:
+    """`data` cut per file: None where the file failed, `whole(path)` for a file that
+    filled its BATCH_FILE_MAX bytes."""
+    out: list[Any] = []
     named: Sequence[str] = ()  # the paths, read back at the first file too long
     for i, (offset, length) in enumerate(zip(offsets, lens)):
         if length < 0:
             out.append(None)
         elif length == BATCH_FILE_MAX:
             named = named or paths()
-            out.append(_read_or_none(named[i]))
+            out.append(whole(named[i]))
         else:
             out.append(data[offset:offset + length])
     return out
+
+
+def _ascii_text(data: bytes) -> str:
+    return data.decode("ascii", "replace").strip()
 
 
 def _read_or_none(path: str) -> bytes | None:
@@ -374,7 +417,7 @@ def _read_or_none(path: str) -> bytes | None:
     except OSError:
         return None
     try:
-        return read_fd_text(fd).encode("ascii")
+        return read_fd_bytes(fd)  # as the C reader gives it: a byte ASCII has no letter for kept
     except OSError:
         return None
     finally:

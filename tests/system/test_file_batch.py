@@ -36,6 +36,24 @@ def test_a_batch_reads_what_a_one_shot_read_reads(tmp_path: Path, native: bool):
     assert batch.paths == tuple(paths + [str(tmp_path / "gone")]) and len(batch) == len(paths) + 1
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_a_batch_reads_texts_as_its_bytes_decoded_and_stripped(tmp_path: Path, native: bool):
+    paths = files(tmp_path)
+    odd = tmp_path / "odd"
+    odd.write_bytes(b"\xff1\n")  # a byte ASCII has no letter for, ahead of the next file's offset
+    paths.append(str(odd))
+    paths.append(str(tmp_path / "gone"))
+    tail = tmp_path / "tail"
+    tail.write_text("  42 \n")
+    paths.append(str(tail))
+    batch = FileBatch(paths, native=native, bytes_per_file=8)  # a small first buffer, grown
+    expected = [None if data is None else data.decode("ascii", "replace").strip() for data in batch.read()]
+    assert batch.read_texts() == expected
+    assert expected[-3:] == ["\ufffd1", None, "42"]
+    assert len(expected[3]) == BATCH_FILE_MAX * 2 + 3  # the long file, read again whole
+    assert FileBatch([]).read_texts() == []
+
+
 def test_a_small_first_buffer_grows(tmp_path: Path):
     paths = [str(tmp_path / ("f%d" % i)) for i in range(40)]
     for i, path in enumerate(paths):
