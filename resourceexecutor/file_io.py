@@ -7,10 +7,21 @@ protocol, which tests wrap to record or count writes.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from system.file_io import DEFAULT_FD_CAP, KeptFdPool, fd_budget, read_files_once, read_path_text, write_path_text
+from system.file_io import (
+    DEFAULT_FD_CAP,
+    FileBatch,
+    KeptFdPool,
+    fd_budget,
+    read_files_once,
+    read_path_text,
+    write_path_text,
+)
+
+# What a kept reader returns on each call: every file's text, stripped, None where unreadable.
+KeptReader = Callable[[], list[str | None]]
 
 
 class CgroupFileIO(Protocol):
@@ -21,6 +32,12 @@ class CgroupFileIO(Protocol):
     def read_many(self, paths: Sequence[str]) -> list[str | None]:
         """Each file's text, stripped, None where it could not be read. Holds no fd
         afterwards: a periodic check of thousands of files must not churn kept fds."""
+        ...
+
+    def kept_reader(self, paths: Sequence[str]) -> KeptReader:
+        """`read_many` of these files for a caller that reads the same ones again and again:
+        what a batch sets up once (the directories the files are opened relative to, the
+        buffers) is kept in the reader. Holds no fd between calls."""
         ...
 
     def write(self, path: str, text: str) -> None:
@@ -50,6 +67,9 @@ class KernelFileIO:
     def read_many(self, paths: Sequence[str]) -> list[str | None]:
         return read_batch(paths)
 
+    def kept_reader(self, paths: Sequence[str]) -> KeptReader:
+        return TextBatch(paths)
+
     def write(self, path: str, text: str) -> None:
         write_path_text(path, text)
 
@@ -67,6 +87,22 @@ def read_batch(paths: Sequence[str]) -> list[str | None]:
     """open + read + close of each file in one call of the C reader (file by file without
     it), no fd kept: the kept-fd pool's 512 fds would churn on the reconciler's thousands."""
     return [None if data is None else data.decode("ascii", "replace").strip() for data in read_files_once(paths)]
+
+
+class TextBatch:
+    """A FileBatch whose reads come back as `read_many`'s stripped texts."""
+
+    __slots__ = ("_batch",)
+
+    # Room a file gets in the batch's buffer before it grows: the files the executor
+    # writes hold a number or a short list.
+    BYTES_PER_FILE = 64
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self._batch = FileBatch(paths, bytes_per_file=self.BYTES_PER_FILE)
+
+    def __call__(self) -> list[str | None]:
+        return self._batch.read_texts()
 
 
 def default_max_open(cap: int = DEFAULT_FD_CAP) -> int:
@@ -100,6 +136,9 @@ class KeptFdFileIO:
 
     def read_many(self, paths: Sequence[str]) -> list[str | None]:
         return read_batch(paths)  # past the pool: its fds are for the files written again and again
+
+    def kept_reader(self, paths: Sequence[str]) -> KeptReader:
+        return TextBatch(paths)
 
     def write(self, path: str, text: str) -> None:
         self.pool.write(path, text)

@@ -172,7 +172,8 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
 
 class CountingIO(KeptFdFileIO):
     """The executor's real kept-fd IO, counting what it reads: the drift read-back
-    (`read_many`, one C batch) and the executor's own one-file reads."""
+    (`read_many` and the kept readers, one C batch each) and the executor's own
+    one-file reads."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -182,6 +183,14 @@ class CountingIO(KeptFdFileIO):
     def read_many(self, paths):
         self.read_back.extend(paths)
         return super().read_many(paths)
+
+    def kept_reader(self, paths):
+        read = super().kept_reader(paths)
+
+        def counted():
+            self.read_back.extend(paths)
+            return read()
+        return counted
 
     def read(self, path: str) -> str:
         self.single_reads += 1

@@ -226,6 +226,52 @@ def test_periodic_passes_read_back_the_kube_qos_files_every_time(tmp_path: Path)
         assert files.read("cpu.bvt_warp_ns", "kubepods/besteffort") == -1 and result.drifted >= 1
 
 
+class KeptReadersTreeIO(FakeTreeIO):
+    """The fake tree's IO, noting the kept readers it made."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[str, ...]] = []
+
+    def kept_reader(self, paths):
+        self.made.append(tuple(paths))
+        return super().kept_reader(paths)
+
+
+def test_a_turns_read_back_is_kept_while_its_pods_keep_their_plans(tmp_path: Path) -> None:
+    """A periodic pass reads its turn's share of the pods through a reader kept per share:
+    the next rotation reads through the same ones; a pod whose plan changed gets its share
+    a new one, the other shares keep theirs; drift is repaired through either."""
+    host, files, engine, qos_dirs, states, be, _ = setup(tmp_path, build_v1_tree)
+    for i in range(20):
+        pod = make_pod("be-extra-%d" % i, KoordQoSClass.BE, annotations={ANNOT: ext_spec(main=batch("500", "1Gi"))})
+        add_cgroup(host, pod.cgroup_parent)
+        for c in pod.containers:
+            add_cgroup(host, c.cgroup_dir)
+        states.put(pod)
+    io = KeptReadersTreeIO()
+    reconciler = Reconciler(engine, ResourceExecutor(files, io=io), 10.0, qos_dirs=qos_dirs)
+    reconciler.reconcile_once(full=True)
+    turns = reconciler.turns
+
+    def one_rotation_repairs(cgroup_dir: str) -> None:
+        set_cgroup_file(host, cgroup_dir, "cpu.shares", "4096")
+        drifted = sum(reconciler.reconcile_once(full=True, rotating=True).drifted for _ in range(turns))
+        assert drifted == 1 and files.read("cpu.shares", cgroup_dir) == 512
+
+    one_rotation_repairs(be.cgroup_parent)
+    first = list(io.made)
+    every_file = [path for paths in first for path in paths]
+    assert len(every_file) == len(set(every_file)) and be.cgroup_parent in " ".join(every_file)
+    one_rotation_repairs(be.containers[0].cgroup_dir)
+    assert io.made == first  # the same readers, read again
+    changed = make_pod("be-extra-0", KoordQoSClass.BE, annotations={ANNOT: ext_spec(main=batch("700", "1Gi"))})
+    states.put(changed)
+    reconciler.reconcile_once(full=False)  # the change: the pod's new plan written
+    one_rotation_repairs(be.cgroup_parent)
+    assert len(io.made) == len(first) + 1
+    assert any(changed.cgroup_parent in path for path in io.made[-1])
+
+
 class ThreadNotingTreeIO(FakeTreeIO):
     """The fake tree's IO, noting which threads read and wrote."""
 
