@@ -214,6 +214,13 @@ def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
     }
 
 
+def scale_arguments(args: argparse.Namespace) -> argparse.Namespace:
+    """daemon_scale's options for `run_one`: its defaults, with this bench's window."""
+    from bench import daemon_scale as scale
+    return scale.parse_args(["--warmup", str(args.warmup), "--window", str(args.window),
+                             "--creates", str(args.creates), "--scrapes", "2"])
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--as-daemon":
         out, hold_ms, freeze_after = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
@@ -269,9 +276,7 @@ def main() -> None:
             window.append(time.monotonic())
 
     scale.create_probes = timed_probes
-    scale_args = argparse.Namespace(warmup=args.warmup, window=args.window, creates=args.creates, scrapes=2,
-                                    keep_log="", daemon_arg=[])
-    result = scale.run_one(scale_args, args.pods)
+    result = scale.run_one(scale_arguments(args), args.pods)
     print(json.dumps({k: result[k] for k in ("pods", "create", "floor", "ratio_p50", "ratio_p99",
                                              "cpu_pct_quiet", "cpu_pct_creates", "rss_end_mib")}))
     data = json.loads(Path(args.out).read_text())

@@ -133,8 +133,8 @@ def main() -> None:
     daemon_scale.daemon_command = traced_command  # type: ignore[assignment]
     daemon_scale.proc_sample = sample_and_snapshot
     daemon_scale.configure_logging("warning", "json")
-    run_args = argparse.Namespace(warmup=args.warmup, window=args.window, creates=20, scrapes=1, keep_log="",
-                                  daemon_arg=[])
+    run_args = daemon_scale.parse_args(["--warmup", str(args.warmup), "--window", str(args.window),
+                                        "--creates", "20", "--scrapes", "1"])
     print("daemon_memory: the daemon_scale daemon at %d pods x 2 containers under tracemalloc (%d frames); snapshot "
           "at the end of a %.0f s quiet window after %.0f s of warm-up" % (args.pods, args.frames, args.window,
                                                                            args.warmup),

@@ -472,7 +472,9 @@ def raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (`argv`, or sys.argv's); `parse_args([])` gives every option's
+    default, for the benches that run `run_one` with a few of them changed."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", default="100,1000,3000", help="comma-separated pod counts")
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds after the pods are delivered")
@@ -486,7 +488,7 @@ def parse_args() -> argparse.Namespace:
                         help="one more flag for the daemon, repeatable (e.g. --daemon-arg=--collect-res-used-interval-seconds=2)")
     parser.add_argument("--keep-log", default="", help="copy the daemon's log of each N to <this>-<N>.log")
     parser.add_argument("--serve-empty", default=None, help=argparse.SUPPRESS)
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 def main() -> None:

@@ -5,6 +5,8 @@ No daemon, no timing: the bench itself prints the figures (docs/PERFORMANCE.md).
 
 from __future__ import annotations
 
+import argparse
+
 from bench.daemon_scale import (
     ProcSample,
     cgroup_dirs,
@@ -71,3 +73,13 @@ def test_the_while_scraped_line_gives_both_latencies_and_their_ratios() -> None:
     result = {"pods": 7, "while_scraped": {"scrapes": 3, "create": latency([400.0]), "floor": latency([100.0])}}
     line = while_scraped_line(result)
     assert "N=7" in line and "3 scrapes" in line and "x p50 4.00" in line and "x p99 4.00" in line
+
+
+def test_the_benches_that_drive_daemon_scale_pass_every_option_it_reads() -> None:
+    """daemon_holds and daemon_memory run `run_one` with daemon_scale's own defaults and their
+    window: an option daemon_scale gains reaches them (--scraped-creates once did not)."""
+    from bench import daemon_holds, daemon_scale
+    defaults = vars(daemon_scale.parse_args([]))
+    holds = vars(daemon_holds.scale_arguments(argparse.Namespace(warmup=5.0, window=7.0, creates=9)))
+    assert holds.keys() == defaults.keys()
+    assert (holds["warmup"], holds["window"], holds["creates"], holds["scraped_creates"]) == (5.0, 7.0, 9, 0)
