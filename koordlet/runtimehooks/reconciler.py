@@ -339,7 +339,7 @@ class Reconciler:
                 taken = 0
             else:
                 turn = None
-                _, per_pod, taken = self._step_pods(executor, pods, taken)
+                per_pod, taken = self._step_pods(executor, pods, taken)
                 levels = [[], [u for pod_level, _ in per_pod for u in pod_level],
                           [u for _, container_level in per_pod for u in container_level] if with_containers else []]
                 to_check = levels[1] + levels[2] if full and not rotating else []
@@ -375,13 +375,12 @@ class Reconciler:
         return kept
 
     def _step_pods(self, executor: ResourceExecutor, pods: Sequence[PodInfo],
-                   start: int) -> tuple[list[PodInfo], list[tuple[list[Updater], list[Updater]]], int]:
-        """The next step's pods from `start` as the informer holds them now (one may have
-        changed or gone since the pass began) and their updaters: PODS_PER_PASS_STEP pods,
-        or fewer once they held the loop STEP_SECONDS; and where the next step starts."""
+                   start: int) -> tuple[list[tuple[list[Updater], list[Updater]]], int]:
+        """The updaters of the next step's pods from `start`, as the informer holds them now
+        (one may have changed or gone since the pass began): PODS_PER_PASS_STEP pods, or fewer
+        once they held the loop STEP_SECONDS; and where the next step starts."""
         clock = self._step_clock
         began = clock()
-        current: list[PodInfo] = []
         per_pod: list[tuple[list[Updater], list[Updater]]] = []
         end = min(start + PODS_PER_PASS_STEP, len(pods))
         pod_now, plan_of, built = self.engine.states.pod, self.engine.plan, self._built
@@ -390,14 +389,13 @@ class Reconciler:
             pod = pod_now(pods[at].uid)
             at += 1
             if pod is not None:
-                current.append(pod)
                 plan = plan_of(pod)
                 kept = built.get(plan.uid)
                 per_pod.append((kept[1], kept[2]) if kept is not None and kept[0] is plan
                                else self._updaters(executor, plan))
                 if clock() - began >= STEP_SECONDS:
                     break
-        return current, per_pod, at
+        return per_pod, at
 
     def _updaters(self, executor: ResourceExecutor, plan: PodPlan) -> tuple[list[Updater], list[Updater]]:
         """The pod's and its containers' updaters, built again only when its plan changed."""
