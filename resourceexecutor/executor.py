@@ -109,11 +109,11 @@ class ResourceExecutor:
         container).  Plain resources are written in pass one at their level.
         Results are in the order of the flattened levels."""
         flat: list[Updater] = []
-        groups: list[list[int]] = []
+        groups: list[range] = []  # each level's positions in flat: made for every batch, read only when it has work
         for level in levels:
             start = len(flat)
             flat.extend(level)
-            groups.append(list(range(start, len(flat))))
+            groups.append(range(start, len(flat)))
         return self._run(flat, groups, use_cache, rollback)
 
     # ------------------------------------------------------------ off the event loop
@@ -193,7 +193,7 @@ class ResourceExecutor:
 
     # ------------------------------------------------------------ internals
 
-    def _run(self, updaters: Sequence[Updater], explicit_levels: list[list[int]] | None,
+    def _run(self, updaters: Sequence[Updater], explicit_levels: Sequence[Sequence[int]] | None,
              use_cache: bool, rollback: bool) -> BatchResult:
         if self._owner is not None and self._owner != threading.get_ident():
             raise RuntimeError("a batch outside the executor's IO thread: use apply_batch/apply_levels")
@@ -234,7 +234,7 @@ class ResourceExecutor:
 
     @staticmethod
     def _schedule(updaters: Sequence[Updater], todo: list[int],
-                  explicit_levels: list[list[int]] | None) -> list[tuple[Step, int]]:
+                  explicit_levels: Sequence[Sequence[int]] | None) -> list[tuple[Step, int]]:
         if explicit_levels is not None:
             wanted = set(todo)
             levels = [[i for i in level if i in wanted] for level in explicit_levels]
