@@ -331,10 +331,14 @@ class Reconciler:
         # kept batch of the files their updaters of the last pass name (a pod new or changed
         # since is read again by the executor once its entries age past the force-update window)
         turn = self._turn_read_back(turns, share) if rotating else None
+        pod_count = len(pods)
+        settled: tuple[list[Updater], list[Updater]] = ([], [])
+        if rotating and dirty is not None:
+            pods = self._settle(pods, dirty, settled)
         taken = -1  # pods of the pass taken into steps so far; -1: the QoS tiers' step first
         while taken < len(pods):
-            if taken < 0:  # the QoS tiers, alone, read back on every full pass
-                levels = [qos_level, [], []]
+            if taken < 0:  # the QoS tiers, read back on every full pass (and a periodic pass's settled pods)
+                levels = [qos_level, *settled]
                 to_check = qos_level if full else []
                 taken = 0
             else:
@@ -353,7 +357,7 @@ class Reconciler:
         busy += time.perf_counter() - started
         writes = outcomes.count(Outcome.WRITTEN)
         problems = outcomes.count(Outcome.INVALID) + outcomes.count(Outcome.FAILED)
-        outcome = PassResult(full, len(pods), len(outcomes), writes, problems, busy, checked, drifted, rotating)
+        outcome = PassResult(full, pod_count, len(outcomes), writes, problems, busy, checked, drifted, rotating)
         self.metrics.record(outcome)
         self.passes += 1
         self.last = outcome
@@ -361,6 +365,24 @@ class Reconciler:
             log.info("runtime_hooks_reconciled", full=full, rotating=rotating, pods=outcome.pods, writes=writes,
                      problems=problems, drifted=drifted)
         return outcome
+
+    def _settle(self, pods: list[PodInfo], dirty: set[str],
+                settled: tuple[list[Updater], list[Updater]]) -> list[PodInfo]:
+        """A periodic pass's pods whose plans the engine has not changed since the last pass
+        (it names every change: `dirty`) keep their updaters: those go into `settled` (pod
+        level, container level), for the pass's first batch, without asking the informer
+        and the engine again; returns the other pods (new, changed), taken in steps."""
+        built = self._built
+        pod_level, container_level = settled
+        others: list[PodInfo] = []
+        for pod in pods:
+            kept = built.get(pod.uid)
+            if kept is None or pod.uid in dirty:
+                others.append(pod)
+            else:
+                pod_level.extend(kept[1])
+                container_level.extend(kept[2])
+        return others
 
     def _turn_read_back(self, turns: int, share: int) -> TurnReadBack:
         """The kept read-back of this share of the pods: the one made before while the

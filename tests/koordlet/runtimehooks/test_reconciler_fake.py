@@ -272,6 +272,45 @@ def test_a_turns_read_back_is_kept_while_its_pods_keep_their_plans(tmp_path: Pat
     assert any(changed.cgroup_parent in path for path in io.made[-1])
 
 
+def test_a_periodic_pass_plans_only_the_pods_the_engine_changed(tmp_path: Path) -> None:
+    """A periodic pass keeps the updaters of every pod whose plan the engine has not changed
+    since the last pass (the engine names each change) and asks it again only for the pods it
+    named or has not seen: a pod changed between passes gets its new values written by the next
+    periodic pass, and so does one changed while a pass runs, by the pass after."""
+    host, files, engine, qos_dirs, states, be, _ = setup(tmp_path, build_v1_tree)
+    add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
+    reconciler = Reconciler(engine, ResourceExecutor(files, io=FakeTreeIO()), 10.0, qos_dirs=qos_dirs)
+    reconciler.reconcile_once(full=True)
+    asked: list[str] = []
+    plan = engine.plan
+
+    def noting_plan(pod):
+        asked.append(pod.uid)
+        return plan(pod)
+
+    engine.plan = noting_plan  # type: ignore[method-assign]
+    result = reconciler.reconcile_once(full=True, rotating=True)
+    assert asked == [] and result.pods == PODS_PER_PASS_STEP * 2 + 2 and result.problems == 0
+    changed = make_pod("be1", KoordQoSClass.BE, annotations={ANNOT: ext_spec(main=batch("700", "1Gi"))})
+    states.put(changed)  # the engine names it to the reconciler
+    result = reconciler.reconcile_once(full=True, rotating=True)
+    assert asked == [be.uid] and result.writes >= 1
+    assert files.read("cpu.cfs_quota_us", changed.containers[0].cgroup_dir) == 70_000
+    newcomer = add_ls_pods(host, states, 1)
+    asked.clear()
+    steps = reconciler.reconcile_steps(full=True, rotating=True)
+    work = next(steps)
+    states.put(make_pod("be1", KoordQoSClass.BE, annotations={ANNOT: ext_spec(main=batch("300", "1Gi"))}))
+    try:
+        while True:
+            work = steps.send(work())
+    except StopIteration:
+        pass
+    assert newcomer[0].uid in asked and be.uid not in asked  # be1 changed after the pass took its pods
+    reconciler.reconcile_once(full=True, rotating=True)
+    assert files.read("cpu.cfs_quota_us", changed.containers[0].cgroup_dir) == 30_000
+
+
 class ThreadNotingTreeIO(FakeTreeIO):
     """The fake tree's IO, noting which threads read and wrote."""
 
