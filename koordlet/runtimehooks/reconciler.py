@@ -301,8 +301,9 @@ class Reconciler:
         1,000 pods held the loop ~100 ms: deciding the plans, building the updaters, the
         drift reads and the writes): the QoS tiers first, then each step's pods with their containers,
         so a parent is written before its children. A pod's plan is taken when its step
-        runs, from the informer's pod at that moment. Each step yields its file work
-        (`chunk_io`) and is sent what it did."""
+        runs, from the informer's pod at that moment; a periodic pass puts the pods the
+        engine has not changed since the last pass in the QoS tiers' step with their kept
+        updaters (`_settle`). Each step yields its file work (`chunk_io`) and is sent what it did."""
         executor = self._executor
         busy = 0.0
         started = time.perf_counter()
