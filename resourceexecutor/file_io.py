@@ -14,6 +14,7 @@ from system.file_io import (
     DEFAULT_FD_CAP,
     FileBatch,
     KeptFdPool,
+    ascii_text,
     fd_budget,
     read_files_once,
     read_path_text,
@@ -86,7 +87,7 @@ class KernelFileIO:
 def read_batch(paths: Sequence[str]) -> list[str | None]:
     """open + read + close of each file in one call of the C reader (file by file without
     it), no fd kept: the kept-fd pool's 512 fds would churn on the reconciler's thousands."""
-    return [None if data is None else data.decode("ascii", "replace").strip() for data in read_files_once(paths)]
+    return [None if data is None else ascii_text(data) for data in read_files_once(paths)]
 
 
 class TextBatch:

@@ -283,7 +283,7 @@ class FileBatch:
         """Each file's text as ASCII, stripped, None where it could not be read: the
         batch's output decoded in one go and cut per file."""
         if not self._native:
-            return [None if data is None else _ascii_text(data) for data in self.read()]
+            return [None if data is None else ascii_text(data) for data in self.read()]
         return self._read_native(_split_texts)
 
     def _read_native(self, split: Callable[..., list[Any]]) -> list[Any]:
@@ -348,22 +348,22 @@ def read_files_once(paths: Sequence[str]) -> list[bytes | None]:
     output = _THREAD_OUTPUT
     output.fit(len(paths), 64)
     blob = b"".join(os.fsencode(path) + b"\0" for path in paths)
-    return _read_into(output, len(paths), lambda: paths, blob, b"", 0, output.no_anchor)
+    return _read_into(output, len(paths), lambda: paths, blob, b"", 0, output.no_anchor, _split)
 
 
 def _read_into(output: _Output, n: int, paths: Callable[[], Sequence[str]], blob: bytes, anchors: bytes,
-               anchor_count: int, anchor_of: object, split: Callable[..., list[Any]] | None = None) -> list[Any]:
+               anchor_count: int, anchor_of: object, split: Callable[..., list[Any]]) -> list[Any]:
     """One koord_read_files call over the n files packed in `blob` (opened relative to the
     packed `anchors` as anchor_of says), again with a doubled buffer while some
     file found no room; `paths()` gives their paths (only a file too long is read again).
-    The output is cut per file by `split` (default `_split`: bytes)."""
+    The output is cut per file by `split` (`_split`: bytes, `_split_texts`: texts)."""
     assert _read_files is not None
     while True:
         _read_files(anchors, anchor_count, blob, anchor_of, n, output.out, output.cap, BATCH_FILE_MAX,
                     output.offsets, output.lens)
         lens = list(output.lens[0:n])
         if -errno.ENOBUFS not in lens:
-            return (split or _split)(paths, output.out, list(output.offsets[0:n]), lens)
+            return split(paths, output.out, list(output.offsets[0:n]), lens)
         output.grow(output.cap * 2)
 
 
@@ -380,7 +380,7 @@ def _split_texts(paths: Callable[[], Sequence[str]], buffer: object, offsets: li
     becomes one replacement character, so the byte offsets stay the text's offsets."""
     def whole(path: str) -> str | None:
         data = _read_or_none(path)
-        return None if data is None else _ascii_text(data)
+        return None if data is None else ascii_text(data)
     text = _output_bytes(buffer, offsets, lens).decode("ascii", "replace")
     return [None if part is None else part.strip() for part in _cut(paths, text, offsets, lens, whole)]
 
@@ -407,7 +407,8 @@ def _cut(paths: Callable[[], Sequence[str]], data: Any, offsets: list[int], lens
     return out
 
 
-def _ascii_text(data: bytes) -> str:
+def ascii_text(data: bytes) -> str:
+    """A kernel file's bytes as text, stripped; a byte ASCII has no letter for becomes U+FFFD."""
     return data.decode("ascii", "replace").strip()
 
 
