@@ -116,16 +116,23 @@ def chunk_io(executor: ResourceExecutor, levels: Sequence[Sequence[Updater]], to
     started = time.perf_counter()
     checked = drifted = 0
     if to_check:
-        paths = [u.path for u in to_check]
-        unique = list(dict.fromkeys(paths))
-        texts = dict(zip(unique, executor.io.read_many(unique)))
-        checked, drifted = invalidate_drifted(executor, to_check, [texts[path] for path in paths])
+        paths, path_of = file_places(to_check)
+        texts = executor.io.read_many(paths)
+        checked, drifted = invalidate_drifted(executor, to_check, [texts[at] for at in path_of])
     if turn is not None:
         turn_checked, turn_drifted = turn.check(executor)
         checked += turn_checked
         drifted += turn_drifted
     outcomes = executor.update_levels(levels).outcomes
     return ChunkDone(outcomes, checked, drifted, time.perf_counter() - started)
+
+
+def file_places(updaters: Sequence[Updater]) -> tuple[list[str], list[int]]:
+    """The files the updaters write, each once, and per updater its file's place among them
+    (two updaters may share a file: v2's cpu.max holds quota and period)."""
+    place: dict[str, int] = {}
+    path_of = [place.setdefault(u.path, len(place)) for u in updaters]
+    return list(place), path_of
 
 
 def invalidate_drifted(executor: ResourceExecutor, updaters: Sequence[Updater],
@@ -179,10 +186,8 @@ class TurnReadBack:
         if not self._updaters:
             return 0, 0
         if self._read is None:
-            paths = [u.path for u in self._updaters]
-            place = {path: at for at, path in enumerate(dict.fromkeys(paths))}
-            self._path_of = [place[path] for path in paths]
-            self._read = executor.io.kept_reader(list(place))
+            paths, self._path_of = file_places(self._updaters)
+            self._read = executor.io.kept_reader(paths)
         texts = self._read()
         return invalidate_drifted(executor, self._updaters, [texts[at] for at in self._path_of])
 
@@ -335,7 +340,7 @@ class Reconciler:
         pod_count = len(pods)
         settled: tuple[list[Updater], list[Updater]] = ([], [])
         if rotating and dirty is not None:
-            pods = self._settle(pods, dirty, settled)
+            pods, settled = self._settle(pods, dirty)
         taken = -1  # pods of the pass taken into steps so far; -1: the QoS tiers' step first
         while taken < len(pods):
             if taken < 0:  # the QoS tiers, read back on every full pass (and a periodic pass's settled pods)
@@ -367,14 +372,15 @@ class Reconciler:
                      problems=problems, drifted=drifted)
         return outcome
 
-    def _settle(self, pods: list[PodInfo], dirty: set[str],
-                settled: tuple[list[Updater], list[Updater]]) -> list[PodInfo]:
+    def _settle(self, pods: list[PodInfo],
+                dirty: set[str]) -> tuple[list[PodInfo], tuple[list[Updater], list[Updater]]]:
         """A periodic pass's pods whose plans the engine has not changed since the last pass
-        (it names every change: `dirty`) keep their updaters: those go into `settled` (pod
-        level, container level), for the pass's first batch, without asking the informer
-        and the engine again; returns the other pods (new, changed), taken in steps."""
+        (it names every change: `dirty`) keep their updaters, for the pass's first batch,
+        without asking the informer and the engine again. Returns the other pods (new,
+        changed), taken in steps, and the kept updaters (pod level, container level)."""
         built = self._built
-        pod_level, container_level = settled
+        pod_level: list[Updater] = []
+        container_level: list[Updater] = []
         others: list[PodInfo] = []
         for pod in pods:
             kept = built.get(pod.uid)
@@ -383,7 +389,7 @@ class Reconciler:
             else:
                 pod_level.extend(kept[1])
                 container_level.extend(kept[2])
-        return others
+        return others, (pod_level, container_level)
 
     def _turn_read_back(self, turns: int, share: int) -> TurnReadBack:
         """The kept read-back of this share of the pods: the one made before while the
@@ -406,16 +412,12 @@ class Reconciler:
         began = clock()
         per_pod: list[tuple[list[Updater], list[Updater]]] = []
         end = min(start + PODS_PER_PASS_STEP, len(pods))
-        pod_now, plan_of, built = self.engine.states.pod, self.engine.plan, self._built
         at = start
         while at < end:
-            pod = pod_now(pods[at].uid)
+            pod = self.engine.states.pod(pods[at].uid)
             at += 1
             if pod is not None:
-                plan = plan_of(pod)
-                kept = built.get(plan.uid)
-                per_pod.append((kept[1], kept[2]) if kept is not None and kept[0] is plan
-                               else self._updaters(executor, plan))
+                per_pod.append(self._updaters(executor, self.engine.plan(pod)))
                 if clock() - began >= STEP_SECONDS:
                     break
         return per_pod, at
