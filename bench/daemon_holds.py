@@ -15,7 +15,12 @@ installs, in the daemon's process:
     the probe needs the GIL to sample, so a sample shows where the loop waited, e.g. in
     the loop's own C code re-taking the GIL after a system call, not always who held it);
   - gc.callbacks timing every collection by generation (a full collection holds the GIL
-    and so the loop; the probe thread cannot sample it, the callback times it).
+    and so the loop; the probe thread cannot sample it, the callback times it);
+  - with --callbacks, the daemon runs on asyncio's own loop instead of uvloop, and every
+    callback the loop runs is timed (wall and the loop thread's CPU); a hold is then named
+    by the callbacks that ran inside it (a task by its coroutine and where it suspended),
+    and what no callback covers is the loop's own work between them. This names holds the
+    sampler cannot: it needs the GIL, and gets it only once the holder has returned.
 The daemon applies its own collector policy after start-up (koordlet/daemon/gc_policy.py);
 --gc-freeze-after S (another settle_heap() S seconds after the loop starts), --gc-refreeze
 for experiments on top of it, --gc-young N sets its --gc-young-threshold, --gc-freeze-from G
@@ -32,6 +37,7 @@ CreateContainer floor (empty plugin) is daemon_scale's.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import collections
 import gc
 import json
@@ -43,6 +49,7 @@ from pathlib import Path
 
 PROBE_GAP = 0.002  # s between two posted callbacks when the loop is free
 SAMPLE_GAP = 0.001  # s between two stack samples while a callback waits
+CALLBACK_MS = 0.3  # with --callbacks: callbacks at least this long are recorded
 PROJECT_DIRS = ("koordlet", "nri", "resourceexecutor", "system", "prometheus_client", "structlog")
 LOOP_FRAMES = ("koordlet/__main__.py", "/asyncio/", "bench/daemon_holds.py")
 
@@ -82,6 +89,7 @@ class Probe:
         self._main = threading.main_thread().ident
         self._schedstat = "/proc/self/task/%d/schedstat" % threading.main_thread().native_id
         self.froze_at = None
+        self.callbacks: list[tuple[float, float, float, str]] = []  # (monotonic at start, wall s, cpu s, name)
 
     def gc_callback(self, phase: str, info: dict) -> None:
         if phase == "start":
@@ -134,10 +142,61 @@ class Probe:
         for tens of ms at the end of a run, unseen by the probe, which is busy writing it.
         Dumped every 5 s that was the CreateContainer tail of this bench (p99 33-45 ms, max
         47-51 ms at 1,000 pods, against 3.9 / 5.1 ms under bench.daemon_scale alone)."""
-        data = {"lags": self.lags, "holds": self.holds, "gcs": self.gcs, "froze_at": self.froze_at}
+        data = {"lags": self.lags, "holds": self.holds, "gcs": self.gcs, "froze_at": self.froze_at,
+                "callbacks": self.callbacks}
         tmp = self.out.with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
         os.replace(tmp, self.out)
+
+
+def _callback_name(handle) -> str:
+    """What a loop callback runs: a task's name and the two innermost coroutines it now waits
+    in (with their lines; "done" when it finished), else the callback's own qualified name."""
+    callback = handle._callback
+    task = getattr(callback, "__self__", None)
+    if isinstance(task, asyncio.Task):
+        return "task %s @ %s" % (task.get_name(), _suspended_at(task.get_coro()))
+    inner = getattr(callback, "func", callback)  # functools.partial
+    return "%s.%s" % (getattr(inner, "__module__", "?"), getattr(inner, "__qualname__", repr(inner)[:80]))
+
+
+def _suspended_at(coro) -> str:
+    """Where a task's coroutine waits: its two innermost coroutines, and when the innermost
+    drives a generator in steps (a collection round, framework.drive_async; steps.run_steps_on_loop),
+    that generator's two innermost frames."""
+    chain, round_, awaited = [], None, coro
+    while awaited is not None and getattr(awaited, "cr_frame", None) is not None:
+        frame = awaited.cr_frame
+        chain.append("%s:%d" % (awaited.cr_code.co_qualname, frame.f_lineno))
+        if awaited.cr_code.co_name in ("drive_async", "run_steps_on_loop"):  # what they drive: a generator
+            round_ = frame.f_locals.get("round_") or frame.f_locals.get("steps")
+        awaited = awaited.cr_await
+    where = " > ".join(chain[-2:]) or "done"
+    steps = []
+    while round_ is not None and getattr(round_, "gi_frame", None) is not None:
+        steps.append("%s:%d" % (round_.gi_code.co_qualname, round_.gi_frame.f_lineno))
+        round_ = round_.gi_yieldfrom
+    return where + (" [%s]" % " > ".join(steps[-2:]) if steps else "")
+
+
+def time_callbacks(probe: Probe) -> None:
+    """Wrap asyncio's Handle._run (the pure-Python loop's one way to run a callback) to
+    record every callback of CALLBACK_MS or more."""
+    run = asyncio.events.Handle._run
+    least = CALLBACK_MS / 1000.0
+    monotonic, thread_time = time.monotonic, time.thread_time
+
+    def timed_run(handle) -> None:
+        task = getattr(handle._callback, "__self__", None)
+        resumed = _suspended_at(task.get_coro()) if isinstance(task, asyncio.Task) else ""
+        start, cpu = monotonic(), thread_time()
+        run(handle)
+        wall = monotonic() - start
+        if wall >= least:
+            name = _callback_name(handle)
+            probe.callbacks.append((start, wall, thread_time() - cpu, name + (" from " + resumed if resumed else "")))
+
+    asyncio.events.Handle._run = timed_run  # type: ignore[method-assign]
 
 
 def as_daemon(out: str, hold_ms: float, freeze_after: float, argv: list[str]) -> int:
@@ -153,6 +212,9 @@ def as_daemon(out: str, hold_ms: float, freeze_after: float, argv: list[str]) ->
         gc_policy.FREEZE_FROM_GENERATION = int(os.environ["DAEMON_HOLDS_FREEZE_FROM"])
     gc.callbacks.append(probe.gc_callback)
     make_loop = wiring.loop_factory()
+    if os.environ.get("DAEMON_HOLDS_CALLBACKS"):
+        make_loop = asyncio.new_event_loop
+        time_callbacks(probe)
 
     def probed_loop():
         loop = make_loop()
@@ -188,15 +250,41 @@ def passes(ms: list[float]) -> dict[str, float]:
     return {"n": len(ms), "p50_ms": pct(ms, 0.5), "max_ms": max(ms, default=0.0), "sum_ms": sum(ms)}
 
 
+def _named_by_callbacks(hold: dict, callbacks: list) -> str:
+    """The callback that covers most of the hold (with --callbacks), or what covers none of it."""
+    start, end = hold["at"], hold["at"] + hold["ms"] / 1000.0
+    cover: collections.Counter = collections.Counter()
+    for at, wall, _, name in callbacks:
+        overlap = min(at + wall, end) - max(at, start)
+        if overlap > 0:
+            cover[name] += overlap
+    if not cover:
+        return "between callbacks"
+    name, covered = cover.most_common(1)[0]
+    return ("cb: " if covered >= 0.5 * (end - start) else "partly cb: ") + name
+
+
+def _callback_table(callbacks: list, hold_ms: float) -> dict:
+    """Callbacks of hold_ms or more, by name: n, max wall and cpu ms."""
+    long: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+    for _, wall, cpu, name in callbacks:
+        if wall * 1000 >= hold_ms:
+            long[name].append((wall * 1000, cpu * 1000))
+    return {k: {"n": len(v), "max_ms": round(max(w for w, _ in v), 2), "max_cpu_ms": round(max(c for _, c in v), 2)}
+            for k, v in sorted(long.items(), key=lambda kv: -max(w for w, _ in kv[1]))}
+
+
 def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
     lo, hi = window
     lags = [lag * 1000 for at, lag in data["lags"] if lo <= at <= hi]
     holds = [h for h in data["holds"] if lo <= h["at"] <= hi]
     gen2 = [s * 1000 for at, gen, s in data["gcs"] if gen == 2 and lo <= at <= hi]
     gen2_all = [s * 1000 for _, gen, s in data["gcs"] if gen == 2]
+    callbacks = [c for c in data.get("callbacks", ()) if lo <= c[0] <= hi]
     by_holder: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
     for h in holds:
-        name = "gc" if h["gc_ms"] >= 0.5 * h["ms"] else (
+        named = _named_by_callbacks(h, callbacks) if callbacks else None
+        name = named if named else "gc" if h["gc_ms"] >= 0.5 * h["ms"] else (
             " <- ".join(h["holders"][0][:2]) if h["holders"] and h["holders"][0][0] else
             "thread: " + h["threads"][0][0] if h.get("threads") else
             "? " + h["holders"][0][1] if h["holders"] and h["holders"][0][1] else "?")
@@ -207,6 +295,7 @@ def report(data: dict, window: tuple[float, float], hold_ms: float) -> dict:
         "by_holder": {k: {"n": len(v), "max_ms": max(w for w, _ in v), "max_cpu_ms": max(c for _, c in v),
                           "sum_ms": sum(w for w, _ in v)}
                       for k, v in sorted(by_holder.items(), key=lambda kv: -max(c for _, c in kv[1]))},
+        "callbacks": _callback_table(callbacks, hold_ms),
         "gen2_in_window": {"n": len(gen2), "p50_ms": pct(gen2, 0.5), "max_ms": max(gen2, default=0.0)},
         "passes_in_window": {gen: passes([s * 1000 for at, g, s in data["gcs"] if g == gen and lo <= at <= hi])
                              for gen in (0, 1, 2)},
@@ -242,6 +331,8 @@ def main() -> None:
     parser.add_argument("--switch-interval", type=float, default=0.0,
                         help="the daemon's sys.setswitchinterval (0: the interpreter's 0.005 s): how long a worker "
                              "thread (asyncio.to_thread) running Python keeps the GIL while the loop waits for it")
+    parser.add_argument("--callbacks", action="store_true",
+                        help="run the daemon on asyncio's own loop and time every callback (names each hold)")
     parser.add_argument("--out", default="/tmp/daemon-holds.json")
     args = parser.parse_args()
     from bench import daemon_scale as scale
@@ -265,6 +356,8 @@ def main() -> None:
         os.environ["DAEMON_HOLDS_FREEZE_FROM"] = str(args.gc_freeze_from)  # the daemon inherits it
     if args.gc_refreeze:
         os.environ["DAEMON_HOLDS_REFREEZE"] = "1"  # the daemon inherits it
+    if args.callbacks:
+        os.environ["DAEMON_HOLDS_CALLBACKS"] = "1"  # the daemon inherits it
     window: list[float] = []
     plain_probes = scale.create_probes
 
