@@ -6,13 +6,15 @@ loop waits for it: ~100 ms at 1,000 pods, every ~4-6 s with the interpreter's th
 
 1. the start-up heap (modules, classes, the hubs and agents built) is collected once and
    frozen (util/heap.settle_heap): no later collection walks it;
-2. the young threshold goes from 700 to `--gc-young-threshold` (2,000) allocations. With
-   the interpreter's policy, objects that live a second or two (a round's readings, a report
-   being built) reached generation 2 and triggered full passes; 10,000 cut those from 21 to
-   2 per 90 s at 1,000 pods (the collector's CPU 2.9 % -> 0.24 % of a core). Since survivors
-   are frozen (3) no pass but a young one is left, and a young pass walks at most this many
-   new objects: 2,000 holds the loop 3.4-3.6 ms at most, 10,000 7.7-11.2 ms, for the same
-   CPU and RSS (bench/daemon_holds.py, two runs each at 1,000 pods);
+2. the young threshold is `--gc-young-threshold` allocations (700, the interpreter's own).
+   Before (3), objects that live a second or two (a round's readings, a report being built)
+   reached generation 2 and triggered full passes, so the threshold was raised (10,000 cut
+   those from 21 to 2 per 90 s at 1,000 pods, later 2,000). Since survivors are frozen (3),
+   no pass but a young one is left, and a young pass walks what was made since the last
+   one, with everything those objects point to: its pause grows faster than the threshold.
+   At 1,000 pods in the create window (bench/daemon_holds.py, two alternated pairs), 2,000
+   gave 16-19 young passes, p50 4.5-5.1 ms, max 13-16 ms; 700 gave 95-97 passes, p50
+   0.7-0.8 ms, max 2.9-3.2 ms, for the same collector CPU (72-93 against 81-101 ms in 30 s);
 3. after every collection, of any generation, what survived it is frozen: no object is
    walked by more than one pass once it has survived, so a middle or full pass walks only
    what was made since the pass before, like a young one. The collector frees almost

@@ -7,7 +7,6 @@ import asyncio
 import gc
 import weakref
 
-from koordlet.config.defaults import GC_YOUNG_THRESHOLD
 from koordlet.daemon import gc_policy
 
 
@@ -16,11 +15,11 @@ class Node:
         self.other: Node | None = None
 
 
-def test_apply_raises_the_young_threshold_keeps_survivors_frozen_and_undo_restores() -> None:
+def test_apply_sets_the_young_threshold_keeps_survivors_frozen_and_undo_restores() -> None:
     before = gc.get_threshold()
-    undo = gc_policy.apply_after_start_up()
+    undo = gc_policy.apply_after_start_up(before[0] + 1234)
     try:
-        assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD and gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] == before[0] + 1234 and gc.get_freeze_count() > 0
         gc.unfreeze()
         gc.collect()  # a full collection: its survivors are frozen again
         assert gc.get_freeze_count() > 0
