@@ -12,6 +12,9 @@ By default the clock stands still and the cache holds one sample per series; wit
 --collect the clock moves 1 s and every series gets a new sample (same value) before each
 round, as the collectors do, outside the measured time: a strategy must then read its
 inputs again, and the 10 s cpuset and 60 s resync passes fall inside the measured rounds.
+With --churn K, K pods (taken in turn) are handed to the strategies again as new objects
+before each round, as the informer does while pods start and change: what a strategy
+derives from the whole pod list must then be made again (or only for those pods).
 
 Floor, same run: one executor batch of 1,000 cached no-op updates (the cheapest thing a
 round could do per pod). Prints p50/p99 CPU (process_time) for both and the ratio.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import dataclasses
 import logging
 import pstats
 import statistics
@@ -111,6 +115,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--collect", action="store_true",
                         help="advance the clock 1 s and append a fresh sample of every series before each round")
+    parser.add_argument("--churn", type=int, default=0, metavar="K",
+                        help="hand K pods again as new objects before each round (the informer's pods() changes)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print the N costliest calls (cProfile, cumulative) of the measured rounds")
     args = parser.parse_args()
@@ -122,7 +128,16 @@ def main() -> None:
         manager = QoSManager(strategies, lambda: rig.ctx)
         latest = [(key, rig.cache.latest_value(key)) for metric in Metric for key in rig.cache.keys(metric)]
 
+        churned = [0]
+
+        def churn() -> None:
+            pods = rig.states.pods()
+            for _ in range(args.churn):
+                rig.states.put(dataclasses.replace(pods[churned[0] % len(pods)]))
+                churned[0] += 1
+
         def collect() -> None:
+            churn()
             if args.collect:
                 rig.clock.now += 1.0  # type: ignore[attr-defined]  # the Rig's settable Clock
                 rig.cache.append_at(rig.clock(), [(key, last[1]) for key, last in latest if last is not None])
@@ -174,8 +189,9 @@ def main() -> None:
             return alone, with_reads
 
         floor, with_reads = asyncio.run(floors())
-        print("qos round, %d pods, 6 strategies%s: cpu p50 %.2f ms  p99 %.2f ms  (mean %.2f, %d rounds)"
-              % (args.pods, ", fresh samples each round" if args.collect else "", pct(per_round, .5),
+        print("qos round, %d pods, 6 strategies%s%s: cpu p50 %.2f ms  p99 %.2f ms  (mean %.2f, %d rounds)"
+              % (args.pods, ", fresh samples each round" if args.collect else "",
+                 ", %d pods changed each round" % args.churn if args.churn else "", pct(per_round, .5),
                  pct(per_round, .99), statistics.mean(per_round), args.rounds))
         print("floor: 1,000 cached no-op executor updates: cpu p50 %.3f ms  p99 %.3f ms"
               % (pct(floor, .5), pct(floor, .99)))

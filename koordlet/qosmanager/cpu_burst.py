@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
+from typing import NamedTuple
 
 import structlog
 
@@ -30,6 +31,7 @@ from koordlet.qosmanager.cpu_burst_policy import (
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
+from koordlet.qosmanager.pod_memo import PodMemo
 from koordlet.slo.node_slo import CPUBurstStrategy, NodeSLOError
 from koordlet.slo.spec import POD_CPU_BURST_ANNOTATION, pod_cpu_burst
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
@@ -92,6 +94,17 @@ class BurstPlan:
     any_limited: bool  # some container's do (only token buckets read CPU usage)
 
 
+class _PodPart(NamedTuple):
+    """One pod's share of a BurstPlan (kept per pod object: PodMemo)."""
+
+    containers: tuple[Scalable, ...]
+    throttled_keys: tuple[SeriesKey, ...]
+    usage_keys: tuple[SeriesKey, ...]
+    running: tuple[str, ...]
+    lsr_request_cores: float
+    state: tuple[str, bool] | None  # its entry in BurstPlan.state_pods
+
+
 @dataclass(slots=True)
 class CPUBurst:
     interval: float = 1.0
@@ -106,6 +119,7 @@ class CPUBurst:
     pod_settings: dict[str, tuple[str | None, CPUBurstStrategy, CPUBurstStrategy]] = field(default_factory=dict)
     rng: random.Random = field(default_factory=random.Random)  # token buckets start at a random fill
     plan: BurstPlan | None = None
+    pod_parts: PodMemo[_PodPart] = field(default_factory=PodMemo)
 
     def settings_for(self, node_cfg: CPUBurstStrategy, pod: PodInfo) -> CPUBurstStrategy:
         """The node's settings, or the pod's koordinator.sh/cpuBurst override (parsed once per text)."""
@@ -161,32 +175,42 @@ class CPUBurst:
         plan = self.plan
         if plan is not None and plan.pods is all_pods and (plan.cfg is cfg or plan.cfg == cfg):
             return plan
-        containers, running = [], set()
-        lsr_request, state_pods = 0.0, []
-        for pod in all_pods:
-            cls = pod.qos.effective
-            if cls is KoordQoSClass.LSR:
-                lsr_request += sum((c.spec.requests.get("cpu", 0) if c.spec else 0) for c in pod.containers) / 1000
-                state_pods.append((pod.uid, False))
-            elif cls is KoordQoSClass.BE:
-                state_pods.append((pod.uid, True))
-            if cls not in BURSTABLE or not pod.running_containers:
-                continue
-            pod_cfg = self.settings_for(cfg, pod)
-            for container in pod.running_containers:
-                running.add(container.id)
-                limit = container_limit_milli(container)
-                base = limit * CFS_PERIOD_US // 1000
-                if base > 0 and container.cgroup_dir:
-                    containers.append(Scalable(pod, container, pod_cfg, base, limit / 1000, container.id,
-                                               pod_cfg.policy.cfs_quota_burst, limited(pod_cfg)))
+        parts = self.pod_parts.values(all_pods, lambda pod: self._pod_part(cfg, pod), cfg)
+        containers = tuple(chain.from_iterable(part.containers for part in parts))
         plan = self.plan = BurstPlan(
-            all_pods, cfg, tuple(containers),
-            tuple(SeriesKey(Metric.CONTAINER_CPU_THROTTLED_RATIO, c.pod.uid, c.container.id) for c in containers),
-            tuple(SeriesKey(Metric.CONTAINER_CPU_USAGE_CORES, c.pod.uid, c.container.id) for c in containers),
-            frozenset(running), lsr_request, tuple(state_pods),
+            all_pods, cfg, containers,
+            tuple(chain.from_iterable(part.throttled_keys for part in parts)),
+            tuple(chain.from_iterable(part.usage_keys for part in parts)),
+            frozenset(chain.from_iterable(part.running for part in parts)),
+            sum(part.lsr_request_cores for part in parts),
+            tuple(part.state for part in parts if part.state is not None),
             all(c.limited for c in containers), any(c.limited for c in containers))
         return plan
+
+    def _pod_part(self, cfg: CPUBurstStrategy, pod: PodInfo) -> _PodPart:
+        """What the plan takes from one pod."""
+        cls = pod.qos.effective
+        lsr_request, state = 0.0, None
+        if cls is KoordQoSClass.LSR:
+            lsr_request = sum((c.spec.requests.get("cpu", 0) if c.spec else 0) for c in pod.containers) / 1000
+            state = (pod.uid, False)
+        elif cls is KoordQoSClass.BE:
+            state = (pod.uid, True)
+        if cls not in BURSTABLE or not pod.running_containers:
+            return _PodPart((), (), (), (), lsr_request, state)
+        pod_cfg = self.settings_for(cfg, pod)
+        containers = []
+        for container in pod.running_containers:
+            limit = container_limit_milli(container)
+            base = limit * CFS_PERIOD_US // 1000
+            if base > 0 and container.cgroup_dir:
+                containers.append(Scalable(pod, container, pod_cfg, base, limit / 1000, container.id,
+                                           pod_cfg.policy.cfs_quota_burst, limited(pod_cfg)))
+        return _PodPart(
+            tuple(containers),
+            tuple(SeriesKey(Metric.CONTAINER_CPU_THROTTLED_RATIO, pod.uid, c.id) for c in containers),
+            tuple(SeriesKey(Metric.CONTAINER_CPU_USAGE_CORES, pod.uid, c.id) for c in containers),
+            tuple(c.id for c in pod.running_containers), lsr_request, state)
 
     async def _scale_quotas(self, ctx: QoSContext, cfg: CPUBurstStrategy, plan: BurstPlan, now: float,
                             quotas: QuotaReads) -> None:

@@ -14,6 +14,8 @@ import asyncio
 import json
 import math
 from dataclasses import dataclass, field
+from functools import partial
+from typing import NamedTuple
 
 import structlog
 
@@ -34,6 +36,7 @@ from koordlet.qosmanager.cpu_suppress_policy import (
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import RESYNC_SECONDS, PodChanges
+from koordlet.qosmanager.pod_memo import PodMemo
 from koordlet.slo.node_slo import CPUSuppressPolicy
 from koordlet.statesinformer.model import ContainerInfo, NodeInfo, PodInfo
 from koordlet.util.steps import PODS_PER_STEP
@@ -70,11 +73,6 @@ def node_cpus(ctx: QoSContext) -> list[CpuInfo]:
     return [CpuInfo(cpu, cpu, 0, 0, 0) for cpu in range(count)]
 
 
-def be_pods(ctx: QoSContext) -> list[PodInfo]:
-    """The pods whose cgroup is under the BE tier: what the tier's cpuset and quota hold."""
-    return pod_facts(ctx).be_tier
-
-
 @dataclass(frozen=True, slots=True)
 class PodFacts:
     """What suppress derives from the pod set and the node, built again only when one of
@@ -93,28 +91,47 @@ class PodFacts:
     unsuppressed: frozenset[int]  # every CPU but those of LSE pods: the BE cpuset when nothing is suppressed
 
 
-def pod_facts(ctx: QoSContext, known: PodFacts | None = None) -> PodFacts:
+class _PodFact(NamedTuple):
+    """What PodFacts takes from one pod (kept per pod object: PodMemo)."""
+
+    usage_key: SeriesKey
+    qos: KoordQoSClass
+    under_be_tier: bool
+    bound: frozenset[int]  # an LSE or LSR pod's CPUs (pod_cpuset), else none
+
+
+_NOT_BOUND: frozenset[int] = frozenset()
+
+
+def _pod_fact(below_be_tier: str, pod: PodInfo) -> _PodFact:
+    cls = pod.qos.effective
+    return _PodFact(SeriesKey(Metric.POD_CPU_USAGE_CORES, pod.uid), cls,
+                    pod.cgroup_parent.startswith(below_be_tier),
+                    pod_cpuset(pod) if cls in (KoordQoSClass.LSE, KoordQoSClass.LSR) else _NOT_BOUND)
+
+
+def pod_facts(ctx: QoSContext, known: PodFacts | None = None, memo: PodMemo[_PodFact] | None = None) -> PodFacts:
+    """The facts of the informer's pods; `known` when neither they nor the node changed,
+    and each pod's part from `memo` while that pod did not."""
     pods, node = ctx.states.pods(), ctx.states.node()
     if known is not None and known.pods is pods and known.node is node and known.topology is ctx.topology:
         return known
     below = ctx.dirs.besteffort + "/"
+    facts = (memo if memo is not None else PodMemo()).values(pods, partial(_pod_fact, below), below)
     owner: dict[int, KoordQoSClass] = {}
     lse: set[int] = set()
-    for pod in pods:
-        if pod.qos.effective in (KoordQoSClass.LSE, KoordQoSClass.LSR):
-            bound = pod_cpuset(pod)
-            for cpu in bound:
-                owner[cpu] = pod.qos.effective
-            if pod.qos.effective is KoordQoSClass.LSE:
-                lse |= bound
+    for fact in facts:
+        if fact.bound:
+            for cpu in fact.bound:
+                owner[cpu] = fact.qos
+            if fact.qos is KoordQoSClass.LSE:
+                lse |= fact.bound
     cpus = node_cpus(ctx)
     return PodFacts(
         pods, node, ctx.topology,
-        ls_usage=tuple(SeriesKey(Metric.POD_CPU_USAGE_CORES, pod.uid) for pod in pods
-                       if pod.qos.effective is not KoordQoSClass.BE),
-        be_usage=tuple(SeriesKey(Metric.POD_CPU_USAGE_CORES, pod.uid) for pod in pods
-                       if pod.qos.effective is KoordQoSClass.BE),
-        be_tier=[pod for pod in pods if pod.cgroup_parent.startswith(below)],
+        ls_usage=tuple([fact.usage_key for fact in facts if fact.qos is not KoordQoSClass.BE]),
+        be_usage=tuple([fact.usage_key for fact in facts if fact.qos is KoordQoSClass.BE]),
+        be_tier=[pod for pod, fact in zip(pods, facts) if fact.under_be_tier],
         cpus=len(cpus),
         lsr_pool=[i for i in cpus if owner.get(i.cpu) is KoordQoSClass.LSR],
         ls_pool=[i for i in cpus if i.cpu not in owner],
@@ -165,6 +182,7 @@ class CPUSuppress:
     tier_absent: bool = False
     nothing_known: bool = False
     facts: PodFacts | None = None
+    pod_parts: PodMemo[_PodFact] = field(default_factory=PodMemo)
     _last_pick: tuple[PodFacts, int, int, frozenset[int]] | None = None
 
     async def run(self, ctx: QoSContext) -> None:
@@ -187,7 +205,7 @@ class CPUSuppress:
         if node_used is None:
             log.debug("cpu_suppress_skipped", reason="no recent node CPU usage")
             return
-        facts = self.facts = pod_facts(ctx, self.facts)
+        facts = self.facts = pod_facts(ctx, self.facts, self.pod_parts)
         # Pods the informer does not know are left out: their usage then counts as system
         # usage instead of LS usage, which takes the same CPUs from the BE budget.
         ls_used = sum(int(v * 1000) for v in usage.last_of(facts.ls_usage, usage.max_age) if v is not None)
@@ -256,8 +274,7 @@ class CPUSuppress:
             ctx.metrics.action(NAME, "restore_cfs_quota")
             log.info("be_cpu_suppress_restored", policy="cfsQuota", cgroup=be_dir)
 
-    @staticmethod
-    def quota_levels(ctx: QoSContext, tier_quota: int) -> list[list[Updater]]:
+    def quota_levels(self, ctx: QoSContext, tier_quota: int) -> list[list[Updater]]:
         """The BE tier's quota, first of the levels. cgroup v1 refuses a parent quota below
         a child's (EINVAL): there, while the tier is limited, BE pods and containers are held
         at the tier's quota (koordlet unsets batch quotas under the cfsQuota policy; the
@@ -267,7 +284,8 @@ class CPUSuppress:
         levels: list[list[Updater]] = [[ctx.updater("cpu.cfs_quota_us", be_dir, tier_quota)], [], []]
         if ctx.reader.files.version_for("cpu.cfs_quota_us") != 1:
             return levels
-        for pod in be_pods(ctx):
+        self.facts = pod_facts(ctx, self.facts, self.pod_parts)
+        for pod in self.facts.be_tier:  # the pods whose cgroup is under the BE tier
             own = [(c.cgroup_dir, own_quota(c) if tier_quota == UNLIMITED_QUOTA else UNLIMITED_QUOTA)
                    for c in pod.running_containers if c.cgroup_dir]
             pod_own = sum(q for _, q in own) if own and all(q > 0 for _, q in own) else UNLIMITED_QUOTA
@@ -289,7 +307,7 @@ class CPUSuppress:
         except SystemFileError as exc:
             log.warning("cpu_suppress_skipped", reason="cannot read BE cpuset", error=str(exc))
             return
-        facts = self.facts = pod_facts(ctx, self.facts)
+        facts = self.facts = pod_facts(ctx, self.facts, self.pod_parts)
         lsr, ls = facts.lsr_pool, facts.ls_pool
         size = be_cpuset_size(be_milli, current, facts.cpus)
         from_lsr, from_ls = split_between_pools(size, len(lsr), len(ls))
@@ -336,7 +354,7 @@ class CPUSuppress:
             self.in_force[CPUSuppressPolicy.CPUSET] = False
             publish_cpus(ctx, None)
             return
-        facts = self.facts = pod_facts(ctx, self.facts)
+        facts = self.facts = pod_facts(ctx, self.facts, self.pod_parts)
         cpus = facts.unsuppressed
         self.changes.resync = RESTORE_RESYNC_SECONDS
         pods, full = self.changes.select(facts.be_tier, ctx.clock(), ("restore", cpus))

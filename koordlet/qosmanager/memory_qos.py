@@ -95,19 +95,28 @@ def pod_memory_request(pod: PodInfo) -> int:
     return max(app, init)
 
 
-def tier_protection(pods: Iterable[tuple[str, MemoryQoSValues]], kubepods: str) -> dict[str, tuple[int, int]]:
-    """memory.min / memory.low of the kube QoS tiers: the sums of their pods' values.
+def tier_protection(tiered: Iterable[tuple[str, MemoryQoSValues]], kubepods: str) -> dict[str, tuple[int, int]]:
+    """memory.min / memory.low of the kube QoS tiers: the sums of their pods' values, each pod
+    given as (the dir of its tier, its values); kubepods first.
 
     Protection is hierarchical (a cgroup is protected only as far as its parents are), so
     the tier dirs and kubepods must hold at least what their pods ask for."""
-    sums: dict[str, list[int]] = {kubepods: [0, 0]}
-    for pod_dir, values in pods:
-        tier = posixpath.dirname(pod_dir)
-        for target in {tier, kubepods}:
-            entry = sums.setdefault(target, [0, 0])
-            entry[0] += values.min
-            entry[1] += values.low
-    return {tier: (minimum, low) for tier, (minimum, low) in sums.items()}
+    total_min = total_low = 0
+    tiers: dict[str, list[int]] = {}
+    for tier, values in tiered:
+        minimum, low = values.min, values.low
+        total_min += minimum
+        total_low += low
+        if tier != kubepods:  # a guaranteed pod sits right below kubepods
+            sums = tiers.get(tier)
+            if sums is None:
+                tiers[tier] = [minimum, low]
+            else:
+                sums[0] += minimum
+                sums[1] += low
+    out = {kubepods: (total_min, total_low)}
+    out.update((tier, (minimum, low)) for tier, (minimum, low) in tiers.items())
+    return out
 
 
 def class_config(slo: NodeSLO, pod: PodInfo) -> MemoryQOS | None:
@@ -134,7 +143,8 @@ class MemoryQoS:
     name: str = NAME
     gate: str = "CgroupReconcile"
     changes: PodChanges = field(default_factory=PodChanges)
-    pod_values: dict[str, tuple[str, MemoryQoSValues]] = field(default_factory=dict)  # uid -> (dir, values)
+    # uid -> (the dir of its tier, its values): what the tiers sum, every round a pod changed
+    pod_values: dict[str, tuple[str, MemoryQoSValues]] = field(default_factory=dict)
     applied: bool = False  # some class or pod had memory QoS on in an earlier round
     refused: dict[str, str] = field(default_factory=dict)  # pod uid -> the invalid annotation logged
     annotated: tuple[tuple[PodInfo, ...], bool] | None = None  # (pods, whether one has the annotation)
@@ -188,7 +198,7 @@ class MemoryQoS:
             if cfg is None or not pod.cgroup_parent:
                 continue
             values = memory_qos_values(pod_memory_request(pod), 0, allocatable, cfg)
-            self.pod_values[pod.uid] = (pod.cgroup_parent, values)
+            self.pod_values[pod.uid] = (posixpath.dirname(pod.cgroup_parent), values)
             pod_level += [ctx.updater("memory.min", pod.cgroup_parent, values.min),
                           ctx.updater("memory.low", pod.cgroup_parent, values.low)]
             name = _memory_name(pod)

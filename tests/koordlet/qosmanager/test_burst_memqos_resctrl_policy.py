@@ -123,10 +123,10 @@ def test_class_schemata_lines():
 def test_tier_protection_sums_pods_per_tier_and_in_kubepods():
     from koordlet.qosmanager.memory_qos import MemoryQoSValues, tier_protection
 
-    pods = [("kubepods/burstable/poda", MemoryQoSValues(100, 200, -1)),
-            ("kubepods/burstable/podb", MemoryQoSValues(10, 20, -1)),
-            ("kubepods/besteffort/podc", MemoryQoSValues(0, 5, -1)),
-            ("kubepods/podd", MemoryQoSValues(1000, 1000, -1))]  # guaranteed: directly below kubepods
+    pods = [("kubepods/burstable", MemoryQoSValues(100, 200, -1)),
+            ("kubepods/burstable", MemoryQoSValues(10, 20, -1)),
+            ("kubepods/besteffort", MemoryQoSValues(0, 5, -1)),
+            ("kubepods", MemoryQoSValues(1000, 1000, -1))]  # guaranteed: directly below kubepods
     assert tier_protection(pods, "kubepods") == {"kubepods": (1110, 1225), "kubepods/burstable": (110, 220),
                                                  "kubepods/besteffort": (0, 5)}
     assert tier_protection([], "kubepods") == {"kubepods": (0, 0)}
