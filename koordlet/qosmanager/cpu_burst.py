@@ -31,10 +31,10 @@ from koordlet.qosmanager.cpu_burst_policy import (
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import PodChanges
-from koordlet.qosmanager.pod_memo import PodMemo
 from koordlet.slo.node_slo import CPUBurstStrategy, NodeSLOError
 from koordlet.slo.spec import POD_CPU_BURST_ANNOTATION, pod_cpu_burst
 from koordlet.statesinformer.model import ContainerInfo, PodInfo
+from koordlet.statesinformer.pod_memo import PodMemo
 from koordlet.util.steps import PODS_PER_STEP
 from resourceexecutor import Outcome
 from system.errors import SystemFileError
@@ -119,7 +119,11 @@ class CPUBurst:
     pod_settings: dict[str, tuple[str | None, CPUBurstStrategy, CPUBurstStrategy]] = field(default_factory=dict)
     rng: random.Random = field(default_factory=random.Random)  # token buckets start at a random fill
     plan: BurstPlan | None = None
-    pod_parts: PodMemo[_PodPart] = field(default_factory=PodMemo)
+    pod_parts: PodMemo[_PodPart] = field(init=False)  # each pod's part of the plan, under parts_cfg
+    parts_cfg: CPUBurstStrategy = field(default_factory=CPUBurstStrategy)
+
+    def __post_init__(self) -> None:
+        self.pod_parts = PodMemo(self._pod_part)
 
     def settings_for(self, node_cfg: CPUBurstStrategy, pod: PodInfo) -> CPUBurstStrategy:
         """The node's settings, or the pod's koordinator.sh/cpuBurst override (parsed once per text)."""
@@ -175,7 +179,10 @@ class CPUBurst:
         plan = self.plan
         if plan is not None and plan.pods is all_pods and (plan.cfg is cfg or plan.cfg == cfg):
             return plan
-        parts = self.pod_parts.values(all_pods, lambda pod: self._pod_part(cfg, pod), cfg)
+        if self.parts_cfg != cfg:
+            self.pod_parts.clear()
+            self.parts_cfg = cfg
+        parts = self.pod_parts.values(all_pods)
         containers = tuple(chain.from_iterable(part.containers for part in parts))
         plan = self.plan = BurstPlan(
             all_pods, cfg, containers,
@@ -187,8 +194,9 @@ class CPUBurst:
             all(c.limited for c in containers), any(c.limited for c in containers))
         return plan
 
-    def _pod_part(self, cfg: CPUBurstStrategy, pod: PodInfo) -> _PodPart:
-        """What the plan takes from one pod."""
+    def _pod_part(self, pod: PodInfo) -> _PodPart:
+        """What the plan takes from one pod, under the settings the parts are kept for."""
+        cfg = self.parts_cfg
         cls = pod.qos.effective
         lsr_request, state = 0.0, None
         if cls is KoordQoSClass.LSR:

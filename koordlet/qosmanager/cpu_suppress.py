@@ -14,7 +14,6 @@ import asyncio
 import json
 import math
 from dataclasses import dataclass, field
-from functools import partial
 from typing import NamedTuple
 
 import structlog
@@ -36,9 +35,9 @@ from koordlet.qosmanager.cpu_suppress_policy import (
 )
 from koordlet.qosmanager.framework import QoSContext
 from koordlet.qosmanager.pod_changes import RESYNC_SECONDS, PodChanges
-from koordlet.qosmanager.pod_memo import PodMemo
 from koordlet.slo.node_slo import CPUSuppressPolicy
 from koordlet.statesinformer.model import ContainerInfo, NodeInfo, PodInfo
+from koordlet.statesinformer.pod_memo import PodMemo
 from koordlet.util.steps import PODS_PER_STEP
 from resourceexecutor import Outcome, Updater
 from system.errors import Gone, SystemFileError
@@ -96,17 +95,15 @@ class _PodFact(NamedTuple):
 
     usage_key: SeriesKey
     qos: KoordQoSClass
-    under_be_tier: bool
     bound: frozenset[int]  # an LSE or LSR pod's CPUs (pod_cpuset), else none
 
 
 _NOT_BOUND: frozenset[int] = frozenset()
 
 
-def _pod_fact(below_be_tier: str, pod: PodInfo) -> _PodFact:
+def _pod_fact(pod: PodInfo) -> _PodFact:
     cls = pod.qos.effective
     return _PodFact(SeriesKey(Metric.POD_CPU_USAGE_CORES, pod.uid), cls,
-                    pod.cgroup_parent.startswith(below_be_tier),
                     pod_cpuset(pod) if cls in (KoordQoSClass.LSE, KoordQoSClass.LSR) else _NOT_BOUND)
 
 
@@ -117,7 +114,7 @@ def pod_facts(ctx: QoSContext, known: PodFacts | None = None, memo: PodMemo[_Pod
     if known is not None and known.pods is pods and known.node is node and known.topology is ctx.topology:
         return known
     below = ctx.dirs.besteffort + "/"
-    facts = (memo if memo is not None else PodMemo()).values(pods, partial(_pod_fact, below), below)
+    facts = (memo if memo is not None else PodMemo(_pod_fact)).values(pods)
     owner: dict[int, KoordQoSClass] = {}
     lse: set[int] = set()
     for fact in facts:
@@ -131,7 +128,7 @@ def pod_facts(ctx: QoSContext, known: PodFacts | None = None, memo: PodMemo[_Pod
         pods, node, ctx.topology,
         ls_usage=tuple([fact.usage_key for fact in facts if fact.qos is not KoordQoSClass.BE]),
         be_usage=tuple([fact.usage_key for fact in facts if fact.qos is KoordQoSClass.BE]),
-        be_tier=[pod for pod, fact in zip(pods, facts) if fact.under_be_tier],
+        be_tier=[pod for pod in pods if pod.cgroup_parent.startswith(below)],
         cpus=len(cpus),
         lsr_pool=[i for i in cpus if owner.get(i.cpu) is KoordQoSClass.LSR],
         ls_pool=[i for i in cpus if i.cpu not in owner],
@@ -182,7 +179,7 @@ class CPUSuppress:
     tier_absent: bool = False
     nothing_known: bool = False
     facts: PodFacts | None = None
-    pod_parts: PodMemo[_PodFact] = field(default_factory=PodMemo)
+    pod_parts: PodMemo[_PodFact] = field(default_factory=lambda: PodMemo(_pod_fact))
     _last_pick: tuple[PodFacts, int, int, frozenset[int]] | None = None
 
     async def run(self, ctx: QoSContext) -> None:

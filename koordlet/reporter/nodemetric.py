@@ -31,10 +31,10 @@ from typing import Any, Iterable, NamedTuple
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
 from koordlet.metriccache.aggregation import COLD_START_RATIO, P95, P99, covers_window
 from koordlet.metriccache.api import Aggregate, Mean, Metric, MetricCache, NotEnoughData, SeriesKey
-from koordlet.reporter.pod_memo import PodMemo
 from koordlet.reporter.policy import MetricCollectPolicy
 from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
 from koordlet.statesinformer.model import PodInfo
+from koordlet.statesinformer.pod_memo import PodMemo
 from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 PERCENTILES = ("p50", "p90", "p95", "p99")

@@ -12,8 +12,8 @@ from koordlet.metriccache.api import MetricCache, SeriesKey
 from koordlet.reporter.katalyst_metrics import KATALYST_METRICS
 from koordlet.reporter.nodemetric import pod_requests
 from koordlet.reporter.overcommit import NodeLoad
-from koordlet.reporter.pod_memo import PodMemo
 from koordlet.statesinformer.model import PodInfo
+from koordlet.statesinformer.pod_memo import PodMemo
 from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 

@@ -8,10 +8,10 @@ import dataclasses
 from koordlet.apis.keys import RESOURCE_STATUS
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.qosmanager.cpu_burst import CPUBurst
-from koordlet.qosmanager.cpu_suppress import pod_facts
-from koordlet.qosmanager.pod_memo import PodMemo
+from koordlet.qosmanager.cpu_suppress import CPUSuppress, pod_facts
 from koordlet.slo.node_slo import CPUBurstPolicy, CPUBurstStrategy
 from koordlet.statesinformer.model import NodeInfo, PodQoS
+from koordlet.statesinformer.pod_memo import PodMemo
 from tests.koordlet.qosmanager.helpers import Rig, container, pod
 from tests.resourceexecutor.conftest import FakeTreeIO
 from tests.system.fake_trees import build_v1_tree
@@ -37,37 +37,38 @@ def _changed(pods: tuple, at: int, **fields) -> tuple:
 
 
 def test_only_new_pod_objects_are_derived_again():
-    memo: PodMemo[str] = PodMemo()
     derived: list[str] = []
 
     def derive(p):
         derived.append(p.uid)
         return p.uid.upper()
 
+    memo: PodMemo[str] = PodMemo(derive)
     pods = _pods(5)
-    assert memo.values(pods, derive) == ["P0", "P1", "P2", "P3", "P4"]
-    assert memo.values(pods, derive) is memo.values(pods, derive)  # the same tuple: nothing to do
+    assert memo.values(pods) == ["P0", "P1", "P2", "P3", "P4"]
+    assert memo.values(pods) is memo.values(pods)  # the same tuple: nothing to do
     derived.clear()
     changed = _changed(pods, 2, name="renamed")
-    assert memo.values(changed, derive) == ["P0", "P1", "P2", "P3", "P4"]
+    assert memo.values(changed) == ["P0", "P1", "P2", "P3", "P4"]
     assert derived == ["p2"]
     derived.clear()
     fewer = changed[:1] + changed[2:] + _pods(7)[5:]  # p1 gone, p5 and p6 new
-    assert memo.values(fewer, derive) == ["P0", "P2", "P3", "P4", "P5", "P6"]
-    assert derived == ["p5", "p6"]
+    assert memo.values(fewer) == ["P0", "P2", "P3", "P4", "P5", "P6"]
+    assert derived == ["p5", "p6"] and len(memo) == 6
     derived.clear()
-    assert memo.values(fewer, derive, context="other settings") == ["P0", "P2", "P3", "P4", "P5", "P6"]
+    memo.clear()  # what derive reads besides the pod changed
+    assert memo.values(fewer) == ["P0", "P2", "P3", "P4", "P5", "P6"]
     assert derived == ["p0", "p2", "p3", "p4", "p5", "p6"]
 
 
 def test_a_pod_gone_and_back_is_derived_again():
-    memo: PodMemo[int] = PodMemo()
     calls: list[str] = []
+    memo: PodMemo[int] = PodMemo(lambda p: calls.append(p.uid) or 0)
     pods = _pods(3)
-    memo.values(pods, lambda p: calls.append(p.uid) or 0)
-    memo.values(pods[:2], lambda p: calls.append(p.uid) or 0)
+    memo.values(pods)
+    memo.values(pods[:2])
     calls.clear()
-    memo.values(pods, lambda p: calls.append(p.uid) or 0)
+    memo.values(pods)
     assert calls == ["p2"]  # forgotten while it was gone
 
 
@@ -94,7 +95,7 @@ def test_suppress_facts_after_changes_equal_facts_made_afresh(tmp_path):
     for p in _pods(12):
         rig.states.put(p)
     ctx = rig.ctx
-    memo = PodMemo()
+    memo = CPUSuppress().pod_parts
     facts = pod_facts(ctx, None, memo)
     for uid, cls in (("p0", KoordQoSClass.BE), ("p2", KoordQoSClass.LSE), ("p3", KoordQoSClass.LS)):
         current = next(p for p in rig.states.pods() if p.uid == uid)
