@@ -62,6 +62,9 @@ APPEND_SLICE = 512
 # Objects a listing's bookkeeping handles between two looks at the clock: its steps cost
 # 0.1-1 us per object, and a look (a chunk's call, copy and clock read) ~0.4 us.
 BOOKKEEPING_CHUNK = 8 * SLICE_CHECK
+# A listing's pod kept as it was is a lookup and a copy (~1 us); an object listed anew
+# makes its paths and entry, several times that: it counts this many kept pods.
+NEW_OBJECT_WORK = 8
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -311,48 +314,81 @@ class Listed(Generic[P, E]):
 
 class Listing(Generic[P, E]):
     """A round's objects, made again only when the informer's pods() is another tuple (it
-    hands back the same one while nothing listed changed); an object still listed keeps
-    its paths and entry (series keys, last readings): at 1,000 pods a pod coming or going
-    makes paths and entries for it alone."""
+    hands back the same one while nothing listed changed). The informer hands back the same
+    PodInfo for a pod that did not change: its objects, paths and entries are copied from the
+    last listing as they were. A changed pod's objects are listed again, and one still
+    listed (the same pod, container and dir) keeps its paths and entry (series keys, last
+    readings): at 1,000 pods a pod coming or changing makes paths and entries for it alone,
+    and the rest costs a lookup and a copy per pod."""
 
     def __init__(self, paths: Callable[[str], P], entry: Callable[[str, str], E],
                  containers: bool = True) -> None:
         self._paths, self._entry, self._containers = paths, entry, containers
         self._pods: object = None
+        # pod uid -> (the pod object listed, its objects' first position, how many) in `listed`
+        self._spans: dict[str, tuple[PodInfo, int, int]] = {}
         self.listed: Listed[P, E] = Listed([], (), [], [])
 
     def get(self, states: StatesInformer) -> Generator[None, object, Listed[P, E]]:
         pods = states.pods()
         if pods is self._pods:
             return self.listed
-        last = self.listed
-        # every step in chunks between looks at the clock: at 3,000 cgroups the bookkeeping
-        # alone held the loop ~1 ms. By the whole (pod, container, dir): an object still listed
-        # keeps its paths and entry (a container whose dir changed is another cgroup: new
-        # paths, no last reading)
-        chunk = BOOKKEEPING_CHUNK
-        previous: dict[CgroupObject, int] = {}
+        last, spans = self.listed, self._spans
+        objects: list[CgroupObject] = []
+        paths: list[P] = []
+        entries: list[E] = []
+        dirs: list[str] = []
+        listed_spans: dict[str, tuple[PodInfo, int, int]] = {}
+        run = [0, 0]  # kept pods next to each other in the last listing: copied in one go
 
-        def index(objs: Sequence[CgroupObject], start: int) -> tuple[()]:
-            previous.update(zip(objs, range(start, start + len(objs))))
-            return ()
+        def copy_run() -> None:
+            at, stop = run
+            if stop > at:
+                objects.extend(last.objects[at:stop])
+                paths.extend(last.paths[at:stop])
+                entries.extend(last.entries[at:stop])
+                dirs.extend(last.dirs[at:stop])
+            run[0] = run[1] = 0
 
-        yield from sliced_chunks(index, last.objects, chunk)
-        containers = self._containers
-        objects = yield from sliced_chunks(lambda some, _: [obj for pod in some for obj in objects_of(pod)
-                                                            if containers or not obj[1]], pods, chunk)
-        kept = yield from sliced_chunks(lambda objs, _: map(previous.get, objs), objects, chunk)
-        fresh = yield from sliced_chunks(lambda objs, start: [obj for obj, k in zip(objs, kept[start:start + chunk])
-                                                              if k is None], objects, chunk)
-        fresh_paths = iter((yield from sliced_map(self._paths, [obj[2] for obj in fresh])))
-        fresh_entries = iter((yield from sliced_map(lambda obj: self._entry(obj[0], obj[1]), fresh)))
-        dirs = yield from sliced_chunks(lambda objs, _: [obj[2] for obj in objs], objects, chunk)
-        paths = yield from sliced_chunks(lambda ks, _: [next(fresh_paths) if k is None else last.paths[k]
-                                                        for k in ks], kept, chunk)
-        entries = yield from sliced_chunks(lambda ks, _: [next(fresh_entries) if k is None else last.entries[k]
-                                                          for k in ks], kept, chunk)
-        self._pods, self.listed = pods, Listed(objects, tuple(dirs), paths, entries)
+        slices = Slices()
+        work = next_look = 0  # a kept pod counts 1, a listed one 1 + NEW_OBJECT_WORK an object
+        for pod in pods:
+            if work >= next_look:
+                next_look = work + SLICE_CHECK
+                if slices.over(0):
+                    copy_run()
+                    yield None
+            span = spans.get(pod.uid)
+            first = len(objects) + run[1] - run[0]
+            if span is not None and span[0] is pod:
+                if span[1] != run[1]:
+                    copy_run()
+                    run[0] = run[1] = span[1]
+                run[1] += span[2]
+                work += 1
+            else:
+                copy_run()
+                self._list_pod(pod, span, last, objects, paths, entries, dirs)
+                work += 1 + NEW_OBJECT_WORK * (len(objects) - first)
+            listed_spans[pod.uid] = (pod, first, len(objects) + run[1] - run[0] - first)
+        copy_run()
+        self._pods, self._spans, self.listed = pods, listed_spans, Listed(objects, tuple(dirs), paths, entries)
         return self.listed
+
+    def _list_pod(self, pod: PodInfo, span: tuple[PodInfo, int, int] | None, last: Listed[P, E],
+                  objects: list[CgroupObject], paths: list[P], entries: list[E], dirs: list[str]) -> None:
+        """A new or changed pod's objects onto the lists; those it had in `last` (at `span`)
+        keep their paths and entries (a container whose dir changed is another cgroup: new
+        paths, no last reading)."""
+        had = {} if span is None else {last.objects[k]: k for k in range(span[1], span[1] + span[2])}
+        for obj in objects_of(pod):
+            if obj[1] and not self._containers:
+                continue
+            k = had.get(obj)
+            objects.append(obj)
+            dirs.append(obj[2])
+            paths.append(self._paths(obj[2]) if k is None else last.paths[k])
+            entries.append(self._entry(obj[0], obj[1]) if k is None else last.entries[k])
 
 
 class Turns:

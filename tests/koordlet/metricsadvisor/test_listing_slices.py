@@ -131,3 +131,38 @@ def _as_round(sliced: Any) -> Round:
     out = yield from sliced
     assert (yield None) is None
     return out
+
+
+class _Pods:
+    """An informer whose pods() is the tuple set last, in the order given."""
+
+    def __init__(self, pods: tuple) -> None:
+        self.listed = pods
+
+    def pods(self) -> tuple:
+        return self.listed
+
+
+def test_a_listing_makes_again_only_the_pods_that_are_new_objects_in_any_order():
+    pods = tuple(make_pod("p%03d" % i, containers=i % 3) for i in range(3 * SLICE_CHECK))
+    made: list[str] = []
+    listing: Listing[str, tuple[str, str]] = Listing(lambda d: made.append(d) or "paths:" + d,
+                                                     lambda uid, cid: (uid, cid))
+    states = _Pods(pods)
+    first = drive(_as_round(listing.get(states)))
+    kept = dict(zip(first.objects, zip(first.paths, first.entries)))
+    changed = make_pod(pods[10].uid, containers=2)  # a new object for the same pod: one more container
+    shuffled = pods[50:] + pods[:10] + (changed,) + pods[11:50]
+    states.listed = shuffled[::-1]
+    made.clear()
+    second = drive(_as_round(listing.get(states)))
+    assert second.objects == [obj for pod in states.listed for obj in framework.objects_of(pod)]
+    assert second.dirs == tuple(obj[2] for obj in second.objects)
+    for obj, path, entry in zip(second.objects, second.paths, second.entries):
+        if obj in kept:
+            assert kept[obj][0] is path and kept[obj][1] is entry
+        else:
+            assert obj[0] == changed.uid and path == "paths:" + obj[2] and entry == (obj[0], obj[1])
+    # only the changed pod's objects that were not listed before had paths made
+    assert made == [obj[2] for obj in framework.objects_of(changed) if obj not in kept] and made
+    assert drive(_as_round(listing.get(states))) is second  # the same tuple: nothing made again
