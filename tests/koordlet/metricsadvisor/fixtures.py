@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from koordlet.apis.qos import KoordQoSClass, PodQoS
@@ -51,3 +52,12 @@ def context(host: Host, states: StaticStates | None, store: MetricStore | None =
     files = facts.files
     return CollectContext(host, store or MetricStore(), "node-a", files, CgroupReader(files, keep_open=False), states,
                           UsageReader(files, keep_open=False), facts=facts)
+
+
+async def mark_other_turns(log: list) -> None:
+    """Another task on the loop: at each of its turns it logs "other" after whatever else was
+    logged last, so the log shows where the loop ran someone else."""
+    while True:
+        if log and log[-1] != "other":
+            log.append("other")
+        await asyncio.sleep(0)

@@ -21,7 +21,7 @@ from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo
 from koordlet.util.host_facts import HostFacts
 from system.file_io import KeptFdPool, fd_budget
-from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
+from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod, mark_other_turns
 from tests.polling import until
 
 PODS = [make_pod("u%04d" % i, containers=2) for i in range(3 * SLICE_CHECK)]
@@ -137,14 +137,7 @@ async def test_a_rounds_samples_go_into_the_cache_in_slices_with_the_loop_run_be
     store = _LoggedStore(log)
     scheduler = Scheduler(store)
     scheduler.add(_ManySamples(0.05))
-
-    async def other_task() -> None:
-        while True:
-            if log and log[-1] != "other":
-                log.append("other")
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(other_task())
+    task = asyncio.create_task(mark_other_turns(log))
     scheduler.start()
     try:
         await until(lambda: scheduler.stats()["many"].runs >= 1)

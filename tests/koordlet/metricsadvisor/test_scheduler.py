@@ -9,6 +9,7 @@ import time
 from koordlet.metriccache.api import SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.framework import Scheduler
+from tests.koordlet.metricsadvisor.fixtures import mark_other_turns
 from tests.polling import until
 
 
@@ -114,3 +115,19 @@ async def test_a_collector_that_always_fails_has_tried_but_not_started():
     await scheduler.stop()
     assert not scheduler.all_started()
     await asyncio.sleep(0)
+
+
+async def test_the_loop_gets_a_turn_between_two_collectors_of_one_interval():
+    log: list = []
+    scheduler = Scheduler(MetricStore())
+    scheduler.add(Recorder("first", 0.05, log))
+    scheduler.add(Recorder("second", 0.05, log))
+    task = asyncio.create_task(mark_other_turns(log))
+    scheduler.start()
+    try:
+        await until(lambda: log.count(("second", "collect")) >= 1)
+    finally:
+        await scheduler.stop()
+        task.cancel()
+    at = log.index(("first", "collect"))
+    assert log[at:at + 3] == [("first", "collect"), "other", ("second", "collect")]
