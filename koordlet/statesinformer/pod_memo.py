@@ -36,16 +36,9 @@ class PodMemo(Generic[T]):
         `pods` is the same sequence (the caller must not change it)."""
         if pods is self._listed[0]:
             return self._listed[1]
-        kept, derive = self._by_uid, self._derive
-        by_uid: dict[str, tuple[PodInfo, T]] = {}
-        values: list[T] = []
-        for pod in pods:
-            known = kept.get(pod.uid)
-            if known is None or known[0] is not pod:
-                known = (pod, derive(pod))
-            by_uid[pod.uid] = known
-            values.append(known[1])
-        self._by_uid, self._listed = by_uid, (pods, values)
+        values = [self.of(pod) for pod in pods]
+        self.keep_only(pods)
+        self._listed = (pods, values)
         return values
 
     def clear(self) -> None:
