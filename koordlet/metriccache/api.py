@@ -101,6 +101,30 @@ class Mean(NamedTuple):
     last_timestamp: float
 
 
+class WindowSpan(NamedTuple):
+    """Where one window lies in a series: [lo, hi) offsets from the series' oldest value,
+    how many samples, and the first and last of their timestamps. Series written in the
+    same rounds share one span object for the same window."""
+
+    lo: int
+    hi: int
+    count: int  # type: ignore[assignment]  # (hides tuple.count)
+    first_timestamp: float
+    last_timestamp: float
+
+
+class WindowColumns(NamedTuple):
+    """`summaries` as columns, for a reader of many series that wants no object a series:
+    key i's span (None when the window holds no sample of it), its mean, and the asked
+    percentiles of every key one after the other (key 0's first). A key with no span has a
+    mean and percentiles of nan, as a broken sample would give, so a reader that skips
+    what is not finite needs no second test."""
+
+    spans: list[WindowSpan | None]
+    means: list[float]
+    percentiles: list[float]
+
+
 class NotEnoughData(LookupError):
     """The window holds too few samples to answer (the cold-start rule): readers must
     treat the figure as unknown, never as zero."""
@@ -134,6 +158,11 @@ class MetricCache(Protocol):
                   permilles: Sequence[tuple[int, ...]]) -> list[tuple[Mean, tuple[float, ...]] | None]:
         """`summary` of many series at once (key i with the percentiles permilles[i]), None
         for a series with no sample in the window: what a report reads, in one pass."""
+        ...
+
+    def summary_columns(self, keys: Sequence[SeriesKey], start: float, end: float,
+                        permilles: Sequence[tuple[int, ...]]) -> WindowColumns:
+        """`summaries` as WindowColumns."""
         ...
 
     def latest(self, key: SeriesKey) -> Sample | None: ...

@@ -33,7 +33,16 @@ from koordlet.metriccache.aggregation import (
     checked_window,
     percentile_of,
 )
-from koordlet.metriccache.api import Aggregate, Mean, Metric, NotEnoughData, Sample, SeriesKey
+from koordlet.metriccache.api import (
+    Aggregate,
+    Mean,
+    Metric,
+    NotEnoughData,
+    Sample,
+    SeriesKey,
+    WindowColumns,
+    WindowSpan,
+)
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.series_ring import Keeping, SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
@@ -47,20 +56,37 @@ _AGGREGATE_PERCENTILES = (P50, P90, P95, P99)
 # Mean(count, avg, first, last) without the NamedTuple's Python-level __new__: summaries
 # makes one a series
 _mean = partial(tuple.__new__, Mean)
-_UNSEEN = (0, 0, 0, 0.0, 0.0)  # a span not looked up yet (None: a window with no sample)
+_UNSEEN = WindowSpan(0, 0, 0, 0.0, 0.0)  # a span not looked up yet (None: a window with no sample)
+_NAN = float("nan")
 
 
-def _span(timeline: Timeline, first: int, count: int, start: float,
-          end: float) -> tuple[int, int, int, float, float] | None:
+def _span(timeline: Timeline, first: int, count: int, start: float, end: float) -> WindowSpan | None:
     """The window [start, end] of a series whose `count` values start at timeline index
-    `first`: [lo, hi) offsets from its oldest value, hi - lo and the first and last
-    timestamps, or None when no value is in it (SeriesRing.bounds, by the series' place
-    on the timeline)."""
+    `first`, or None when no value is in it (SeriesRing.bounds, by the series' place on
+    the timeline)."""
     ts = timeline.ts
     at = first - timeline.dropped
     lo = bisect_left(ts, start, at, at + count)
     hi = bisect_right(ts, end, lo, at + count)
-    return None if lo == hi else (lo - at, hi - at, hi - lo, ts[lo], ts[hi - 1])
+    return None if lo == hi else WindowSpan(lo - at, hi - at, hi - lo, ts[lo], ts[hi - 1])
+
+
+def _spread(spans: Sequence[WindowSpan | None], permilles: Sequence[tuple[int, ...]], means: list[float],
+            pcts: list[float]) -> tuple[list[float], list[float]]:
+    """The figures of the keys that have a span, put at every key's place (nan for the others)."""
+    all_means: list[float] = []
+    all_pcts: list[float] = []
+    found = at = 0
+    for span, wanted in zip(spans, permilles):
+        if span is None:
+            all_means.append(_NAN)
+            all_pcts.extend([_NAN] * len(wanted))
+            continue
+        all_means.append(means[found])
+        found += 1
+        all_pcts.extend(pcts[at:at + len(wanted)])
+        at += len(wanted)
+    return all_means, all_pcts
 
 
 _RING_LISTS_KEPT = 32  # key tuples whose rings are kept looked up (the strategies use a handful, the
@@ -235,46 +261,49 @@ class MetricStore:
 
     def summaries(self, keys: Sequence[SeriesKey], start: float, end: float,
                   permilles: Sequence[tuple[int, ...]]) -> list[tuple[Mean, tuple[float, ...]] | None]:
-        """`summary` of many series in one window_stats call. Series written in the same
-        rounds share a timeline and so, mostly, their window's bounds and timestamps: those
-        are searched once per (timeline, first sample, count)."""
+        """`summary` of many series in one window_stats call (summary_columns as tuples)."""
+        spans, means, pcts = self.summary_columns(keys, start, end, permilles)
+        out: list[tuple[Mean, tuple[float, ...]] | None] = []
+        at = 0
+        for span, mean, wanted in zip(spans, means, permilles):
+            taken = at + len(wanted)
+            out.append(None if span is None else
+                       (_mean((span[2], mean, span[3], span[4])), tuple(pcts[at:taken]) if wanted else ()))
+            at = taken
+        return out
+
+    def summary_columns(self, keys: Sequence[SeriesKey], start: float, end: float,
+                        permilles: Sequence[tuple[int, ...]]) -> WindowColumns:
+        """Every key's span, mean and asked percentiles in one window_stats call. Series
+        written in the same rounds share a timeline and so, mostly, their window's span:
+        it is searched once per (timeline, first sample, count)."""
         get = self._series.get
-        spans: dict[tuple[Timeline, int, int], tuple[int, int, int, float, float] | None] = {}
+        by_place: dict[tuple[Timeline, int, int], WindowSpan | None] = {}
+        spans: list[WindowSpan | None] = []
         windows: list[tuple[array, int, int]] = []
         asked: list[tuple[int, ...]] = []
-        found: list[tuple[int, tuple[int, int, int, float, float]]] = []  # (index in keys, span)
         last_timeline, last_first, last_count, span = None, 0, 0, None  # the previous series' place
-        for index, (key, wanted) in enumerate(zip(keys, permilles)):
+        for key, wanted in zip(keys, permilles):
             ring = get(key)
             if ring is None:
+                spans.append(None)
                 continue
             values = ring.values
             head = ring.head
             count = len(values) - head
             if ring.timeline is not last_timeline or ring.first != last_first or count != last_count:
-                last_timeline, last_first, last_count = span_key = ring.timeline, ring.first, count
-                span = spans.get(span_key, _UNSEEN)
+                last_timeline, last_first, last_count = place = ring.timeline, ring.first, count
+                span = by_place.get(place, _UNSEEN)
                 if span is _UNSEEN:
-                    span = spans[span_key] = _span(*span_key, start, end)
-            if span is None:
-                continue
-            windows.append((values, head + span[0], head + span[1]))
-            asked.append(wanted)
-            found.append((index, span))
-        out: list[tuple[Mean, tuple[float, ...]] | None] = [None] * len(keys)
-        if not windows:
-            return out
-        means, pcts = window_stats(windows, asked)
-        at = 0
-        no_pcts = ()
-        for (index, (_, _, count, first_ts, last_ts)), mean, wanted in zip(found, means, asked):
-            if wanted:
-                taken = at + len(wanted)
-                out[index] = _mean((count, mean, first_ts, last_ts)), tuple(pcts[at:taken])
-                at = taken
-            else:
-                out[index] = _mean((count, mean, first_ts, last_ts)), no_pcts
-        return out
+                    span = by_place[place] = _span(*place, start, end)
+            spans.append(span)
+            if span is not None:
+                windows.append((values, head + span[0], head + span[1]))
+                asked.append(wanted)
+        means, pcts = window_stats(windows, asked) if windows else ([], [])
+        if len(windows) < len(spans):  # nan where a key has no span
+            means, pcts = _spread(spans, permilles, means, pcts)
+        return WindowColumns(spans, means, pcts)
 
     def _samples_between(self, key: SeriesKey, start: float, end: float) -> tuple[SeriesRing, int, int]:
         """The series and the [lo, hi) indexes of its values in the window; NotEnoughData when

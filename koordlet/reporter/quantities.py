@@ -34,7 +34,7 @@ def cpu_quantity(cores: float) -> str:
 def memory_quantity_from_bytes(value: int) -> str:
     """BinarySI: the largest power-of-1024 suffix that divides the value exactly; values
     strictly between -1024 and 1024 print as plain numbers (Go switches them to DecimalSI)."""
-    if -1024 < value < 1024:
+    if value % 1024 or -1024 < value < 1024:  # most usage figures: no suffix to look for
         return str(value)
     index = 0
     while index < len(_BINARY_SUFFIXES) - 1 and value % 1024 == 0 and value != 0:

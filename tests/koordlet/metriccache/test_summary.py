@@ -50,6 +50,13 @@ def check(store: MetricStore, key: SeriesKey, start: float, end: float) -> None:
     assert same(store.mean(key, start, end, 0.0).avg, avg)
     (batched, batched_percentiles), missing = store.summaries([key, MISSING], start, end, [PERMILLES, (P99,)])
     assert missing is None and batched == mean and batched_percentiles == percentiles
+    # as columns, a key with no sample between two that have some: nan at its place, the
+    # percentiles of the others where they were asked
+    spans, means, flat = store.summary_columns([key, MISSING, key], start, end, [(P99,), (P50, P90), PERMILLES])
+    assert spans[1] is None and spans[0] is spans[2] and spans[0].count == count
+    assert math.isnan(means[1]) and all(math.isnan(v) for v in flat[1:3])
+    assert same(means[0], avg) and same(means[2], avg)
+    assert same(flat[0], percentiles[3]) and all(same(a, b) for a, b in zip(flat[3:], percentiles))
 
 
 values_of = st.sampled_from(["cores", "bytes", "wide", "trend_down", "trend_up", "ties"])

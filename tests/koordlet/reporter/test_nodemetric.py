@@ -146,6 +146,23 @@ def test_prod_reclaimable_is_request_minus_peak_with_margin():
     assert snapshot.prod_reclaimable_memory_bytes == (4 * GI - int(1.1 * GI)) + (4 * GI - int(1.1 * 2 * GI))
 
 
+def test_prod_reclaim_skips_a_pod_without_samples_and_one_in_cold_start():
+    """Three Prod pods read in one call: one has no sample, one's samples span a minute of
+    the five (cold start: it reclaims nothing, yet its usage is listed), one is covered. The
+    covered pod's reclaim must not take the others' peaks or coverage."""
+    pods = {"gone": pod("gone", KoordQoSClass.LS, PriorityBand.PROD, 2000, 4 * GI),
+            "young": pod("young", KoordQoSClass.LS, PriorityBand.PROD, 2000, 4 * GI),
+            "web": pod("web", KoordQoSClass.LS, PriorityBand.PROD, 2000, 4 * GI)}
+    cache = store()
+    cache.append(thirty_minutes_busy_at_the_end())
+    cache.append(pod_samples(pods["young"], 0.1, GI // 2, seconds=60))
+    cache.append(pod_samples(pods["web"], 0.5, GI))
+    snapshot = take_snapshot(cache, pods.values(), POLICY, NOW)
+    assert sorted(p.name for p in snapshot.pods) == ["web", "young"]
+    assert snapshot.prod_reclaimable_milli_cpu == 2000 - 550
+    assert snapshot.prod_reclaimable_memory_bytes == 4 * GI - int(1.1 * GI)
+
+
 def test_built_documents_validate_against_the_published_nodemetric_crd():
     schema = crd_schema("slo.koordinator.sh_nodemetrics.yaml")
     pods = mixed_pods()
