@@ -17,6 +17,7 @@ it the same figures come from Python, bit for bit:
 from __future__ import annotations
 
 from array import array
+from itertools import accumulate, chain
 from typing import Sequence
 
 from koordlet.metriccache.aggregation import average, nearest_rank
@@ -38,11 +39,8 @@ def window_stats(windows: Sequence[Window], permilles: Sequence[tuple[int, ...]]
     """(means, percentiles): means[i] of window i; the percentiles of window i, permilles[i]
     in that order, follow each other in the second list (window 0's first). ValueError for
     a permille outside (0, 1000], on both paths."""
-    pct_at = array("i", [0])
-    flat = array("i")
-    for asked in permilles:
-        flat.extend(asked)
-        pct_at.append(len(flat))
+    flat = array("i", chain.from_iterable(permilles))
+    pct_at = array("i", accumulate(map(len, permilles), initial=0))
     if flat and (min(flat) <= 0 or max(flat) > 1000):
         raise ValueError("percentiles %r must be in (0, 1000] thousandths" % (sorted(set(flat)),))
     if _window_stats is None or not use_c:
