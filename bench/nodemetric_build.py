@@ -8,7 +8,8 @@ collectors write them: node, pod and container series), so every build reads win
 moved as they do in the daemon; those appends are timed apart ("60 s of appends"), which is
 where running aggregates kept on append cost.
 
-Figures: time per build (p50 / p99 of --runs builds; process CPU time) of take_snapshot +
+Figures: time per build (p50 / p99 of --runs builds; process CPU time; each run calls
+the build and then every floor, so they meet the same moment of a busy host) of take_snapshot +
 status_document + json.dumps, and what tracemalloc counts for one build: the bytes still
 held after it (the result: the JSON text) and the peak held during it. Floor, same run: building a dict of the same shape and size
 from ready-made strings and dumping it to JSON (no cache reads, no aggregation): what any
@@ -104,15 +105,20 @@ def floor_document(pods: list[PodInfo]) -> dict[str, Any]:
     }
 
 
-def timed(fn: Callable[[], object], runs: int, between: Callable[[], object] = lambda: None) -> tuple[float, float]:
-    fn()
-    samples = []
+def interleaved(rows: list[tuple[str, Callable[[], object]]], runs: int,
+                between: Callable[[], object]) -> dict[str, tuple[float, float]]:
+    """(p50, p99) of each row's call; every run calls each row once, one after the other, so
+    a build and its floors meet the same moment of a noisy host and their ratio holds."""
+    samples: dict[str, list[float]] = {name: [] for name, _ in rows}
+    for _, fn in rows:
+        fn()
     for _ in range(runs):
         between()
-        start = time.process_time()
-        fn()
-        samples.append(time.process_time() - start)
-    return p50_p99(samples)
+        for name, fn in rows:
+            start = time.process_time()
+            fn()
+            samples[name].append(time.process_time() - start)
+    return {name: p50_p99(taken) for name, taken in samples.items()}
 
 
 def p50_p99(samples: list[float]) -> tuple[float, float]:
@@ -194,9 +200,8 @@ def main() -> None:
     rows = [("NodeMetric build+dump", build), ("floor: same-size dict+dump", floor),
             ("floor + C window stats", floor_with_reads), ("overcommit round", overcommit)]
     results = {}
-    for name, fn in rows:
-        p50, p99 = timed(fn, args.runs, next_minute if fn is build else lambda: None)
-        allocated, peak = allocations(fn)
+    for name, (p50, p99) in interleaved(rows, args.runs, next_minute).items():
+        allocated, peak = allocations(dict(rows)[name])
         results[name] = (p50, p99, allocated, peak)
     results["60 s of appends"] = (*p50_p99(appends), 0, 0)
     holds = []

@@ -203,7 +203,7 @@ def _pods_usage(cache: MetricCache, rows: list[PodRow], start: float, end: float
     spans, means, peaks = cache.summary_columns(keys, start, end, permilles)
     reclaim_cpu = reclaim_memory = 0
     isfinite = math.isfinite
-    covered = _Coverage(start, end)
+    covered: WindowSpan | None = None  # a span found to cover the window: most pods' series share one
     at = 0  # the next Prod pod's peaks
     for row, cpu, memory, cpu_span, memory_span in zip(rows, means[::2], means[1::2], spans[::2], spans[1::2]):
         if row.prod:
@@ -212,32 +212,27 @@ def _pods_usage(cache: MetricCache, rows: list[PodRow], start: float, end: float
         if not isfinite(cpu) or not isfinite(memory):  # no sample (nan), or a broken one: must not break the report
             continue
         out.append(_pod_usage((*row.usage_head, _usage((cpu, memory)))))
+        if not row.prod:
+            continue
         # Prod reclaim: request - peak x (1 + margin), per resource, not below zero, the peak
         # being the cpu's p95 and the memory's p99; nothing while the pod's samples do not
         # cover half the window (the predictor's cold start). Inline: a call a pod cost more.
-        if row.prod and covered(cpu_span) and covered(memory_span) and isfinite(cpu_peak) and isfinite(memory_peak):
+        if cpu_span is not covered or memory_span is not covered:
+            if not (_covers(cpu_span, start, end) and _covers(memory_span, start, end)):
+                continue
+            if cpu_span is memory_span:
+                covered = cpu_span
+        if isfinite(cpu_peak) and isfinite(memory_peak):
             request_cpu, request_memory = row.requests
             reclaim_cpu += max(request_cpu - int(cpu_peak * _MARGIN * 1000), 0)
             reclaim_memory += max(request_memory - int(memory_peak * _MARGIN), 0)
     return reclaim_cpu, reclaim_memory
 
 
-class _Coverage:
-    """Whether a window's samples cover enough of [start, end] for the Prod reclaim (the
-    predictor's cold start), decided once per span: the pods' series mostly share one."""
-
-    def __init__(self, start: float, end: float) -> None:
-        self._start, self._end = start, end
-        self._last: tuple[WindowSpan | None, bool] = (None, False)
-
-    def __call__(self, span: WindowSpan | None) -> bool:
-        last_span, last_answer = self._last
-        if span is last_span:
-            return last_answer
-        answer = span is not None and covers_window(span.first_timestamp, span.last_timestamp, self._start,
-                                                    self._end, COLD_START_RATIO)
-        self._last = (span, answer)
-        return answer
+def _covers(span: WindowSpan | None, start: float, end: float) -> bool:
+    """Whether a window's samples cover enough of [start, end] (the cold-start rule)."""
+    return span is not None and covers_window(span.first_timestamp, span.last_timestamp, start, end,
+                                              COLD_START_RATIO)
 
 
 def _window(cache: MetricCache, cpu_key: SeriesKey, memory_key: SeriesKey,
@@ -285,13 +280,15 @@ def rfc3339(unix_seconds: float) -> str:
 
 
 def resource_map(usage: Usage) -> dict[str, Any]:
-    """{"resources": {"cpu": ..., "memory": ...}}: cpu_quantity and memory_quantity, in
-    two calls instead of six (a report makes one a pod)."""
+    """{"resources": {"cpu": ..., "memory": ...}}: cpu_quantity and memory_quantity, most
+    often without a call (a report makes one a pod)."""
     cores, memory = usage
     if not math.isfinite(cores) or not math.isfinite(memory):
         raise ValueError("usage %r is not finite" % (usage,))
-    return {"resources": {"cpu": cpu_quantity_from_milli(int(cores * 1000)),
-                          "memory": memory_quantity_from_bytes(int(memory))}}
+    milli, value = int(cores * 1000), int(memory)
+    # most figures are neither whole cores nor whole KiB: their strings without a call
+    return {"resources": {"cpu": "%dm" % milli if milli % 1000 else cpu_quantity_from_milli(milli),
+                          "memory": str(value) if value % 1024 else memory_quantity_from_bytes(value)}}
 
 
 def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
@@ -318,17 +315,18 @@ def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
 
 
 _BY_NAMESPACE_AND_NAME = attrgetter("namespace", "name")
-# the CRD's strings, looked up once: an enum's .value is a Python-level descriptor call
-_PRIORITY_NAMES: dict[PriorityBand, str] = {band: band.value for band in PriorityBand if band is not PriorityBand.NONE}
-_QOS_NAMES: dict[KoordQoSClass, str] = {qos: qos.value for qos in KoordQoSClass if qos is not KoordQoSClass.NONE}
+# the CRD's strings, looked up once: an enum's .value is a Python-level descriptor call, and
+# so is its hash: the members (singletons) are found by id()
+_PRIORITY_NAMES: dict[int, str] = {id(band): band.value for band in PriorityBand if band is not PriorityBand.NONE}
+_QOS_NAMES: dict[int, str] = {id(qos): qos.value for qos in KoordQoSClass if qos is not KoordQoSClass.NONE}
 
 
 def _pod_entry(pod: PodUsage) -> dict[str, Any]:
     entry: dict[str, Any] = {"namespace": pod.namespace, "name": pod.name, "podUsage": resource_map(pod.usage)}
-    priority = _PRIORITY_NAMES.get(pod.priority)
+    priority = _PRIORITY_NAMES.get(id(pod.priority))
     if priority is not None:
         entry["priority"] = priority
-    qos = _QOS_NAMES.get(pod.qos)
+    qos = _QOS_NAMES.get(id(pod.qos))
     if qos is not None:
         entry["qos"] = qos
     return entry
