@@ -50,8 +50,8 @@ def pod_usage(averages: Mapping[SeriesKey, float], keys_by_metric: Sequence[Sequ
 
 def window_averages(cache: MetricCache, keys: Sequence[SeriesKey], start: float, end: float) -> dict[SeriesKey, float]:
     """The average in [start, end] of each series with a sample in it, in one cache call."""
-    found = cache.summaries(keys, start, end, [()] * len(keys))
-    return {key: summary[0].avg for key, summary in zip(keys, found) if summary is not None}
+    spans, means, _ = cache.summary_columns(keys, start, end, [()] * len(keys))
+    return {key: mean for key, mean, span in zip(keys, means, spans) if span is not None}
 
 
 def node_load(cache: MetricCache, pods: Iterable[PodInfo], allocatable_milli_cpu: float,
