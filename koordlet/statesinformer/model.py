@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 from koordlet.apis.qos import PodQoS
 
@@ -144,16 +144,46 @@ class ContainerInfo:
 
     # dataclasses.replace costs several times a constructor call; these run on every NRI event
     def with_state(self, state: ContainerState) -> ContainerInfo:
-        return ContainerInfo(self.id, self.name, self.pod_uid, state, self.cgroup_dir, self.linux, self.spec,
-                             self.pid, self.created_at_ns, self.role)
+        return _container_info(self.id, self.name, self.pod_uid, state, self.cgroup_dir, self.linux, self.spec,
+                               self.pid, self.created_at_ns, self.role)
 
     def with_linux(self, linux: LinuxResources) -> ContainerInfo:
-        return ContainerInfo(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, linux, self.spec,
-                             self.pid, self.created_at_ns, self.role)
+        return _container_info(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, linux, self.spec,
+                               self.pid, self.created_at_ns, self.role)
 
     def with_spec(self, spec: Resources | None, role: ContainerRole) -> ContainerInfo:
-        return ContainerInfo(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, self.linux, spec,
-                             self.pid, self.created_at_ns, role)
+        return _container_info(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, self.linux, spec,
+                               self.pid, self.created_at_ns, role)
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__; the copies made on every
+# NRI event (a changed container, its pod) write the slots through their descriptors instead, in half
+# the time. The setters are in __slots__ order, which is the fields' order
+def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    return tuple(getattr(cls, name).__set__ for name in vars(cls)["__slots__"])
+
+
+_CONTAINER_INFO_SETTERS = _slot_setters(ContainerInfo)
+
+
+def _container_info(container_id: str, name: str, pod_uid: str, state: ContainerState, cgroup_dir: str,
+                    linux: LinuxResources, spec: Resources | None, pid: int | None, created_at_ns: int,
+                    role: ContainerRole) -> ContainerInfo:
+    """ContainerInfo(...) with every field given, built by _CONTAINER_INFO_SETTERS."""
+    (set_id, set_name, set_pod_uid, set_state, set_cgroup_dir, set_linux, set_spec, set_pid, set_created_at_ns,
+     set_role) = _CONTAINER_INFO_SETTERS
+    made = object.__new__(ContainerInfo)
+    set_id(made, container_id)
+    set_name(made, name)
+    set_pod_uid(made, pod_uid)
+    set_state(made, state)
+    set_cgroup_dir(made, cgroup_dir)
+    set_linux(made, linux)
+    set_spec(made, spec)
+    set_pid(made, pid)
+    set_created_at_ns(made, created_at_ns)
+    set_role(made, role)
+    return made
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +207,29 @@ class PodInfo:
     _running: tuple[ContainerInfo, ...] | None = field(default=None, init=False, repr=False,
                                                         compare=False, hash=False)
 
+    def with_containers(self, containers: tuple[ContainerInfo, ...], sources: frozenset[Source]) -> PodInfo:
+        """dataclasses.replace(self, containers=..., sources=...), at a fraction of its cost."""
+        (set_uid, set_name, set_namespace, set_sandbox_id, set_state, set_cgroup_parent, set_qos, set_labels,
+         set_annotations, set_priority, set_priority_class_name, set_containers, set_sources, set_created_at_ns,
+         set_running) = _POD_INFO_SETTERS
+        made = object.__new__(PodInfo)
+        set_uid(made, self.uid)
+        set_name(made, self.name)
+        set_namespace(made, self.namespace)
+        set_sandbox_id(made, self.sandbox_id)
+        set_state(made, self.state)
+        set_cgroup_parent(made, self.cgroup_parent)
+        set_qos(made, self.qos)
+        set_labels(made, self.labels)
+        set_annotations(made, self.annotations)
+        set_priority(made, self.priority)
+        set_priority_class_name(made, self.priority_class_name)
+        set_containers(made, containers)
+        set_sources(made, sources)
+        set_created_at_ns(made, self.created_at_ns)
+        set_running(made, None)
+        return made
+
     def container(self, name: str) -> ContainerInfo | None:
         for container in self.containers:
             if container.name == name:
@@ -196,6 +249,9 @@ class PodInfo:
             running = tuple([c for c in self.containers if c.state is ContainerState.RUNNING])
             object.__setattr__(self, "_running", running)
         return running
+
+
+_POD_INFO_SETTERS = _slot_setters(PodInfo)
 
 
 class PodEventKind(Enum):

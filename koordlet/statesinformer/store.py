@@ -31,7 +31,7 @@ import structlog
 
 from koordlet.statesinformer.api import PodTable
 from koordlet.statesinformer.from_kubelet import KubeletPod
-from koordlet.statesinformer.merge import chosen_sandbox, container_order, merge_pod, merged_container, with_containers
+from koordlet.statesinformer.merge import chosen_sandbox, container_order, merge_pod, merged_container
 from koordlet.statesinformer.model import (
     ContainerInfo,
     ContainerState,
@@ -369,7 +369,7 @@ class PodStore(PodTable):
                 insort(others, merged, key=container_order)
             changed = tuple(others)
         gone = (old,) if merged is None and old is not None else ()
-        self._replace(uid, with_containers(previous, changed, previous.sources), previous, gone)
+        self._replace(uid, previous.with_containers(changed, previous.sources), previous, gone)
 
     def _apply(self, uid: str, pod: PodInfo | None) -> None:
         previous = self._pods.get(uid)

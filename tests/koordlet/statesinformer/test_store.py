@@ -430,11 +430,10 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
     assert set(rec.gone) <= known
 
 
-def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
+def test_the_fast_pod_copy_equals_dataclasses_replace() -> None:
     import dataclasses
 
     from koordlet.apis.qos import PodQoS
-    from koordlet.statesinformer.merge import with_containers
 
     # every field set to a value unlike its default, so a field out of order shows
     values = {f.name: f"v-{f.name}" for f in dataclasses.fields(PodInfo) if f.init}
@@ -443,8 +442,10 @@ def test_the_fast_pod_copy_in_merge_equals_dataclasses_replace() -> None:
     pod = PodInfo(**values)
     containers = (container_info(container(sandbox(1), "c9"), pod.uid)[0],)
     sources = frozenset({Source.NRI, Source.CRI})
-    assert with_containers(pod, containers, sources) == dataclasses.replace(pod, containers=containers,
-                                                                            sources=sources)
+    assert pod.running_containers == ()  # cached on the pod: the copy must not carry it
+    copied = pod.with_containers(containers, sources)
+    assert copied == dataclasses.replace(pod, containers=containers, sources=sources)
+    assert copied.running_containers == containers
 
 
 def test_the_fast_container_copies_equal_dataclasses_replace() -> None:
