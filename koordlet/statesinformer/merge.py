@@ -42,7 +42,9 @@ def merged_container(
         return None
     spec = _spec(kubelet.container_specs.get(container.name) if kubelet else None, specs.get(container.name))
     role = kubelet.container_roles.get(container.name, container.role) if kubelet else container.role
-    if spec != container.spec or role != container.role:
+    # `is` first: a dataclass's == compares field by field even with itself, and nearly always they are the same
+    if (spec is not container.spec and spec != container.spec) or (role is not container.role
+                                                                   and role != container.role):
         container = container.with_spec(spec, role)
     return container
 

@@ -267,6 +267,19 @@ class PodEvent:
     previous: PodInfo | None = None  # for UPDATED: the pod before the change
 
 
+_POD_EVENT_SETTERS = _slot_setters(PodEvent)
+
+
+def pod_event(kind: PodEventKind, pod: PodInfo, previous: PodInfo | None = None) -> PodEvent:
+    """PodEvent(kind, pod, previous), built by its slot setters (see _slot_setters): one per change."""
+    set_kind, set_pod, set_previous = _POD_EVENT_SETTERS
+    made = object.__new__(PodEvent)
+    set_kind(made, kind)
+    set_pod(made, pod)
+    set_previous(made, previous)
+    return made
+
+
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     """The node as the agent sees it (standalone: from the host; in a cluster: plus the Node object)."""

@@ -42,9 +42,17 @@ class ContainerChange(Enum):
     REMOVED = "RemoveContainer"
 
 
-# What the event itself says about the state: containerd's CreateContainer carries
-# state UNKNOWN and its StartContainer still CREATED (seen on 2.3.4).
-_EVENT_STATE = {ContainerChange.CREATED: ContainerState.CREATED, ContainerChange.STARTED: ContainerState.RUNNING}
+
+def _event_state(kind: ContainerChange) -> ContainerState | None:
+    """What the event itself says about the state: containerd's CreateContainer carries state
+    UNKNOWN and its StartContainer still CREATED (seen on 2.3.4). Told by identity: an Enum's
+    hash, for a dict lookup, is a Python-level call."""
+    if kind is ContainerChange.CREATED:
+        return ContainerState.CREATED
+    if kind is ContainerChange.STARTED:
+        return ContainerState.RUNNING
+    return None
+
 
 _POD_EVENT_CHANGE = {
     PodEventKind.ADDED: SandboxChange.RUN,
@@ -113,7 +121,7 @@ class NriFeed:
             self.store.nri_container_gone(view, container_id)
             return
         known = None if kind is ContainerChange.CREATED else self.store.nri_container(container_id)
-        state = _EVENT_STATE.get(kind)
+        state = _event_state(kind)
         if known is None:
             info, problems = container_info(container, view.pod.uid, state=state)
         else:

@@ -70,7 +70,8 @@ class RuntimeIndex:
         return container.pod_uid
 
     def sandbox_views(self, uid: str) -> list[SandboxView]:
-        return [self.sandboxes[s] for s in self._uid_sandboxes.get(uid, ())]
+        ids = self._uid_sandboxes.get(uid)  # none, for CRI while NRI is live: no comprehension then
+        return [self.sandboxes[s] for s in ids] if ids else []
 
     def pod_containers(self, uid: str) -> Iterator[ContainerInfo]:
         return (self.containers[c] for c in self._uid_containers.get(uid, ()))

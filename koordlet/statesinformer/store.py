@@ -42,6 +42,7 @@ from koordlet.statesinformer.model import (
     PodInfo,
     SandboxState,
     Source,
+    pod_event,
 )
 from koordlet.statesinformer.problems import ProblemLog
 from koordlet.statesinformer.runtime_index import RuntimeIndex
@@ -409,10 +410,10 @@ class PodStore(PodTable):
 def _event(pod: PodInfo | None, previous: PodInfo | None) -> PodEvent:
     if pod is None:
         assert previous is not None
-        return PodEvent(PodEventKind.DELETED, previous)
+        return pod_event(PodEventKind.DELETED, previous)
     if previous is None:
-        return PodEvent(PodEventKind.ADDED, pod)
-    return PodEvent(PodEventKind.UPDATED, pod, previous)
+        return pod_event(PodEventKind.ADDED, pod)
+    return pod_event(PodEventKind.UPDATED, pod, previous)
 
 
 def _not_ready(view: SandboxView) -> SandboxView:
@@ -425,4 +426,8 @@ def _keep_ask(info: ContainerInfo, known: ContainerInfo | None, *, created: bool
     if created or known is None:
         return info  # at creation, or first sight later: the values carried are all we have
     asked = known.linux if ask is None else known.linux.overlaid(ask)
-    return info if asked is info.linux or asked == info.linux else info.with_linux(asked)
+    if asked is info.linux:
+        return info
+    if info.linux is known.linux:  # overlaid() hands back the very value it was given unless the ask changes it
+        return info.with_linux(asked)
+    return info if asked == info.linux else info.with_linux(asked)

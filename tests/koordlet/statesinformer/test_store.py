@@ -188,6 +188,20 @@ def test_a_changed_container_emits_one_update_with_the_previous_pod() -> None:
     assert event.pod.containers[0].linux.cpu_shares == 200
 
 
+def test_an_update_repeating_the_ask_held_emits_nothing_and_another_ask_one_update() -> None:
+    store, rec, _ = new_store()
+    sb = sandbox(1)
+    nri(store).nri_synchronized([sb], [container(sb, "c1", shares=100)])
+    asks = [api_pb2.LinuxResources(), api_pb2.LinuxResources(), api_pb2.LinuxResources()]
+    asks[0].cpu.shares.value = asks[1].cpu.shares.value = 200
+    asks[2].cpu.quota.value = 5000
+    for ask in asks:
+        nri(store).nri_container_event(ContainerChange.UPDATED, sb, container(sb, "c1", shares=100), ask)
+    assert [kind for kind, _ in rec.kinds()] == [PodEventKind.ADDED, PodEventKind.UPDATED, PodEventKind.UPDATED]
+    linux = rec.events[-1].pod.containers[0].linux
+    assert (linux.cpu_shares, linux.cpu_quota) == (200, 5000)
+
+
 def test_a_stopped_container_is_forgotten_and_its_cgroup_released() -> None:
     store, rec, _ = new_store()
     sb = sandbox(1, "besteffort")
@@ -464,6 +478,17 @@ def test_the_fast_container_copies_equal_dataclasses_replace() -> None:
     assert info.with_state(ContainerState.RUNNING) == dataclasses.replace(info, state=ContainerState.RUNNING)
     assert info.with_linux(linux) == dataclasses.replace(info, linux=linux)
     assert info.with_spec(spec, role) == dataclasses.replace(info, spec=spec, role=role)
+
+
+def test_the_fast_pod_event_equals_the_constructor() -> None:
+    from koordlet.statesinformer.model import PodEvent, pod_event
+
+    sb = sandbox(1)
+    pod, _ = merge_pod([sandbox_view(sb)], [container_info(container(sb, "c1"), sb.uid)[0]])
+    assert pod is not None
+    for kind in PodEventKind:
+        assert pod_event(kind, pod) == PodEvent(kind, pod)
+        assert pod_event(kind, pod, pod) == PodEvent(kind, pod, pod)
 
 
 def test_an_update_ask_overlays_what_it_sets_and_keeps_the_rest() -> None:
