@@ -288,10 +288,11 @@ class PodStore(PodTable):
         """Record NRI's sandbox (as `_as_known` makes it); also whether NRI held that very view
         already (nri_feed hands back the same one for an unchanged message): then the pod's
         own fields, merged from its sandboxes, cannot have changed."""
-        view = self._as_known(sandbox)
-        if self._nri.sandboxes.get(view.pod.sandbox_id) is view:
-            self._nri.seen_at[view.pod.sandbox_id] = now
-            return view, True
+        sandbox_id = sandbox.pod.sandbox_id
+        if self._nri.sandboxes.get(sandbox_id) is sandbox:  # held as it is: `_as_known` would keep it so
+            self._nri.seen_at[sandbox_id] = now
+            return sandbox, True
+        view = self._as_known(sandbox)  # a new value when it changes it: never the one held
         self._nri.put_sandbox(view, now)
         return view, False
 
