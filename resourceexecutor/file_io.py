@@ -21,7 +21,8 @@ from system.file_io import (
     write_path_text,
 )
 
-# What a kept reader returns on each call: every file's text, stripped, None where unreadable.
+# What a kept reader returns on each call: every file's text, stripped, None where unreadable;
+# it may give back the list of its previous call (the same object) when no file changed.
 KeptReader = Callable[[], list[str | None]]
 
 
@@ -38,7 +39,9 @@ class CgroupFileIO(Protocol):
     def kept_reader(self, paths: Sequence[str]) -> KeptReader:
         """`read_many` of these files for a caller that reads the same ones again and again:
         what a batch sets up once (the directories the files are opened relative to, the
-        buffers) is kept in the reader. Holds no fd between calls."""
+        buffers) is kept in the reader. Holds no fd between calls. A call that finds every
+        file holding the same bytes as the call before may return that call's list itself
+        (FileBatch.read_texts): the caller must not change the lists it gets."""
         ...
 
     def write(self, path: str, text: str) -> None:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from itertools import repeat
+from operator import itemgetter
 from typing import Any, NamedTuple, Protocol
 
 from resourceexecutor.dir_index import DirIndex
@@ -31,6 +33,7 @@ class CacheEntry(NamedTuple):
 
 # tuple.__new__ builds a NamedTuple without its Python-level __new__: this runs per write.
 _new_entry = tuple.__new__
+_TEXT, _VALUE = itemgetter(0), itemgetter(1)  # a CacheEntry's text and value, for map()
 
 
 class Decision(Enum):
@@ -110,6 +113,19 @@ class WriteCache:
         if key not in entries:
             self._dirs.add(key)
         entries[key] = _new_entry(CacheEntry, (text, value, now))
+
+    def date_again(self, keys: Sequence[Hashable], seen: Sequence[CacheEntry],
+                   now: float) -> list[CacheEntry] | None:
+        """Date the entries of `keys` now, when each is still what `seen` holds (the entries
+        the caller saw, compared by value): the new entries; None, and nothing changed, when
+        one differs or went. For a caller that found the files as it found them when it saw
+        those entries (the reconciler's turn read-back): no Python step per file."""
+        entries = self._entries
+        if list(map(entries.get, keys)) != seen:
+            return None
+        fresh = list(map(_new_entry, repeat(CacheEntry), zip(map(_TEXT, seen), map(_VALUE, seen), repeat(now))))
+        entries.update(zip(keys, fresh))
+        return fresh
 
     def forget(self, key: Hashable) -> None:
         if self._entries.pop(key, None) is not None:

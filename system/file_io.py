@@ -262,6 +262,8 @@ class FileBatch:
         self._native = native and _read_files is not None
         self._bytes_per_file = bytes_per_file  # the output's room a file before it grows
         self._output: _Output | None = None  # made by the first read (in the reading thread)
+        # read_texts' last output bytes, per-file lengths and texts: an unchanged read returns the same list
+        self._last_texts: tuple[bytes, list[int], list[str | None]] | None = None
 
     def __len__(self) -> int:
         return self._count
@@ -281,10 +283,24 @@ class FileBatch:
 
     def read_texts(self) -> list[str | None]:
         """Each file's text as ASCII, stripped, None where it could not be read: the
-        batch's output decoded in one go and cut per file."""
+        batch's output decoded in one go and cut per file. When every file held the same
+        bytes as at the previous call, that call's list itself (the same object, nothing cut
+        again; not to be changed): a caller that compared those texts can tell by identity
+        that there is nothing new to compare (with the C reader; without it, a new list)."""
         if not self._native:
             return [None if data is None else ascii_text(data) for data in self.read()]
-        return self._read_native(_split_texts)
+        return self._read_native(self._texts_unless_unchanged)
+
+    def _texts_unless_unchanged(self, paths: Callable[[], Sequence[str]], buffer: object, offsets: list[int],
+                                lens: list[int]) -> list[str | None]:
+        data = _output_bytes(buffer, offsets, lens)
+        last = self._last_texts
+        if last is not None and last[1] == lens and last[0] == data:
+            return last[2]
+        texts = _texts_of(paths, data, offsets, lens)
+        # a file that filled its BATCH_FILE_MAX bytes is read again whole: not all in `data`
+        self._last_texts = (data, lens, texts) if BATCH_FILE_MAX not in lens else None
+        return texts
 
     def _read_native(self, split: Callable[..., list[Any]]) -> list[Any]:
         if self._output is None:
@@ -356,14 +372,14 @@ def _read_into(output: _Output, n: int, paths: Callable[[], Sequence[str]], blob
     """One koord_read_files call over the n files packed in `blob` (opened relative to the
     packed `anchors` as anchor_of says), again with a doubled buffer while some
     file found no room; `paths()` gives their paths (only a file too long is read again).
-    The output is cut per file by `split` (`_split`: bytes, `_split_texts`: texts)."""
-    assert _read_files is not None
+    The output is cut per file by `split` (`_split`: bytes; FileBatch.read_texts: texts)."""
+    assert _ffi is not None and _read_files is not None
     while True:
         _read_files(anchors, anchor_count, blob, anchor_of, n, output.out, output.cap, BATCH_FILE_MAX,
                     output.offsets, output.lens)
-        lens = list(output.lens[0:n])
+        lens = _ffi.unpack(output.lens, n)
         if -errno.ENOBUFS not in lens:
-            return split(paths, output.out, list(output.offsets[0:n]), lens)
+            return split(paths, output.out, _ffi.unpack(output.offsets, n), lens)
         output.grow(output.cap * 2)
 
 
@@ -374,14 +390,15 @@ def _split(paths: Callable[[], Sequence[str]], buffer: object, offsets: list[int
     return _cut(paths, _output_bytes(buffer, offsets, lens), offsets, lens, _read_or_none)
 
 
-def _split_texts(paths: Callable[[], Sequence[str]], buffer: object, offsets: list[int],
-                 lens: list[int]) -> list[str | None]:
-    """`_split` as ASCII texts, stripped. The output is decoded once: an undecodable byte
-    becomes one replacement character, so the byte offsets stay the text's offsets."""
+def _texts_of(paths: Callable[[], Sequence[str]], output: bytes, offsets: list[int],
+              lens: list[int]) -> list[str | None]:
+    """The C reader's output bytes cut per file as ASCII texts, stripped (as `_split`). The
+    output is decoded once: an undecodable byte becomes one replacement character, so the
+    byte offsets stay the text's offsets."""
     def whole(path: str) -> str | None:
         data = _read_or_none(path)
         return None if data is None else ascii_text(data)
-    text = _output_bytes(buffer, offsets, lens).decode("ascii", "replace")
+    text = output.decode("ascii", "replace")
     return [None if part is None else part.strip() for part in _cut(paths, text, offsets, lens, whole)]
 
 

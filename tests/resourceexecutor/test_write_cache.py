@@ -74,6 +74,21 @@ def test_sweep_forgets_old_entries_only_when_due():
     assert cache.sweep_if_due(150.0) is None  # not due again yet
 
 
+def test_entries_are_dated_again_only_while_each_is_still_the_one_seen():
+    cache = WriteCache(clock=FakeClock())
+    keys = [("cpu.shares", "a"), ("cpu.shares", "b")]
+    cache.remember(keys[0], "2", 2, 0.0)
+    cache.remember(keys[1], "0-1", frozenset({0, 1}), 0.0)
+    seen = [cache.get(key) for key in keys]
+    fresh = cache.date_again(keys, seen, 10.0)
+    assert fresh == [("2", 2, 10.0), ("0-1", frozenset({0, 1}), 10.0)] and [cache.get(key) for key in keys] == fresh
+    cache.remember(keys[1], "0-2", frozenset({0, 1, 2}), 11.0)  # written since it was seen
+    assert cache.date_again(keys, fresh, 20.0) is None
+    assert cache.get(keys[0]) == ("2", 2, 10.0)  # nothing dated
+    cache.forget(keys[0])
+    assert cache.date_again(keys[:1], fresh[:1], 20.0) is None and cache.get(keys[0]) is None
+
+
 def test_forget_where_drops_matching_keys():
     cache = WriteCache(clock=FakeClock())
     cache.remember(("cpu.shares", "pod1/c1"), "2", 2, 0.0)

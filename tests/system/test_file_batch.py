@@ -54,6 +54,20 @@ def test_a_batch_reads_texts_as_its_bytes_decoded_and_stripped(tmp_path: Path, n
     assert FileBatch([]).read_texts() == []
 
 
+def test_texts_read_again_unchanged_are_the_same_list_and_a_change_makes_a_new_one(tmp_path: Path):
+    paths = [str(tmp_path / name) for name in ("a", "b", "gone")]
+    Path(paths[0]).write_text("512\n")
+    Path(paths[1]).write_text("0-1\n")
+    batch = FileBatch(paths)
+    first = batch.read_texts()
+    assert batch.read_texts() is first and first == ["512", "0-1", None]
+    Path(paths[1]).write_text("0-2\n")  # as long as before: only the bytes differ
+    changed = batch.read_texts()
+    assert changed is not first and changed == ["512", "0-2", None] and first == ["512", "0-1", None]
+    Path(paths[2]).write_text("")  # a file that could not be read now can: its length differs
+    assert batch.read_texts() == ["512", "0-2", ""]
+
+
 def test_a_small_first_buffer_grows(tmp_path: Path):
     paths = [str(tmp_path / ("f%d" % i)) for i in range(40)]
     for i, path in enumerate(paths):

@@ -272,6 +272,31 @@ def test_a_turns_read_back_is_kept_while_its_pods_keep_their_plans(tmp_path: Pat
     assert any(changed.cgroup_parent in path for path in io.made[-1])
 
 
+def test_a_value_put_back_behind_our_back_is_repaired_though_the_files_read_as_at_the_last_check(
+        tmp_path: Path) -> None:
+    """A turn's check that finds its files as its last check did (which found nothing
+    drifted) dates their cache entries without comparing file by file, but only while the
+    cache still holds the entries that check dated. Here another owner wrote the pod's
+    cpu.shares just before its turn (the check finds the file as the cache says), the pass's
+    batch then wrote our value, and the other value is put back behind the daemon's back: the
+    file reads as at the last check, the cache says ours; it is found and written again."""
+    host, files, engine, qos_dirs, states, be, _ = setup(tmp_path, build_v1_tree)
+    executor = ResourceExecutor(files, io=FakeTreeIO())
+    reconciler = Reconciler(engine, executor, 10.0, qos_dirs=qos_dirs)
+    reconciler.reconcile_once(full=True)
+    turns = reconciler.turns
+    for _ in range(turns):  # every share checked once: nothing drifted
+        reconciler.reconcile_once(full=True, rotating=True)
+    while reconciler._turn % turns != hash(be.uid) % turns:  # the next pass checks be1's share
+        reconciler.reconcile_once(full=True, rotating=True)
+    executor.update(executor.updater("cpu.shares", be.cgroup_parent, 1024))
+    before = reconciler.reconcile_once(full=True, rotating=True)
+    assert before.drifted == 0 and before.writes == 1 and files.read("cpu.shares", be.cgroup_parent) == 512
+    set_cgroup_file(host, be.cgroup_parent, "cpu.shares", "1024")
+    drifted = sum(reconciler.reconcile_once(full=True, rotating=True).drifted for _ in range(turns))
+    assert drifted == 1 and files.read("cpu.shares", be.cgroup_parent) == 512
+
+
 def test_a_periodic_pass_plans_only_the_pods_the_engine_changed(tmp_path: Path) -> None:
     """A periodic pass keeps the updaters of every pod whose plan the engine has not changed
     since the last pass (the engine names each change) and asks it again only for the pods it
