@@ -98,7 +98,9 @@ def updaters_for(executor: ResourceExecutor, spec: ResourceSpec, cgroup_dir: str
 @dataclass(frozen=True, slots=True)
 class ChunkDone:
     """What one chunk's file work did (`chunk_io`)."""
-    outcomes: list[Outcome]
+    updates: int    # updaters in its batch
+    writes: int     # of those, written
+    problems: int   # of those, invalid or failed
     checked: int    # files read back for drift
     drifted: int    # of those, how many no longer held the cached value
     seconds: float  # its time in the IO thread
@@ -124,8 +126,13 @@ def chunk_io(executor: ResourceExecutor, levels: Sequence[Sequence[Updater]], to
         turn_checked, turn_drifted = turn.check(executor)
         checked += turn_checked
         drifted += turn_drifted
-    outcomes = executor.update_levels(levels).outcomes
-    return ChunkDone(outcomes, checked, drifted, time.perf_counter() - started)
+    result = executor.update_levels(levels)
+    writes = problems = 0
+    if result.writes or result.errors:  # else every outcome is SKIPPED: nothing to count
+        outcomes = result.outcomes
+        writes = outcomes.count(Outcome.WRITTEN)
+        problems = outcomes.count(Outcome.INVALID) + outcomes.count(Outcome.FAILED)
+    return ChunkDone(len(result.outcomes), writes, problems, checked, drifted, time.perf_counter() - started)
 
 
 def file_places(updaters: Sequence[Updater]) -> tuple[list[str], list[int]]:
@@ -234,6 +241,21 @@ class TurnReadBack:
 
 
 @dataclass(frozen=True, slots=True)
+class SettledPods:
+    """A periodic pass's settled pods (`Reconciler._settle`) when it settled every pod: the
+    informer's listing it took them from, the reconciler's changes to its kept updaters then,
+    and their updaters (pod level, container level). A later periodic pass that finds the
+    same listing (the informer gives the same tuple while no pod changed), no pod the
+    engine changed, and no change to the kept updaters, settles the same."""
+    listing: tuple[PodInfo, ...]
+    built_changes: int
+    levels: tuple[list[Updater], list[Updater]]
+
+    def holds(self, listing: tuple[PodInfo, ...], built_changes: int) -> bool:
+        return listing is self.listing and built_changes == self.built_changes
+
+
+@dataclass(frozen=True, slots=True)
 class PassResult:
     full: bool
     pods: int
@@ -281,11 +303,14 @@ class Reconciler:
         self.containers_on_change = containers_on_change
         self.metrics = ReconcileMetrics(registry)
         self._built: dict[str, tuple[PodPlan, list[Updater], list[Updater]]] = {}
+        self._built_changes = 0  # changes to _built so far: what is derived from it is kept until the next
+        self._settled: SettledPods | None = None  # a periodic pass's settled pods, kept while nothing changed
         self._full_requested = True
         self._dirty: set[str] | None = set()  # pods changed since the last pass; None: all
         self._next_full = 0.0
         self._turn = 0  # periodic full passes so far: whose share of the pods is read back next
-        self._turn_reads: dict[int, TurnReadBack] = {}  # per share, its kept read-back
+        self._turn_reads: dict[int, tuple[int, TurnReadBack]] = {}  # per share, its kept read-back and the
+        # _built_changes it was last found to hold at
         self._turn_reads_for = 0  # the number of turns they were made for
         self._loop = Periodic("runtime-hooks-reconcile", self._pass, interval, event="runtime_hooks_reconcile_failed",
                               registry=registry)
@@ -354,34 +379,43 @@ class Reconciler:
         busy = 0.0
         started = time.perf_counter()
         dirty, self._dirty = self._dirty, set()
+        rotating = full and rotating
         pods: list[PodInfo] = []
-        if full or dirty is None:
-            pods.extend(self.engine.states.pods())
+        settled: tuple[list[Updater], list[Updater]] = ([], [])
+        listing = self.engine.states.pods() if full or dirty is None else ()
+        kept = self._settled
+        if rotating and dirty is not None and not dirty and kept is not None and kept.holds(listing, self._built_changes):
+            settled = kept.levels  # no pod changed since a pass that settled them all: the same updaters
+        elif full or dirty is None:
+            pods.extend(listing)
             present = {pod.uid for pod in pods}
-            self._built = {uid: entry for uid, entry in self._built.items() if uid in present}
+            built = {uid: entry for uid, entry in self._built.items() if uid in present}
+            if len(built) < len(self._built):
+                self._built = built
+                self._built_changes += 1
         else:
             for uid in dirty:
                 pod = self.engine.states.pod(uid)
                 if pod is None:
-                    self._built.pop(uid, None)  # deleted: nothing to write, forget its updaters
+                    if self._built.pop(uid, None) is not None:  # deleted: nothing to write, forget its updaters
+                        self._built_changes += 1
                 else:
                     pods.append(pod)
+        pod_count = len(listing) if full or dirty is None else len(pods)
         with_containers = full or self.containers_on_change
-        rotating = full and rotating
         turns, share = self.turns, self._turn % self.turns
         if rotating:
             self._turn += 1
-        checked = drifted = 0
-        outcomes: list[Outcome] = []
+        checked = drifted = updates = writes = problems = 0
         qos_level = self._qos_updaters(executor)
         # a periodic pass reads back its turn's share of the pods with the QoS tiers, in one
         # kept batch of the files their updaters of the last pass name (a pod new or changed
         # since is read again by the executor once its entries age past the force-update window)
         turn = self._turn_read_back(turns, share) if rotating else None
-        pod_count = len(pods)
-        settled: tuple[list[Updater], list[Updater]] = ([], [])
-        if rotating and dirty is not None:
+        if rotating and dirty is not None and pods:
             pods, settled = self._settle(pods, dirty)
+            if not pods and not dirty:
+                self._settled = SettledPods(listing, self._built_changes, settled)
         taken = -1  # pods of the pass taken into steps so far; -1: the QoS tiers' step first
         while taken < len(pods):
             if taken < 0:  # the QoS tiers, read back on every full pass (and a periodic pass's settled pods)
@@ -398,13 +432,13 @@ class Reconciler:
             done = yield partial(chunk_io, executor, levels, to_check, turn)
             started = time.perf_counter()
             busy += done.seconds
-            outcomes.extend(done.outcomes)
+            updates += done.updates
+            writes += done.writes
+            problems += done.problems
             checked += done.checked
             drifted += done.drifted
         busy += time.perf_counter() - started
-        writes = outcomes.count(Outcome.WRITTEN)
-        problems = outcomes.count(Outcome.INVALID) + outcomes.count(Outcome.FAILED)
-        outcome = PassResult(full, pod_count, len(outcomes), writes, problems, busy, checked, drifted, rotating)
+        outcome = PassResult(full, pod_count, updates, writes, problems, busy, checked, drifted, rotating)
         self.metrics.record(outcome)
         self.passes += 1
         self.last = outcome
@@ -437,12 +471,15 @@ class Reconciler:
         share's pods keep their plans, else a new one."""
         if turns != self._turn_reads_for:
             self._turn_reads, self._turn_reads_for = {}, turns
+        kept = self._turn_reads.get(share)
+        if kept is not None and kept[0] == self._built_changes:
+            return kept[1]
         mine = [built for uid, built in self._built.items() if hash(uid) % turns == share]
         plans = tuple(plan for plan, _, _ in mine)
-        kept = self._turn_reads.get(share)
-        if kept is None or not kept.holds(plans):
-            kept = self._turn_reads[share] = TurnReadBack(plans, [u for _, pod_u, ctr_u in mine for u in pod_u + ctr_u])
-        return kept
+        read_back = kept[1] if kept is not None and kept[1].holds(plans) else \
+            TurnReadBack(plans, [u for _, pod_u, ctr_u in mine for u in pod_u + ctr_u])
+        self._turn_reads[share] = (self._built_changes, read_back)
+        return read_back
 
     def _step_pods(self, executor: ResourceExecutor, pods: Sequence[PodInfo],
                    start: int) -> tuple[list[tuple[list[Updater], list[Updater]]], int]:
@@ -469,6 +506,7 @@ class Reconciler:
         if built is None or built[0] is not plan:
             built = self._built[plan.uid] = (plan, self._pod_updaters(executor, plan),
                                              self._container_updaters(executor, plan))
+            self._built_changes += 1
         return built[1], built[2]
 
     def _qos_updaters(self, executor: ResourceExecutor) -> list[Updater]:

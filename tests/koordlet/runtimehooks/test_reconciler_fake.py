@@ -297,6 +297,39 @@ def test_a_value_put_back_behind_our_back_is_repaired_though_the_files_read_as_a
     assert drifted == 1 and files.read("cpu.shares", be.cgroup_parent) == 512
 
 
+def note_plans_asked(engine: HookEngine) -> list[str]:
+    """The uids of the pods whose plans the engine is asked for from now on."""
+    asked: list[str] = []
+    plan = engine.plan
+
+    def noting_plan(pod):
+        asked.append(pod.uid)
+        return plan(pod)
+
+    engine.plan = noting_plan  # type: ignore[method-assign]
+    return asked
+
+
+def test_periodic_passes_with_nothing_changed_keep_their_updaters_until_a_rule_changes(tmp_path: Path) -> None:
+    """Periodic passes while no pod changed take the same updaters, asking the engine
+    nothing; a new rule (every plan dropped, the informer's pods the same) is written by
+    the next periodic pass, every pod's, and the passes after keep the new updaters."""
+    host, files, engine, qos_dirs, states, be, ls = setup(tmp_path, build_v1_tree, anolis=True)
+    reconciler = Reconciler(engine, ResourceExecutor(files, io=FakeTreeIO()), 10.0, qos_dirs=qos_dirs)
+    reconciler.reconcile_once(full=True)
+    asked = note_plans_asked(engine)
+    for _ in range(3):
+        assert reconciler.reconcile_once(full=True, rotating=True).writes == 0
+    assert asked == [] and files.read("cpu.bvt_warp_ns", be.cgroup_parent) == 0
+    engine.set_config(hook_config_from_slo(CPU_QOS_ON, engine.config))
+    assert reconciler.reconcile_once(full=True, rotating=True).writes > 0
+    assert sorted(asked) == sorted([be.uid, ls.uid])
+    assert (files.read("cpu.bvt_warp_ns", be.cgroup_parent), files.read("cpu.bvt_warp_ns", ls.cgroup_parent)) == (-1, 2)
+    set_cgroup_file(host, be.cgroup_parent, "cpu.bvt_warp_ns", "0")  # the new updaters kept, not the old
+    drifted = sum(reconciler.reconcile_once(full=True, rotating=True).drifted for _ in range(reconciler.turns))
+    assert drifted == 1 and files.read("cpu.bvt_warp_ns", be.cgroup_parent) == -1
+
+
 def test_a_periodic_pass_plans_only_the_pods_the_engine_changed(tmp_path: Path) -> None:
     """A periodic pass keeps the updaters of every pod whose plan the engine has not changed
     since the last pass (the engine names each change) and asks it again only for the pods it
@@ -306,14 +339,7 @@ def test_a_periodic_pass_plans_only_the_pods_the_engine_changed(tmp_path: Path) 
     add_ls_pods(host, states, PODS_PER_PASS_STEP * 2)
     reconciler = Reconciler(engine, ResourceExecutor(files, io=FakeTreeIO()), 10.0, qos_dirs=qos_dirs)
     reconciler.reconcile_once(full=True)
-    asked: list[str] = []
-    plan = engine.plan
-
-    def noting_plan(pod):
-        asked.append(pod.uid)
-        return plan(pod)
-
-    engine.plan = noting_plan  # type: ignore[method-assign]
+    asked = note_plans_asked(engine)
     result = reconciler.reconcile_once(full=True, rotating=True)
     assert asked == [] and result.pods == PODS_PER_PASS_STEP * 2 + 2 and result.problems == 0
     changed = make_pod("be1", KoordQoSClass.BE, annotations={ANNOT: ext_spec(main=batch("700", "1Gi"))})
