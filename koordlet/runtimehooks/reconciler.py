@@ -268,7 +268,9 @@ class Reconciler:
         so a parent is written before its children. A pod's plan is taken when its step
         runs, from the informer's pod at that moment; a periodic pass puts the pods the
         engine has not changed since the last pass in the QoS tiers' step with their kept
-        updaters (`_settle`). Each step yields its file work (`chunk_io`) and is sent what it did."""
+        updaters (`_settle`; while no pod changed since a pass that settled them all, that
+        pass's very lists: `SettledPods`). Each step yields its file work (`chunk_io`) and is
+        sent what it did."""
         executor = self._executor
         busy = 0.0
         started = time.perf_counter()
