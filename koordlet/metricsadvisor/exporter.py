@@ -368,10 +368,10 @@ def _resource_lines(name: str, node: str, ids: str, quantities: Mapping[str, int
     return tuple(lines)
 
 
-# PSI lines of one object, one (resource, degree, cpu_full_supported) at a time: the object's
-# label string and the averages asked for filled into one template the exporter shares by all
-# objects, with %r — the kernel prints finite numbers, so repr is the text format's spelling
-# and no per-value check is needed
+# PSI lines of one object in one % call: the object's label string and the averages asked
+# for filled into one template of all its lines, which the exporter shares by all objects of
+# the same resources, with %r — the kernel prints finite numbers, so repr is the text
+# format's spelling and no per-value check is needed
 _PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
 
 
@@ -379,13 +379,14 @@ class _PsiShape:
     """Which averages are exported, and the line templates of each (resource, degree,
     cpu_full_supported) of each family: "%s" for the object's labels, "%r" for an average."""
 
-    __slots__ = ("precisions", "indices", "one", "templates")
+    __slots__ = ("precisions", "indices", "templates", "whole_templates")
 
     def __init__(self, precisions: tuple[str, ...]) -> None:
         self.precisions = tuple(p for p in _PRECISIONS if p in precisions)
         self.indices = tuple(_PRECISIONS.index(p) for p in self.precisions)
-        self.one = self.indices[0] if len(self.indices) == 1 else None  # the default: avg10 alone
         self.templates: dict[tuple[str, str, str, str], str] = {}
+        # all the lines of one object, by (family, resources, which have "full", supported)
+        self.whole_templates: dict[tuple[str, tuple[str, ...], tuple[bool, ...], str], str] = {}
 
     def template(self, name: str, resource: str, degree: str, supported: str) -> str:
         key = (name, resource, degree, supported)
@@ -395,6 +396,17 @@ class _PsiShape:
                 '%s{%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
                     name, _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
                 for precision in self.precisions)
+        return template
+
+    def whole_template(self, name: str, resources: tuple[str, ...], has_full: tuple[bool, ...],
+                       supported: str) -> str:
+        """The templates of every line of one object, resource after resource, some before full."""
+        key = (name, resources, has_full, supported)
+        template = self.whole_templates.get(key)
+        if template is None:
+            template = self.whole_templates[key] = "".join(
+                self.template(name, resource, degree, supported)
+                for resource, full in zip(resources, has_full) for degree in (("some", "full") if full else ("some",)))
         return template
 
 
@@ -414,26 +426,16 @@ class _PsiLines:
         if not readings:
             return
         if readings != self.readings:  # the shape is the exporter's, fixed: the readings decide
-            self.readings, self.text = dict(readings), "".join(self._render(readings, shape)).encode()
+            self.readings, self.text = dict(readings), self._render(readings, shape).encode()
         if self.text:
             out.append(self.text)
 
-    def _render(self, readings: Mapping[str, PsiReading], shape: _PsiShape) -> list[str]:
+    def _render(self, readings: Mapping[str, PsiReading], shape: _PsiShape) -> str:
         cpu = readings.get("cpu")
         supported = "true" if cpu is not None and cpu[1] is not None else "false"
-        name, labels, one, whole, templates = self.name, self.labels, shape.one, len(shape.indices) == 3, shape.templates
-        lines = []
-        for resource, (some, full) in readings.items():
-            for degree, averages in (("some", some), ("full", full)):
-                if averages is None:
-                    continue
-                template = (templates.get((name, resource, degree, supported))
-                            or shape.template(name, resource, degree, supported))
-                if one is not None:
-                    lines.append(template % (labels, averages[one]))
-                elif whole:
-                    avg10, avg60, avg300 = averages
-                    lines.append(template % (labels, avg10, labels, avg60, labels, avg300))
-                else:
-                    lines.append(template % tuple(x for i in shape.indices for x in (labels, averages[i])))
-        return lines
+        layout = tuple([full is not None for _, full in readings.values()])
+        template = shape.whole_template(self.name, tuple(readings), layout, supported)
+        labels, indices = self.labels, shape.indices
+        # every line's (labels, average) in the template's order: one % for all of them
+        return template % tuple([x for some, full in readings.values() for averages in (some, full)
+                                 if averages is not None for i in indices for x in (labels, averages[i])])
