@@ -370,14 +370,26 @@ def _resource_lines(name: str, node: str, ids: str, quantities: Mapping[str, int
 
 # PSI lines of one object in one % call: the object's label string and the averages asked
 # for filled into one template of all its lines, which the exporter shares by all objects of
-# the same resources, with %r — the kernel prints finite numbers, so repr is the text
-# format's spelling and no per-value check is needed
+# the same resources. An average is spelled by repr — the kernel prints finite numbers, so
+# that is the text format's spelling and no per-value check is needed — kept per value:
+# the kernel prints two decimals from 0 to 100, a few thousand values at most, and a repr
+# was half of a busy object's render
+_AVERAGE_TEXTS: dict[float, str] = {}
+_AVERAGE_TEXTS_KEPT = 20_000  # forgotten all at once beyond this (a kernel printing more decimals)
+
+
+def _average_text(value: float) -> str:
+    if len(_AVERAGE_TEXTS) >= _AVERAGE_TEXTS_KEPT:
+        _AVERAGE_TEXTS.clear()
+    text = _AVERAGE_TEXTS[value] = repr(value)
+    return text
+
 _PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
 
 
 class _PsiShape:
     """Which averages are exported, and the line templates of each (resource, degree,
-    cpu_full_supported) of each family: "%s" for the object's labels, "%r" for an average."""
+    cpu_full_supported) of each family: "%s" for the object's labels and for an average's text."""
 
     __slots__ = ("precisions", "indices", "templates", "whole_templates")
 
@@ -393,7 +405,7 @@ class _PsiShape:
         template = self.templates.get(key)
         if template is None:
             template = self.templates[key] = "".join(
-                '%s{%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%r\n' % (
+                '%s{%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%s\n' % (
                     name, _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
                 for precision in self.precisions)
         return template
@@ -435,7 +447,8 @@ class _PsiLines:
         supported = "true" if cpu is not None and cpu[1] is not None else "false"
         layout = tuple([full is not None for _, full in readings.values()])
         template = shape.whole_template(self.name, tuple(readings), layout, supported)
-        labels, indices = self.labels, shape.indices
+        labels, indices, text_of = self.labels, shape.indices, _AVERAGE_TEXTS.get
         # every line's (labels, average) in the template's order: one % for all of them
         return template % tuple([x for some, full in readings.values() for averages in (some, full)
-                                 if averages is not None for i in indices for x in (labels, averages[i])])
+                                 if averages is not None for i in indices
+                                 for x in (labels, text_of(averages[i]) or _average_text(averages[i]))])

@@ -112,6 +112,27 @@ def test_psi_lines_follow_each_new_round_and_a_mutated_one():
     assert "koordlet_pod_psi" not in scrape(exporter)
 
 
+def test_psi_averages_keep_their_spelling_past_the_kept_texts(monkeypatch):
+    """The texts of averages are kept per value up to a bound, then forgotten at once: the
+    lines say each value as before, whatever was kept."""
+    from koordlet.metricsadvisor import exporter as exporter_module
+
+    monkeypatch.setattr(exporter_module, "_AVERAGE_TEXTS_KEPT", 2)
+    monkeypatch.setattr(exporter_module, "_AVERAGE_TEXTS", {})
+    store = MetricStore()
+    pod = make_pod("u1")
+    values = [0.01, 12.34, 100.0, 0.0, 12.34, 7.5]
+    rounds = [{("u1", ""): {"cpu": ((value, 0.5, 0.25), (value / 2, 0.0, 0.0))}} for value in values]
+    exporter = AdvisorExporter(store, StaticStates(NodeInfo("node-a"), [pod]), "node-a", clock=lambda: NOW,
+                               psi=lambda: rounds[0])
+    for value in values:
+        body = b"".join(exporter.render_parts(False, True, True)).decode()
+        lines = [line for line in body.splitlines() if line.startswith("koordlet_pod_psi{")]
+        assert [line.rsplit(" ", 1)[1] for line in lines] == [repr(value), repr(value / 2)]
+        rounds.pop(0)
+    assert len(exporter_module._AVERAGE_TEXTS) <= 2
+
+
 def test_the_daemon_default_is_the_pod_level():
     options = parse_args([])[AdvisorOptions]
     assert not options.metrics_container_series and options.metrics_psi_precisions == ("avg10",)
