@@ -388,27 +388,23 @@ _PRECISIONS = ("avg10", "avg60", "avg300")  # the order of a PsiAverages tuple
 
 
 class _PsiShape:
-    """Which averages are exported, and the line templates of each (resource, degree,
-    cpu_full_supported) of each family: "%s" for the object's labels and for an average's text."""
+    """Which averages are exported, and the line templates of each object's lines:
+    "%s" for the object's labels and for an average's text."""
 
-    __slots__ = ("precisions", "indices", "templates", "whole_templates")
+    __slots__ = ("precisions", "indices", "whole_templates")
 
     def __init__(self, precisions: tuple[str, ...]) -> None:
         self.precisions = tuple(p for p in _PRECISIONS if p in precisions)
         self.indices = tuple(_PRECISIONS.index(p) for p in self.precisions)
-        self.templates: dict[tuple[str, str, str, str], str] = {}
         # all the lines of one object, by (family, resources, which have "full", supported)
         self.whole_templates: dict[tuple[str, tuple[str, ...], tuple[bool, ...], str], str] = {}
 
     def template(self, name: str, resource: str, degree: str, supported: str) -> str:
-        key = (name, resource, degree, supported)
-        template = self.templates.get(key)
-        if template is None:
-            template = self.templates[key] = "".join(
-                '%s{%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%s\n' % (
-                    name, _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
-                for precision in self.precisions)
-        return template
+        """The lines of one (resource, degree), one per average asked for."""
+        return "".join(
+            '%s{%%s,psi_resource_type="%s",psi_precision="%s",psi_degree="%s",cpu_full_supported="%s"} %%s\n' % (
+                name, _PSI_RESOURCE_LABEL[resource], precision, degree, supported)
+            for precision in self.precisions)
 
     def whole_template(self, name: str, resources: tuple[str, ...], has_full: tuple[bool, ...],
                        supported: str) -> str:
