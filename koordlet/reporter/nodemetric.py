@@ -129,10 +129,8 @@ def pod_requests(pod: PodInfo) -> tuple[int, int]:
 class PodRow(NamedTuple):
     """What a report reads and writes for one pod that only changes with the pod."""
 
-    pod: PodInfo
     cpu_key: SeriesKey
     memory_key: SeriesKey
-    priority: PriorityBand
     prod: bool
     requests: tuple[int, int]  # pod_requests(pod), for the Prod reclaim
     usage_head: tuple[str, str, str, PriorityBand, KoordQoSClass]  # a PodUsage's fields but its usage
@@ -140,7 +138,7 @@ class PodRow(NamedTuple):
 
 def pod_row(pod: PodInfo) -> PodRow:
     priority = priority_of(pod)
-    return PodRow(pod, _key((_POD_CPU, pod.uid, "", ())), _key((_POD_MEMORY, pod.uid, "", ())), priority,
+    return PodRow(_key((_POD_CPU, pod.uid, "", ())), _key((_POD_MEMORY, pod.uid, "", ())),
                   priority is PriorityBand.PROD, pod_requests(pod),
                   (pod.namespace, pod.name, pod.uid, priority, pod.qos.effective))
 
@@ -280,15 +278,13 @@ def rfc3339(unix_seconds: float) -> str:
 
 
 def resource_map(usage: Usage) -> dict[str, Any]:
-    """{"resources": {"cpu": ..., "memory": ...}}: cpu_quantity and memory_quantity, most
-    often without a call (a report makes one a pod)."""
+    """{"resources": {"cpu": ..., "memory": ...}}: cpu_quantity and memory_quantity, both
+    figures checked at once (a report makes one a pod)."""
     cores, memory = usage
     if not math.isfinite(cores) or not math.isfinite(memory):
         raise ValueError("usage %r is not finite" % (usage,))
-    milli, value = int(cores * 1000), int(memory)
-    # most figures are neither whole cores nor whole KiB: their strings without a call
-    return {"resources": {"cpu": "%dm" % milli if milli % 1000 else cpu_quantity_from_milli(milli),
-                          "memory": str(value) if value % 1024 else memory_quantity_from_bytes(value)}}
+    return {"resources": {"cpu": cpu_quantity_from_milli(int(cores * 1000)),
+                          "memory": memory_quantity_from_bytes(int(memory))}}
 
 
 def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
