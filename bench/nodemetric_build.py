@@ -27,7 +27,7 @@ import json
 import statistics
 import time
 import tracemalloc
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from koordlet.apis.qos import KoordQoSClass, PodQoS, PriorityBand
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
@@ -59,7 +59,7 @@ def make_pods(count: int) -> list[PodInfo]:
     return pods
 
 
-def fill(store: MetricStore, pods: list[PodInfo]) -> None:
+def fill(store: MetricStore, pods: Sequence[PodInfo]) -> None:
     """30 min of node samples, then the pods' last 300 s written round by round as the
     collectors write them (one timestamp a round for every pod and container series)."""
     node_cpu, node_mem = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
@@ -70,7 +70,7 @@ def fill(store: MetricStore, pods: list[PodInfo]) -> None:
         store.append_at(NOW - 299 + t, [(key, (n + t * 31) % 100 * scale) for key, n, scale in keys])
 
 
-def pod_keys(pods: list[PodInfo]) -> list[tuple[SeriesKey, int, float]]:
+def pod_keys(pods: Sequence[PodInfo]) -> list[tuple[SeriesKey, int, float]]:
     """(series, pod number, scale) of each pod's and container's cpu and memory series."""
     return [(SeriesKey.of(metric, pod.uid, cid), n, scale)
             for n, pod in enumerate(pods) for cid in ("", pod.containers[0].id)
@@ -79,7 +79,7 @@ def pod_keys(pods: list[PodInfo]) -> list[tuple[SeriesKey, int, float]]:
                                    1024 * 1024))]
 
 
-def advance(store: MetricStore, pods: list[PodInfo], now: float, seconds: int) -> float:
+def advance(store: MetricStore, pods: Sequence[PodInfo], now: float, seconds: int) -> float:
     """Append the next ``seconds`` rounds of samples after ``now``; returns the new now."""
     node_cpu, node_mem = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
     keys = pod_keys(pods)
@@ -91,7 +91,7 @@ def advance(store: MetricStore, pods: list[PodInfo], now: float, seconds: int) -
     return now
 
 
-def floor_document(pods: list[PodInfo]) -> dict[str, Any]:
+def floor_document(pods: Sequence[PodInfo]) -> dict[str, Any]:
     """Same shape and sizes as a real status, from ready-made strings."""
     rm = {"resources": {"cpu": "8125m", "memory": "41943040Ki"}}
     return {
@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=500)
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
-    pods = make_pods(args.pods)
+    pods = tuple(make_pods(args.pods))  # a tuple, as the informer's pods()
     store = MetricStore(RetentionPolicy(), clock=lambda: NOW)
     fill(store, pods)
     policy = MetricCollectPolicy()
@@ -174,7 +174,8 @@ def main() -> None:
 
     def pod_windows() -> tuple[list[tuple[Any, int, int]], list[tuple[int, ...]]]:
         """Every pod's cpu and memory window of the report, and the peaks a Prod pod's need."""
-        windows, asked = [], []
+        windows: list[tuple[Any, int, int]] = []
+        asked: list[tuple[int, ...]] = []
         for row in (pod_rows.of(pod) for pod in pods):
             for key, peak in ((row.cpu_key, CPU_PEAK), (row.memory_key, MEMORY_PEAK)):
                 ring = store._series[key]

@@ -25,7 +25,6 @@ import math
 import time
 from dataclasses import dataclass
 from functools import partial
-from operator import attrgetter
 from typing import Any, Iterable, NamedTuple
 
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
@@ -91,7 +90,7 @@ class NodeMetricSnapshot:
     node: Usage
     system: Usage
     aggregated: tuple[Percentiles, ...]
-    pods: tuple[PodUsage, ...]
+    pods: tuple[PodUsage, ...]  # in (namespace, name) order
     prod_reclaimable_milli_cpu: int
     prod_reclaimable_memory_bytes: int
 
@@ -136,6 +135,10 @@ class PodRow(NamedTuple):
     usage_head: tuple[str, str, str, PriorityBand, KoordQoSClass]  # a PodUsage's fields but its usage
 
 
+def _row_order(row: PodRow) -> tuple[str, str]:
+    return row.usage_head[0], row.usage_head[1]  # (namespace, name): the report's order
+
+
 def pod_row(pod: PodInfo) -> PodRow:
     priority = priority_of(pod)
     return PodRow(_key((_POD_CPU, pod.uid, "", ())), _key((_POD_MEMORY, pod.uid, "", ())),
@@ -143,11 +146,56 @@ def pod_row(pod: PodInfo) -> PodRow:
                   (pod.namespace, pod.name, pod.uid, priority, pod.qos.effective))
 
 
+class StepPlan(NamedTuple):
+    """One step's pods of a report: their rows, then both series keys of each pod (cpu,
+    memory) and the peaks asked of each key, as `summary_columns` takes them."""
+
+    rows: list[PodRow]
+    keys: list[SeriesKey]
+    permilles: list[tuple[int, ...]]
+
+
+def step_plan(rows: list[PodRow]) -> StepPlan:
+    keys: list[SeriesKey] = []
+    permilles: list[tuple[int, ...]] = []
+    for row in rows:
+        keys += (row.cpu_key, row.memory_key)
+        permilles += (CPU_PEAK, MEMORY_PEAK) if row.prod else _NO_PEAKS
+    return StepPlan(rows, keys, permilles)
+
+
+_NO_PEAKS = ((), ())
+
+
 class PodRows(PodMemo[PodRow]):
-    """Each pod's PodRow, kept by the caller across reports."""
+    """Each pod's PodRow, kept by the caller across reports, and the steps of the last
+    listing: a report of the same pods() tuple (nothing changed) reads them as they are."""
 
     def __init__(self) -> None:
         super().__init__(pod_row)
+        self._planned: tuple[tuple[PodInfo, ...] | None, list[StepPlan]] = (None, [])
+
+    def plans(self, pods: tuple[PodInfo, ...]) -> Steps[list[StepPlan]]:
+        """The pods' rows in (namespace, name) order, the report's, in steps of
+        PODS_PER_STEP; the same list while `pods` is the same tuple (the informer's pods()
+        while no pod changed). Rows are derived PODS_PER_STEP pods a step, for a report
+        right after start derives them all."""
+        if pods is self._planned[0]:
+            return self._planned[1]
+        of = self.of
+        rows: list[PodRow] = []
+        for at in range(0, len(pods), PODS_PER_STEP):
+            rows += map(of, pods[at:at + PODS_PER_STEP])
+            yield
+        self.keep_only(pods)
+        rows.sort(key=_row_order)
+        plans = [step_plan(rows[at:at + PODS_PER_STEP]) for at in range(0, len(rows), PODS_PER_STEP)]
+        self._planned = (pods, plans)
+        return plans
+
+    def clear(self) -> None:
+        super().clear()
+        self._planned = (None, [])
 
 
 def take_snapshot(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCollectPolicy,
@@ -164,17 +212,12 @@ def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCo
     node = _average(cache, NODE_CPU, NODE_MEMORY, start, now)
     if node is None:
         return None
-    pod_usages: list[PodUsage] = []
+    pod_usages: list[PodUsage] = []  # in (namespace, name) order, as the report lists them
     reclaim_cpu = reclaim_memory = 0
-    pod_list = list(pods)
     if rows is None:
         rows = PodRows()
-    else:
-        rows.keep_only(pod_list)
-    row_of = rows.of
-    for step in range(0, len(pod_list), PODS_PER_STEP):
-        reclaims = _pods_usage(cache, [row_of(pod) for pod in pod_list[step:step + PODS_PER_STEP]], start, now,
-                               pod_usages)
+    for plan in (yield from rows.plans(pods if isinstance(pods, tuple) else tuple(pods))):
+        reclaims = _pods_usage(cache, plan, start, now, pod_usages)
         reclaim_cpu += reclaims[0]
         reclaim_memory += reclaims[1]
         yield
@@ -186,19 +229,13 @@ def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCo
     return NodeMetricSnapshot(now, node, system, aggregated, tuple(pod_usages), reclaim_cpu, reclaim_memory)
 
 
-def _pods_usage(cache: MetricCache, rows: list[PodRow], start: float, end: float,
+def _pods_usage(cache: MetricCache, plan: StepPlan, start: float, end: float,
                 out: list[PodUsage]) -> tuple[int, int]:
-    """Append the usage of the pods that have some to `out` (both series of every pod read
-    in one `summary_columns` call, the peaks of Prod pods with them); returns what they
+    """Append the usage of the plan's pods that have some to `out` (both series of every pod
+    read in one `summary_columns` call, the peaks of Prod pods with them); returns what they
     reclaim."""
-    keys: list[SeriesKey] = []
-    permilles: list[tuple[int, ...]] = []
-    for row in rows:
-        keys.append(row.cpu_key)
-        keys.append(row.memory_key)
-        permilles.append(CPU_PEAK if row.prod else ())
-        permilles.append(MEMORY_PEAK if row.prod else ())
-    spans, means, peaks = cache.summary_columns(keys, start, end, permilles)
+    rows = plan.rows
+    spans, means, peaks = cache.summary_columns(plan.keys, start, end, plan.permilles)
     reclaim_cpu = reclaim_memory = 0
     isfinite = math.isfinite
     covered: WindowSpan | None = None  # a span found to cover the window: most pods' series share one
@@ -302,7 +339,7 @@ def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
     return {
         "updateTime": rfc3339(snapshot.update_time),
         "nodeMetric": node_metric,
-        "podsMetric": [_pod_entry(pod) for pod in sorted(snapshot.pods, key=_BY_NAMESPACE_AND_NAME)],
+        "podsMetric": [_pod_entry(pod) for pod in snapshot.pods],
         "prodReclaimableMetric": {"resource": {"resources": {
             "cpu": cpu_quantity_from_milli(snapshot.prod_reclaimable_milli_cpu),
             "memory": memory_quantity(snapshot.prod_reclaimable_memory_bytes),
@@ -310,7 +347,6 @@ def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
     }
 
 
-_BY_NAMESPACE_AND_NAME = attrgetter("namespace", "name")
 # the CRD's strings, looked up once: an enum's .value is a Python-level descriptor call, and
 # so is its hash: the members (singletons) are found by id()
 _PRIORITY_NAMES: dict[int, str] = {id(band): band.value for band in PriorityBand if band is not PriorityBand.NONE}

@@ -221,7 +221,7 @@ def test_the_stepped_build_gives_the_same_snapshot_and_yields_between_pod_chunks
         except StopIteration as done:
             stepped = done.value
             break
-    assert yields == 3
+    assert yields == 6  # fresh rows: three steps deriving them, three reading the cache
     assert stepped == take_snapshot(cache, pods, POLICY, NOW)
 
 
@@ -280,3 +280,33 @@ def test_kept_pod_rows_follow_a_changed_pod_and_forget_a_gone_one():
     assert again.prod_reclaimable_milli_cpu == kept.prod_reclaimable_milli_cpu + 1000
     assert {p.name: p.priority for p in again.pods}["midtier"] is PriorityBand.BATCH
     assert len(rows) == len(pods)
+
+
+def test_pods_are_listed_by_namespace_and_name_whatever_order_they_come_in():
+    pods = [pod("b", namespace="ns-2"), pod("a", namespace="ns-2"), pod("z", namespace="ns-1")]
+    cache = cache_with_pods({p.name: p for p in pods}, {"a": (0.5, GI), "b": (0.5, GI), "z": (0.5, GI)})
+    status = status_document(take_snapshot(cache, tuple(pods), POLICY, NOW))
+    assert [(e["namespace"], e["name"]) for e in status["podsMetric"]] == [("ns-1", "z"), ("ns-2", "a"), ("ns-2", "b")]
+
+
+def web_cpu(snapshot):
+    return next(p.usage.cpu_cores for p in snapshot.pods if p.name == "web")
+
+
+def test_a_report_of_the_same_pods_tuple_reads_again_and_a_new_tuple_is_planned_anew():
+    """Rows and steps kept for the informer's pods() tuple: the same tuple reads the cache
+    again (usage moved), a new tuple with a pod changed reads that pod's new request."""
+    pods = mixed_pods()
+    cache = cache_with_pods(pods, USAGE)
+    rows = PodRows()
+    listing = tuple(pods.values())
+    first = take_snapshot(cache, listing, POLICY, NOW, rows)
+    cache.append(pod_samples(pods["web"], 1.5, GI, seconds=5, end=NOW + 5))  # web busier since
+    second = take_snapshot(cache, listing, POLICY, NOW + 5, rows)
+    assert second == take_snapshot(cache, listing, POLICY, NOW + 5)
+    assert web_cpu(second) > web_cpu(first)
+
+    pods["web"] = pod("web", KoordQoSClass.LS, PriorityBand.PROD, 3000, 4 * GI)  # +1000m requested
+    changed = take_snapshot(cache, tuple(pods.values()), POLICY, NOW + 5, rows)
+    assert changed == take_snapshot(cache, tuple(pods.values()), POLICY, NOW + 5)
+    assert changed.prod_reclaimable_milli_cpu > second.prod_reclaimable_milli_cpu
