@@ -37,6 +37,7 @@ from koordlet.reporter.nodemetric import (
     node_metric_object,
     snapshot_steps,
     status_document,
+    status_steps,
     take_snapshot,
 )
 from koordlet.reporter.nrt_sink import NrtOutcome, NrtWriter
@@ -203,7 +204,7 @@ class ReportsModule:
             self._metrics.count("nodemetric", "any", "not_ready")
             log.info("nodemetric_not_ready", reason="no node usage in the aggregate window yet")
             return Round.NOT_READY
-        status = status_document(snapshot)
+        status = await run_steps_on_loop(status_steps(snapshot))
         self._remember(snapshot, status)
         ok = True
         if self._settings.output_file is not None:

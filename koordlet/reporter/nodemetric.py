@@ -326,6 +326,17 @@ def resource_map(usage: Usage) -> dict[str, Any]:
 
 def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
     """The `status` of a NodeMetric, keys and quantity strings as the CRD spells them."""
+    return run_steps(status_steps(snapshot))
+
+
+# pod entries written between two yields of status_steps: ~1 ms of the loop here (an entry
+# costs a few µs; the 25-pod steps of the reads would spend as much on the yields)
+ENTRIES_PER_STEP = 200
+
+
+def status_steps(snapshot: NodeMetricSnapshot) -> Steps[dict[str, Any]]:
+    """status_document, yielding every ENTRIES_PER_STEP pods: at 1,000 pods the entries
+    held the loop ~6 ms in one go."""
     node_metric: dict[str, Any] = {
         "nodeUsage": resource_map(snapshot.node),
         "systemUsage": resource_map(snapshot.system),
@@ -336,10 +347,16 @@ def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
              "duration": go_duration(window.duration_seconds)}
             for window in snapshot.aggregated
         ]
+    pods = snapshot.pods
+    pods_metric: list[dict[str, Any]] = []
+    for at in range(0, len(pods), ENTRIES_PER_STEP):
+        if at:
+            yield
+        pods_metric += map(_pod_entry, pods[at:at + ENTRIES_PER_STEP])
     return {
         "updateTime": rfc3339(snapshot.update_time),
         "nodeMetric": node_metric,
-        "podsMetric": [_pod_entry(pod) for pod in snapshot.pods],
+        "podsMetric": pods_metric,
         "prodReclaimableMetric": {"resource": {"resources": {
             "cpu": cpu_quantity_from_milli(snapshot.prod_reclaimable_milli_cpu),
             "memory": memory_quantity(snapshot.prod_reclaimable_memory_bytes),

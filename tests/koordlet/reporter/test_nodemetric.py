@@ -203,6 +203,17 @@ def test_a_malformed_spec_is_refused(spec):
         policy_from_spec(spec, POLICY)
 
 
+def driven(steps):
+    """(the yields, the value) of a step function run to its end."""
+    yields = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return yields, done.value
+        yields += 1
+
+
 def test_the_stepped_build_gives_the_same_snapshot_and_yields_between_pod_chunks():
     from koordlet.reporter.nodemetric import snapshot_steps
     from koordlet.util.steps import PODS_PER_STEP
@@ -212,15 +223,7 @@ def test_the_stepped_build_gives_the_same_snapshot_and_yields_between_pod_chunks
     cache.append(thirty_minutes_busy_at_the_end())
     for p in pods:
         cache.append(pod_samples(p, 0.1, GI, seconds=10))
-    steps = snapshot_steps(cache, pods, POLICY, NOW)
-    yields = 0
-    while True:
-        try:
-            next(steps)
-            yields += 1
-        except StopIteration as done:
-            stepped = done.value
-            break
+    yields, stepped = driven(snapshot_steps(cache, pods, POLICY, NOW))
     assert yields == 6  # fresh rows: three steps deriving them, three reading the cache
     assert stepped == take_snapshot(cache, pods, POLICY, NOW)
 
@@ -310,3 +313,18 @@ def test_a_report_of_the_same_pods_tuple_reads_again_and_a_new_tuple_is_planned_
     changed = take_snapshot(cache, tuple(pods.values()), POLICY, NOW + 5, rows)
     assert changed == take_snapshot(cache, tuple(pods.values()), POLICY, NOW + 5)
     assert changed.prod_reclaimable_milli_cpu > second.prod_reclaimable_milli_cpu
+
+
+def test_the_status_is_written_in_steps_that_give_the_same_document():
+    from koordlet.reporter.nodemetric import ENTRIES_PER_STEP, status_steps
+
+    pods = [pod("p%04d" % i) for i in range(2 * ENTRIES_PER_STEP + 1)]
+    cache = store()
+    cache.append(thirty_minutes_busy_at_the_end())
+    for p in pods:
+        cache.append(pod_samples(p, 0.1, GI, seconds=10))
+    snapshot = take_snapshot(cache, pods, POLICY, NOW)
+    yields, stepped = driven(status_steps(snapshot))
+    assert yields == 2  # three chunks of entries, a yield between two
+    assert stepped == status_document(snapshot)
+    assert [e["name"] for e in stepped["podsMetric"]] == ["p%04d" % i for i in range(len(pods))]
