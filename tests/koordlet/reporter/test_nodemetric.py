@@ -224,7 +224,7 @@ def test_the_stepped_build_gives_the_same_snapshot_and_yields_between_pod_chunks
     for p in pods:
         cache.append(pod_samples(p, 0.1, GI, seconds=10))
     yields, stepped = driven(snapshot_steps(cache, pods, POLICY, NOW))
-    assert yields == 6  # fresh rows: three steps deriving them, three reading the cache
+    assert yields == 7  # fresh rows: three steps deriving them, one sorting, three reading the cache
     assert stepped == take_snapshot(cache, pods, POLICY, NOW)
 
 
