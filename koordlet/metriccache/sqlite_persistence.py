@@ -32,6 +32,12 @@ SCHEMA_VERSION = 2
 # 1,000 pods), and an empty series costs only its name row meanwhile.
 EMPTY_SERIES_SWEEP_EVERY = 12
 
+# sqlite's page cache, KiB (its default: 2,000). The file is written at its end and read
+# whole only at start and at an expiry, which the OS's page cache serves: at 1,000 pods the
+# default filled with ~2 MiB of pages read once (bench.metric_flush: VmRSS 53.6 -> 51.8 MiB,
+# flush CPU the same; 64 KiB made the expiry half again as long)
+PAGE_CACHE_KIB = 256
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS series ("
     " id INTEGER PRIMARY KEY AUTOINCREMENT, metric TEXT NOT NULL, pod_uid TEXT NOT NULL,"
@@ -84,6 +90,7 @@ class SqlitePersistence:
             self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA cache_size=%d" % -PAGE_CACHE_KIB)
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             self._check_version()
         except sqlite3.OperationalError as exc:  # cannot open, disk full, read-only, IO, locked

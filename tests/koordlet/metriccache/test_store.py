@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 
 from koordlet.metriccache.api import Metric, NotEnoughData, Sample, SeriesKey
 from koordlet.metriccache.retention import Level, RetentionPolicy
-from koordlet.metriccache.sqlite_persistence import EMPTY_SERIES_SWEEP_EVERY, PersistenceError, SqlitePersistence
+from koordlet.metriccache.sqlite_persistence import (
+    EMPTY_SERIES_SWEEP_EVERY,
+    PAGE_CACHE_KIB,
+    PersistenceError,
+    SqlitePersistence,
+)
 from koordlet.metriccache.store import DB_FILE_NAME, MetricStore
 
 NODE_CPU = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
@@ -305,6 +310,15 @@ def test_pending_rows_are_bounded_when_the_disk_falls_behind(tmp_path: Path):
     assert store.dropped_pending == 150
     assert store.flush() == 100
     store.close()
+
+
+def test_the_file_is_opened_with_a_bounded_page_cache(tmp_path: Path):
+    persistence = SqlitePersistence(tmp_path / DB_FILE_NAME)
+    try:
+        assert persistence._db.execute("PRAGMA cache_size").fetchone() == (-PAGE_CACHE_KIB,)
+        assert PAGE_CACHE_KIB < 2000  # below sqlite's default, which held ~2 MiB at 1,000 pods
+    finally:
+        persistence.close()
 
 
 def test_a_corrupt_file_is_a_clear_error(tmp_path: Path):
