@@ -201,19 +201,23 @@ class SqlitePersistence:
             self._ids = {key: series_id for key, series_id in self._ids.items() if series_id not in gone}
         return deleted
 
-    def load(self, now: float) -> Iterator[tuple[SeriesKey, float, float]]:
-        """Every stored sample of a known series still inside its retention, oldest first per series."""
+    def load(self, now: float) -> Iterator[tuple[float, list[tuple[SeriesKey, float]]]]:
+        """Every stored sample of a known series still inside its retention, round by round:
+        (timestamp, [(series, value), ...]) oldest first, as the rounds were written."""
         series = {series_id: (_key_of(metric, pod_uid, container_id, labels), retention)
                   for series_id, metric, pod_uid, container_id, labels, retention in self._db.execute(
                       "SELECT id, metric, pod_uid, container_id, labels, retention FROM series")}
-        rows = self._db.execute("SELECT series_id, ts, value FROM samples ORDER BY series_id, ts")
-        for series_id, samples in groupby(rows, itemgetter(0)):
-            found = series.get(series_id)
-            if found is None:  # forgotten, not expired yet
-                continue
-            key, retention = found
-            self._ids[key] = series_id
-            oldest = now - retention
-            for _, ts, value in samples:
-                if ts >= oldest:
-                    yield key, ts, value
+        ids = self._ids
+        rows = self._db.execute("SELECT series_id, ts, value FROM samples ORDER BY ts, series_id")
+        for ts, samples in groupby(rows, itemgetter(1)):
+            round_ = []
+            for series_id, _, value in samples:
+                found = series.get(series_id)
+                if found is None:  # forgotten, not expired yet
+                    continue
+                key, retention = found
+                ids[key] = series_id
+                if ts >= now - retention:
+                    round_.append((key, value))
+            if round_:
+                yield ts, round_

@@ -451,15 +451,34 @@ class MetricStore:
                 self.dropped_pending += excess
 
     def _restore(self, persistence: SqlitePersistence) -> None:
+        """The file's samples, round by round as they were written: the series of one round
+        share its timestamps again (one timeline, as the collector's round gave them), where
+        each restored series used to keep a copy of its own for as long as it lived (~4.6 MiB
+        at 1,000 pods). Nothing is queued for the disk again."""
         now = self._clock()
         restored = 0
+        series = self._series
         with self._disk_lock:
-            for key, timestamp, value in persistence.load(now):
-                ring = self._series.get(key)
-                if ring is None:
-                    ring = self._new_series(key)
-                ring.append(timestamp, value)
-                restored += 1
+            for timestamp, samples in persistence.load(now):
+                timeline = None  # the timeline of the round's known series: new series join it
+                new = []
+                for key, value in samples:
+                    ring = series.get(key)
+                    if ring is None:
+                        new.append((key, value))
+                        continue
+                    ring.append(timestamp, value)
+                    ring.persisted_at = timestamp
+                    timeline = ring.timeline
+                for key, value in new:
+                    ring = series.get(key)
+                    if ring is None:
+                        ring = self._new_series(key, timeline if timeline is not None and len(timeline.ts)
+                                                and timeline.ts[-1] == timestamp else None)
+                    ring.append(timestamp, value)
+                    ring.persisted_at = timestamp
+                    timeline = ring.timeline
+                restored += len(samples)
         log.info("metric_cache_restored", path=str(persistence.path), series=len(self._series), samples=restored)
 
     def flush(self) -> int:

@@ -186,6 +186,31 @@ def test_restart_restores_persisted_levels_and_p99(tmp_path: Path):
     reopened.close()
 
 
+def test_series_written_in_the_same_rounds_share_their_timestamps_again_after_a_restart(tmp_path: Path):
+    """Rounds of 40 pods' series (one timestamp a round, persisted one in ten), then a
+    restart: the restored series read as before, share one timeline, and the next live
+    round keeps them on it; nothing restored is queued for the disk again."""
+    clock = Clock(T0 + 299)
+    store = MetricStore.open(tmp_path, clock=clock)
+    pods = [SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u%02d" % i) for i in range(40)]
+    for second in range(300):
+        store.append_at(T0 + second, [(key, float((second + n) % 13)) for n, key in enumerate(pods)])
+    before = [store.mean(key, T0, T0 + 299, min_coverage=0) for key in pods]
+    store.flush()
+    store.close()
+
+    reopened = MetricStore.open(tmp_path, clock=clock)
+    restored = [reopened.mean(key, T0, T0 + 299, min_coverage=0) for key in pods]
+    assert [m.count for m in restored] == [30] * 40  # one sample in ten was written
+    assert [m.first_timestamp for m in restored] == [m.first_timestamp for m in before]
+    assert len({id(reopened._series[key].timeline) for key in pods}) == 1
+    assert reopened.flush() == 0
+    reopened.append_at(T0 + 295, [(key, 1.0) for key in pods])
+    assert len({id(reopened._series[key].timeline) for key in pods}) == 1
+    assert reopened.flush() == 0  # 5 s after the last rows on disk (T0 + 290): not due, one in ten
+    reopened.close()
+
+
 def test_restart_drops_samples_older_than_retention(tmp_path: Path):
     clock = Clock(T0 + 10)
     store = MetricStore.open(tmp_path, RetentionPolicy(node_seconds=60), clock=clock)
@@ -299,7 +324,7 @@ def test_series_left_empty_go_at_the_first_expiry_and_then_once_every_sweep(tmp_
     disk.expire(T0 + 100)
     assert named() == 1
     disk.write([(NODE_CPU, 60.0, T0 + 101, 4.0)])  # named again, under a new id
-    assert sorted((key, value) for key, _, value in disk.load(T0 + 101)) == sorted([(NODE_CPU, 4.0), (pod, 3.0)])
+    assert sorted(pair for _, pairs in disk.load(T0 + 101) for pair in pairs) == sorted([(NODE_CPU, 4.0), (pod, 3.0)])
     disk.close()
 
 
