@@ -196,7 +196,7 @@ class PodStore(PodTable):
             return
         nri.put_container(info, sandbox_id, now)
         if same_view and info.pod_uid == view.pod.uid:
-            self._refresh_container(view.pod.uid, info.id)
+            self._refresh_container(view.pod.uid, info.id, runtime_changed=from_known and not unchanged)
         else:
             self._refresh({view.pod.uid, info.pod_uid})
 
@@ -341,9 +341,11 @@ class PodStore(PodTable):
                 self._problems.report(uid, pod.name, problems)
             self._apply(uid, pod)
 
-    def _refresh_container(self, uid: str, container_id: str) -> None:
+    def _refresh_container(self, uid: str, container_id: str, runtime_changed: bool = False) -> None:
         """`_refresh({uid})` when only this container may have changed in the pod: the other
-        containers and the pod's own fields are kept from the merged pod, not merged again."""
+        containers and the pod's own fields are kept from the merged pod, not merged again.
+        `runtime_changed`: NRI's copy of the container is a new value made from the one the merged pod
+        was made from, in a field the merge keeps; the merged copies then differ unless both are absent."""
         previous = self._pods.get(uid)
         if previous is None:
             self._refresh({uid})
@@ -361,7 +363,7 @@ class PodStore(PodTable):
             if container.id == container_id:
                 old, at = container, position
                 break
-        if merged is old or merged == old:
+        if merged is old or (not runtime_changed and merged == old):
             return
         if merged is not None and old is not None and merged.name == old.name:
             changed = (*containers[:at], merged, *containers[at + 1:])  # same id and name: same place

@@ -202,6 +202,17 @@ def test_an_update_repeating_the_ask_held_emits_nothing_and_another_ask_one_upda
     assert (linux.cpu_shares, linux.cpu_quota) == (200, 5000)
 
 
+def test_a_container_event_that_leaves_the_pod_as_it_was_emits_nothing() -> None:
+    store, rec, _ = new_store()
+    sb = sandbox(1)
+    ctr = container(sb, "c1")
+    ctr.linux.cgroups_path = "relative/c1"  # unreadable: the feed makes a new, equal value at every event
+    nri(store).nri_synchronized([sb], [ctr])
+    ctr.pod_sandbox_id = "sb-other"  # the store's bookkeeping changes, not what the pod shows
+    nri(store).nri_container_event(ContainerChange.UPDATED, sb, ctr)
+    assert rec.kinds() == [(PodEventKind.ADDED, uid_of(1))]
+
+
 def test_a_stopped_container_is_forgotten_and_its_cgroup_released() -> None:
     store, rec, _ = new_store()
     sb = sandbox(1, "besteffort")
@@ -364,9 +375,11 @@ def test_an_invalid_label_is_logged_once_per_pod(capsys) -> None:
 
 EVENTS = st.lists(
     st.tuples(
-        st.sampled_from(["run", "stop", "remove", "create", "start", "update", "stop_c", "remove_c", "cri", "sync"]),
+        st.sampled_from(["run", "stop", "remove", "create", "start", "update", "update_exited", "stop_c", "remove_c",
+                         "cri", "sync"]),
         st.integers(0, 3),  # pod
         st.integers(0, 2),  # container
+        st.sampled_from([None, 1024, 2048]),  # an update's kubelet ask (cpu shares), if any
     ),
     max_size=40,
 )
@@ -393,9 +406,13 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
     def sb_of(m: int) -> api_pb2.PodSandbox:
         return sandbox(m, sandbox_id="sb%d-%d" % (m, generation.get(m, 0)))
 
-    for what, n, c in events:
+    for what, n, c, shares in events:
         sb = sb_of(n)
         ctr = container(sb, "c%d-%d" % (n, c), name="n%d" % c)
+        ask = None
+        if shares is not None and what in ("update", "update_exited"):
+            ask = api_pb2.LinuxResources()
+            ask.cpu.shares.value = shares
         if what == "run":
             nri(store).nri_pod_event(SandboxChange.RUN, sb)
             live.add(n)
@@ -411,9 +428,14 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
         elif what in ("create", "start", "update"):
             kind = {"create": ContainerChange.CREATED, "start": ContainerChange.STARTED,
                     "update": ContainerChange.UPDATED}[what]
-            nri(store).nri_container_event(kind, sb, ctr)
+            nri(store).nri_container_event(kind, sb, ctr, ask)
             live.add(n)
             running.setdefault(n, set()).add(c)
+        elif what == "update_exited":  # the message says it stopped: the pod no longer shows it
+            ctr.state = api_pb2.CONTAINER_STOPPED
+            nri(store).nri_container_event(ContainerChange.UPDATED, sb, ctr, ask)
+            live.add(n)
+            running.get(n, set()).discard(c)
         elif what in ("stop_c", "remove_c"):
             kind = ContainerChange.STOPPED if what == "stop_c" else ContainerChange.REMOVED
             nri(store).nri_container_event(kind, sb, ctr)
@@ -429,6 +451,7 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
                 [container(sb_of(m), "c%d-%d" % (m, k), name="n%d" % k) for m in live for k in running.get(m, ())])
         assert {p.uid for p in store.pods()} == {uid_of(m) for m in live}
         assert mirror == {p.uid: p for p in store.pods()}
+        assert all(e.pod != e.previous for e in rec.events if e.kind is PodEventKind.UPDATED)  # on real change only
         for m in live:
             assert {x.id for x in store.pod(uid_of(m)).containers} == {"c%d-%d" % (m, k) for k in running.get(m, ())}
             # an event that changed one container updated the pod in place: what a whole merge gives
