@@ -14,7 +14,13 @@ from typing import Iterable
 
 import structlog
 
-from koordlet.statesinformer.from_nri import container_info, known_container_info, linux_resources, sandbox_view
+from koordlet.statesinformer.from_nri import (
+    container_info,
+    deterministic_bytes,
+    known_container_info,
+    linux_resources,
+    sandbox_view,
+)
 from koordlet.statesinformer.model import ContainerState, PodEventKind
 from koordlet.statesinformer.runtime_view import SandboxView
 from koordlet.statesinformer.store import PodStore
@@ -53,6 +59,8 @@ def _event_state(kind: ContainerChange) -> ContainerState | None:
         return ContainerState.RUNNING
     return None
 
+
+_GONE = (ContainerChange.STOPPED, ContainerChange.REMOVED)  # the events after which the container is no more
 
 _POD_EVENT_CHANGE = {
     PodEventKind.ADDED: SandboxChange.RUN,
@@ -117,7 +125,7 @@ class NriFeed:
             return
         view = self._view(sandbox, sandbox_id)
         container_id = container.id
-        if kind in (ContainerChange.STOPPED, ContainerChange.REMOVED):
+        if kind in _GONE:
             self.store.nri_container_gone(view, container_id)
             return
         known = None if kind is ContainerChange.CREATED else self.store.nri_container(container_id)
@@ -137,7 +145,7 @@ class NriFeed:
 
     def _view(self, sandbox: api_pb2.PodSandbox, sandbox_id: str) -> SandboxView:
         """`sandbox`'s view; `sandbox_id`: its id, read by the caller."""
-        message = hash(sandbox.SerializeToString(deterministic=True))
+        message = hash(deterministic_bytes(sandbox))
         known = self._views.get(sandbox_id)
         if known is not None and known[0] == message:
             return known[1]

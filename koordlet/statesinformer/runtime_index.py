@@ -51,14 +51,17 @@ class RuntimeIndex:
         return uid
 
     def put_container(self, container: ContainerInfo, sandbox_id: str, now: float) -> str:
-        old = self.containers.get(container.id)
-        if old is not None and old.pod_uid != container.pod_uid:
-            self.drop_container(container.id)
-        self.containers[container.id] = container
-        self._container_sandbox[container.id] = sandbox_id
-        self.seen_at[container.id] = now
-        _add(self._uid_containers, container.pod_uid, container.id)
-        return container.pod_uid
+        container_id, uid = container.id, container.pod_uid
+        old = self.containers.get(container_id)
+        if old is not None and old.pod_uid != uid:
+            self.drop_container(container_id)
+            old = None
+        self.containers[container_id] = container
+        self._container_sandbox[container_id] = sandbox_id
+        self.seen_at[container_id] = now
+        if old is None:  # one it holds is listed under its pod already
+            _add(self._uid_containers, uid, container_id)
+        return uid
 
     def drop_container(self, container_id: str) -> str | None:
         container = self.containers.pop(container_id, None)
@@ -70,8 +73,12 @@ class RuntimeIndex:
         return container.pod_uid
 
     def sandbox_views(self, uid: str) -> list[SandboxView]:
-        ids = self._uid_sandboxes.get(uid)  # none, for CRI while NRI is live: no comprehension then
-        return [self.sandboxes[s] for s in ids] if ids else []
+        ids = self._uid_sandboxes.get(uid)  # none, for CRI while NRI is live; one, nearly always for NRI
+        if not ids:
+            return []
+        if len(ids) == 1:  # no comprehension (a function call) then
+            return [self.sandboxes[ids[0]]]
+        return [self.sandboxes[s] for s in ids]
 
     def pod_containers(self, uid: str) -> Iterator[ContainerInfo]:
         return (self.containers[c] for c in self._uid_containers.get(uid, ()))

@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from koordlet.apis.qos import KoordQoSClass
 from koordlet.statesinformer.extended_spec import ANNOTATION_EXTENDED_RESOURCE_SPEC
-from koordlet.statesinformer.from_nri import container_info, container_state, linux_resources, sandbox_view
+from koordlet.statesinformer.from_nri import (
+    container_info,
+    container_state,
+    deterministic_bytes,
+    linux_resources,
+    sandbox_view,
+)
 from koordlet.statesinformer.model import ContainerState, LinuxResources, Resources, SandboxState, Source
 from koordlet.statesinformer.runtime_view import checked_cgroup_dir
 from proto.nri.pkg.api.v1alpha1 import api_pb2
@@ -193,6 +199,16 @@ def test_resources_kept_by_message_follow_every_field_and_the_keeping_is_bounded
         resources.cpu.shares.value = shares
         assert linux_resources(resources).cpu_shares == shares
     assert len(from_nri._linux_by_message) <= from_nri._LINUX_BY_MESSAGE_MAX
+
+
+def test_the_deterministic_bytes_are_protobufs_deterministic_serialization() -> None:
+    sandbox = first("Synchronize").pods[0]
+    assert deterministic_bytes(sandbox) == sandbox.SerializeToString(deterministic=True)
+    keys = ["key-%d" % n for n in range(40)]
+    orders = [keys, keys[::-1], keys[1::2] + keys[::2]]
+    filled = [api_pb2.PodSandbox(labels={key: key for key in order}) for order in orders]
+    assert len({pb.SerializeToString() for pb in filled}) > 1  # upb's own order follows the filling
+    assert {deterministic_bytes(pb) for pb in filled} == {filled[0].SerializeToString(deterministic=True)}
 
 
 @settings(max_examples=500, deadline=None)
