@@ -40,6 +40,8 @@ def merged_container(
     sandbox's extended-resource-spec); None for one that exited."""
     if container.state is ContainerState.EXITED:
         return None
+    if kubelet is None and not specs and container.spec is None:
+        return container  # no kubelet pod, no extended-resource-spec: nothing to add
     spec = _spec(kubelet.container_specs.get(container.name) if kubelet else None, specs.get(container.name))
     role = kubelet.container_roles.get(container.name, container.role) if kubelet else container.role
     # `is` first: a dataclass's == compares field by field even with itself, and nearly always they are the same

@@ -37,7 +37,6 @@ from koordlet.statesinformer.model import (
     ContainerState,
     LinuxResources,
     NodeInfo,
-    PodEvent,
     PodEventKind,
     PodInfo,
     SandboxState,
@@ -196,7 +195,7 @@ class PodStore(PodTable):
             return
         nri.put_container(info, sandbox_id, now)
         if same_view and info.pod_uid == view.pod.uid:
-            self._refresh_container(view.pod.uid, info.id, runtime_changed=from_known and not unchanged)
+            self._refresh_container(view.pod.uid, info.id, info, runtime_changed=from_known and not unchanged)
         else:
             self._refresh({view.pod.uid, info.pod_uid})
 
@@ -341,22 +340,29 @@ class PodStore(PodTable):
                 self._problems.report(uid, pod.name, problems)
             self._apply(uid, pod)
 
-    def _refresh_container(self, uid: str, container_id: str, runtime_changed: bool = False) -> None:
+    def _refresh_container(self, uid: str, container_id: str, nri_copy: ContainerInfo | None = None,
+                           runtime_changed: bool = False) -> None:
         """`_refresh({uid})` when only this container may have changed in the pod: the other
         containers and the pod's own fields are kept from the merged pod, not merged again.
-        `runtime_changed`: NRI's copy of the container is a new value made from the one the merged pod
-        was made from, in a field the merge keeps; the merged copies then differ unless both are absent."""
+        `nri_copy`: NRI's copy of the container under `uid`, when the caller has just put it (the
+        copy merged then). `runtime_changed`: that copy is a new value made from the one the merged
+        pod was made from, in a field the merge keeps; the merged copies then differ unless both are absent."""
         previous = self._pods.get(uid)
         if previous is None:
             self._refresh({uid})
             return
+        runtime = nri_copy
+        if runtime is None:
+            for index in (self._nri, self._cri):  # NRI's copy first, as in _refresh
+                runtime = index.containers.get(container_id)
+                if runtime is not None and runtime.pod_uid == uid:
+                    break
+            else:
+                runtime = None
         merged = None
-        for index in (self._nri, self._cri):  # NRI's copy first, as in _refresh
-            runtime = index.containers.get(container_id)
-            if runtime is not None and runtime.pod_uid == uid:
-                views = self._nri.sandbox_views(uid) + self._cri.sandbox_views(uid)
-                merged = merged_container(runtime, chosen_sandbox(views).container_specs, self._kubelet.get(uid))
-                break
+        if runtime is not None:
+            views = self._nri.sandbox_views(uid) + self._cri.sandbox_views(uid)
+            merged = merged_container(runtime, chosen_sandbox(views).container_specs, self._kubelet.get(uid))
         containers = previous.containers
         old, at = None, 0
         for position, container in enumerate(containers):
@@ -399,7 +405,12 @@ class PodStore(PodTable):
             self._problems.forget(uid)
             self._cgroup_gone(previous.cgroup_parent)
         if self._listeners:  # with nobody listening no event is built
-            self._emit(_event(pod, previous))
+            if pod is None:
+                assert previous is not None
+                event = pod_event(PodEventKind.DELETED, previous)
+            else:
+                event = pod_event(PodEventKind.ADDED if previous is None else PodEventKind.UPDATED, pod, previous)
+            self._emit(event)
 
     def _cgroup_gone(self, cgroup_dir: str) -> None:
         if not cgroup_dir or self.on_cgroup_gone is None:
@@ -408,15 +419,6 @@ class PodStore(PodTable):
             self.on_cgroup_gone(cgroup_dir)
         except Exception:  # a failing callback must not stop the informer
             log.exception("cgroup_gone_callback_failed", cgroup_dir=cgroup_dir)
-
-
-def _event(pod: PodInfo | None, previous: PodInfo | None) -> PodEvent:
-    if pod is None:
-        assert previous is not None
-        return pod_event(PodEventKind.DELETED, previous)
-    if previous is None:
-        return pod_event(PodEventKind.ADDED, pod)
-    return pod_event(PodEventKind.UPDATED, pod, previous)
 
 
 def _not_ready(view: SandboxView) -> SandboxView:

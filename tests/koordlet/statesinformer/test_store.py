@@ -213,6 +213,27 @@ def test_a_container_event_that_leaves_the_pod_as_it_was_emits_nothing() -> None
     assert rec.kinds() == [(PodEventKind.ADDED, uid_of(1))]
 
 
+def test_without_kubelet_an_updated_container_keeps_its_extended_spec_and_a_runtime_spec_goes() -> None:
+    import dataclasses
+    import json
+
+    from koordlet.statesinformer.extended_spec import ANNOTATION_EXTENDED_RESOURCE_SPEC
+    from koordlet.statesinformer.merge import merged_container
+
+    spec = {"containers": {"main": {"requests": {"kubernetes.io/batch-cpu": "500"}}}}
+    sb = sandbox(1, annotations={ANNOTATION_EXTENDED_RESOURCE_SPEC: json.dumps(spec)})
+    store, rec, _ = new_store()
+    nri(store).nri_synchronized([sb], [container(sb, "c1", shares=100)])
+    ask = api_pb2.LinuxResources()
+    ask.cpu.shares.value = 200
+    nri(store).nri_container_event(ContainerChange.UPDATED, sb, container(sb, "c1", shares=100), ask)
+    (merged,) = rec.events[-1].pod.containers
+    assert merged.linux.cpu_shares == 200 and merged.spec == Resources(requests={"kubernetes.io/batch-cpu": 500})
+    # a runtime copy that carries a spec of its own loses it where neither kubelet nor the sandbox gives one
+    carrying = dataclasses.replace(container_info(container(sb, "c1"), sb.uid)[0], spec=merged.spec)
+    assert merged_container(carrying, {}, None) == dataclasses.replace(carrying, spec=None)
+
+
 def test_a_stopped_container_is_forgotten_and_its_cgroup_released() -> None:
     store, rec, _ = new_store()
     sb = sandbox(1, "besteffort")
