@@ -39,8 +39,11 @@ _STATE: dict[int, ContainerState] = {
 _NO_UNIFIED: Mapping[str, str] = MappingProxyType({})
 
 
+_UNKNOWN = ContainerState.UNKNOWN  # see model.ContainerState
+
+
 def container_state(state: int) -> ContainerState:
-    return _STATE.get(state, ContainerState.UNKNOWN)
+    return _STATE.get(state, _UNKNOWN)
 
 
 def _deterministic_serializer() -> Callable[[Message], bytes]:

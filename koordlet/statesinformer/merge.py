@@ -18,10 +18,12 @@ from koordlet.statesinformer.problems import InputProblem
 from koordlet.statesinformer.qos import resolve_qos_checked
 from koordlet.statesinformer.runtime_view import SandboxView
 
+_READY, _EXITED, _NRI = SandboxState.READY, ContainerState.EXITED, Source.NRI  # see model.ContainerState
+
 
 def _preference(view: SandboxView) -> tuple[bool, bool, int, str]:
     pod = view.pod
-    return (pod.state is SandboxState.READY, Source.NRI in pod.sources, pod.created_at_ns, pod.sandbox_id)
+    return (pod.state is _READY, _NRI in pod.sources, pod.created_at_ns, pod.sandbox_id)
 
 
 def _spec(kubelet: Resources | None, extended: Resources | None) -> Resources | None:
@@ -38,7 +40,7 @@ def merged_container(
 ) -> ContainerInfo | None:
     """A runtime container as the pod shows it (spec and role from kubelet and the chosen
     sandbox's extended-resource-spec); None for one that exited."""
-    if container.state is ContainerState.EXITED:
+    if container.state is _EXITED:
         return None
     if kubelet is None and not specs and container.spec is None:
         return container  # no kubelet pod, no extended-resource-spec: nothing to add

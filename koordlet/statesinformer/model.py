@@ -43,7 +43,11 @@ class SandboxState(Enum):
 
 
 class ContainerState(Enum):
-    """CRI ContainerState (CREATED = 0, RUNNING = 1, EXITED = 2, UNKNOWN = 3)."""
+    """CRI ContainerState (CREATED = 0, RUNNING = 1, EXITED = 2, UNKNOWN = 3).
+
+    The per-event code reads the members of this and the other Enums it tests from module
+    globals (`_EXITED = ContainerState.EXITED`): read through its class, a member goes through
+    EnumType's Python-level __getattr__ hook on 3.11, ~0.25 us a read."""
 
     CREATED = "created"
     RUNNING = "running"

@@ -48,19 +48,21 @@ class ContainerChange(Enum):
     REMOVED = "RemoveContainer"
 
 
+_CREATED, _STARTED = ContainerChange.CREATED, ContainerChange.STARTED  # see model.ContainerState
+_GONE = (ContainerChange.STOPPED, ContainerChange.REMOVED)  # the events after which the container is no more
+_CREATED_STATE, _RUNNING_STATE = ContainerState.CREATED, ContainerState.RUNNING
+
 
 def _event_state(kind: ContainerChange) -> ContainerState | None:
     """What the event itself says about the state: containerd's CreateContainer carries state
     UNKNOWN and its StartContainer still CREATED (seen on 2.3.4). Told by identity: an Enum's
     hash, for a dict lookup, is a Python-level call."""
-    if kind is ContainerChange.CREATED:
-        return ContainerState.CREATED
-    if kind is ContainerChange.STARTED:
-        return ContainerState.RUNNING
+    if kind is _CREATED:
+        return _CREATED_STATE
+    if kind is _STARTED:
+        return _RUNNING_STATE
     return None
 
-
-_GONE = (ContainerChange.STOPPED, ContainerChange.REMOVED)  # the events after which the container is no more
 
 _POD_EVENT_CHANGE = {
     PodEventKind.ADDED: SandboxChange.RUN,
@@ -128,7 +130,8 @@ class NriFeed:
         if kind in _GONE:
             self.store.nri_container_gone(view, container_id)
             return
-        known = None if kind is ContainerChange.CREATED else self.store.nri_container(container_id)
+        created = kind is _CREATED
+        known = None if created else self.store.nri_container(container_id)
         state = _event_state(kind)
         if known is None:
             info, problems = container_info(container, view.pod.uid, state=state)
@@ -141,7 +144,7 @@ class NriFeed:
         if container_sandbox == view.pod.sandbox_id:
             container_sandbox = view.pod.sandbox_id  # the string the view holds: one per pod, not one per container
         self.store.nri_container_seen(view, info, container_sandbox,
-                                      created=kind is ContainerChange.CREATED, state=state, ask=ask)
+                                      created=created, state=state, ask=ask)
 
     def _view(self, sandbox: api_pb2.PodSandbox, sandbox_id: str) -> SandboxView:
         """`sandbox`'s view; `sandbox_id`: its id, read by the caller."""

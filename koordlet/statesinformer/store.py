@@ -53,6 +53,10 @@ log = structlog.get_logger(__name__)
 # started before the removal cannot bring them back
 TOMBSTONE_CAPACITY = 8192
 
+_UNKNOWN, _EXITED = ContainerState.UNKNOWN, ContainerState.EXITED  # see model.ContainerState
+_NOT_READY = SandboxState.NOT_READY
+_ADDED, _UPDATED, _DELETED = PodEventKind.ADDED, PodEventKind.UPDATED, PodEventKind.DELETED
+
 
 class PodStore(PodTable):
     def __init__(
@@ -143,7 +147,7 @@ class PodStore(PodTable):
         for view in sandboxes:
             touched.add(self._nri.put_sandbox(view, now))
         for sandbox_id, info in containers:
-            if info.state is not ContainerState.EXITED:
+            if info.state is not _EXITED:
                 info = _keep_ask(info, known.get(info.id), created=False, ask=None)
                 touched.add(self._nri.put_container(info, sandbox_id, now))
         touched |= self._drop_unconfirmed(self._cri, self._nri, now)
@@ -184,7 +188,7 @@ class PodStore(PodTable):
         # the feed hands back `known` itself for a message that repeats it; each step below makes a
         # new value only for a field that differs, so a new one made from `known` is a change
         from_known = info is known
-        if state is None and info.state is ContainerState.UNKNOWN and known is not None:
+        if state is None and info.state is _UNKNOWN and known is not None:
             state = known.state
         if state is not None and state is not info.state:
             info = info.with_state(state)
@@ -236,7 +240,7 @@ class PodStore(PodTable):
                 if before.pop(view.pod.sandbox_id, None) is not view:
                     touched.add(view.pod.uid)
         for sandbox_id, container in containers:
-            if container.state is not ContainerState.EXITED and not self._buried(container.id, listed_at):
+            if container.state is not _EXITED and not self._buried(container.id, listed_at):
                 self._cri.put_container(container, sandbox_id, listed_at)
                 if before.pop(container.id, None) is not container:
                     touched.add(container.pod_uid)
@@ -279,7 +283,7 @@ class PodStore(PodTable):
     def _as_known(self, view: SandboxView) -> SandboxView:
         """A sandbox already stopped stays stopped (its id is never run again)."""
         known = self._nri.sandboxes.get(view.pod.sandbox_id)
-        if known is not None and known.pod.state is SandboxState.NOT_READY and view.pod.state is not known.pod.state:
+        if known is not None and known.pod.state is _NOT_READY and view.pod.state is not known.pod.state:
             return _not_ready(view)
         return view
 
@@ -407,9 +411,9 @@ class PodStore(PodTable):
         if self._listeners:  # with nobody listening no event is built
             if pod is None:
                 assert previous is not None
-                event = pod_event(PodEventKind.DELETED, previous)
+                event = pod_event(_DELETED, previous)
             else:
-                event = pod_event(PodEventKind.ADDED if previous is None else PodEventKind.UPDATED, pod, previous)
+                event = pod_event(_ADDED if previous is None else _UPDATED, pod, previous)
             self._emit(event)
 
     def _cgroup_gone(self, cgroup_dir: str) -> None:
