@@ -193,7 +193,8 @@ class PodStore(PodTable):
         if state is not None and state is not info.state:
             info = info.with_state(state)
         info = _keep_ask(info, known, created=created, ask=ask)
-        unchanged = info is known or (not from_known and info == known)
+        # a dataclass's == with None is a Python-level call that says False: not made for a new container
+        unchanged = info is known or (known is not None and not from_known and info == known)
         if same_view and known is not None and unchanged and nri.sandbox_of(info.id) == sandbox_id:
             nri.seen_at[info.id] = now  # nothing changed: the table stays as it is
             return
@@ -373,7 +374,7 @@ class PodStore(PodTable):
             if container.id == container_id:
                 old, at = container, position
                 break
-        if merged is old or (not runtime_changed and merged == old):
+        if merged is old or (merged is not None and old is not None and not runtime_changed and merged == old):
             return
         if merged is not None and old is not None and merged.name == old.name:
             changed = (*containers[:at], merged, *containers[at + 1:])  # same id and name: same place
