@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from koordlet.apis.qos import PodQoS
 
@@ -160,33 +160,34 @@ class ContainerInfo:
                                self.pid, self.created_at_ns, role)
 
 
-# A frozen dataclass's __init__ sets each field through object.__setattr__; the copies made on every
-# NRI event (a changed container, its pod) write the slots through their descriptors instead, in half
-# the time. The setters are in __slots__ order, which is the fields' order
-def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
-    return tuple(getattr(cls, name).__set__ for name in vars(cls)["__slots__"])
+# A frozen dataclass's __init__ sets each field through object.__setattr__, ~5 us for a ContainerInfo
+# here. The copies made on every NRI event (a changed container, its pod, the event) are filled as
+# an instance of a builder class instead, a plain class with the same slots, whose slot stores are
+# the cheapest write Python has; the filled instance then takes the frozen class as its own (the
+# layouts are the same, so CPython allows it), in a quarter of the time
+def _builder(cls: type) -> Any:
+    return type(cls.__name__ + "Builder", (), {"__slots__": vars(cls)["__slots__"], "__module__": __name__})
 
 
-_CONTAINER_INFO_SETTERS = _slot_setters(ContainerInfo)
+_CONTAINER_INFO_BUILDER = _builder(ContainerInfo)
 
 
 def _container_info(container_id: str, name: str, pod_uid: str, state: ContainerState, cgroup_dir: str,
                     linux: LinuxResources, spec: Resources | None, pid: int | None, created_at_ns: int,
                     role: ContainerRole) -> ContainerInfo:
-    """ContainerInfo(...) with every field given, built by _CONTAINER_INFO_SETTERS."""
-    (set_id, set_name, set_pod_uid, set_state, set_cgroup_dir, set_linux, set_spec, set_pid, set_created_at_ns,
-     set_role) = _CONTAINER_INFO_SETTERS
-    made = object.__new__(ContainerInfo)
-    set_id(made, container_id)
-    set_name(made, name)
-    set_pod_uid(made, pod_uid)
-    set_state(made, state)
-    set_cgroup_dir(made, cgroup_dir)
-    set_linux(made, linux)
-    set_spec(made, spec)
-    set_pid(made, pid)
-    set_created_at_ns(made, created_at_ns)
-    set_role(made, role)
+    """ContainerInfo(...) with every field given, built through _CONTAINER_INFO_BUILDER."""
+    made = object.__new__(_CONTAINER_INFO_BUILDER)
+    made.id = container_id
+    made.name = name
+    made.pod_uid = pod_uid
+    made.state = state
+    made.cgroup_dir = cgroup_dir
+    made.linux = linux
+    made.spec = spec
+    made.pid = pid
+    made.created_at_ns = created_at_ns
+    made.role = role
+    made.__class__ = ContainerInfo
     return made
 
 
@@ -212,26 +213,24 @@ class PodInfo:
                                                         compare=False, hash=False)
 
     def with_containers(self, containers: tuple[ContainerInfo, ...], sources: frozenset[Source]) -> PodInfo:
-        """dataclasses.replace(self, containers=..., sources=...), at a fraction of its cost."""
-        (set_uid, set_name, set_namespace, set_sandbox_id, set_state, set_cgroup_parent, set_qos, set_labels,
-         set_annotations, set_priority, set_priority_class_name, set_containers, set_sources, set_created_at_ns,
-         set_running) = _POD_INFO_SETTERS
-        made = object.__new__(PodInfo)
-        set_uid(made, self.uid)
-        set_name(made, self.name)
-        set_namespace(made, self.namespace)
-        set_sandbox_id(made, self.sandbox_id)
-        set_state(made, self.state)
-        set_cgroup_parent(made, self.cgroup_parent)
-        set_qos(made, self.qos)
-        set_labels(made, self.labels)
-        set_annotations(made, self.annotations)
-        set_priority(made, self.priority)
-        set_priority_class_name(made, self.priority_class_name)
-        set_containers(made, containers)
-        set_sources(made, sources)
-        set_created_at_ns(made, self.created_at_ns)
-        set_running(made, None)
+        """dataclasses.replace(self, containers=..., sources=...), at a fraction of its cost (see _builder)."""
+        made = object.__new__(_POD_INFO_BUILDER)
+        made.uid = self.uid
+        made.name = self.name
+        made.namespace = self.namespace
+        made.sandbox_id = self.sandbox_id
+        made.state = self.state
+        made.cgroup_parent = self.cgroup_parent
+        made.qos = self.qos
+        made.labels = self.labels
+        made.annotations = self.annotations
+        made.priority = self.priority
+        made.priority_class_name = self.priority_class_name
+        made.containers = containers
+        made.sources = sources
+        made.created_at_ns = self.created_at_ns
+        made._running = None
+        made.__class__ = PodInfo
         return made
 
     def container(self, name: str) -> ContainerInfo | None:
@@ -255,7 +254,7 @@ class PodInfo:
         return running
 
 
-_POD_INFO_SETTERS = _slot_setters(PodInfo)
+_POD_INFO_BUILDER = _builder(PodInfo)
 
 
 class PodEventKind(Enum):
@@ -271,16 +270,16 @@ class PodEvent:
     previous: PodInfo | None = None  # for UPDATED: the pod before the change
 
 
-_POD_EVENT_SETTERS = _slot_setters(PodEvent)
+_POD_EVENT_BUILDER = _builder(PodEvent)
 
 
 def pod_event(kind: PodEventKind, pod: PodInfo, previous: PodInfo | None = None) -> PodEvent:
-    """PodEvent(kind, pod, previous), built by its slot setters (see _slot_setters): one per change."""
-    set_kind, set_pod, set_previous = _POD_EVENT_SETTERS
-    made = object.__new__(PodEvent)
-    set_kind(made, kind)
-    set_pod(made, pod)
-    set_previous(made, previous)
+    """PodEvent(kind, pod, previous), built through _POD_EVENT_BUILDER (see _builder): one per change."""
+    made = object.__new__(_POD_EVENT_BUILDER)
+    made.kind = kind
+    made.pod = pod
+    made.previous = previous
+    made.__class__ = PodEvent
     return made
 
 

@@ -488,6 +488,17 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
     assert set(rec.gone) <= known
 
 
+def _frozen_instance_of(cls: type, value: object) -> bool:
+    """`value` is a `cls` itself (not a builder's instance) and refuses a write, as the frozen class does."""
+    import dataclasses
+
+    try:
+        setattr(value, dataclasses.fields(cls)[0].name, None)
+    except dataclasses.FrozenInstanceError:
+        return type(value) is cls
+    return False
+
+
 def test_the_fast_pod_copy_equals_dataclasses_replace() -> None:
     import dataclasses
 
@@ -504,6 +515,7 @@ def test_the_fast_pod_copy_equals_dataclasses_replace() -> None:
     copied = pod.with_containers(containers, sources)
     assert copied == dataclasses.replace(pod, containers=containers, sources=sources)
     assert copied.running_containers == containers
+    assert _frozen_instance_of(PodInfo, copied)
 
 
 def test_the_fast_container_copies_equal_dataclasses_replace() -> None:
@@ -522,6 +534,8 @@ def test_the_fast_container_copies_equal_dataclasses_replace() -> None:
     assert info.with_state(ContainerState.RUNNING) == dataclasses.replace(info, state=ContainerState.RUNNING)
     assert info.with_linux(linux) == dataclasses.replace(info, linux=linux)
     assert info.with_spec(spec, role) == dataclasses.replace(info, spec=spec, role=role)
+    assert all(_frozen_instance_of(ContainerInfo, copied) for copied in (
+        info.with_state(ContainerState.RUNNING), info.with_linux(linux), info.with_spec(spec, role)))
 
 
 def test_the_fast_pod_event_equals_the_constructor() -> None:
@@ -533,6 +547,7 @@ def test_the_fast_pod_event_equals_the_constructor() -> None:
     for kind in PodEventKind:
         assert pod_event(kind, pod) == PodEvent(kind, pod)
         assert pod_event(kind, pod, pod) == PodEvent(kind, pod, pod)
+        assert _frozen_instance_of(PodEvent, pod_event(kind, pod))
 
 
 def test_an_update_ask_overlays_what_it_sets_and_keeps_the_rest() -> None:
