@@ -21,6 +21,7 @@ from koordlet.statesinformer.model import (
     Resources,
     SandboxState,
     Source,
+    new_container_info,
     shared_linux_resources,
 )
 from koordlet.statesinformer.problems import InputProblem
@@ -126,16 +127,17 @@ def container_info(
     `state`: what the event says over the message's own state."""
     problems: list[InputProblem] = []
     directory = checked_cgroup_dir(container.linux.cgroups_path, "linux.cgroups_path", problems)
-    info = ContainerInfo(
-        id=container.id,
-        name=intern(container.name),
-        pod_uid=pod_uid,
-        state=container_state(container.state) if state is None else state,
-        cgroup_dir=directory,
-        linux=linux_resources(container.linux.resources) if linux is None else linux,
-        spec=spec,
-        pid=container.pid or None,
-        created_at_ns=container.created_at,
+    info = new_container_info(
+        container.id,
+        intern(container.name),
+        pod_uid,
+        container_state(container.state) if state is None else state,
+        directory,
+        linux_resources(container.linux.resources) if linux is None else linux,
+        spec,
+        container.pid or None,
+        container.created_at,
+        MAIN_ROLE,
     )
     return info, tuple(problems)
 

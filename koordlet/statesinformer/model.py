@@ -148,15 +148,15 @@ class ContainerInfo:
 
     # dataclasses.replace costs several times a constructor call; these run on every NRI event
     def with_state(self, state: ContainerState) -> ContainerInfo:
-        return _container_info(self.id, self.name, self.pod_uid, state, self.cgroup_dir, self.linux, self.spec,
+        return new_container_info(self.id, self.name, self.pod_uid, state, self.cgroup_dir, self.linux, self.spec,
                                self.pid, self.created_at_ns, self.role)
 
     def with_linux(self, linux: LinuxResources) -> ContainerInfo:
-        return _container_info(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, linux, self.spec,
+        return new_container_info(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, linux, self.spec,
                                self.pid, self.created_at_ns, self.role)
 
     def with_spec(self, spec: Resources | None, role: ContainerRole) -> ContainerInfo:
-        return _container_info(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, self.linux, spec,
+        return new_container_info(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, self.linux, spec,
                                self.pid, self.created_at_ns, role)
 
 
@@ -172,10 +172,11 @@ def _builder(cls: type) -> Any:
 _CONTAINER_INFO_BUILDER = _builder(ContainerInfo)
 
 
-def _container_info(container_id: str, name: str, pod_uid: str, state: ContainerState, cgroup_dir: str,
-                    linux: LinuxResources, spec: Resources | None, pid: int | None, created_at_ns: int,
-                    role: ContainerRole) -> ContainerInfo:
-    """ContainerInfo(...) with every field given, built through _CONTAINER_INFO_BUILDER."""
+def new_container_info(container_id: str, name: str, pod_uid: str, state: ContainerState, cgroup_dir: str,
+                       linux: LinuxResources, spec: Resources | None, pid: int | None, created_at_ns: int,
+                       role: ContainerRole) -> ContainerInfo:
+    """ContainerInfo(...) with every field given, built through _CONTAINER_INFO_BUILDER: for the
+    converters, which make one per container event."""
     made = object.__new__(_CONTAINER_INFO_BUILDER)
     made.id = container_id
     made.name = name

@@ -116,9 +116,9 @@ def _add(index: dict[str, tuple[str, ...]], uid: str, key: str) -> None:
 
 def _discard(index: dict[str, tuple[str, ...]], uid: str, key: str) -> None:
     keys = index.get(uid, ())
-    if key in keys:
-        rest = tuple(k for k in keys if k != key)
-        if rest:
-            index[uid] = rest
-        else:
+    if key in keys:  # once at most: _add lists a key once
+        if len(keys) == 1:
             del index[uid]
+        else:
+            at = keys.index(key)
+            index[uid] = keys[:at] + keys[at + 1:]
