@@ -535,7 +535,8 @@ def test_the_fast_container_copies_equal_dataclasses_replace() -> None:
     assert info.with_linux(linux) == dataclasses.replace(info, linux=linux)
     assert info.with_spec(spec, role) == dataclasses.replace(info, spec=spec, role=role)
     assert all(_frozen_instance_of(ContainerInfo, copied) for copied in (
-        info.with_state(ContainerState.RUNNING), info.with_linux(linux), info.with_spec(spec, role)))
+        info.with_state(ContainerState.RUNNING), info.with_linux(linux), info.with_spec(spec, role),
+        container_info(container(sandbox(1), "c1"), "u")[0]))
 
 
 def test_the_fast_pod_event_equals_the_constructor() -> None:
