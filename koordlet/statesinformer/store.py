@@ -200,7 +200,7 @@ class PodStore(PodTable):
             return
         nri.put_container(info, sandbox_id, now)
         if same_view and info.pod_uid == view.pod.uid:
-            self._refresh_container(view.pod.uid, info.id, info, runtime_changed=from_known and not unchanged)
+            self._refresh_container(view.pod.uid, info.id, info, known if from_known and not unchanged else None)
         else:
             self._refresh({view.pod.uid, info.pod_uid})
 
@@ -350,35 +350,40 @@ class PodStore(PodTable):
             self._apply(uid, pod)
 
     def _refresh_container(self, uid: str, container_id: str, nri_copy: ContainerInfo | None = None,
-                           runtime_changed: bool = False) -> None:
+                           made_from: ContainerInfo | None = None) -> None:
         """`_refresh({uid})` when only this container may have changed in the pod: the other
         containers and the pod's own fields are kept from the merged pod, not merged again.
         `nri_copy`: NRI's copy of the container under `uid`, when the caller has just put it (the
-        copy merged then). `runtime_changed`: that copy is a new value made from the one the merged
-        pod was made from, in a field the merge keeps; the merged copies then differ unless both are absent."""
+        copy merged then). `made_from`: the copy the merged pod was made from, when `nri_copy` is a
+        new value made from it in a field the merge keeps (state or linux): the merged copies then
+        differ unless both are absent, and where the merge gave `made_from` back as it was, it gives
+        `nri_copy` back alike (the merge reads only name, spec and role, which are the same)."""
         previous = self._pods.get(uid)
         if previous is None:
             self._refresh({uid})
             return
-        runtime = nri_copy
-        if runtime is None:
-            for index in (self._nri, self._cri):  # NRI's copy first, as in _refresh
-                runtime = index.containers.get(container_id)
-                if runtime is not None and runtime.pod_uid == uid:
-                    break
-            else:
-                runtime = None
-        merged = None
-        if runtime is not None:
-            views = self._nri.sandbox_views(uid) + self._cri.sandbox_views(uid)
-            merged = merged_container(runtime, chosen_sandbox(views).container_specs, self._kubelet.get(uid))
         containers = previous.containers
         old, at = None, 0
         for position, container in enumerate(containers):
             if container.id == container_id:
                 old, at = container, position
                 break
-        if merged is old or (merged is not None and old is not None and not runtime_changed and merged == old):
+        if made_from is not None and old is made_from and nri_copy is not None and nri_copy.state is not _EXITED:
+            merged: ContainerInfo | None = nri_copy
+        else:
+            runtime = nri_copy
+            if runtime is None:
+                for index in (self._nri, self._cri):  # NRI's copy first, as in _refresh
+                    runtime = index.containers.get(container_id)
+                    if runtime is not None and runtime.pod_uid == uid:
+                        break
+                else:
+                    runtime = None
+            merged = None
+            if runtime is not None:
+                views = self._nri.sandbox_views(uid) + self._cri.sandbox_views(uid)
+                merged = merged_container(runtime, chosen_sandbox(views).container_specs, self._kubelet.get(uid))
+        if merged is old or (merged is not None and old is not None and made_from is None and merged == old):
             return
         if merged is not None and old is not None and merged.name == old.name:
             changed = (*containers[:at], merged, *containers[at + 1:])  # same id and name: same place

@@ -382,6 +382,19 @@ def test_kubelet_adds_priority_spec_and_qos_but_no_pods_of_its_own() -> None:
     assert store.pod(uid_of(1)).qos.effective is KoordQoSClass.BE
 
 
+def test_an_update_keeps_what_kubelet_adds_to_the_container() -> None:
+    store, rec, _ = new_store()
+    sb = sandbox(1)
+    nri(store).nri_synchronized([sb], [container(sb, "c1", shares=100)])
+    spec = Resources(requests={"cpu": 500})
+    store.kubelet_listed([KubeletPod(uid_of(1), "pod-1", "default", container_specs={"main": spec})])
+    ask = api_pb2.LinuxResources()
+    ask.cpu.shares.value = 200
+    nri(store).nri_container_event(ContainerChange.UPDATED, sb, container(sb, "c1", shares=100), ask)
+    (merged,) = rec.events[-1].pod.containers
+    assert (merged.linux.cpu_shares, merged.spec) == (200, spec)
+
+
 def test_an_invalid_label_is_logged_once_per_pod(capsys) -> None:
     store, _, _ = new_store()
     sb = sandbox(1, labels={"koordinator.sh/qosClass": "GOLD"})
