@@ -41,6 +41,7 @@ from koordlet.statesinformer.model import (
     PodInfo,
     SandboxState,
     Source,
+    overlaid,
     pod_event,
 )
 from koordlet.statesinformer.problems import ProblemLog
@@ -444,7 +445,7 @@ def _keep_ask(info: ContainerInfo, known: ContainerInfo | None, *, created: bool
     """`info` with the Linux resources kubelet asked for (see PodStore.nri_container_seen)."""
     if created or known is None:
         return info  # at creation, or first sight later: the values carried are all we have
-    asked = known.linux if ask is None else known.linux.overlaid(ask)
+    asked = known.linux if ask is None else overlaid(known.linux, ask)
     if asked is info.linux:
         return info
     if info.linux is known.linux:  # overlaid() hands back the very value it was given unless the ask changes it

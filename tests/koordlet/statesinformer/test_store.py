@@ -582,6 +582,22 @@ def test_an_update_ask_overlays_what_it_sets_and_keeps_the_rest() -> None:
         cpu_shares=2, cpu_quota=30, cpu_period=40, cpuset_cpus="2", cpuset_mems="1", memory_limit=5, unified=unified)
 
 
+def test_a_kept_overlay_is_the_pairs_own_and_the_keeping_is_bounded() -> None:
+    from koordlet.statesinformer import model
+    from koordlet.statesinformer.model import LinuxResources, overlaid
+
+    held = [LinuxResources(cpu_shares=2), LinuxResources(cpu_shares=3, memory_limit=4)]
+    asks = [LinuxResources(), LinuxResources(cpu_shares=20), LinuxResources(memory_limit=40)]
+    for _ in range(2):  # the second time from what was kept
+        for value in held:
+            for ask in asks:
+                assert overlaid(value, ask) == value.overlaid(ask)
+    for n in range(model._OVERLAID_MAX + 10):  # pairs made and dropped: ids come back for other values
+        assert overlaid(LinuxResources(cpu_shares=n), LinuxResources(memory_limit=n)) == LinuxResources(
+            cpu_shares=n, memory_limit=n)
+    assert len(model._overlaid_by_ids) <= model._OVERLAID_MAX
+
+
 def test_an_equal_sandbox_message_reuses_its_view_and_the_feed_keeps_no_message() -> None:
     import sys
 
