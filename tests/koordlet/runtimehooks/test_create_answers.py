@@ -83,6 +83,18 @@ async def test_a_reused_answer_is_the_answer_decided_afresh() -> None:
     assert rig.decisions == 5
 
 
+async def test_a_kept_answer_is_handed_out_as_a_message_of_its_own() -> None:
+    rig = Rig()
+    be = pods()[0]
+    await rig.run(be)
+    first = await rig.create(be, "main", "a")
+    assert first is not None
+    first.linux.resources.cpu.quota.value = 1  # what a caller does to its message stays there
+    again = await rig.create(be, "main", "b")
+    assert again is not first and again == rig.fresh(be, "main")
+    assert again.linux.resources.cpu.quota.value == 50000
+
+
 async def test_run_pod_sandbox_prepares_each_name_told_apart_and_one_for_the_rest() -> None:
     rig = Rig()
     be, ls, _ = pods()
