@@ -479,8 +479,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pods", default="100,1000,3000", help="comma-separated pod counts")
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds after the pods are delivered")
     parser.add_argument("--window", type=float, default=30.0, help="seconds of the quiet and of the create window")
-    parser.add_argument("--creates", type=int, default=200, help="CreateContainer probes in the create window")
-    parser.add_argument("--scrapes", type=int, default=5)
+    parser.add_argument("--creates", type=_at_least_one, default=200,
+                        help="CreateContainer probes in the create window (1 or more)")
+    parser.add_argument("--scrapes", type=_at_least_one, default=5, help="/metrics GETs after the windows (1 or more)")
     parser.add_argument("--scraped-creates", type=int, default=0,
                         help="then this many CreateContainer probes over another --window while /metrics is "
                              "scraped back to back as Prometheus asks (JSON key while_scraped; 0: skipped)")
@@ -489,6 +490,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep-log", default="", help="copy the daemon's log of each N to <this>-<N>.log")
     parser.add_argument("--serve-empty", default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
+
+
+def _at_least_one(text: str) -> int:
+    """A count the figures are made of: 0 would leave the table nothing to print."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("%r: give 1 or more" % text)
+    return value
 
 
 def main() -> None:
