@@ -142,11 +142,11 @@ class MetricStore:
 
     # ------------------------------------------------------------------ protocol
     def append(self, samples: Iterable[Sample]) -> None:
-        self._put((sample.key, sample.timestamp, sample.value) for sample in samples)
+        self._queue(self._put((sample.key, sample.timestamp, sample.value) for sample in samples))
 
     def append_at(self, timestamp: float, values: Iterable[tuple[SeriesKey, float]]) -> None:
         """Samples that share one timestamp, without a Sample object each (collectors' path)."""
-        self._put((key, timestamp, value) for key, value in values)
+        self._queue(self._put((key, timestamp, value) for key, value in values))
 
     def append_columns(self, timestamp: float, keys: tuple[SeriesKey, ...], values: Sequence[float | None],
                        start: int = 0, stop: int | None = None) -> None:
@@ -185,9 +185,10 @@ class MetricStore:
             if keeping.persist and timestamp >= ring.persisted_at + keeping.persist_every:
                 ring.persisted_at = timestamp
                 persist_rows.append((key, keeping.retention, timestamp, value))
-        self._put_new(new, timeline, persist_rows)
+        self._queue(self._put_new(new, timeline, persist_rows))
 
-    def _put(self, items: Iterable[tuple[SeriesKey, float, float]]) -> None:
+    def _put(self, items: Iterable[tuple[SeriesKey, float, float]]) -> list[tuple[SeriesKey, float, float, float]]:
+        """Append the samples; the rows now due for the disk."""
         persist_rows: list[tuple[SeriesKey, float, float, float]] = []
         series = self._series
         new: list[tuple[SeriesKey, float, float]] = []
@@ -201,13 +202,13 @@ class MetricStore:
             timeline = ring.timeline
             if ring.due_for_disk(timestamp):
                 persist_rows.append((key, ring.keeping.retention, timestamp, value))
-        self._put_new(new, timeline, persist_rows)
+        return self._put_new(new, timeline, persist_rows)
 
     def _put_new(self, new: list[tuple[SeriesKey, float, float]], timeline: Timeline | None,
-                 persist_rows: list[tuple[SeriesKey, float, float, float]]) -> None:
+                 persist_rows: list[tuple[SeriesKey, float, float, float]]) -> list[tuple[SeriesKey, float, float, float]]:
         """The samples of a batch whose series were not there when it came (made now: on
-        the timeline of the batch's known series when it holds this round), then the
-        batch's rows for the disk."""
+        the timeline of the batch's known series when it holds this round); the batch's rows
+        for the disk (`persist_rows` and theirs)."""
         series = self._series
         for key, timestamp, value in new:
             ring = series.get(key)
@@ -218,8 +219,7 @@ class MetricStore:
             timeline = ring.timeline
             if ring.due_for_disk(timestamp):
                 persist_rows.append((key, ring.keeping.retention, timestamp, value))
-        if persist_rows and self._persistence is not None:
-            self._queue(persist_rows)
+        return persist_rows
 
     def aggregate(self, key: SeriesKey, start: float, end: float,
                   min_coverage: float = COLD_START_RATIO) -> Aggregate:
@@ -443,6 +443,8 @@ class MetricStore:
 
     # ------------------------------------------------------------------ disk
     def _queue(self, rows: list[tuple[SeriesKey, float, float, float]]) -> None:
+        if not rows or self._persistence is None:
+            return
         with self._pending_lock:
             self._pending.extend(rows)
             excess = len(self._pending) - self._max_pending
@@ -451,33 +453,15 @@ class MetricStore:
                 self.dropped_pending += excess
 
     def _restore(self, persistence: SqlitePersistence) -> None:
-        """The file's samples, round by round as they were written: the series of one round
-        share its timestamps again (one timeline, as the collector's round gave them), where
-        each restored series used to keep a copy of its own for as long as it lived (~4.6 MiB
-        at 1,000 pods). Nothing is queued for the disk again."""
+        """The file's samples, round by round as they were written, appended as a collector's
+        round is: the series of one round share its timestamps again (each restored series
+        used to keep a copy of its own for as long as it lived, ~4.6 MiB at 1,000 pods), and
+        a restored sample counts as written (the rows it makes due are already on disk)."""
         now = self._clock()
         restored = 0
-        series = self._series
         with self._disk_lock:
             for timestamp, samples in persistence.load(now):
-                timeline = None  # the timeline of the round's known series: new series join it
-                new = []
-                for key, value in samples:
-                    ring = series.get(key)
-                    if ring is None:
-                        new.append((key, value))
-                        continue
-                    ring.append(timestamp, value)
-                    ring.persisted_at = timestamp
-                    timeline = ring.timeline
-                for key, value in new:
-                    ring = series.get(key)
-                    if ring is None:
-                        ring = self._new_series(key, timeline if timeline is not None and len(timeline.ts)
-                                                and timeline.ts[-1] == timestamp else None)
-                    ring.append(timestamp, value)
-                    ring.persisted_at = timestamp
-                    timeline = ring.timeline
+                self._put([(key, timestamp, value) for key, value in samples])
                 restored += len(samples)
         log.info("metric_cache_restored", path=str(persistence.path), series=len(self._series), samples=restored)
 
