@@ -169,15 +169,15 @@ class ContainerInfo:
     # dataclasses.replace costs several times a constructor call; these run on every NRI event
     def with_state(self, state: ContainerState) -> ContainerInfo:
         return new_container_info(self.id, self.name, self.pod_uid, state, self.cgroup_dir, self.linux, self.spec,
-                               self.pid, self.created_at_ns, self.role)
+                                  self.pid, self.created_at_ns, self.role)
 
     def with_linux(self, linux: LinuxResources) -> ContainerInfo:
         return new_container_info(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, linux, self.spec,
-                               self.pid, self.created_at_ns, self.role)
+                                  self.pid, self.created_at_ns, self.role)
 
     def with_spec(self, spec: Resources | None, role: ContainerRole) -> ContainerInfo:
         return new_container_info(self.id, self.name, self.pod_uid, self.state, self.cgroup_dir, self.linux, spec,
-                               self.pid, self.created_at_ns, role)
+                                  self.pid, self.created_at_ns, role)
 
 
 # A frozen dataclass's __init__ sets each field through object.__setattr__, ~5 us for a ContainerInfo
