@@ -155,6 +155,9 @@ class StepPlan(NamedTuple):
     permilles: list[tuple[int, ...]]
 
 
+_NO_PEAKS = ((), ())  # a non-Prod pod's: its two keys ask for none
+
+
 def step_plan(rows: list[PodRow]) -> StepPlan:
     keys: list[SeriesKey] = []
     permilles: list[tuple[int, ...]] = []
@@ -162,9 +165,6 @@ def step_plan(rows: list[PodRow]) -> StepPlan:
         keys += (row.cpu_key, row.memory_key)
         permilles += (CPU_PEAK, MEMORY_PEAK) if row.prod else _NO_PEAKS
     return StepPlan(rows, keys, permilles)
-
-
-_NO_PEAKS = ((), ())
 
 
 class PodRows(PodMemo[PodRow]):
