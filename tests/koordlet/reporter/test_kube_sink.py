@@ -173,6 +173,8 @@ async def test_a_second_report_puts_over_the_last_answer_without_a_get(api):
     for _ in range(3):
         assert await sink.write_status(STATUS, NEW_OBJECT) is Outcome.WRITTEN
     assert [r.method for r in server.requests] == ["GET", "PUT", "PUT", "PUT"]
+    assert server.objects[("nodemetrics", NODE)]["status"] == STATUS
+    assert "status" not in sink._written  # the answer's copy is not held until the next report
     # someone edits the spec: our next PUT carries a stale version, is refused, and the retry reads it
     server.objects[("nodemetrics", NODE)]["spec"] = {"metricCollectPolicy": {"reportIntervalSeconds": 120}}
     server.objects[("nodemetrics", NODE)]["metadata"]["resourceVersion"] = "999"
