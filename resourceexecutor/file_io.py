@@ -89,7 +89,7 @@ class KernelFileIO:
 
 def read_batch(paths: Sequence[str]) -> list[str | None]:
     """open + read + close of each file in one call of the C reader (file by file without
-    it), no fd kept: the kept-fd pool's 512 fds would churn on the reconciler's thousands."""
+    it), no fd kept: the kept-fd pool's 480 fds would churn on the reconciler's thousands."""
     return [None if data is None else ascii_text(data) for data in read_files_once(paths)]
 
 
