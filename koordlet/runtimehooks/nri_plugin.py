@@ -26,6 +26,7 @@ import structlog
 
 from koordlet.runtimehooks import nri_convert
 from koordlet.runtimehooks.engine import DecisionInputs, HookEngine
+from koordlet.runtimehooks.follow_ups import FollowUps
 from koordlet.runtimehooks.reconciler import updaters_for
 from koordlet.runtimehooks.spec import ResourceSpec
 from koordlet.statesinformer.from_nri import container_info
@@ -47,6 +48,9 @@ _cpu_list = lru_cache(maxsize=1024)(format_cpuset)
 # for its next containers, and a kept message costs ~1.6 KB (its upb arena) against ~70 B
 # for its bytes: decoding one again at the answer is ~1.4 us.
 Answer = tuple[ResourceSpec, bytes | None]
+
+# a module global: an Enum member read through its class costs a Python-level lookup on 3.11
+_CREATED = ContainerChange.CREATED
 
 # Container updates in one unsolicited UpdateContainers: bounds the message built and
 # encoded in one go (and the runtime's work per request) at node scale.
@@ -83,6 +87,8 @@ class KoordletNriPlugin:
         self._flush_task: asyncio.Task[None] | None = None
         self._feeding: str | None = None  # the pod an event handler is feeding right now
         self._answers: dict[str, PodAnswers] = {}  # pod uid -> answers reusable while its inputs hold
+        # what a handler leaves for after its answer; every handler runs what is left first
+        self.follow_ups = FollowUps()
         engine.add_listener(self._plans_changed)
 
     @property
@@ -92,6 +98,7 @@ class KoordletNriPlugin:
     # -- handlers (their names are the subscription) -----------------------------------
 
     def synchronize(self, pods: list[api.PodSandbox], containers: list[api.Container]) -> list[api.ContainerUpdate]:
+        self.follow_ups.run()
         self.feed.nri_synchronized(pods, containers)
         self._sent.clear()
         updates = []
@@ -126,6 +133,7 @@ class KoordletNriPlugin:
     async def run_pod_sandbox(self, pod: api.PodSandbox) -> None:
         """The pod's own cgroup values written (in the executor's IO thread) before the
         answer, as koordlet does in its RunPodSandbox hook."""
+        self.follow_ups.run()
         self._feed_pod(SandboxChange.RUN, pod)
         info = self.engine.states.pod(pod.uid)
         executor = self._executor
@@ -155,10 +163,12 @@ class KoordletNriPlugin:
                 known.by_name[name] = (spec, self._encoded_adjustment(spec))
 
     def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
+        self.follow_ups.run()
         self._answers.pop(pod.uid, None)
         self._feed_pod(SandboxChange.REMOVE, pod)
 
     def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment | None:
+        self.follow_ups.run()
         info = self.engine.states.pod(pod.uid)
         if info is None:  # the sandbox was never seen: the informer must hear of it first
             self._feed_container(ContainerChange.CREATED, pod, container)
@@ -170,11 +180,10 @@ class KoordletNriPlugin:
                 return None
             self._sent[container.id] = spec
             return self._adjustment(spec)
-        # Decide (or reuse the decision) and feed the informer right after the answer is on
-        # its way: the feed is most of the handler's cost and the CRI call waits for us.
-        # call_soon runs before any later event of this connection is read.
+        # Decide (or reuse the decision) and feed the informer once the runtime has read the
+        # answer: the feed is most of the handler's cost and the CRI call waits for us.
         spec, encoded = self._answer(info, container)
-        asyncio.get_running_loop().call_soon(self._feed_container, ContainerChange.CREATED, pod, container)
+        self.follow_ups.add(self._feed_container, _CREATED, pod, container)
         self._sent[container.id] = spec
         return None if encoded is None else api.ContainerAdjustment.FromString(encoded)
 
@@ -218,6 +227,7 @@ class KoordletNriPlugin:
 
     def update_container(self, pod: api.PodSandbox, container: api.Container,
                          resources: api.LinuxResources) -> list[api.ContainerUpdate]:
+        self.follow_ups.run()
         self._feed_container(ContainerChange.UPDATED, pod, container, resources)
         spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "update_container")
         if spec is None or nri_convert.holds(resources, spec, self.cgroup_version, _cpu_list):
@@ -230,9 +240,11 @@ class KoordletNriPlugin:
         """The container runs: the informer marks it running, which is what the collectors
         (usage, throttling, PSI, CPI) and CPU burst go by. After the start, so no round trip
         on the pod's CreateContainer path."""
+        self.follow_ups.run()
         self._feed_container(ContainerChange.STARTED, pod, container)
 
     def remove_container(self, pod: api.PodSandbox, container: api.Container) -> None:
+        self.follow_ups.run()
         self._sent.pop(container.id, None)
         self._feed_container(ContainerChange.REMOVED, pod, container)
 
@@ -246,7 +258,9 @@ class KoordletNriPlugin:
         return self.engine.decide(info, container, stage)
 
     async def close(self) -> None:
-        """Cancel a pending unsolicited update (the daemon is stopping)."""
+        """Run what handlers left and cancel a pending unsolicited update (the daemon is
+        stopping)."""
+        self.follow_ups.run()
         task, self._flush_task = self._flush_task, None
         if task is not None and not task.done():
             task.cancel()

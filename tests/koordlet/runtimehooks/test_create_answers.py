@@ -51,7 +51,7 @@ class Rig:
         container = nri_container(pod, name)
         container.id = (container.id[:60] + suffix).ljust(64, "0")[:64]
         answer = self.plugin.create_container(pod, container)
-        await asyncio.sleep(0)  # the deferred informer feed
+        self.plugin.follow_ups.run()  # the informer's feed, as the runtime's next event would run it
         return answer
 
     def fresh(self, pod: api.PodSandbox, name: str) -> api.ContainerAdjustment | None:

@@ -80,6 +80,7 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
             be = nri_pod("be1", "BE", {"node.koordinator.sh/extended-resource-spec": ext_spec(main=batch("500", "1Gi"))})
             await peer.run_pod_sandbox(be)
             await peer.create_container(be, nri_container(be, "main"))
+            await until(lambda: json.loads(module.pods_route("").body)["pods"][0]["containers"])  # fed after the answer
             body = json.loads(module.pods_route("").body)
             (pod,) = body["pods"]
             assert pod["qosClass"] == "BE" and pod["spec"]["cpu_shares"] == 512

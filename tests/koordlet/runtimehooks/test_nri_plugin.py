@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from koordlet.runtimehooks.engine import HookEngine
+from koordlet.runtimehooks.follow_ups import FollowUps
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import HOOKS
 from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
@@ -177,14 +178,32 @@ async def test_container_of_an_unseen_sandbox_is_decided_after_feeding(socket_pa
         await stop(h)
 
 
-async def test_created_container_reaches_the_informer_right_after_the_answer(socket_path) -> None:
+async def test_created_container_reaches_the_informer_soon_after_the_answer(socket_path) -> None:
+    """No further event needed: the informer hears of it once the loop has slept."""
     h = await start(socket_path, CONFIG)
     try:
         ls = nri_pod("ls2", "LS")
         await h.peer.run_pod_sandbox(ls)
         created = await h.peer.create_container(ls, nri_container(ls, "main"))
-        await asyncio.sleep(0)
-        assert h.plugin.engine.states.pod("ls2").container_by_id(created.id) is not None
+        await until(lambda: h.plugin.engine.states.pod("ls2").container_by_id(created.id) is not None)
+    finally:
+        await stop(h)
+
+
+async def test_the_next_event_sees_the_informer_fed_in_the_runtime_s_order(socket_path) -> None:
+    """The informer's feed waits after CreateContainer's answer, but never past the next
+    event: a RemoveContainer right after it leaves no container behind."""
+    h = await start(socket_path, CONFIG)
+    h.plugin.follow_ups = FollowUps(delay=3600.0)  # only an event runs them here
+    try:
+        ls = nri_pod("ls1", "LS")
+        await h.peer.run_pod_sandbox(ls)
+        created = await h.peer.create_container(ls, nri_container(ls, "main"))
+        assert h.plugin.engine.states.pod("ls1").container_by_id(created.id) is None  # the answer went first
+        await h.peer.container_event(Event.REMOVE_CONTAINER, ls, created)
+        h.plugin.follow_ups.run()  # nothing left that could bring it back
+        assert h.plugin.engine.states.pod("ls1").container_by_id(created.id) is None
+        assert created.id not in h.plugin._sent
     finally:
         await stop(h)
 
