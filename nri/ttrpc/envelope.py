@@ -52,13 +52,27 @@ def metadata_of(env: request_pb2.Request) -> dict[str, list[str]]:
 
 
 _EMPTY_STATUS_RESPONSE_PREFIX = b"\x0a\x00"  # field 1, length 0: the OK status Go sends
+_PAYLOAD_TAG = b"\x12"  # field 2, length-delimited
 
 
 def encode_ok_response(payload: bytes) -> bytes:
-    """Response{status: {}, payload} exactly as Go encodes it."""
+    """Response{status: {}, payload} exactly as Go encodes it. Written out by hand: every
+    answer with a payload goes through here, and building and encoding two messages for it
+    cost ~9 us of a CreateContainer answer with the CPU caches cold (as they are when an
+    event comes after a pause), against ~2 us for these bytes."""
     if not payload:
         return _EMPTY_STATUS_RESPONSE_PREFIX
-    return request_pb2.Response(status=status_pb2.Status(), payload=payload).SerializeToString()
+    return _EMPTY_STATUS_RESPONSE_PREFIX + _PAYLOAD_TAG + _varint(len(payload)) + payload
+
+
+def _varint(value: int) -> bytes:
+    """A non-negative int as a protobuf base-128 varint."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def encode_error_response(code: int, message: str) -> bytes:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nri.ttrpc.envelope import encode_ok_response
 from proto.google.rpc import status_pb2
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 from proto.ttrpc import request_pb2
@@ -48,3 +52,16 @@ def test_zero_valued_optional_wrapper_is_still_present_on_the_wire() -> None:
     mem = api_pb2.LinuxMemory()
     mem.swappiness.SetInParent()
     assert mem.SerializeToString() == bytes.fromhex("3200")
+
+
+@given(st.binary(max_size=70_000))
+def test_hand_written_ok_response_is_what_the_generated_message_encodes(payload: bytes) -> None:
+    expected = request_pb2.Response(status=status_pb2.Status(), payload=payload).SerializeToString()
+    assert encode_ok_response(payload) == (expected if payload else bytes.fromhex("0a00"))
+
+
+def test_ok_response_length_prefix_spans_several_varint_bytes() -> None:
+    for size in (127, 128, 16_383, 16_384, 2_097_152):
+        payload = b"x" * size
+        env = request_pb2.Response.FromString(encode_ok_response(payload))
+        assert env.payload == payload and env.HasField("status") and env.status.code == 0
