@@ -50,9 +50,12 @@ from koordlet.statesinformer.runtime_view import SandboxView
 
 log = structlog.get_logger(__name__)
 
-# ids removed by an event are remembered this many at most, so that a poll that
-# started before the removal cannot bring them back
+# ids removed by an event are remembered this many at most, and this long, so that a poll
+# that started before the removal cannot bring them back. A poll's calls each have a deadline
+# of seconds, so an older tombstone only costs memory (~230 B: the id and its entry): without
+# the age bound container churn kept the full 8,192 (~1.8 MiB) for good.
 TOMBSTONE_CAPACITY = 8192
+TOMBSTONE_SECONDS = 600.0
 
 _UNKNOWN, _EXITED = ContainerState.UNKNOWN, ContainerState.EXITED  # see model.ContainerState
 _NOT_READY = SandboxState.NOT_READY
@@ -328,10 +331,13 @@ class PodStore(PodTable):
         return touched
 
     def _tombstone(self, key: str, now: float) -> None:
-        self._tombstones[key] = now
-        self._tombstones.move_to_end(key)
-        while len(self._tombstones) > TOMBSTONE_CAPACITY:
-            self._tombstones.popitem(last=False)
+        tombstones = self._tombstones
+        tombstones[key] = now
+        tombstones.move_to_end(key)
+        oldest_kept = now - TOMBSTONE_SECONDS
+        # oldest first (a listing's time may be a little older than an event's before it)
+        while len(tombstones) > TOMBSTONE_CAPACITY or next(iter(tombstones.values())) < oldest_kept:
+            tombstones.popitem(last=False)
 
     def _buried(self, key: str, listed_at: float) -> bool:
         removed_at = self._tombstones.get(key)

@@ -22,7 +22,7 @@ from koordlet.statesinformer.model import (
     Source,
 )
 from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
-from koordlet.statesinformer.store import PodStore
+from koordlet.statesinformer.store import TOMBSTONE_SECONDS, PodStore
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 from system.cgroup_layout import QoSTier
 from tests.koordlet.statesinformer.nri_capture import plugin_requests
@@ -326,6 +326,24 @@ def test_a_cri_listing_taken_before_a_removal_does_not_bring_the_container_back(
     store.cri_listed(*cri_listing((sb, [container(sb, "c1")])), listed_at)  # ... the poll's answer still has it
     assert store.pod(uid_of(1)).containers == ()
     assert rec.gone == [container_dir(sb, "c1")]
+
+
+def test_container_churn_keeps_only_the_tombstones_a_poll_in_flight_could_need() -> None:
+    store, _, clock = new_store()
+    sb = sandbox(1)
+    nri(store).nri_synchronized([sb], [container(sb, "c1")])
+    cycles = 3 * int(TOMBSTONE_SECONDS)  # the test clock moves 1 s a reading
+    for k in range(cycles):
+        probe = container(sb, "probe%d" % k, name="probe%d" % k)
+        nri(store).nri_container_event(ContainerChange.CREATED, sb, probe)
+        nri(store).nri_container_event(ContainerChange.REMOVED, sb, probe)
+    kept = store.counts()[("tombstones", "merged")]
+    assert 0 < kept <= TOMBSTONE_SECONDS + 1
+    # a poll that began a moment before the last removal still cannot bring it back
+    listed_at = clock.now - 1
+    last = "probe%d" % (cycles - 1)
+    store.cri_listed(*cri_listing((sb, [container(sb, "c1"), container(sb, last, name=last)])), listed_at)
+    assert [c.id for c in store.pod(uid_of(1)).containers] == ["c1"]
 
 
 def test_a_cri_listing_drops_what_nri_reported_earlier_and_the_runtime_no_longer_has() -> None:
