@@ -165,7 +165,7 @@ class BatchRun:
             self.errors.pop(index, None)
             self.problems.discard(index)
             return
-        self.errors[index] = error
+        self.errors[index] = _without_tracebacks(error)
         if outcome in PROBLEM_OUTCOMES:
             self.problems.add(index)
         elif outcome is Outcome.GONE:
@@ -277,3 +277,17 @@ class BatchRun:
         if merged != current:
             self.io.write(updater.path, updater.format(merged))
             self.writes += 1
+
+
+def _without_tracebacks(error: Exception) -> Exception:
+    """`error`, and the errors it was raised from or while handling, with their tracebacks
+    dropped. A traceback's frames reach the frames that called them, this run's among them:
+    a kept error made a cycle, which the daemon's collector policy (every collection's
+    survivors frozen) left holding the batch's updaters until its hourly full pass."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        link.__traceback__ = None
+        link = link.__cause__ or link.__context__
+    return error

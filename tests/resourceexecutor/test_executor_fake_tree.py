@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import shutil
 import threading
 
@@ -261,6 +262,27 @@ def test_removed_cgroup_is_gone_and_the_rest_lands(v2):
     assert [r.outcome for r in result] == [Outcome.GONE, Outcome.WRITTEN]
     assert result.ok
     assert [entry["log_level"] for entry in logs] == ["debug"]
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_a_gone_cgroup_leaves_no_garbage_cycle_behind(v2, use_cache):
+    # the daemon freezes what survives each collection: a cycle made by a batch would
+    # hold its updaters until the hourly full pass
+    executor, _, host = v2
+    batch = [executor.updater("cpu.shares", d, 512) for d in (C1, C2)]
+    executor.update_batch(batch)  # the cache knows both files
+    shutil.rmtree(host.cgroup_root / C1)
+    gc.collect()
+    gc.disable()
+    try:
+        result = executor.update_batch([executor.updater("cpu.shares", d, 256) for d in (C1, C2)],
+                                       use_cache=use_cache)
+        assert [r.outcome for r in result] == [Outcome.GONE, Outcome.WRITTEN]
+        assert "gone" in str(result.errors[0])  # the error is kept, for the logs
+        del result
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def test_unsupported_resource_is_logged_once_and_not_retried(v1_host, clock):
