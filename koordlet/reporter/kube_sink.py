@@ -132,8 +132,10 @@ class KubeSink:
                 raise SinkError("update nodemetric %s status: %s" % (self._node, exc)) from exc
             # kept without its status: the next PUT replaces it, and at 1,000 pods the parsed
             # podsMetric of the answer is ~0.9 MB of objects or more, held for nothing between reports
-            self._written = {key: value for key, value in dict(written).items() if key != "status"}
-            self.last_spec = self._written.get("spec") or {}
+            kept = dict(written)
+            kept.pop("status", None)
+            self._written = kept
+            self.last_spec = kept.get("spec") or {}
             return Outcome.WRITTEN
         raise SinkError("update nodemetric %s status: still conflicting after %d attempts"
                         % (self._node, CONFLICT_RETRIES))
