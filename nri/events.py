@@ -131,6 +131,8 @@ STATE_CHANGE_RPC = "StateChange"
 CONFIGURE_HANDLER = "configure"
 SYNCHRONIZE_HANDLER = "synchronize"
 SHUTDOWN_HANDLER = "shutdown"
+# Not an event: called with no arguments before each handler the stub runs.
+BEFORE_EVENT_HOOK = "before_event"
 
 PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
 RUNTIME_SERVICE = "nri.pkg.api.v1alpha1.Runtime"

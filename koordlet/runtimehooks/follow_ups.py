@@ -26,7 +26,8 @@ FOLLOW_UP_DELAY_S = 0.002
 
 class FollowUps:
     """A queue of callbacks run in order, `delay` seconds after the first was added, or when
-    `run()` is called (at the start of every event handler), whichever comes first."""
+    `run()` is called (by the NRI plugin's `before_event`, which the stub calls before every
+    handler), whichever comes first."""
 
     __slots__ = ("_delay", "_queue", "_timer")
 

@@ -87,7 +87,7 @@ class KoordletNriPlugin:
         self._flush_task: asyncio.Task[None] | None = None
         self._feeding: str | None = None  # the pod an event handler is feeding right now
         self._answers: dict[str, PodAnswers] = {}  # pod uid -> answers reusable while its inputs hold
-        # what a handler leaves for after its answer; every handler runs what is left first
+        # what a handler leaves for after its answer; before_event runs it before the next handler
         self.follow_ups = FollowUps()
         engine.add_listener(self._plans_changed)
 
@@ -97,8 +97,12 @@ class KoordletNriPlugin:
 
     # -- handlers (their names are the subscription) -----------------------------------
 
-    def synchronize(self, pods: list[api.PodSandbox], containers: list[api.Container]) -> list[api.ContainerUpdate]:
+    def before_event(self) -> None:
+        """The stub calls this before every handler: what the last handler left runs
+        first, so the informer hears events in the runtime's order."""
         self.follow_ups.run()
+
+    def synchronize(self, pods: list[api.PodSandbox], containers: list[api.Container]) -> list[api.ContainerUpdate]:
         self.feed.nri_synchronized(pods, containers)
         self._sent.clear()
         updates = []
@@ -133,7 +137,6 @@ class KoordletNriPlugin:
     async def run_pod_sandbox(self, pod: api.PodSandbox) -> None:
         """The pod's own cgroup values written (in the executor's IO thread) before the
         answer, as koordlet does in its RunPodSandbox hook."""
-        self.follow_ups.run()
         self._feed_pod(SandboxChange.RUN, pod)
         info = self.engine.states.pod(pod.uid)
         executor = self._executor
@@ -163,12 +166,10 @@ class KoordletNriPlugin:
                 known.by_name[name] = (spec, self._encoded_adjustment(spec))
 
     def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
-        self.follow_ups.run()
         self._answers.pop(pod.uid, None)
         self._feed_pod(SandboxChange.REMOVE, pod)
 
     def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment | None:
-        self.follow_ups.run()
         info = self.engine.states.pod(pod.uid)
         if info is None:  # the sandbox was never seen: the informer must hear of it first
             self._feed_container(ContainerChange.CREATED, pod, container)
@@ -227,7 +228,6 @@ class KoordletNriPlugin:
 
     def update_container(self, pod: api.PodSandbox, container: api.Container,
                          resources: api.LinuxResources) -> list[api.ContainerUpdate]:
-        self.follow_ups.run()
         self._feed_container(ContainerChange.UPDATED, pod, container, resources)
         spec = self._container_spec(self.engine.states.pod(pod.uid), container.id, "update_container")
         if spec is None or nri_convert.holds(resources, spec, self.cgroup_version, _cpu_list):
@@ -240,11 +240,9 @@ class KoordletNriPlugin:
         """The container runs: the informer marks it running, which is what the collectors
         (usage, throttling, PSI, CPI) and CPU burst go by. After the start, so no round trip
         on the pod's CreateContainer path."""
-        self.follow_ups.run()
         self._feed_container(ContainerChange.STARTED, pod, container)
 
     def remove_container(self, pod: api.PodSandbox, container: api.Container) -> None:
-        self.follow_ups.run()
         self._sent.pop(container.id, None)
         self._feed_container(ContainerChange.REMOVED, pod, container)
 

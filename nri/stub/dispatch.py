@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Mapping
 import structlog
 
 from nri.events import (
+    BEFORE_EVENT_HOOK,
     CONFIGURE_HANDLER,
     CONFIGURE_RPC,
     EVENT_SPECS,
@@ -108,6 +109,11 @@ class PluginDispatcher:
         self._configure = getattr(plugin, CONFIGURE_HANDLER, None)
         self._synchronize = getattr(plugin, SYNCHRONIZE_HANDLER, None)
         self._shutdown = getattr(plugin, SHUTDOWN_HANDLER, None)
+        before_event = getattr(plugin, BEFORE_EVENT_HOOK, None)
+        if asyncio.iscoroutinefunction(before_event):
+            raise InvalidPlugin("plugin %s: %s must be a plain function (the stub does not await it)"
+                                % (type(plugin).__name__, BEFORE_EVENT_HOOK))
+        self._before_event: Callable[[], object] | None = before_event if callable(before_event) else None
         self._handlers_by_event: dict[Event, Callable[..., Any]] = {
             spec.event: getattr(plugin, spec.handler) for spec in EVENT_SPECS if spec.event in self.handled
         }
@@ -145,8 +151,11 @@ class PluginDispatcher:
         return self._policy.budget(loop.time(), deadline, request_timeout)
 
     async def _call(self, event: str, fn: Callable[..., Any], args: tuple[Any, ...], ctx: RequestContext) -> Any:
-        """Run a handler under the guard; returns (completed, value)."""
+        """Run a handler under the guard, after the plugin's `before_event` hook when it has
+        one; returns (completed, value)."""
         try:
+            if self._before_event is not None:
+                self._before_event()
             result = fn(*args)
             if type(result) is not CoroutineType and not asyncio.iscoroutine(result):
                 return True, result  # a plain function is fine too

@@ -15,11 +15,12 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from nri.events import CONFIGURE_HANDLER, EVENT_SPECS, SHUTDOWN_HANDLER, SYNCHRONIZE_HANDLER
+from nri.events import BEFORE_EVENT_HOOK, CONFIGURE_HANDLER, EVENT_SPECS, SHUTDOWN_HANDLER, SYNCHRONIZE_HANDLER
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 
 KNOWN_HANDLERS: frozenset[str] = frozenset(
-    {spec.handler for spec in EVENT_SPECS} | {CONFIGURE_HANDLER, SYNCHRONIZE_HANDLER, SHUTDOWN_HANDLER}
+    {spec.handler for spec in EVENT_SPECS}
+    | {CONFIGURE_HANDLER, SYNCHRONIZE_HANDLER, SHUTDOWN_HANDLER, BEFORE_EVENT_HOOK}
 )
 
 # <verb>_<subject>: the shape of every event handler name
@@ -62,6 +63,10 @@ class Synchronize(Protocol):
 
 class Shutdown(Protocol):
     async def shutdown(self) -> None: ...
+
+
+class BeforeEvent(Protocol):
+    def before_event(self) -> None: ...
 
 
 class RunPodSandbox(Protocol):

@@ -6,13 +6,19 @@ from types import SimpleNamespace
 
 import pytest
 
-from nri.events import Event
+from nri.events import EVENT_SPECS, Event
 from nri.stub.backoff import BackoffPolicy
 from nri.stub.deadline import DeadlinePolicy, inside_handler, run_guarded
 from nri.stub.dispatch import PluginDispatcher, RuntimeInfo
 from nri.stub.errors import AdjustmentRejected, InvalidIdentity, InvalidPlugin
 from nri.stub.identity import PluginIdentity, launched_socket_fd, resolve_identity
-from nri.stub.results import HandlerResultError, create_container_response, requested_mask, validation_response
+from nri.stub.results import (
+    REQUEST_TYPES,
+    HandlerResultError,
+    create_container_response,
+    requested_mask,
+    validation_response,
+)
 from nri.stub.sync_collector import SyncCollector
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 
@@ -477,3 +483,56 @@ def test_a_correct_plugin_draws_no_warning():
     with capture_logs() as logs:
         Stub(Good(), name="good", index="10", environ={})
     assert [e for e in logs if e["event"] == "nri_plugin_method_matches_no_event"] == []
+
+
+class _EveryEventPlugin:
+    """Handles every event and records, in order, its hook and its handlers."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def before_event(self) -> None:
+        self.calls.append("before")
+
+
+def _record(name):
+    def handler(self, *args):
+        self.calls.append(name)
+
+    return handler
+
+
+for _spec in EVENT_SPECS:
+    setattr(_EveryEventPlugin, _spec.handler, _record(_spec.handler))
+_EveryEventPlugin.synchronize = _record("synchronize")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("spec", EVENT_SPECS, ids=lambda s: s.rpc)
+async def test_before_event_runs_before_every_event_handler(spec):
+    plugin = _EveryEventPlugin()
+    d, _ = _dispatcher(plugin)
+    method = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", spec.rpc)][1]
+    await method(REQUEST_TYPES[spec.rpc](), CTX)
+    assert plugin.calls == ["before", spec.handler]
+
+
+async def test_before_event_runs_before_synchronize_and_state_change_handlers():
+    plugin = _EveryEventPlugin()
+    d, _ = _dispatcher(plugin)
+    table = d.handlers()
+    await table[("nri.pkg.api.v1alpha1.Plugin", "Synchronize")][1](api.SynchronizeRequest(more=False), CTX)
+    await table[("nri.pkg.api.v1alpha1.Plugin", "StateChange")][1](
+        api.StateChangeEvent(event=Event.START_CONTAINER, pod=_pod(1), container=_ctr(1)), CTX)
+    assert plugin.calls == ["before", "synchronize", "before", "start_container"]
+
+
+def test_an_async_before_event_is_refused():
+    class Plugin:
+        async def before_event(self):
+            pass
+
+        def create_container(self, pod, ctr):
+            return None
+
+    with pytest.raises(InvalidPlugin, match="before_event"):
+        _dispatcher(Plugin())
