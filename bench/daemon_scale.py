@@ -242,6 +242,21 @@ class CgroupTree:
                 (base / rel).mkdir()
                 fill_cpuset(base / rel)
 
+    def add(self, dirs: list[str]) -> None:
+        """More directories under every controller (a pod started after the tree was made)."""
+        for base in self.bases:
+            for rel in dirs:
+                (base / rel).mkdir()
+                fill_cpuset(base / rel)
+
+    def discard(self, dirs: list[str]) -> list[str]:
+        """Remove `dirs` (children before parents) under every controller."""
+        problems = []
+        for base in self.bases:
+            for rel in sorted(dirs, key=lambda d: d.count("/"), reverse=True):
+                problems += rmdir(base / rel)
+        return problems
+
     def remove(self) -> list[str]:
         problems = []
         for base in self.bases:
