@@ -17,7 +17,7 @@ import threading
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -52,6 +52,11 @@ log = structlog.get_logger(__name__)
 
 DB_FILE_NAME = "metric-cache.sqlite"
 DEFAULT_MAX_PENDING = 1_000_000
+# A collector's round reads off the loop and appends after: a pod deleted meanwhile would get
+# its series back and keep them until retention (bench.pod_churn). New series of a pod are
+# refused this long after the pod was forgotten; pod uids are never reused.
+GONE_POD_SECONDS = 60.0
+GONE_POD_CAPACITY = 4096
 _AGGREGATE_PERCENTILES = (P50, P90, P95, P99)
 # Mean(count, avg, first, last) without the NamedTuple's Python-level __new__: summaries
 # makes one a series
@@ -117,6 +122,8 @@ class MetricStore:
         self._pending_lock = threading.Lock()
         self._pending: list[tuple[SeriesKey, float, float, float]] = []
         self._forgotten: list[SeriesKey] = []
+        self._gone_pods: OrderedDict[str, float] = OrderedDict()  # uid -> when forget_pod ran
+        self.refused_gone = 0  # samples of pods forgotten less than GONE_POD_SECONDS ago
         self._max_pending = max_pending
         self.dropped_pending = 0  # rows never written because the disk fell behind
         self.evicted_series = 0  # series dropped to stay under max_series
@@ -210,9 +217,13 @@ class MetricStore:
         the timeline of the batch's known series when it holds this round); the batch's rows
         for the disk (`persist_rows` and theirs)."""
         series = self._series
+        gone = self._gone_pods
         for key, timestamp, value in new:
             ring = series.get(key)
             if ring is None:
+                if gone and key.pod_uid in gone and self._still_gone(key.pod_uid):
+                    self.refused_gone += 1
+                    continue
                 ring = self._new_series(key, timeline if timeline is not None and len(timeline.ts)
                                         and timeline.ts[-1] == timestamp else None)
             ring.append(timestamp, value)
@@ -371,11 +382,24 @@ class MetricStore:
         return sum(len(ring) for ring in self._series.values())
 
     def forget_pod(self, pod_uid: str) -> int:
-        """Drop every series of a pod and its containers (the pod is gone)."""
+        """Drop every series of a pod and its containers (the pod is gone); samples of the
+        pod that come for a while after (a round begun before) make no new series."""
+        self._bury(pod_uid)
         keys = self._by_pod.pop(pod_uid, [])  # taken whole: no removal one key at a time
         for key in keys:
             self._drop(key)
         return len(keys)
+
+    def _bury(self, pod_uid: str) -> None:
+        gone = self._gone_pods
+        now = gone[pod_uid] = self._clock()
+        gone.move_to_end(pod_uid)
+        oldest_kept = now - GONE_POD_SECONDS
+        while len(gone) > GONE_POD_CAPACITY or next(iter(gone.values())) < oldest_kept:
+            gone.popitem(last=False)
+
+    def _still_gone(self, pod_uid: str) -> bool:
+        return self._gone_pods[pod_uid] >= self._clock() - GONE_POD_SECONDS
 
     def forget_container(self, pod_uid: str, container_id: str) -> int:
         keys = [key for key in self._by_pod.get(pod_uid, ()) if key.container_id == container_id]

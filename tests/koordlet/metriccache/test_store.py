@@ -17,7 +17,7 @@ from koordlet.metriccache.sqlite_persistence import (
     PersistenceError,
     SqlitePersistence,
 )
-from koordlet.metriccache.store import DB_FILE_NAME, MetricStore
+from koordlet.metriccache.store import DB_FILE_NAME, GONE_POD_CAPACITY, GONE_POD_SECONDS, MetricStore
 
 NODE_CPU = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
 T0 = 1_700_000_000.0
@@ -57,14 +57,45 @@ def test_latest_values_agree_with_latest_value(writes, oldest, expired_before):
 
 
 def test_latest_values_of_a_tuple_follow_series_forgotten_and_made_again():
-    store = MetricStore()
+    clock = Clock(T0)
+    store = MetricStore(clock=clock)
     asked = (SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p1"), SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p2"))
     store.append([Sample(asked[0], T0, 1.0), Sample(asked[1], T0, 2.0)])
     assert store.latest_values(asked, T0) == [1.0, 2.0]
     store.forget_pod("p1")
     assert store.latest_values(asked, T0) == [None, 2.0]
+    clock.now = T0 + GONE_POD_SECONDS + 1
     store.append([Sample(asked[0], T0 + 1, 3.0)])
     assert store.latest_values(asked, T0) == [3.0, 2.0]
+
+
+def test_a_forgotten_pod_gets_no_new_series_from_a_round_that_began_before():
+    clock = Clock(T0)
+    store = MetricStore(clock=clock)
+    gone, kept = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "gone"), SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "kept")
+    ctr = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "gone", "c1")
+    store.append([Sample(gone, T0, 1.0), Sample(kept, T0, 1.0)])
+    store.forget_pod("gone")
+    clock.now = T0 + 1
+    store.append([Sample(gone, T0 + 1, 2.0), Sample(ctr, T0 + 1, 2.0), Sample(kept, T0 + 1, 2.0)])
+    store.append_columns(T0 + 1, (gone, kept), [3.0, 3.0])
+    store.append_at(T0 + 1, [(ctr, 4.0)])
+    assert store.latest(gone) is None and store.latest(ctr) is None and len(store) == 1
+    assert store.latest(kept).value == 3.0 and store.refused_gone == 4
+    clock.now = T0 + GONE_POD_SECONDS + 1  # long after any round in flight: the pod's own again
+    store.append([Sample(gone, clock.now, 5.0)])
+    assert store.latest(gone).value == 5.0
+
+
+def test_forgotten_pods_are_remembered_a_bounded_while():
+    clock = Clock(T0)
+    store = MetricStore(clock=clock)
+    for i in range(GONE_POD_CAPACITY + 10):
+        store.forget_pod("p%d" % i)
+    assert len(store._gone_pods) == GONE_POD_CAPACITY and "p0" not in store._gone_pods
+    clock.now = T0 + GONE_POD_SECONDS + 1
+    store.forget_pod("last")
+    assert list(store._gone_pods) == ["last"]
 
 
 def test_window_bounds_are_inclusive_and_latest_is_newest():
