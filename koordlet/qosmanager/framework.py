@@ -35,8 +35,10 @@ from system.topology import CpuTopology
 
 log = structlog.get_logger(__name__)
 
-# Updaters remembered by QoSContext.updater; ~10 per pod on a 1,000-pod node.
-UPDATER_MEMO_LIMIT = 32_768
+# How long QoSContext.updater remembers an updater nobody asked for: one to two of these.
+# Pods come and go (bench.pod_churn: ~3 updaters a pod were kept until 32,768 had piled up);
+# the strategies' rounds come every second by default.
+UPDATER_MEMO_SECONDS = 60.0
 
 
 @dataclass(slots=True)
@@ -57,18 +59,37 @@ class QoSContext:
     container_sample_age: float = 5.0  # how old a container's last sample may be (UsageView)
     # where CPU suppress publishes the BE tier's state for the runtime hooks (a hub value)
     be_suppress: BESuppressBoard = field(default_factory=BESuppressBoard)
+    memo_clock: Callable[[], float] = time.monotonic
+    # updaters asked for since the memo last turned, and those of the turn before
     _updaters: dict[tuple[str, str, type, Any], Updater] = field(default_factory=dict, init=False, repr=False)
+    _older_updaters: dict[tuple[str, str, type, Any], Updater] = field(default_factory=dict, init=False,
+                                                                       repr=False)
+    _memo_turned_at: float | None = field(default=None, init=False, repr=False)
 
     def updater(self, resource: str, cgroup_dir: str, value: Any) -> Updater:
         """The executor's updater for this value, built once: a round asks for the same
-        thousands of values again, and building one validates and formats its text."""
+        thousands of values again, and building one validates and formats its text. An
+        updater not asked for over a turn of UPDATER_MEMO_SECONDS is let go at the next
+        (its cgroup gone, or its value changed); the memo turns on a miss and after each
+        strategy's round."""
         key = (resource, cgroup_dir, type(value), value)
         found = self._updaters.get(key)
         if found is None:
-            if len(self._updaters) >= UPDATER_MEMO_LIMIT:
-                self._updaters.clear()
-            found = self._updaters[key] = self.executor.updater(resource, cgroup_dir, value)
+            self.turn_memo()
+            found = self._older_updaters.pop(key, None)
+            if found is None:
+                found = self.executor.updater(resource, cgroup_dir, value)
+            self._updaters[key] = found
         return found
+
+    def turn_memo(self) -> None:
+        """Let go of the updaters not asked for over the last turn when the turn is over."""
+        now = self.memo_clock()
+        if self._memo_turned_at is None:
+            self._memo_turned_at = now
+        elif now - self._memo_turned_at >= UPDATER_MEMO_SECONDS:
+            self._older_updaters, self._updaters = self._updaters, {}
+            self._memo_turned_at = now
 
     async def value(self, resource: str, cgroup_dir: str) -> Any:
         """reader.value(resource, cgroup_dir), the file read in the executor's IO thread
@@ -143,6 +164,8 @@ class QoSManager:
         except Exception:
             ctx.metrics.round(strategy.name, "failed")
             raise  # the runner logs it once per kind and carries on
+        finally:
+            ctx.turn_memo()  # also on a quiet node, where no round asks for a new updater
         ctx.metrics.round(strategy.name, "ok")
 
     async def stop(self) -> None:
