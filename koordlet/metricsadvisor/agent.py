@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from koordlet.agent import AgentSpec, Built
 from koordlet.config import Config
 from koordlet.metricsadvisor.collectors.be_resource import BEResourceCollector
-from koordlet.metricsadvisor.collectors.cpi import CPICollector
 from koordlet.metricsadvisor.collectors.network import NetworkCollector
 from koordlet.metricsadvisor.collectors.node_resource import NodeResourceCollector
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
@@ -36,8 +35,11 @@ def collectors_for(config: Config) -> list[Collector]:
         NetworkCollector(res),
         # container PSI has no reader but the container series of /metrics: read only for them
         PSICollector(options.psi_collector_interval_seconds, containers=options.metrics_container_series),
-        CPICollector(options.cpi_collector_interval_seconds, options.collect_cpi_timewindow_seconds),
     ]
+    if config.common.feature_gates.enabled("CPICollector"):  # off by default: perf_event_open's module stays unloaded
+        from koordlet.metricsadvisor.collectors.cpi import CPICollector
+
+        candidates.append(CPICollector(options.cpi_collector_interval_seconds, options.collect_cpi_timewindow_seconds))
     return [c for c in candidates if c.gate is None or config.common.feature_gates.enabled(c.gate)]
 
 

@@ -15,7 +15,6 @@ import structlog
 from koordlet.agent import NOTHING, AgentSpec, Built
 from koordlet.config import Config, defaults
 from koordlet.server.http_endpoint import Reply, json_reply
-from koordlet.slo.cluster_watch import NodeSLOWatch
 from koordlet.slo.options import NodeSLOOptions
 from koordlet.slo.source import NodeSLOFile, ValidatedNodeSLO
 from koordlet.slo.spec import node_slo_document
@@ -33,6 +32,8 @@ def node_slo_for(config: Config, kube: KubeApi) -> ValidatedNodeSLO:
     if path is not None:
         return NodeSLOFile(path, poll_interval=defaults.NODE_SLO_POLL_SECONDS)
     if not config.common.standalone:
+        from koordlet.slo.cluster_watch import NodeSLOWatch  # cluster mode only
+
         return NodeSLOWatch(config, kube)
     log.info("node_slo_defaults", reason="standalone without --node-slo-config")
     return ValidatedNodeSLO()
@@ -49,8 +50,13 @@ def build(hubs: Hubs) -> Built:
                            "spec": node_slo_document(source.current())})
 
     hubs.http.add_route("/api/v1/nodeslo", route)
-    if isinstance(source, (NodeSLOFile, NodeSLOWatch)):
+    if isinstance(source, NodeSLOFile):
         return Built((source,))
+    if not hubs.config.common.standalone:
+        from koordlet.slo.cluster_watch import NodeSLOWatch  # loaded already by node_slo_for
+
+        if isinstance(source, NodeSLOWatch):
+            return Built((source,))
     return NOTHING
 
 

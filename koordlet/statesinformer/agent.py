@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from koordlet.agent import AgentSpec, Built
 from koordlet.statesinformer.module import StatesInformerModule
-from koordlet.statesinformer.node_watch import NodeWatch
 from koordlet.statesinformer.options import StatesOptions
 
 if TYPE_CHECKING:
@@ -20,6 +19,8 @@ def build(hubs: Hubs) -> Built:
     informer = StatesInformerModule(hubs.states, hubs.config, hubs.registry)
     if hubs.config.common.standalone:
         return Built((informer,))
+    from koordlet.statesinformer.node_watch import NodeWatch  # Kubernetes mode only
+
     return Built((informer, NodeWatch(hubs.kube, hubs.states.node(), hubs.states.set_node)))
 
 

@@ -38,3 +38,30 @@ def test_default_start_leaves_off_features_unimported():
 def test_each_strategy_is_built_for_its_own_gate():
     all_on = parse_args(["--feature-gates=" + ",".join(gate + "=true" for gate, _ in STRATEGIES)])
     assert [strategy.gate for strategy in strategies_for(all_on)] == [gate for gate, _ in STRATEGIES]
+
+
+# the daemon built standalone (not started) on a host without a cgroup hierarchy, as
+# bench.daemon_startup runs it: the QoS manager is idle there
+IDLE_BUILD = """
+import sys
+from koordlet.daemon.cli import parse_args
+from koordlet.daemon.wiring import build_daemon
+root = sys.argv[1]
+build_daemon(parse_args(["--addr", "127.0.0.1:0", "--cgroup-root-dir", root + "/cgroups", "--state-dir", root + "/state",
+                         "--cri-endpoint", "", "--kubelet-root-dir", root + "/kubelet",
+                         "--runtime-hooks-nri-socket-path", root + "/nri.sock"]))
+print(" ".join(sorted(sys.modules)))
+"""
+
+# imported only when their mode is on: Kubernetes mode, the CPICollector gate, a cgroup hierarchy
+LAZY = ("koordlet.slo.cluster_watch", "koordlet.statesinformer.node_watch", "koordlet.metricsadvisor.collectors.cpi",
+        "system.perf_events", "koordlet.qosmanager.assembly", "koordlet.qosmanager.framework",
+        "koordlet.qosmanager.eviction", "koordlet.qosmanager.cpu_suppress")
+
+
+def test_standalone_build_without_cgroups_leaves_other_modes_unimported(tmp_path):
+    (tmp_path / "cgroups").mkdir()
+    loaded = set(subprocess.run([sys.executable, "-c", IDLE_BUILD, str(tmp_path)], check=True, capture_output=True,
+                                text=True).stdout.split())
+    assert "koordlet.qosmanager.agent" in loaded and "koordlet.metricsadvisor.collectors.psi" in loaded
+    assert sorted(loaded.intersection(LAZY)) == []

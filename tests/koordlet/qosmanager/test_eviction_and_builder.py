@@ -92,8 +92,8 @@ def test_a_node_slo_file_is_the_hub_and_runs_as_the_nodeslo_module(tmp_path):
 def test_evictor_per_mode(tmp_path, monkeypatch):
     import pytest as _pytest
 
-    from koordlet.qosmanager.agent import _evictor
     from koordlet.qosmanager.api_evictor import ApiEvictor
+    from koordlet.qosmanager.assembly import _evictor
     from koordlet.qosmanager.eviction import DisabledEvictor
     from koordlet.util.kube_client import KubeApi
 

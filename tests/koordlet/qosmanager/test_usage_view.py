@@ -6,7 +6,7 @@ from __future__ import annotations
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
-from koordlet.qosmanager.agent import container_sample_age
+from koordlet.qosmanager.assembly import container_sample_age
 from koordlet.qosmanager.usage import UsageView
 from tests.koordlet.hubs_helper import config_of, hubs_for
 
