@@ -27,13 +27,13 @@ from operator import attrgetter
 from typing import Any, TypeVar
 
 import structlog
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Histogram
 
 from resourceexecutor.batch_run import BatchRun
 from resourceexecutor.dir_index import DirIndex
 from resourceexecutor.file_io import CgroupFileIO, KeptFdFileIO
 from resourceexecutor.levelled_order import Step, derive_levels, levelled_schedule
-from resourceexecutor.metrics import ExecutorMetrics
+from resourceexecutor.metrics import ExecutorMetrics, HistogramFactory
 from resourceexecutor.outcome import (
     BatchResult,
     Outcome,
@@ -65,13 +65,14 @@ class ResourceExecutor:
                  policy: CachePolicy | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  io: CgroupFileIO | None = None,
-                 factory: UpdaterFactory | None = None) -> None:
+                 factory: UpdaterFactory | None = None,
+                 histogram: HistogramFactory = Histogram) -> None:
         self.files = files
         self.factory = factory if factory is not None else UpdaterFactory(files)
         self.io: CgroupFileIO = io if io is not None else KeptFdFileIO()
         self.clock = clock
         self.cache = WriteCache(policy, clock)
-        self.metrics = ExecutorMetrics(registry) if registry is not None else None
+        self.metrics = ExecutorMetrics(registry, histogram) if registry is not None else None
         self._unsupported: dict[CacheKey, float] = {}   # key -> when we found the file absent
         self._unsupported_logged: set[str] = set()      # resource names already logged
         self._unsupported_dirs = DirIndex()             # the keys of _unsupported, by cgroup

@@ -5,7 +5,8 @@ update, so a 6,000-update batch touches a handful of counters.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -17,23 +18,31 @@ BATCH_SECONDS_BUCKETS: tuple[float, ...] = tuple(10e-6 * 2 ** k for k in range(1
 WRITE_MS_BUCKETS: tuple[float, ...] = tuple(0.01 * 4 ** k for k in range(8))
 
 
+class HistogramFactory(Protocol):
+    """prometheus_client's Histogram, or a class made like it (the daemon passes one whose
+    lines are kept between scrapes: koordlet/metrics/histogram.py)."""
+
+    def __call__(self, name: str, documentation: str, labelnames: Iterable[str] = (), *,
+                 registry: CollectorRegistry, buckets: Sequence[float]) -> Any: ...
+
+
 class ExecutorMetrics:
     """`koordlet_resource_update_total{resource,result}` and the batch duration histogram."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, histogram: HistogramFactory = Histogram) -> None:
         self.updates = Counter(
             "koordlet_resource_update_total",
             "Cgroup resource updates requested through the executor, by resource and result.",
             ("resource", "result"),
             registry=registry,
         )
-        self.batch_seconds = Histogram(
+        self.batch_seconds = histogram(
             "koordlet_resource_update_batch_duration_seconds",
             "Wall time of one executor batch (all passes, including rollback).",
             buckets=BATCH_SECONDS_BUCKETS,
             registry=registry,
         )
-        self.write_ms = Histogram(
+        self.write_ms = histogram(
             "koordlet_resource_update_duration_milliseconds",
             "time duration of resource update such as cgroup files",  # koordlet's series, one write each
             ("type", "status"), buckets=WRITE_MS_BUCKETS, registry=registry,

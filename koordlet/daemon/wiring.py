@@ -33,6 +33,7 @@ from koordlet.metriccache.module import MetricCacheModule
 from koordlet.metriccache.options import MetricCacheOptions
 from koordlet.metriccache.retention import retention_for
 from koordlet.metriccache.store import MetricStore
+from koordlet.metrics.histogram import Histogram
 from koordlet.metrics.registry import new_registry, record_host_probe
 from koordlet.metricsadvisor.options import AdvisorOptions
 from koordlet.ports.be_suppress import BESuppressBoard
@@ -71,7 +72,7 @@ def build_hubs(config: Config, registry: CollectorRegistry, http: Routes,
     host = host_of(config)
     facts = facts if facts is not None else HostFacts(host)
     pool = fd_pool if fd_pool is not None else daemon_fd_pool()
-    executor = ResourceExecutor(facts.files, registry=registry, io=KeptFdFileIO(pool=pool))
+    executor = ResourceExecutor(facts.files, registry=registry, io=KeptFdFileIO(pool=pool), histogram=Histogram)
     expected = expected_sources(config)
     log.info("states_informer_expects", sources=sorted(source.value for source in expected))
     states = PodStore(node_from_facts(config.common.node_name, facts), expected=expected,

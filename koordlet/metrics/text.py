@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Protocol
 
 from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics.exposition import generate_latest as om_generate_latest
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 
@@ -87,6 +89,49 @@ _OM_ONLY_SUFFIXES = ("_created", "_gsum", "_gcount")  # prometheus_client moves 
 _SeriesId = tuple[str, tuple[tuple[str, str], ...]]
 
 
+def is_plain_name(name: str) -> bool:
+    """A metric name both formats write as it is (OpenMetrics writes a ':' as '_')."""
+    return _PLAIN_NAME.match(name) is not None
+
+
+def is_plain_label(label: str) -> bool:
+    return _PLAIN_LABEL.match(label) is not None
+
+
+def sample_text(value: float) -> str:
+    """A sample's value as prometheus_client's writers spell it (floatToGoString): repr for a
+    finite float below 1e6, the only case that needs no work (Go's exponent comes later)."""
+    if type(value) is float and value - value == 0.0 and value < 1e6:
+        return repr(value)
+    return floatToGoString(value)
+
+
+class KeptLines(Protocol):
+    """A collector that keeps its family's sample lines as text (metrics/histogram.py)."""
+
+    def lines(self) -> str: ...
+
+    def samples(self) -> list[Sample]: ...
+
+
+class KeptFamily(Metric):
+    """A family whose sample lines its collector keeps: RegistryText writes `lines()` as they
+    are, in both formats; `samples` (prometheus_client's readers) are made when asked for."""
+
+    def __init__(self, name: str, documentation: str, typ: str, source: KeptLines) -> None:
+        # not Metric.__init__: it would set the samples this class makes on demand
+        self.name, self.documentation, self.unit, self.type = name, documentation, "", typ
+        self.source = source
+
+    @property
+    def samples(self) -> list[Sample]:
+        return self.source.samples()
+
+    @samples.setter
+    def samples(self, value: list[Sample]) -> None:
+        raise AttributeError("a kept family's samples are its collector's")
+
+
 class _OneMetric:
     def __init__(self, metric: Metric) -> None:
         self._metric = metric
@@ -114,6 +159,10 @@ class RegistryText:
         out: list[str] = []
         known, used = self._prefixes, dict[_SeriesId, str]()
         for metric in self._registry.collect():
+            if isinstance(metric, KeptFamily):  # its name checked when its collector was made
+                header = _om_header(metric) if openmetrics else _text_header(metric)
+                out += [header or "", metric.source.lines()]
+                continue
             lines = self._lines(metric, known, used, openmetrics)
             out += lines if lines is not None else [_generated(metric, openmetrics)]
         self._prefixes = used  # series gone since the last scrape drop out here
@@ -143,10 +192,7 @@ class RegistryText:
             if openmetrics and ":" in sample.name:  # written with a '_' there: the prefix is both formats'
                 return None
             used[series] = prefix
-            value = sample.value
-            # repr is floatToGoString's spelling of a finite float below 1e6 (Go's exponent comes later)
-            lines.append(prefix + (repr(value) if type(value) is float and value - value == 0.0 and value < 1e6
-                                   else floatToGoString(value)) + "\n")
+            lines.append(prefix + sample_text(sample.value) + "\n")
         return lines
 
 

@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import structlog
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry
 
 from koordlet.apis.qos import PodQoS
+from koordlet.metrics.histogram import Histogram, HistogramSeries
 from koordlet.ports.cpusets import CpusetProvider
 from koordlet.runtimehooks.allocations import AllocationIndex, CpuAllocations
 from koordlet.runtimehooks.annotations import annotation_problems
@@ -41,7 +42,7 @@ _HOOK_BUCKETS = (2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2)
 _KOORDLET_MS_BUCKETS = tuple(0.01 * 4 ** k for k in range(8))
 
 
-Observation = tuple[Histogram, Histogram, float]  # (seconds child, milliseconds child, seconds)
+Observation = tuple[HistogramSeries, HistogramSeries, float]  # (seconds child, milliseconds child, seconds)
 
 
 class HookMetrics:
