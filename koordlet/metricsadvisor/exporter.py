@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import time
 from array import array
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 from koordlet.apis.keys import BATCH_MEMORY
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
@@ -108,22 +108,24 @@ class AdvisorExporter:
         return b"".join(self.render_parts(openmetrics, False, True))
 
     def render_parts(self, openmetrics: bool, internal: bool, external: bool) -> list[bytes]:
-        """The internal and/or external families, the pods walked once for both and every
-        series read in one call to the cache; the body in pieces (text.family_parts)."""
+        """The internal and/or external families, the pods walked once for both and their
+        series read in one call to the cache per tuple of keys the layout keeps (the cache
+        looks a kept tuple's series up once while no series comes or goes: at 1,000 pods a
+        list's lookups were 2.2 of the read's 3.4 ms); the body in pieces (text.family_parts)."""
         oldest = self._clock() - self._stale_after
         layout = self._walk_pods() if self._states is not None else None
         node_series = self._node_series() if internal else []
-        keys = [key for key, _ in node_series]
+        reads: list[Sequence[SeriesKey]] = [[key for key, _ in node_series]]
         # CPI is off by default: 2 reads per container for nothing otherwise
         want_cpi = external and layout is not None and bool(self._cache.keys(_CPI_FIELDS[0][1]))
         if layout is not None:
             if internal:
-                keys += layout.pod_keys
+                reads.append(layout.pod_keys)
                 if self._container_series:
-                    keys += layout.ctr_series()[0]
+                    reads.append(layout.ctr_series()[0])
             if want_cpi:
-                keys += layout.cpi_series()[0]
-        values = iter(self._cache.latest_values(keys, oldest))
+                reads.append(layout.cpi_series()[0])
+        values = itertools.chain.from_iterable([self._cache.latest_values(keys, oldest) for keys in reads])
         families = self._node_families(node_series, values) if internal else []
         if external:
             families.append(self._node_psi())
@@ -300,8 +302,8 @@ class _Layout:
         self.rows = rows
         self.pod_keys = _by_family([row.usage for row in rows])
         self.pod_labels = [row.labels for row in rows]
-        self._ctr: tuple[list[SeriesKey], list[str]] | None = None
-        self._cpi: tuple[list[SeriesKey], list[str]] | None = None
+        self._ctr: tuple[tuple[SeriesKey, ...], list[str]] | None = None
+        self._cpi: tuple[tuple[SeriesKey, ...], list[str]] | None = None
         at = {id(row): k for k, row in enumerate(last.rows)} if last is not None else {}
         blocks: list[bytes] = []
         ends: list[array[int]] = []
@@ -319,23 +321,24 @@ class _Layout:
         self.limits: bytes = blocks[1]
         self._ends: list[array[int]] = ends  # each row's end in each block
 
-    def ctr_series(self) -> tuple[list[SeriesKey], list[str]]:
+    def ctr_series(self) -> tuple[tuple[SeriesKey, ...], list[str]]:
         """The containers' usage keys (family by family) and labels."""
         if self._ctr is None:
             ctrs = [ctr for row in self.rows for ctr in row.containers()]
             self._ctr = _by_family([ctr.usage() for ctr in ctrs]), [ctr.labels for ctr in ctrs]
         return self._ctr
 
-    def cpi_series(self) -> tuple[list[SeriesKey], list[str]]:
+    def cpi_series(self) -> tuple[tuple[SeriesKey, ...], list[str]]:
         if self._cpi is None:
             cpi = [series for row in self.rows for ctr in row.containers() for series in ctr.cpi()]
-            self._cpi = [key for key, _ in cpi], [labels for _, labels in cpi]
+            self._cpi = tuple([key for key, _ in cpi]), [labels for _, labels in cpi]
         return self._cpi
 
 
-def _by_family(objects: list[tuple[SeriesKey, ...]]) -> list[SeriesKey]:
-    """Every object's key of family 0, then of family 1...: one read for them all."""
-    return [keys[f] for f in range(len(objects[0]) if objects else 0) for keys in objects]
+def _by_family(objects: list[tuple[SeriesKey, ...]]) -> tuple[SeriesKey, ...]:
+    """Every object's key of family 0, then of family 1...: one read for them all (a tuple:
+    kept by the layout, its series are looked up once, see render_parts)."""
+    return tuple([keys[f] for f in range(len(objects[0]) if objects else 0) for keys in objects])
 
 
 def _value_families(families: tuple[tuple[str, str, Metric], ...], labels: list[str],

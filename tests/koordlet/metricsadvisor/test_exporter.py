@@ -202,6 +202,24 @@ def test_a_deleted_pod_disappears_from_the_next_scrape():
     assert "koordlet_node_used_cpu_cores" in families
 
 
+def test_the_pods_kept_series_follow_new_samples_and_series_made_or_dropped_after_a_scrape():
+    store = MetricStore()
+    pod = make_pod("u1")
+    exporter = AdvisorExporter(store, StaticStates(NodeInfo("node-a"), [pod]), "node-a", clock=lambda: NOW + 1)
+    store.append([Sample(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "u1"), NOW, 0.5)])
+    first = scrape(exporter)
+    assert [s.value for s in first["koordlet_pod_used_cpu_cores"]] == [0.5]
+    assert "koordlet_pod_used_memory_bytes" not in first
+    # the same pod object: the exporter reads through the keys its layout keeps
+    store.append([Sample(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "u1"), NOW + 1, 0.75),
+                  Sample(SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, "u1"), NOW + 1, 4096.0)])
+    second = scrape(exporter)
+    assert [s.value for s in second["koordlet_pod_used_cpu_cores"]] == [0.75]
+    assert [s.value for s in second["koordlet_pod_used_memory_bytes"]] == [4096.0]
+    store.forget_pod("u1")
+    assert "koordlet_pod_used_cpu_cores" not in scrape(exporter)
+
+
 def test_stale_samples_are_left_out():
     store = MetricStore()
     store.append([Sample(SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), NOW - 600, 1.0)])
