@@ -377,7 +377,9 @@ def gzip_parts(parts: tuple[bytes, ...], module: ModuleType | None = None) -> by
     default gzip_module())."""
     module = module or gzip_module()
     packer = module.compressobj(defaults.HTTP_GZIP_LEVEL, module.DEFLATED, _GZIP_WBITS)
-    packed = [packer.compress(part) for part in parts]
+    # small parts (an object's PSI lines) gathered first: isal packs 4 MB in a thousand
+    # parts in 4.1 ms of CPU, in 26 pieces of >= 64 KiB in 2.7 ms with the gathering
+    packed = [packer.compress(piece) for piece in _gathered(parts)]
     packed.append(packer.flush())
     return b"".join(packed)
 
@@ -390,6 +392,14 @@ def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:
 
 def _slices(parts: tuple[bytes, ...]) -> Iterator[bytes]:
     """The parts as writes of about _WRITE_CHUNK: small ones gathered, large ones cut."""
+    for piece in _gathered(parts):
+        for start in range(0, len(piece), _WRITE_CHUNK):
+            yield piece[start:start + _WRITE_CHUNK]  # the piece itself when it is no longer
+
+
+def _gathered(parts: tuple[bytes, ...]) -> Iterator[bytes]:
+    """The parts in order, each run of small ones joined up to _WRITE_CHUNK or a little past
+    it, large ones as they are."""
     batch: list[bytes] = []
     size = 0
     for part in parts:
@@ -397,8 +407,7 @@ def _slices(parts: tuple[bytes, ...]) -> Iterator[bytes]:
             if batch:
                 yield b"".join(batch)
                 batch, size = [], 0
-            for start in range(0, len(part), _WRITE_CHUNK):
-                yield part[start:start + _WRITE_CHUNK]
+            yield part
             continue
         batch.append(part)
         size += len(part)

@@ -164,3 +164,24 @@ def test_openmetrics_exposition_parses_and_names_go_counters_unknown():
     assert families["koordlet_test_writes"].type == "counter"
     assert families["koordlet_pod_eviction"].type == "unknown"
     assert reply.body.endswith(b"# EOF\n") and reply.body.count(b"# EOF") == 1
+
+
+def mixed_parts() -> tuple[bytes, ...]:
+    """What /metrics' pieces look like: runs of small blocks (an object's PSI lines), empty
+    ones, and blocks larger than a write (the request and limit lines)."""
+    small = [b"pod_psi{pod=\"%d\"} 0.%d\n" % (i, i) for i in range(5000)]
+    large = [bytes(range(256)) * (1 + http_endpoint._WRITE_CHUNK // 256 * k) for k in (1, 3)]
+    return tuple([b"# HELP x\n", b"", *small[:2500], large[0], large[1], b"", *small[2500:], large[0]])
+
+
+def test_the_gzip_body_of_many_parts_is_their_text_in_order():
+    parts = mixed_parts()
+    assert gzip.decompress(http_endpoint.gzip_parts(parts)) == b"".join(parts)
+
+
+def test_the_writes_are_the_parts_in_order_none_past_a_write_chunk():
+    parts = mixed_parts()
+    slices = list(http_endpoint._slices(parts))
+    assert b"".join(slices) == b"".join(parts)
+    assert all(0 < len(piece) <= http_endpoint._WRITE_CHUNK for piece in slices)
+    assert len(slices) <= len(b"".join(parts)) // http_endpoint._WRITE_CHUNK + 6
