@@ -7,6 +7,8 @@ set is a dict store; the family is rendered like the advisor's (text.Family)."""
 
 from __future__ import annotations
 
+from math import copysign
+
 from koordlet.metrics.text import Family, escape, number
 
 LABEL_NAMES = ("node", "pod_namespace", "pod_name", "container_id", "container_name")
@@ -18,6 +20,9 @@ class ContainerGauge:
         self.help_text = help_text
         # container id -> (its label values, "name{labels} ", value)
         self._rows: dict[str, tuple[tuple[str, ...], str, float]] = {}
+        # container id -> ("name{labels} ", value, the line) of the last scrape: a set every
+        # second mostly repeats the value, and spelling it was half of the family's render
+        self._lines: dict[str, tuple[str, float, str]] = {}
 
     def set(self, labels: tuple[str, ...], value: float) -> None:
         """`labels` in LABEL_NAMES order; the container id is the series' identity."""
@@ -40,6 +45,15 @@ class ContainerGauge:
 
     def family(self) -> Family:
         family = Family(self.name, self.help_text)
+        kept, lines = self._lines, {}
         # list(): one atomic copy, the scrape runs in a thread while the loop sets values
-        family.lines = [prefix + number(value) + "\n" for _, prefix, value in list(self._rows.values())]
+        for container_id, (_, prefix, value) in list(self._rows.items()):
+            line = kept.get(container_id)
+            # 0.0 == -0.0, written differently: a zero's sign is compared too
+            if line is None or line[0] is not prefix or line[1] != value or (
+                    not value and copysign(1.0, value) != copysign(1.0, line[1])):
+                line = (prefix, value, prefix + number(value) + "\n")
+            lines[container_id] = line
+        self._lines = lines  # containers gone since the last scrape drop out here
+        family.lines = [line[2] for line in lines.values()]
         return family

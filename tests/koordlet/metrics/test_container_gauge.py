@@ -37,3 +37,13 @@ def test_an_empty_gauge_renders_nothing_and_labels_must_be_complete():
     assert render_families([gauge.family()], False) == b""
     with pytest.raises(ValueError, match="takes labels"):
         gauge.set(("n1", "c1"), 1.0)
+
+
+def test_each_scrape_shows_the_values_set_since_the_last_one():
+    gauge = ContainerGauge("koordlet_container_scaled_cfs_burst_us", "burst")
+    labels = ("n1", "default", "web", "c1", "app")
+    for value in (1000, 1000, 2500, 2500, 0.0, -0.0, 7, float("nan")):
+        gauge.set(labels, value)
+        text = render_families([gauge.family()], False).decode()
+        spelled = "NaN" if value != value else repr(float(value))
+        assert text.endswith('container_name="app"} %s\n' % spelled)
