@@ -162,12 +162,8 @@ class MetricStore:
         list filled each round). The series of a tuple are looked up once while no series is
         made or dropped (_rings_of) and no tuple is made per sample: at 1,000 pods the
         2,400 appends a second were ~7 % of the daemon's CPU."""
-        if start and self._kept_rings(keys) is None:
-            # a later slice after series came or went (pods created): its own keys only, not
-            # the whole tuple again for each slice
-            rings = list(map(self._series.get, keys[start:stop]))
-        else:
-            rings = self._rings_of(keys)[start:stop]
+        kept = self._kept_rings(keys)
+        rings = kept[start:stop] if kept is not None else self._rings_in_slices(keys, start, stop)
         if start or stop is not None:
             keys, values = keys[start:stop], values[start:stop]
         persist_rows: list[tuple[SeriesKey, float, float, float]] = []
@@ -366,9 +362,27 @@ class MetricStore:
         return rings
 
     def _kept_rings(self, keys: Sequence[SeriesKey]) -> list[SeriesRing | None] | None:
-        """The series of `keys` as looked up before, None unless no series came or went since."""
+        """The series of `keys` as looked up before, None unless no series came or went since
+        (or the lookup is still being made slice by slice)."""
         known = self._ring_lists.get(id(keys))
-        return known[2] if known is not None and known[0] is keys and known[1] == self._generation else None
+        if known is None or known[0] is not keys or known[1] != self._generation:
+            return None
+        return known[2] if len(known[2]) == len(keys) else None
+
+    def _rings_in_slices(self, keys: tuple[SeriesKey, ...], start: int, stop: int | None) -> list[SeriesRing | None]:
+        """The series of keys[start:stop]; slices appended in order from 0 while no series
+        comes or goes add up to the tuple's kept lookup, so that no one slice looks up the
+        whole tuple (at 3,000 pods ~9,000 keys held the loop 17-31 ms in one go)."""
+        rings = list(map(self._series.get, keys[start:stop]))
+        known = self._ring_lists.get(id(keys))
+        if not start:
+            if len(self._ring_lists) >= _RING_LISTS_KEPT:
+                self._ring_lists.clear()
+            self._ring_lists[id(keys)] = (keys, self._generation, list(rings))
+        elif (known is not None and known[0] is keys and known[1] == self._generation
+              and len(known[2]) == start):
+            known[2].extend(rings)
+        return rings
 
     def keys(self, metric: str | Metric) -> tuple[SeriesKey, ...]:
         name = metric.value if isinstance(metric, Metric) else metric

@@ -83,3 +83,29 @@ def test_a_round_of_new_series_shares_one_timeline_and_queues_its_persisted_rows
     assert sorted((row[0].pod_uid, row[2]) for row in store._pending) == [
         ("p0", T0), ("p1", T0 + 1), ("p2", T0), ("p3", T0), ("p4", T0)]
     store.close()
+
+
+class _CountedSeries(dict):  # type: ignore[type-arg]
+    """The store's series map, counting the lookups made through get."""
+
+    looked_up = 0
+
+    def get(self, key, default=None):  # type: ignore[no-untyped-def]
+        _CountedSeries.looked_up += 1
+        return super().get(key, default)
+
+
+def test_a_round_appended_in_slices_looks_up_each_slice_only_and_then_nothing():
+    store = MetricStore(RetentionPolicy())
+    keys = tuple(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i) for i in range(12))
+    store.append_columns(T0, keys, [1.0] * len(keys))  # the series exist from here on
+    store._series = _CountedSeries(store._series)
+    store._ring_lists.clear()
+    for round_ in (1, 2):
+        seen = []
+        for start in range(0, len(keys), 4):
+            _CountedSeries.looked_up = 0
+            store.append_columns(T0 + round_, keys, [float(round_)] * len(keys), start, start + 4)
+            seen.append(_CountedSeries.looked_up)
+        assert seen == ([4, 4, 4] if round_ == 1 else [0, 0, 0])
+    assert [store.latest_value(key) for key in keys] == [(T0 + 2, 2.0)] * len(keys)
