@@ -29,8 +29,10 @@ import os
 import sys
 import tempfile
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import AsyncIterator, Awaitable, Callable
 
 from bench.daemon_scale import (
     CALL_TIMEOUT,
@@ -118,7 +120,13 @@ async def churn(peer: RuntimePeer, plugin: PeerPlugin, pods, first: int, cycles:
             await plugin.call("CreateContainer", api.CreateContainerRequest(pod=pod, container=ctr),
                               api.CreateContainerResponse, CALL_TIMEOUT)
         await peer.container_event(Event.REMOVE_CONTAINER, pod, ctr)
-        plugin.record.calls.clear()  # the peer's own record of the wire is not the daemon's
+        forget_wire(peer)
+
+
+def forget_wire(peer: RuntimePeer) -> None:
+    """The test runtime's own record of every call and answer is not the daemon's."""
+    for plugin in peer.plugins:
+        plugin.record.calls.clear()
         plugin.record.responses.clear()
 
 
@@ -128,46 +136,65 @@ def the_store() -> PodStore:
     return store
 
 
-async def measure(args: argparse.Namespace, tmp: Path, tree: CgroupTree, pods) -> tuple[list[Round], int]:
+@asynccontextmanager
+async def daemon_in_process(tmp: Path, tree: CgroupTree) -> AsyncIterator[RuntimePeer]:
+    """The daemon built in this process (bench.daemon_scale's arguments) and registered with
+    the test runtime; stopped on the way out."""
     sock = tmp / "nri.sock"
     command = daemon_command(tmp, free_port(), sock, tree.link_root)
-    argv = command[command.index("--addr"):]
     async with RuntimePeer(sock) as peer:
-        daemon = build_daemon(daemon_config(argv))
+        daemon = build_daemon(daemon_config(command[command.index("--addr"):]))
         task = asyncio.ensure_future(daemon.run())
-        undo = None
         try:
             await peer.wait_plugins(1, timeout=60)
-            plugin = by_name(peer.plugins, DAEMON_PLUGIN)
-            await deliver(peer, pods)
-            await churn(peer, plugin, pods, 0, min(args.cycles, len(pods)))  # every path taken once
-            store = the_store()  # before the policy freezes it out of gc.get_objects()
-            undo = gc_policy.apply_after_start_up()
-            await asyncio.sleep(args.warmup)
-            rounds: list[Round] = []
-            first, took = args.cycles, 0.0
-            for kind in ["churn", "idle"] * args.rounds:
-                before = sample(store)
-                start = time.monotonic()
-                if kind == "churn":
-                    await churn(peer, plugin, pods, first, args.cycles)
-                    first += args.cycles
-                    took = time.monotonic() - start
-                else:
-                    await asyncio.sleep(took)
-                await asyncio.sleep(args.settle)
-                rounds.append(Round(kind, time.monotonic() - start, args.cycles if kind == "churn" else 0,
-                                    before, sample(store)))
-                print(round_line(rounds[-1]), flush=True)
-            undo()
-            undo = None
-            unreachable = gc.collect()
+            yield peer
         finally:
-            if undo is not None:
-                undo()
             daemon.request_stop()
             await task
-    return rounds, unreachable
+
+
+async def alternate_rounds(args: argparse.Namespace, store: PodStore, churn_round: Callable[[], Awaitable[None]],
+                           round_printer: Callable[[], Callable[[Round], None]]) -> tuple[list[Round], int]:
+    """With the daemon's collector policy applied, after --warmup: churn and idle rounds as long
+    in turns, each sampled after --settle; `round_printer()` is called before each round and
+    what it returns prints that round. Then the unreachable objects one unfrozen full pass finds."""
+    undo = gc_policy.apply_after_start_up()
+    try:
+        await asyncio.sleep(args.warmup)
+        rounds: list[Round] = []
+        took = 0.0
+        for kind in ["churn", "idle"] * args.rounds:
+            print_round = round_printer()
+            before = sample(store)
+            start = time.monotonic()
+            if kind == "churn":
+                await churn_round()
+                took = time.monotonic() - start
+            else:
+                await asyncio.sleep(took)
+            await asyncio.sleep(args.settle)
+            rounds.append(Round(kind, time.monotonic() - start, args.cycles if kind == "churn" else 0,
+                                before, sample(store)))
+            print_round(rounds[-1])
+    finally:
+        undo()
+    return rounds, gc.collect()
+
+
+async def measure(args: argparse.Namespace, tmp: Path, tree: CgroupTree, pods) -> tuple[list[Round], int]:
+    async with daemon_in_process(tmp, tree) as peer:
+        plugin = by_name(peer.plugins, DAEMON_PLUGIN)
+        await deliver(peer, pods)
+        await churn(peer, plugin, pods, 0, min(args.cycles, len(pods)))  # every path taken once
+        store = the_store()  # before the policy freezes it out of gc.get_objects()
+        first = args.cycles
+
+        async def churn_round() -> None:
+            nonlocal first
+            await churn(peer, plugin, pods, first, args.cycles)
+            first += args.cycles
+
+        return await alternate_rounds(args, store, churn_round, lambda: lambda r: print(round_line(r), flush=True))
 
 
 def parse_args() -> argparse.Namespace:
@@ -180,16 +207,11 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def main() -> None:
-    args = parse_args()
-    if os.geteuid() != 0:
-        sys.exit("container_churn: needs root (real cgroups)")
-    configure_logging("warning", "json")
-    print("container_churn: the daemon in-process (every default agent, standalone, the daemon's collector "
-          "policy), %d pods x 2 containers over NRI, real cgroups; %d rounds of %d CreateContainer + "
-          "RemoveContainer cycles, each followed by an idle round as long (floor), %.0f s settle"
-          % (args.pods, args.rounds, args.cycles, args.settle), flush=True)
-    with tempfile.TemporaryDirectory(prefix="koordlet-churn-") as name:
+def run_in_tree(args: argparse.Namespace, prefix: str,
+                measure: Callable[[argparse.Namespace, Path, CgroupTree, list], Awaitable[tuple[list[Round], int]]]) -> None:
+    """`measure` with --pods pods x 2 containers in real cgroups and a state dir in a temp dir
+    (both removed after), then the per-cycle summary."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as name:
         tmp = Path(name)
         tree = CgroupTree(tmp / "cgroup")
         pods = workload(args.pods, cpu=0)
@@ -203,6 +225,18 @@ def main() -> None:
     for line in summary_lines(rounds, args.cycles):
         print(line)
     print("unreachable objects the frozen heap held (one unfrozen full pass at the end): %d" % unreachable)
+
+
+def main() -> None:
+    args = parse_args()
+    if os.geteuid() != 0:
+        sys.exit("container_churn: needs root (real cgroups)")
+    configure_logging("warning", "json")
+    print("container_churn: the daemon in-process (every default agent, standalone, the daemon's collector "
+          "policy), %d pods x 2 containers over NRI, real cgroups; %d rounds of %d CreateContainer + "
+          "RemoveContainer cycles, each followed by an idle round as long (floor), %.0f s settle"
+          % (args.pods, args.rounds, args.cycles, args.settle), flush=True)
+    run_in_tree(args, "koordlet-churn-", measure)
 
 
 if __name__ == "__main__":

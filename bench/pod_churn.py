@@ -32,28 +32,29 @@ import asyncio
 import gc
 import os
 import sys
-import tempfile
 import time
 from collections import deque
 from pathlib import Path
+from typing import Callable
 
-from bench.container_churn import Round, round_line, sample, summary_lines, the_store
+from bench.container_churn import (
+    Round,
+    alternate_rounds,
+    daemon_in_process,
+    forget_wire,
+    round_line,
+    run_in_tree,
+    the_store,
+)
 from bench.daemon_scale import (
     CONTAINERS,
     DAEMON_PLUGIN,
     CgroupTree,
     by_name,
     cgroup_dirs,
-    daemon_command,
     deliver,
-    free_port,
-    workload,
 )
-from koordlet.daemon import gc_policy
-from koordlet.daemon.cli import parse_args as daemon_config
 from koordlet.daemon.logs import configure_logging
-from koordlet.daemon.state_dir import prepare_state_dir
-from koordlet.daemon.wiring import build_daemon
 from koordlet.metriccache.store import MetricStore
 from koordlet.statesinformer import store as informer_store
 from nri.events import Event
@@ -123,13 +124,6 @@ async def churn(peer: RuntimePeer, tree: CgroupTree, first: int, args: argparse.
     forget_wire(peer)
 
 
-def forget_wire(peer: RuntimePeer) -> None:
-    """The test runtime's own record of every call and answer is not the daemon's."""
-    for plugin in peer.plugins:
-        plugin.record.calls.clear()
-        plugin.record.responses.clear()
-
-
 def the_metric_store() -> MetricStore:
     (store,) = [o for o in gc.get_objects() if isinstance(o, MetricStore)]
     return store
@@ -153,38 +147,23 @@ def series_kinds(metrics: MetricStore) -> dict[tuple[str, bool, bool], int]:
 
 
 async def measure(args: argparse.Namespace, tmp: Path, tree: CgroupTree, pods: list[Pod]) -> tuple[list[Round], int]:
-    sock = tmp / "nri.sock"
-    command = daemon_command(tmp, free_port(), sock, tree.link_root)
-    argv = command[command.index("--addr"):]
-    async with RuntimePeer(sock) as peer:
-        daemon = build_daemon(daemon_config(argv))
-        task = asyncio.ensure_future(daemon.run())
-        undo = None
-        try:
-            await peer.wait_plugins(1, timeout=60)
-            by_name(peer.plugins, DAEMON_PLUGIN)  # registered
-            await deliver(peer, pods)
-            first = 0
-            await churn(peer, tree, first, argparse.Namespace(**{**vars(args), "cycles": args.live * 2}))
-            first += args.live * 2  # every path taken once before the counts start
-            store, metrics = the_store(), the_metric_store()  # before the policy freezes them
-            undo = gc_policy.apply_after_start_up()
-            await asyncio.sleep(args.warmup)
-            rounds: list[Round] = []
-            took = 0.0
-            for kind in ["churn", "idle"] * args.rounds:
-                before, series_before, kinds_before = sample(store), len(metrics), series_kinds(metrics)
-                start = time.monotonic()
-                if kind == "churn":
-                    await churn(peer, tree, first, args)
-                    first += args.cycles
-                    took = time.monotonic() - start
-                else:
-                    await asyncio.sleep(took)
-                await asyncio.sleep(args.settle)
-                rounds.append(Round(kind, time.monotonic() - start, args.cycles if kind == "churn" else 0,
-                                    before, sample(store)))
-                print("%s  series %+6d" % (round_line(rounds[-1]), len(metrics) - series_before), flush=True)
+    async with daemon_in_process(tmp, tree) as peer:
+        by_name(peer.plugins, DAEMON_PLUGIN)  # registered
+        await deliver(peer, pods)
+        await churn(peer, tree, 0, argparse.Namespace(**{**vars(args), "cycles": args.live * 2}))
+        first = args.live * 2  # every path taken once before the counts start
+        store, metrics = the_store(), the_metric_store()  # before the policy freezes them
+
+        async def churn_round() -> None:
+            nonlocal first
+            await churn(peer, tree, first, args)
+            first += args.cycles
+
+        def round_printer() -> Callable[[Round], None]:
+            series_before, kinds_before = len(metrics), series_kinds(metrics)
+
+            def print_round(done: Round) -> None:
+                print("%s  series %+6d" % (round_line(done), len(metrics) - series_before), flush=True)
                 grown = {k: n - kinds_before.get(k, 0) for k, n in series_kinds(metrics).items()
                          if n != kinds_before.get(k, 0)}
                 print("      series grown: %r" % sorted(grown.items())[:12], flush=True)
@@ -192,15 +171,10 @@ async def measure(args: argparse.Namespace, tmp: Path, tree: CgroupTree, pods: l
                 if left:
                     print("      series of gone churn pods: %s" % ", ".join(
                         "%s %d" % item for item in sorted(left.items())), flush=True)
-            undo()
-            undo = None
-            unreachable = gc.collect()
-        finally:
-            if undo is not None:
-                undo()
-            daemon.request_stop()
-            await task
-    return rounds, unreachable
+
+            return print_round
+
+        return await alternate_rounds(args, store, churn_round, round_printer)
 
 
 def parse_args() -> argparse.Namespace:
@@ -229,20 +203,7 @@ def main() -> None:
           "tombstones kept %.0f s"
           % (args.pods, args.rounds, args.cycles, args.rate, args.live, args.live / args.rate, args.settle,
              args.tombstone_seconds), flush=True)
-    with tempfile.TemporaryDirectory(prefix="koordlet-pod-churn-") as name:
-        tmp = Path(name)
-        tree = CgroupTree(tmp / "cgroup")
-        pods = workload(args.pods, cpu=0)
-        try:
-            tree.create(cgroup_dirs(pods))
-            prepare_state_dir(tmp / "state")
-            rounds, unreachable = asyncio.run(measure(args, tmp, tree, pods))
-        finally:
-            for problem in tree.remove():
-                print("cleanup: " + problem, file=sys.stderr)
-    for line in summary_lines(rounds, args.cycles):
-        print(line)
-    print("unreachable objects the frozen heap held (one unfrozen full pass at the end): %d" % unreachable)
+    run_in_tree(args, "koordlet-pod-churn-", measure)
 
 
 if __name__ == "__main__":
