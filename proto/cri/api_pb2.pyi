@@ -18,12 +18,23 @@ class ContainerState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONTAINER_RUNNING: _ClassVar[ContainerState]
     CONTAINER_EXITED: _ClassVar[ContainerState]
     CONTAINER_UNKNOWN: _ClassVar[ContainerState]
+
+class NamespaceMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    POD: _ClassVar[NamespaceMode]
+    CONTAINER: _ClassVar[NamespaceMode]
+    NODE: _ClassVar[NamespaceMode]
+    TARGET: _ClassVar[NamespaceMode]
 SANDBOX_READY: PodSandboxState
 SANDBOX_NOTREADY: PodSandboxState
 CONTAINER_CREATED: ContainerState
 CONTAINER_RUNNING: ContainerState
 CONTAINER_EXITED: ContainerState
 CONTAINER_UNKNOWN: ContainerState
+POD: NamespaceMode
+CONTAINER: NamespaceMode
+NODE: NamespaceMode
+TARGET: NamespaceMode
 
 class VersionRequest(_message.Message):
     __slots__ = ("version",)
@@ -410,5 +421,181 @@ class StopContainerRequest(_message.Message):
     def __init__(self, container_id: _Optional[str] = ..., timeout: _Optional[int] = ...) -> None: ...
 
 class StopContainerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class NamespaceOption(_message.Message):
+    __slots__ = ("network", "pid", "ipc")
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    IPC_FIELD_NUMBER: _ClassVar[int]
+    network: NamespaceMode
+    pid: NamespaceMode
+    ipc: NamespaceMode
+    def __init__(self, network: _Optional[_Union[NamespaceMode, str]] = ..., pid: _Optional[_Union[NamespaceMode, str]] = ..., ipc: _Optional[_Union[NamespaceMode, str]] = ...) -> None: ...
+
+class LinuxSandboxSecurityContext(_message.Message):
+    __slots__ = ("namespace_options", "privileged")
+    NAMESPACE_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    PRIVILEGED_FIELD_NUMBER: _ClassVar[int]
+    namespace_options: NamespaceOption
+    privileged: bool
+    def __init__(self, namespace_options: _Optional[_Union[NamespaceOption, _Mapping]] = ..., privileged: _Optional[bool] = ...) -> None: ...
+
+class LinuxPodSandboxConfig(_message.Message):
+    __slots__ = ("cgroup_parent", "security_context", "resources")
+    CGROUP_PARENT_FIELD_NUMBER: _ClassVar[int]
+    SECURITY_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    cgroup_parent: str
+    security_context: LinuxSandboxSecurityContext
+    resources: LinuxContainerResources
+    def __init__(self, cgroup_parent: _Optional[str] = ..., security_context: _Optional[_Union[LinuxSandboxSecurityContext, _Mapping]] = ..., resources: _Optional[_Union[LinuxContainerResources, _Mapping]] = ...) -> None: ...
+
+class PodSandboxConfig(_message.Message):
+    __slots__ = ("metadata", "hostname", "log_directory", "labels", "annotations", "linux")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AnnotationsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    LOG_DIRECTORY_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    LINUX_FIELD_NUMBER: _ClassVar[int]
+    metadata: PodSandboxMetadata
+    hostname: str
+    log_directory: str
+    labels: _containers.ScalarMap[str, str]
+    annotations: _containers.ScalarMap[str, str]
+    linux: LinuxPodSandboxConfig
+    def __init__(self, metadata: _Optional[_Union[PodSandboxMetadata, _Mapping]] = ..., hostname: _Optional[str] = ..., log_directory: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., linux: _Optional[_Union[LinuxPodSandboxConfig, _Mapping]] = ...) -> None: ...
+
+class RunPodSandboxRequest(_message.Message):
+    __slots__ = ("config", "runtime_handler")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_HANDLER_FIELD_NUMBER: _ClassVar[int]
+    config: PodSandboxConfig
+    runtime_handler: str
+    def __init__(self, config: _Optional[_Union[PodSandboxConfig, _Mapping]] = ..., runtime_handler: _Optional[str] = ...) -> None: ...
+
+class RunPodSandboxResponse(_message.Message):
+    __slots__ = ("pod_sandbox_id",)
+    POD_SANDBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    pod_sandbox_id: str
+    def __init__(self, pod_sandbox_id: _Optional[str] = ...) -> None: ...
+
+class StopPodSandboxRequest(_message.Message):
+    __slots__ = ("pod_sandbox_id",)
+    POD_SANDBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    pod_sandbox_id: str
+    def __init__(self, pod_sandbox_id: _Optional[str] = ...) -> None: ...
+
+class StopPodSandboxResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RemovePodSandboxRequest(_message.Message):
+    __slots__ = ("pod_sandbox_id",)
+    POD_SANDBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    pod_sandbox_id: str
+    def __init__(self, pod_sandbox_id: _Optional[str] = ...) -> None: ...
+
+class RemovePodSandboxResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class LinuxContainerSecurityContext(_message.Message):
+    __slots__ = ("namespace_options",)
+    NAMESPACE_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    namespace_options: NamespaceOption
+    def __init__(self, namespace_options: _Optional[_Union[NamespaceOption, _Mapping]] = ...) -> None: ...
+
+class LinuxContainerConfig(_message.Message):
+    __slots__ = ("resources", "security_context")
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    SECURITY_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    resources: LinuxContainerResources
+    security_context: LinuxContainerSecurityContext
+    def __init__(self, resources: _Optional[_Union[LinuxContainerResources, _Mapping]] = ..., security_context: _Optional[_Union[LinuxContainerSecurityContext, _Mapping]] = ...) -> None: ...
+
+class ContainerConfig(_message.Message):
+    __slots__ = ("metadata", "image", "command", "args", "labels", "annotations", "log_path", "linux")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AnnotationsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    LOG_PATH_FIELD_NUMBER: _ClassVar[int]
+    LINUX_FIELD_NUMBER: _ClassVar[int]
+    metadata: ContainerMetadata
+    image: ImageSpec
+    command: _containers.RepeatedScalarFieldContainer[str]
+    args: _containers.RepeatedScalarFieldContainer[str]
+    labels: _containers.ScalarMap[str, str]
+    annotations: _containers.ScalarMap[str, str]
+    log_path: str
+    linux: LinuxContainerConfig
+    def __init__(self, metadata: _Optional[_Union[ContainerMetadata, _Mapping]] = ..., image: _Optional[_Union[ImageSpec, _Mapping]] = ..., command: _Optional[_Iterable[str]] = ..., args: _Optional[_Iterable[str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., log_path: _Optional[str] = ..., linux: _Optional[_Union[LinuxContainerConfig, _Mapping]] = ...) -> None: ...
+
+class CreateContainerRequest(_message.Message):
+    __slots__ = ("pod_sandbox_id", "config", "sandbox_config")
+    POD_SANDBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    pod_sandbox_id: str
+    config: ContainerConfig
+    sandbox_config: PodSandboxConfig
+    def __init__(self, pod_sandbox_id: _Optional[str] = ..., config: _Optional[_Union[ContainerConfig, _Mapping]] = ..., sandbox_config: _Optional[_Union[PodSandboxConfig, _Mapping]] = ...) -> None: ...
+
+class CreateContainerResponse(_message.Message):
+    __slots__ = ("container_id",)
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    def __init__(self, container_id: _Optional[str] = ...) -> None: ...
+
+class StartContainerRequest(_message.Message):
+    __slots__ = ("container_id",)
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    def __init__(self, container_id: _Optional[str] = ...) -> None: ...
+
+class StartContainerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RemoveContainerRequest(_message.Message):
+    __slots__ = ("container_id",)
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    def __init__(self, container_id: _Optional[str] = ...) -> None: ...
+
+class RemoveContainerResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

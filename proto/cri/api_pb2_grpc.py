@@ -64,6 +64,36 @@ class RuntimeServiceStub:
                 request_serializer=proto_dot_cri_dot_api__pb2.ContainerStatusRequest.SerializeToString,
                 response_deserializer=proto_dot_cri_dot_api__pb2.ContainerStatusResponse.FromString,
                 _registered_method=True)
+        self.RunPodSandbox = channel.unary_unary(
+                '/runtime.v1.RuntimeService/RunPodSandbox',
+                request_serializer=proto_dot_cri_dot_api__pb2.RunPodSandboxRequest.SerializeToString,
+                response_deserializer=proto_dot_cri_dot_api__pb2.RunPodSandboxResponse.FromString,
+                _registered_method=True)
+        self.StopPodSandbox = channel.unary_unary(
+                '/runtime.v1.RuntimeService/StopPodSandbox',
+                request_serializer=proto_dot_cri_dot_api__pb2.StopPodSandboxRequest.SerializeToString,
+                response_deserializer=proto_dot_cri_dot_api__pb2.StopPodSandboxResponse.FromString,
+                _registered_method=True)
+        self.RemovePodSandbox = channel.unary_unary(
+                '/runtime.v1.RuntimeService/RemovePodSandbox',
+                request_serializer=proto_dot_cri_dot_api__pb2.RemovePodSandboxRequest.SerializeToString,
+                response_deserializer=proto_dot_cri_dot_api__pb2.RemovePodSandboxResponse.FromString,
+                _registered_method=True)
+        self.CreateContainer = channel.unary_unary(
+                '/runtime.v1.RuntimeService/CreateContainer',
+                request_serializer=proto_dot_cri_dot_api__pb2.CreateContainerRequest.SerializeToString,
+                response_deserializer=proto_dot_cri_dot_api__pb2.CreateContainerResponse.FromString,
+                _registered_method=True)
+        self.StartContainer = channel.unary_unary(
+                '/runtime.v1.RuntimeService/StartContainer',
+                request_serializer=proto_dot_cri_dot_api__pb2.StartContainerRequest.SerializeToString,
+                response_deserializer=proto_dot_cri_dot_api__pb2.StartContainerResponse.FromString,
+                _registered_method=True)
+        self.RemoveContainer = channel.unary_unary(
+                '/runtime.v1.RuntimeService/RemoveContainer',
+                request_serializer=proto_dot_cri_dot_api__pb2.RemoveContainerRequest.SerializeToString,
+                response_deserializer=proto_dot_cri_dot_api__pb2.RemoveContainerResponse.FromString,
+                _registered_method=True)
 
 
 class RuntimeServiceServicer:
@@ -105,6 +135,42 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunPodSandbox(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StopPodSandbox(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemovePodSandbox(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateContainer(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartContainer(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveContainer(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RuntimeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +203,36 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.ContainerStatus,
                     request_deserializer=proto_dot_cri_dot_api__pb2.ContainerStatusRequest.FromString,
                     response_serializer=proto_dot_cri_dot_api__pb2.ContainerStatusResponse.SerializeToString,
+            ),
+            'RunPodSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunPodSandbox,
+                    request_deserializer=proto_dot_cri_dot_api__pb2.RunPodSandboxRequest.FromString,
+                    response_serializer=proto_dot_cri_dot_api__pb2.RunPodSandboxResponse.SerializeToString,
+            ),
+            'StopPodSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopPodSandbox,
+                    request_deserializer=proto_dot_cri_dot_api__pb2.StopPodSandboxRequest.FromString,
+                    response_serializer=proto_dot_cri_dot_api__pb2.StopPodSandboxResponse.SerializeToString,
+            ),
+            'RemovePodSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemovePodSandbox,
+                    request_deserializer=proto_dot_cri_dot_api__pb2.RemovePodSandboxRequest.FromString,
+                    response_serializer=proto_dot_cri_dot_api__pb2.RemovePodSandboxResponse.SerializeToString,
+            ),
+            'CreateContainer': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateContainer,
+                    request_deserializer=proto_dot_cri_dot_api__pb2.CreateContainerRequest.FromString,
+                    response_serializer=proto_dot_cri_dot_api__pb2.CreateContainerResponse.SerializeToString,
+            ),
+            'StartContainer': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartContainer,
+                    request_deserializer=proto_dot_cri_dot_api__pb2.StartContainerRequest.FromString,
+                    response_serializer=proto_dot_cri_dot_api__pb2.StartContainerResponse.SerializeToString,
+            ),
+            'RemoveContainer': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveContainer,
+                    request_deserializer=proto_dot_cri_dot_api__pb2.RemoveContainerRequest.FromString,
+                    response_serializer=proto_dot_cri_dot_api__pb2.RemoveContainerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -301,6 +397,168 @@ class RuntimeService:
             '/runtime.v1.RuntimeService/ContainerStatus',
             proto_dot_cri_dot_api__pb2.ContainerStatusRequest.SerializeToString,
             proto_dot_cri_dot_api__pb2.ContainerStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunPodSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/RunPodSandbox',
+            proto_dot_cri_dot_api__pb2.RunPodSandboxRequest.SerializeToString,
+            proto_dot_cri_dot_api__pb2.RunPodSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopPodSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/StopPodSandbox',
+            proto_dot_cri_dot_api__pb2.StopPodSandboxRequest.SerializeToString,
+            proto_dot_cri_dot_api__pb2.StopPodSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemovePodSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/RemovePodSandbox',
+            proto_dot_cri_dot_api__pb2.RemovePodSandboxRequest.SerializeToString,
+            proto_dot_cri_dot_api__pb2.RemovePodSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateContainer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/CreateContainer',
+            proto_dot_cri_dot_api__pb2.CreateContainerRequest.SerializeToString,
+            proto_dot_cri_dot_api__pb2.CreateContainerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartContainer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/StartContainer',
+            proto_dot_cri_dot_api__pb2.StartContainerRequest.SerializeToString,
+            proto_dot_cri_dot_api__pb2.StartContainerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveContainer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/RemoveContainer',
+            proto_dot_cri_dot_api__pb2.RemoveContainerRequest.SerializeToString,
+            proto_dot_cri_dot_api__pb2.RemoveContainerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -43,6 +43,28 @@ UPSTREAM_FIELDS = {
     "ContainerStatusResponse": {"status": 1, "info": 2},
     "StopContainerRequest": {"container_id": 1, "timeout": 2},
     "StopContainerResponse": {},
+    # the lifecycle calls bench.cri_create makes
+    "NamespaceOption": {"network": 1, "pid": 2, "ipc": 3},
+    "LinuxSandboxSecurityContext": {"namespace_options": 1, "privileged": 6},
+    "LinuxPodSandboxConfig": {"cgroup_parent": 1, "security_context": 2, "resources": 5},
+    "PodSandboxConfig": {"metadata": 1, "hostname": 2, "log_directory": 3, "labels": 6, "annotations": 7,
+                         "linux": 8},
+    "RunPodSandboxRequest": {"config": 1, "runtime_handler": 2},
+    "RunPodSandboxResponse": {"pod_sandbox_id": 1},
+    "StopPodSandboxRequest": {"pod_sandbox_id": 1},
+    "StopPodSandboxResponse": {},
+    "RemovePodSandboxRequest": {"pod_sandbox_id": 1},
+    "RemovePodSandboxResponse": {},
+    "LinuxContainerSecurityContext": {"namespace_options": 3},
+    "LinuxContainerConfig": {"resources": 1, "security_context": 2},
+    "ContainerConfig": {"metadata": 1, "image": 2, "command": 3, "args": 4, "labels": 9, "annotations": 10,
+                        "log_path": 11, "linux": 15},
+    "CreateContainerRequest": {"pod_sandbox_id": 1, "config": 2, "sandbox_config": 3},
+    "CreateContainerResponse": {"container_id": 1},
+    "StartContainerRequest": {"container_id": 1},
+    "StartContainerResponse": {},
+    "RemoveContainerRequest": {"container_id": 1},
+    "RemoveContainerResponse": {},
 }
 
 
@@ -56,6 +78,7 @@ def test_enums_have_upstream_values() -> None:
     assert dict(api_pb2.PodSandboxState.items()) == {"SANDBOX_READY": 0, "SANDBOX_NOTREADY": 1}
     assert dict(api_pb2.ContainerState.items()) == {
         "CONTAINER_CREATED": 0, "CONTAINER_RUNNING": 1, "CONTAINER_EXITED": 2, "CONTAINER_UNKNOWN": 3}
+    assert dict(api_pb2.NamespaceMode.items()) == {"POD": 0, "CONTAINER": 1, "NODE": 2, "TARGET": 3}
 
 
 def test_service_is_runtime_v1_runtimeservice() -> None:
@@ -68,6 +91,12 @@ def test_service_is_runtime_v1_runtimeservice() -> None:
         "StopContainer": ("StopContainerRequest", "StopContainerResponse"),
         "ListContainers": ("ListContainersRequest", "ListContainersResponse"),
         "ContainerStatus": ("ContainerStatusRequest", "ContainerStatusResponse"),
+        "RunPodSandbox": ("RunPodSandboxRequest", "RunPodSandboxResponse"),
+        "StopPodSandbox": ("StopPodSandboxRequest", "StopPodSandboxResponse"),
+        "RemovePodSandbox": ("RemovePodSandboxRequest", "RemovePodSandboxResponse"),
+        "CreateContainer": ("CreateContainerRequest", "CreateContainerResponse"),
+        "StartContainer": ("StartContainerRequest", "StartContainerResponse"),
+        "RemoveContainer": ("RemoveContainerRequest", "RemoveContainerResponse"),
     }
 
 

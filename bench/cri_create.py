@@ -1,0 +1,303 @@
+"""CreateContainer on a real containerd over CRI: no NRI plugin, an empty Go NRI plugin, koordlet.
+
+    python -m bench.cri_create [--cri /run/containerd/containerd.sock] \\
+        --containerd-log /var/log/containerd.log --go-plugin /path/to/empty-go-plugin \\
+        [--image registry.k8s.io/pause:3.10.2] [--pods 10] [--creates 100] [--rounds 3] [--loads 0,2]
+
+What a kubelet sees: the CRI CreateContainer round trip of a running containerd (which calls
+every registered NRI plugin in it), timed here in three set-ups, interleaved round by round
+in a rotating order so that a slow moment of the host falls on each alike:
+- none: no plugin registered: containerd's own cost, the floor;
+- go: an NRI plugin written in Go on containerd's own stub (github.com/containerd/nri
+  pkg/stub) whose CreateContainer returns no adjustment; `--go-plugin` is its command line
+  (build one locally; nothing of it is in this project), started with `-idx` and `-name`;
+- pyempty: the same empty plugin on this project's NRI stub (bench.daemon_scale's floor
+  plugin): what the stub and Python cost before koordlet's policy;
+- koordlet: this daemon as deployed (standalone, every default agent, the real cgroup root),
+  answering with the adjustments its policy makes for the bench's pods.
+
+"added" is the median over rounds of a set-up's p50 (p99) minus the floor's in the same
+round; the figure of issue 18 is koordlet's added over Go's added (target <= 0.9, quiet and under load). `--loads` runs
+the rounds again beside that many busy-looping processes (a loaded node).
+
+Before the rounds, `--pods` pod sandboxes (host network, so no CNI is needed; half BE with
+batch resources, half LS, as bench.daemon_scale's mix) are run and kept: the pods the
+plugins know. Each timed create is removed right after (untimed). A plugin counts as
+registered when containerd's log says it is connected and synchronized (its NRI adaptation
+logs `plugin "<index>-<name>" connected and synchronized` at info level), and as gone when
+containerd logs its connection closed; hence
+`--containerd-log`. Everything the bench made is stopped and removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import grpc
+
+from bench.daemon_scale import EMPTY_PLUGIN, daemon_command, free_port, latency, pct, stop_process
+from proto.cri import api_pb2 as cri
+from proto.cri import api_pb2_grpc as cri_grpc
+from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
+
+SETUPS = ("none", "go", "pyempty", "koordlet")
+PLUGIN_SETUPS = SETUPS[1:]
+GO_PLUGIN_IDX, GO_PLUGIN_NAME = "50", "goempty"
+KOORDLET_PLUGIN = "-koordlet_nri"  # containerd names it <index>-<koordlet.config.defaults.NRI_PLUGIN_NAME>
+WARMUP_CREATES = 5
+REGISTER_TIMEOUT_S = 30.0
+BURNER = "while True: pass"
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    id: str
+    config: cri.PodSandboxConfig
+
+
+def sandbox_config(i: int, log_dir: Path) -> cri.PodSandboxConfig:
+    """Pod i: BE with batch resources when even, LS when odd; host network."""
+    uid = str(uuid.uuid4())
+    be = i % 2 == 0
+    qos = "BE" if be else "LS"
+    annotations = {"node.koordinator.sh/extended-resource-spec": ext_spec(c=batch("500", "512Mi"))} if be else {}
+    tier = "besteffort" if be else "burstable"
+    return cri.PodSandboxConfig(
+        metadata=cri.PodSandboxMetadata(name="cri-bench-%d" % i, uid=uid, namespace="koordlet-bench"),
+        log_directory=str(log_dir / uid),  # no hostname: the pod shares the node's UTS namespace
+        labels={"koordinator.sh/qosClass": qos}, annotations=annotations,
+        linux=cri.LinuxPodSandboxConfig(
+            cgroup_parent="/kubepods/%s/pod%s" % (tier, uid),
+            security_context=cri.LinuxSandboxSecurityContext(
+                namespace_options=cri.NamespaceOption(network=cri.NODE, pid=cri.CONTAINER, ipc=cri.POD))))
+
+
+def container_config(image: str, attempt: int) -> cri.ContainerConfig:
+    return cri.ContainerConfig(
+        metadata=cri.ContainerMetadata(name="c", attempt=attempt), image=cri.ImageSpec(image=image),
+        command=["/pause"], log_path="c-%d.log" % attempt,
+        linux=cri.LinuxContainerConfig(resources=cri.LinuxContainerResources(
+            cpu_period=100000, cpu_quota=50000, cpu_shares=512, memory_limit_in_bytes=512 << 20)))
+
+
+def order_of(round_index: int) -> tuple[str, ...]:
+    """The set-ups rotated by round, so none goes first every time."""
+    k = round_index % len(SETUPS)
+    return SETUPS[k:] + SETUPS[:k]
+
+
+def summary(rounds: dict[str, list[list[float]]]) -> dict[str, dict[str, float]]:
+    """Per set-up: p50/p99/max over all its creates, and what it added over the floor: the
+    median over rounds of its round's p50 (p99) minus the floor's p50 (p99) in that round, so
+    that a slow stretch of the host counts against every set-up of the round alike."""
+    out = {name: latency([us for one in per_round for us in one]) for name, per_round in rounds.items()}
+    floor = rounds["none"]
+    for name in PLUGIN_SETUPS:
+        for q, at in (("p50", 0.5), ("p99", 0.99)):
+            added = [pct(ours, at) - pct(base, at) for ours, base in zip(rounds[name], floor)]
+            out[name]["added_%s_us" % q] = statistics.median(added) if added else float("nan")
+    return out
+
+
+def ratios(figures: dict[str, dict[str, float]], setup: str = "koordlet") -> dict[str, float]:
+    """`setup`'s added latency over the Go plugin's, at p50 and p99 (NaN unless both added some)."""
+    go, ours = figures["go"], figures[setup]
+    out = {}
+    for q in ("p50", "p99"):
+        theirs, mine = go["added_%s_us" % q], ours["added_%s_us" % q]
+        out[q] = mine / theirs if theirs > 0 and mine > 0 else float("nan")
+    return out
+
+
+# -- IO ---------------------------------------------------------------------------------
+
+
+class ContainerdLog:
+    """Waits for lines containerd appends to its log after the moment of `mark()`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def mark(self) -> None:
+        self.offset = self.path.stat().st_size
+
+    def wait_for(self, needle: str, alive: Callable[[], bool], timeout: float = REGISTER_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                if needle.encode() in f.read():
+                    return
+            if not alive():
+                raise RuntimeError("plugin exited before containerd logged %r" % needle)
+            time.sleep(0.05)
+        raise RuntimeError("containerd did not log %r within %.0f s" % (needle, timeout))
+
+
+class Plugin:
+    """One set-up's NRI plugin process (none for the floor)."""
+
+    def __init__(self, setup: str, args: argparse.Namespace, tmp: Path, log: ContainerdLog) -> None:
+        self.setup, self.args, self.tmp, self.log = setup, args, tmp, log
+        self.proc: subprocess.Popen | None = None
+
+    def command(self) -> tuple[list[str], str]:
+        if self.setup == "pyempty":
+            return [sys.executable, "-m", "bench.daemon_scale", "--serve-empty", self.args.nri_socket], EMPTY_PLUGIN
+        if self.setup == "go":
+            return (shlex.split(self.args.go_plugin) + ["-idx", GO_PLUGIN_IDX, "-name", GO_PLUGIN_NAME,
+                                                         "-socket", self.args.nri_socket],
+                    "%s-%s" % (GO_PLUGIN_IDX, GO_PLUGIN_NAME))
+        state = self.tmp / "koordlet"
+        state.mkdir(exist_ok=True)
+        cmd = daemon_command(state, free_port(), Path(self.args.nri_socket), Path(self.args.cgroup_root))
+        return cmd, KOORDLET_PLUGIN
+
+    def __enter__(self) -> "Plugin":
+        if self.setup == "none":
+            return self
+        cmd, name = self.command()
+        self.log.mark()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.name = name
+        try:
+            self.log.wait_for('%s\\" connected and synchronized' % name, lambda: self.proc.poll() is None)
+        except BaseException:
+            stop_process(self.proc)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is None:
+            return
+        self.log.mark()
+        stop_process(self.proc)
+        self.log.wait_for('%s\\" closed' % self.name, lambda: True)
+
+
+def time_creates(rt: cri_grpc.RuntimeServiceStub, sandbox: Sandbox, image: str, count: int,
+                 attempts: list[int]) -> list[float]:
+    out = []
+    for _ in range(count):
+        attempts[0] += 1
+        request = cri.CreateContainerRequest(pod_sandbox_id=sandbox.id, config=container_config(image, attempts[0]),
+                                             sandbox_config=sandbox.config)
+        start = time.perf_counter()
+        reply = rt.CreateContainer(request)
+        out.append((time.perf_counter() - start) * 1e6)
+        rt.RemoveContainer(cri.RemoveContainerRequest(container_id=reply.container_id))
+    return out
+
+
+def burners(count: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(count)]
+
+
+def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: argparse.Namespace, tmp: Path,
+             log: ContainerdLog, load: int, attempts: list[int]) -> dict:
+    samples: dict[str, list[list[float]]] = {name: [] for name in SETUPS}
+    busy = burners(load)
+    try:
+        for r in range(args.rounds):
+            for setup in order_of(r):
+                with Plugin(setup, args, tmp, log):
+                    time.sleep(args.settle if setup != "none" else 0)
+                    target = sandboxes[r % len(sandboxes)]
+                    time_creates(rt, target, args.image, WARMUP_CREATES, attempts)
+                    samples[setup].append(time_creates(rt, target, args.image, args.creates, attempts))
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+    figures = summary(samples)
+    return {"load_procs": load, "pods": len(sandboxes), "creates": args.creates, "rounds": args.rounds,
+            "loadavg_1m": os.getloadavg()[0], **{name: figures[name] for name in SETUPS},
+            "ratio_added": ratios(figures), "ratio_added_pyempty": ratios(figures, "pyempty")}
+
+
+def skip_reason(args: argparse.Namespace) -> str:
+    """Why the bench cannot run here ('' when it can): `make bench` runs it on hosts without containerd."""
+    if not Path(args.cri).exists():
+        return "no containerd CRI socket at %s" % args.cri
+    if args.containerd_log is None or not args.containerd_log.exists():
+        return "--containerd-log names no file"
+    if not args.go_plugin:
+        return "no --go-plugin given"
+    return ""
+
+
+def print_table(rows: list[dict]) -> None:
+    print("%5s %-9s %8s %8s %8s %10s %10s" % ("load", "setup", "p50 us", "p99 us", "max us", "added p50", "added p99"))
+    for row in rows:
+        for name in SETUPS:
+            f = row[name]
+            print("%5d %-9s %8.0f %8.0f %8.0f %10s %10s" % (
+                row["load_procs"], name, f["p50_us"], f["p99_us"], f["max_us"],
+                "%.0f" % f["added_p50_us"] if "added_p50_us" in f else "-",
+                "%.0f" % f["added_p99_us"] if "added_p99_us" in f else "-"))
+        print("%5d koordlet added / Go added: p50 %.2fx, p99 %.2fx (the empty Python plugin's: %.2fx, %.2fx)" % (
+            row["load_procs"], row["ratio_added"]["p50"], row["ratio_added"]["p99"],
+            row["ratio_added_pyempty"]["p50"], row["ratio_added_pyempty"]["p99"]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cri", default="/run/containerd/containerd.sock", help="containerd's CRI (gRPC) socket path")
+    parser.add_argument("--containerd-log", type=Path, help="the file containerd logs to (info level)")
+    parser.add_argument("--go-plugin", help="command line of an empty Go NRI plugin")
+    parser.add_argument("--nri-socket", default="/var/run/nri/nri.sock")
+    parser.add_argument("--cgroup-root", default="/sys/fs/cgroup", help="koordlet's --cgroup-root-dir")
+    parser.add_argument("--image", default="registry.k8s.io/pause:3.10.2", help="an image already on the node")
+    parser.add_argument("--pods", type=int, default=10)
+    parser.add_argument("--creates", type=int, default=100, help="timed creates per set-up per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=10.0,
+                        help="seconds between a plugin's registration and the timed creates (its start-up work)")
+    parser.add_argument("--loads", default="0,2", help="busy-looping processes beside the rounds, per pass")
+    args = parser.parse_args()
+    missing = skip_reason(args)
+    if missing:
+        print("cri_create: skipped: %s (see python -m bench.cri_create --help)" % missing)
+        return
+    channel = grpc.insecure_channel("unix://" + args.cri)
+    rt = cri_grpc.RuntimeServiceStub(channel)
+    version = rt.Version(cri.VersionRequest(version="v1"))
+    print("cri_create: %s %s; %d pods kept, %d creates per set-up per round, %d rounds, set-ups %s" % (
+        version.runtime_name, version.runtime_version, args.pods, args.creates, args.rounds, ", ".join(SETUPS)))
+    log = ContainerdLog(args.containerd_log)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="cri-create-") as tmp_name:
+        tmp = Path(tmp_name)
+        sandboxes: list[Sandbox] = []
+        try:
+            for i in range(args.pods):
+                config = sandbox_config(i, tmp / "logs")
+                reply = rt.RunPodSandbox(cri.RunPodSandboxRequest(config=config))
+                sandboxes.append(Sandbox(reply.pod_sandbox_id, config))
+            attempts = [0]
+            for load in (int(x) for x in args.loads.split(",")):
+                row = run_load(rt, sandboxes, args, tmp, log, load, attempts)
+                print(json.dumps(row, sort_keys=True))
+                rows.append(row)
+        finally:
+            for sandbox in sandboxes:
+                rt.StopPodSandbox(cri.StopPodSandboxRequest(pod_sandbox_id=sandbox.id))
+                rt.RemovePodSandbox(cri.RemovePodSandboxRequest(pod_sandbox_id=sandbox.id))
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

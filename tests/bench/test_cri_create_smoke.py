@@ -1,0 +1,56 @@
+"""bench.cri_create: the pods it asks containerd for, the rotation of set-ups, the added-cost figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.cri_create import SETUPS, container_config, order_of, ratios, sandbox_config, summary
+from proto.cri import api_pb2 as cri
+
+
+def test_pods_share_the_node_network_without_a_hostname_and_alternate_be_and_ls(tmp_path: Path) -> None:
+    be, ls = sandbox_config(0, tmp_path), sandbox_config(1, tmp_path)
+    for config in (be, ls):
+        assert config.linux.security_context.namespace_options.network == cri.NODE  # no CNI needed
+        assert config.hostname == ""  # runc refuses a hostname in the node's UTS namespace
+        assert config.linux.cgroup_parent.endswith("/pod" + config.metadata.uid)
+    assert be.labels["koordinator.sh/qosClass"] == "BE" and be.linux.cgroup_parent.startswith("/kubepods/besteffort/")
+    spec = json.loads(be.annotations["node.koordinator.sh/extended-resource-spec"])
+    assert "c" in spec["containers"]
+    assert ls.labels["koordinator.sh/qosClass"] == "LS" and not ls.annotations
+    assert sandbox_config(2, tmp_path).metadata.uid != be.metadata.uid
+
+
+def test_each_create_gets_its_own_attempt_and_log() -> None:
+    first, second = container_config("img", 1), container_config("img", 2)
+    assert (first.metadata.attempt, second.metadata.attempt) == (1, 2)
+    assert first.log_path != second.log_path
+    assert first.linux.resources.cpu_quota == 50000 and first.image.image == "img"
+
+
+def test_every_set_up_goes_first_once_in_as_many_rounds() -> None:
+    orders = [order_of(r) for r in range(len(SETUPS))]
+    assert sorted(order[0] for order in orders) == sorted(SETUPS)
+    assert all(sorted(order) == sorted(SETUPS) for order in orders)
+
+
+def test_added_is_the_median_over_rounds_of_each_rounds_difference_to_the_floor() -> None:
+    # round 2 is a slow stretch of the host for everyone: it must not decide the figure
+    rounds = {"none": [[100.0] * 10, [900.0] * 10, [100.0] * 10],
+              "go": [[150.0] * 10, [990.0] * 10, [160.0] * 10],
+              "pyempty": [[130.0] * 10, [1000.0] * 10, [120.0] * 10],
+              "koordlet": [[140.0] * 10, [800.0] * 10, [140.0] * 10]}
+    figures = summary(rounds)
+    assert figures["go"]["added_p50_us"] == 60.0  # median of 50, 90, 60
+    assert figures["koordlet"]["added_p50_us"] == 40.0  # median of 40, -100, 40
+    assert figures["pyempty"]["added_p50_us"] == 30.0
+    assert figures["none"]["p50_us"] == 100.0 and figures["none"]["max_us"] == 900.0
+    assert ratios(figures)["p50"] == 40.0 / 60.0
+    assert ratios(figures, "pyempty")["p50"] == 0.5
+
+
+def test_no_ratio_unless_both_plugins_added_latency() -> None:
+    rounds = {"none": [[100.0]], "go": [[100.0]], "pyempty": [[120.0]], "koordlet": [[90.0]]}
+    figures = summary(rounds)
+    assert all(value != value for value in ratios(figures).values())  # NaN
