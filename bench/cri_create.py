@@ -26,7 +26,11 @@ plugins know. Each timed create is removed right after (untimed). A plugin count
 registered when containerd's log says it is connected and synchronized (its NRI adaptation
 logs `plugin "<index>-<name>" connected and synchronized` at info level), and as gone when
 containerd logs its connection closed; hence
-`--containerd-log`. Everything the bench made is stopped and removed at the end.
+`--containerd-log`. Once per pass, a BE container made with koordlet registered is read
+back from its cgroup (v1, cgroupfs layout): the values koordlet's BatchResource rule gives
+its batch resources must be there, or the table says so: the timed creates are koordlet
+doing its work, not an idle plugin. Everything the bench made is stopped and removed at
+the end.
 """
 
 from __future__ import annotations
@@ -59,6 +63,12 @@ KOORDLET_PLUGIN = "-koordlet_nri"  # containerd names it <index>-<koordlet.confi
 WARMUP_CREATES = 5
 REGISTER_TIMEOUT_S = 30.0
 BURNER = "while True: pass"
+# the BE pods' batch resources, and what koordlet's BatchResource hook makes of them in a
+# container's cgroup (v1): shares = milli-CPU * 1024 / 1000, quota = milli-CPU * period / 1000
+BATCH_MILLI_CPU, BATCH_MEMORY_MIB, CFS_PERIOD_US = 500, 512, 100000
+EXPECTED_BE_CGROUP = {("cpu", "cpu.shares"): BATCH_MILLI_CPU * 1024 // 1000,
+                      ("cpu", "cpu.cfs_quota_us"): BATCH_MILLI_CPU * CFS_PERIOD_US // 1000,
+                      ("memory", "memory.limit_in_bytes"): BATCH_MEMORY_MIB << 20}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +76,17 @@ class Sandbox:
     id: str
     config: cri.PodSandboxConfig
 
+    @property
+    def be(self) -> bool:
+        return self.config.labels["koordinator.sh/qosClass"] == "BE"
+
 
 def sandbox_config(i: int, log_dir: Path) -> cri.PodSandboxConfig:
     """Pod i: BE with batch resources when even, LS when odd; host network."""
     uid = str(uuid.uuid4())
     be = i % 2 == 0
     qos = "BE" if be else "LS"
-    annotations = {"node.koordinator.sh/extended-resource-spec": ext_spec(c=batch("500", "512Mi"))} if be else {}
+    annotations = {"node.koordinator.sh/extended-resource-spec": ext_spec(c=batch(str(BATCH_MILLI_CPU), "%dMi" % BATCH_MEMORY_MIB))} if be else {}
     tier = "besteffort" if be else "burstable"
     return cri.PodSandboxConfig(
         metadata=cri.PodSandboxMetadata(name="cri-bench-%d" % i, uid=uid, namespace="koordlet-bench"),
@@ -84,12 +98,18 @@ def sandbox_config(i: int, log_dir: Path) -> cri.PodSandboxConfig:
                 namespace_options=cri.NamespaceOption(network=cri.NODE, pid=cri.CONTAINER, ipc=cri.POD))))
 
 
-def container_config(image: str, attempt: int) -> cri.ContainerConfig:
+def container_config(image: str, attempt: int, be: bool) -> cri.ContainerConfig:
+    """As a kubelet asks: a BE container with kubelet's best-effort values (its batch
+    resources are extended resources, which only koordlet turns into cgroup values); an LS
+    one with a CPU and memory limit."""
+    if be:
+        resources = cri.LinuxContainerResources(cpu_period=CFS_PERIOD_US, cpu_shares=2)
+    else:
+        resources = cri.LinuxContainerResources(cpu_period=CFS_PERIOD_US, cpu_quota=CFS_PERIOD_US // 2,
+                                                cpu_shares=512, memory_limit_in_bytes=512 << 20)
     return cri.ContainerConfig(
         metadata=cri.ContainerMetadata(name="c", attempt=attempt), image=cri.ImageSpec(image=image),
-        command=["/pause"], log_path="c-%d.log" % attempt,
-        linux=cri.LinuxContainerConfig(resources=cri.LinuxContainerResources(
-            cpu_period=100000, cpu_quota=50000, cpu_shares=512, memory_limit_in_bytes=512 << 20)))
+        command=["/pause"], log_path="c-%d.log" % attempt, linux=cri.LinuxContainerConfig(resources=resources))
 
 
 def order_of(round_index: int) -> tuple[str, ...]:
@@ -193,13 +213,34 @@ def time_creates(rt: cri_grpc.RuntimeServiceStub, sandbox: Sandbox, image: str, 
     out = []
     for _ in range(count):
         attempts[0] += 1
-        request = cri.CreateContainerRequest(pod_sandbox_id=sandbox.id, config=container_config(image, attempts[0]),
+        request = cri.CreateContainerRequest(pod_sandbox_id=sandbox.id,
+                                             config=container_config(image, attempts[0], sandbox.be),
                                              sandbox_config=sandbox.config)
         start = time.perf_counter()
         reply = rt.CreateContainer(request)
         out.append((time.perf_counter() - start) * 1e6)
         rt.RemoveContainer(cri.RemoveContainerRequest(container_id=reply.container_id))
     return out
+
+
+def applied_values(rt: cri_grpc.RuntimeServiceStub, sandbox: Sandbox, image: str, cgroup_root: str,
+                   attempts: list[int]) -> dict[str, int | None]:
+    """The cgroup values a new (started) container of the BE `sandbox` got (cgroupfs layout
+    of cgroup v1: <controller>/<cgroup_parent>/<container id>); None for a file not there."""
+    attempts[0] += 1
+    request = cri.CreateContainerRequest(pod_sandbox_id=sandbox.id, config=container_config(image, attempts[0], True),
+                                         sandbox_config=sandbox.config)
+    container_id = rt.CreateContainer(request).container_id
+    try:
+        rt.StartContainer(cri.StartContainerRequest(container_id=container_id))  # runc makes the cgroup here
+        out: dict[str, int | None] = {}
+        for controller, name in EXPECTED_BE_CGROUP:
+            path = Path(cgroup_root, controller, sandbox.config.linux.cgroup_parent.strip("/"), container_id, name)
+            out[name] = int(path.read_text()) if path.exists() else None
+        return out
+    finally:
+        rt.StopContainer(cri.StopContainerRequest(container_id=container_id, timeout=0))
+        rt.RemoveContainer(cri.RemoveContainerRequest(container_id=container_id))
 
 
 def burners(count: int) -> list[subprocess.Popen]:
@@ -209,6 +250,7 @@ def burners(count: int) -> list[subprocess.Popen]:
 def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: argparse.Namespace, tmp: Path,
              log: ContainerdLog, load: int, attempts: list[int]) -> dict:
     samples: dict[str, list[list[float]]] = {name: [] for name in SETUPS}
+    applied: dict[str, int | None] = {}
     busy = burners(load)
     try:
         for r in range(args.rounds):
@@ -218,6 +260,9 @@ def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: ar
                     target = sandboxes[r % len(sandboxes)]
                     time_creates(rt, target, args.image, WARMUP_CREATES, attempts)
                     samples[setup].append(time_creates(rt, target, args.image, args.creates, attempts))
+                    if setup == "koordlet" and not applied:
+                        be = next(sandbox for sandbox in sandboxes if sandbox.be)
+                        applied = applied_values(rt, be, args.image, args.cgroup_root, attempts)
     finally:
         for proc in busy:
             proc.kill()
@@ -225,6 +270,8 @@ def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: ar
     figures = summary(samples)
     return {"load_procs": load, "pods": len(sandboxes), "creates": args.creates, "rounds": args.rounds,
             "loadavg_1m": os.getloadavg()[0], **{name: figures[name] for name in SETUPS},
+            "koordlet_applied": applied,
+            "koordlet_applied_as_expected": applied == {name: v for (_, name), v in EXPECTED_BE_CGROUP.items()},
             "ratio_added": ratios(figures), "ratio_added_pyempty": ratios(figures, "pyempty")}
 
 
@@ -248,6 +295,9 @@ def print_table(rows: list[dict]) -> None:
                 row["load_procs"], name, f["p50_us"], f["p99_us"], f["max_us"],
                 "%.0f" % f["added_p50_us"] if "added_p50_us" in f else "-",
                 "%.0f" % f["added_p99_us"] if "added_p99_us" in f else "-"))
+        print("%5d koordlet's values in a new BE container's cgroup: %s (%s)" % (
+            row["load_procs"], row["koordlet_applied"],
+            "as its BatchResource rule gives" if row["koordlet_applied_as_expected"] else "NOT as expected"))
         print("%5d koordlet added / Go added: p50 %.2fx, p99 %.2fx (the empty Python plugin's: %.2fx, %.2fx)" % (
             row["load_procs"], row["ratio_added"]["p50"], row["ratio_added"]["p99"],
             row["ratio_added_pyempty"]["p50"], row["ratio_added_pyempty"]["p99"]))

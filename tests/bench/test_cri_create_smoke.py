@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.cri_create import SETUPS, container_config, order_of, ratios, sandbox_config, summary
+from bench.cri_create import EXPECTED_BE_CGROUP, SETUPS, container_config, order_of, ratios, sandbox_config, summary
 from proto.cri import api_pb2 as cri
 
 
@@ -22,11 +22,21 @@ def test_pods_share_the_node_network_without_a_hostname_and_alternate_be_and_ls(
     assert sandbox_config(2, tmp_path).metadata.uid != be.metadata.uid
 
 
-def test_each_create_gets_its_own_attempt_and_log() -> None:
-    first, second = container_config("img", 1), container_config("img", 2)
+def test_each_create_gets_its_own_attempt_and_log_and_be_ones_kubelets_best_effort_values() -> None:
+    first, second = container_config("img", 1, True), container_config("img", 2, False)
     assert (first.metadata.attempt, second.metadata.attempt) == (1, 2)
-    assert first.log_path != second.log_path
-    assert first.linux.resources.cpu_quota == 50000 and first.image.image == "img"
+    assert first.log_path != second.log_path and first.image.image == "img"
+    assert (first.linux.resources.cpu_shares, first.linux.resources.cpu_quota) == (2, 0)  # nothing of batch here
+    assert second.linux.resources.cpu_quota > 0 and second.linux.resources.memory_limit_in_bytes > 0
+
+
+def test_expected_be_values_follow_the_batch_spec_the_pods_carry(tmp_path: Path) -> None:
+    spec = json.loads(sandbox_config(0, tmp_path).annotations["node.koordinator.sh/extended-resource-spec"])
+    limits = spec["containers"]["c"]["limits"]
+    milli = int(limits["kubernetes.io/batch-cpu"])
+    assert EXPECTED_BE_CGROUP[("cpu", "cpu.shares")] == milli * 1024 // 1000
+    assert EXPECTED_BE_CGROUP[("cpu", "cpu.cfs_quota_us")] == milli * 100
+    assert limits["kubernetes.io/batch-memory"] == "%dMi" % (EXPECTED_BE_CGROUP[("memory", "memory.limit_in_bytes")] >> 20)
 
 
 def test_every_set_up_goes_first_once_in_as_many_rounds() -> None:
