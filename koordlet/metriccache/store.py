@@ -52,11 +52,12 @@ log = structlog.get_logger(__name__)
 
 DB_FILE_NAME = "metric-cache.sqlite"
 DEFAULT_MAX_PENDING = 1_000_000
-# A collector's round reads off the loop and appends after: a pod deleted meanwhile would get
-# its series back and keep them until retention (bench.pod_churn). New series of a pod are
-# refused this long after the pod was forgotten; pod uids are never reused.
-GONE_POD_SECONDS = 60.0
-GONE_POD_CAPACITY = 4096
+# A collector's round reads off the loop and appends after: a pod (or container) deleted
+# meanwhile would get its series back and keep them until retention (bench.pod_churn). New
+# series of a pod or container are refused this long after it was forgotten; pod uids and
+# container ids are never reused (and never alike: a uid has dashes, an id is 64 hex digits).
+GONE_SECONDS = 60.0
+GONE_CAPACITY = 4096
 _AGGREGATE_PERCENTILES = (P50, P90, P95, P99)
 # Mean(count, avg, first, last) without the NamedTuple's Python-level __new__: summaries
 # makes one a series
@@ -122,8 +123,8 @@ class MetricStore:
         self._pending_lock = threading.Lock()
         self._pending: list[tuple[SeriesKey, float, float, float]] = []
         self._forgotten: list[SeriesKey] = []
-        self._gone_pods: OrderedDict[str, float] = OrderedDict()  # uid -> when forget_pod ran
-        self.refused_gone = 0  # samples of pods forgotten less than GONE_POD_SECONDS ago
+        self._gone: OrderedDict[str, float] = OrderedDict()  # pod uid or container id -> when forgotten
+        self.refused_gone = 0  # samples of pods or containers forgotten less than GONE_SECONDS ago
         self._max_pending = max_pending
         self.dropped_pending = 0  # rows never written because the disk fell behind
         self.evicted_series = 0  # series dropped to stay under max_series
@@ -213,11 +214,11 @@ class MetricStore:
         the timeline of the batch's known series when it holds this round); the batch's rows
         for the disk (`persist_rows` and theirs)."""
         series = self._series
-        gone = self._gone_pods
+        gone = self._gone
         for key, timestamp, value in new:
             ring = series.get(key)
             if ring is None:
-                if gone and key.pod_uid in gone and self._still_gone(key.pod_uid):
+                if gone and self._still_gone(key):
                     self.refused_gone += 1
                     continue
                 ring = self._new_series(key, timeline if timeline is not None and len(timeline.ts)
@@ -404,18 +405,28 @@ class MetricStore:
             self._drop(key)
         return len(keys)
 
-    def _bury(self, pod_uid: str) -> None:
-        gone = self._gone_pods
-        now = gone[pod_uid] = self._clock()
-        gone.move_to_end(pod_uid)
-        oldest_kept = now - GONE_POD_SECONDS
-        while len(gone) > GONE_POD_CAPACITY or next(iter(gone.values())) < oldest_kept:
+    def _bury(self, object_id: str) -> None:
+        gone = self._gone
+        now = gone[object_id] = self._clock()
+        gone.move_to_end(object_id)
+        oldest_kept = now - GONE_SECONDS
+        while len(gone) > GONE_CAPACITY or next(iter(gone.values())) < oldest_kept:
             gone.popitem(last=False)
 
-    def _still_gone(self, pod_uid: str) -> bool:
-        return self._gone_pods[pod_uid] >= self._clock() - GONE_POD_SECONDS
+    def _still_gone(self, key: SeriesKey) -> bool:
+        """Whether the key's pod, or its container, was forgotten less than GONE_SECONDS ago."""
+        gone = self._gone
+        since = self._clock() - GONE_SECONDS
+        when = gone.get(key.pod_uid)
+        if when is not None and when >= since:
+            return True
+        when = gone.get(key.container_id) if key.container_id else None
+        return when is not None and when >= since
 
     def forget_container(self, pod_uid: str, container_id: str) -> int:
+        """Drop a container's series (it is gone); as forget_pod, samples of it that come for
+        a while after make no new series."""
+        self._bury(container_id)
         keys = [key for key in self._by_pod.get(pod_uid, ()) if key.container_id == container_id]
         for key in keys:
             self._drop(key)

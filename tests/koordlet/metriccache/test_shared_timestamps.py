@@ -39,10 +39,10 @@ class Model:
 
     def __init__(self) -> None:
         self.series: dict[SeriesKey, dict[float, float]] = {}
-        self.gone_pods: set[str] = set()  # the store's clock stands still: forgotten pods stay gone
+        self.gone: set[str] = set()  # the store's clock stands still: forgotten pods and containers stay gone
 
     def put(self, key: SeriesKey, timestamp: float, value: float) -> None:
-        if key not in self.series and key.pod_uid in self.gone_pods:
+        if key not in self.series and (key.pod_uid in self.gone or key.container_id in self.gone):
             return
         points = self.series.setdefault(key, {})
         retention = POLICY.seconds(key)
@@ -112,8 +112,7 @@ def test_shared_timestamps_answer_as_separate_series(steps):
             key = KEYS[step[1]]
             store.forget_container(key.pod_uid, key.container_id) if key.container_id else store.forget_pod(
                 key.pod_uid)
-            if not key.container_id:
-                model.gone_pods.add(key.pod_uid)
+            model.gone.add(key.container_id or key.pod_uid)
             for gone in [k for k in model.series if k.pod_uid == key.pod_uid and (
                     not key.container_id or k.container_id == key.container_id)]:
                 del model.series[gone]

@@ -17,7 +17,7 @@ from koordlet.metriccache.sqlite_persistence import (
     PersistenceError,
     SqlitePersistence,
 )
-from koordlet.metriccache.store import DB_FILE_NAME, GONE_POD_CAPACITY, GONE_POD_SECONDS, MetricStore
+from koordlet.metriccache.store import DB_FILE_NAME, GONE_CAPACITY, GONE_SECONDS, MetricStore
 
 NODE_CPU = SeriesKey.of(Metric.NODE_CPU_USAGE_CORES)
 T0 = 1_700_000_000.0
@@ -64,7 +64,7 @@ def test_latest_values_of_a_tuple_follow_series_forgotten_and_made_again():
     assert store.latest_values(asked, T0) == [1.0, 2.0]
     store.forget_pod("p1")
     assert store.latest_values(asked, T0) == [None, 2.0]
-    clock.now = T0 + GONE_POD_SECONDS + 1
+    clock.now = T0 + GONE_SECONDS + 1
     store.append([Sample(asked[0], T0 + 1, 3.0)])
     assert store.latest_values(asked, T0) == [3.0, 2.0]
 
@@ -82,7 +82,27 @@ def test_a_forgotten_pod_gets_no_new_series_from_a_round_that_began_before():
     store.append_at(T0 + 1, [(ctr, 4.0)])
     assert store.latest(gone) is None and store.latest(ctr) is None and len(store) == 1
     assert store.latest(kept).value == 3.0 and store.refused_gone == 4
-    clock.now = T0 + GONE_POD_SECONDS + 1  # long after any round in flight: the pod's own again
+    clock.now = T0 + GONE_SECONDS + 1  # long after any round in flight: the pod's own again
+    store.append([Sample(gone, clock.now, 5.0)])
+    assert store.latest(gone).value == 5.0
+
+
+def test_a_forgotten_container_gets_no_new_series_while_its_pod_and_sibling_keep_theirs():
+    clock = Clock(T0)
+    store = MetricStore(clock=clock)
+    pod = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p")
+    gone, sibling = (SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "p", c) for c in ("c-gone", "c-kept"))
+    store.append([Sample(pod, T0, 1.0), Sample(gone, T0, 1.0), Sample(sibling, T0, 1.0)])
+    assert store.forget_container("p", "c-gone") == 1
+    clock.now = T0 + 1  # a round begun before the removal appends after it
+    store.append([Sample(pod, T0 + 1, 2.0), Sample(gone, T0 + 1, 2.0), Sample(sibling, T0 + 1, 2.0)])
+    store.append_columns(T0 + 1, (gone,), [3.0])
+    assert store.latest(gone) is None and store.refused_gone == 2
+    assert store.latest(pod).value == 2.0 and store.latest(sibling).value == 2.0
+    new_ctr = SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "p", "c-new")  # a new container of the pod
+    store.append([Sample(new_ctr, T0 + 1, 4.0)])
+    assert store.latest(new_ctr).value == 4.0
+    clock.now = T0 + GONE_SECONDS + 1
     store.append([Sample(gone, clock.now, 5.0)])
     assert store.latest(gone).value == 5.0
 
@@ -90,12 +110,12 @@ def test_a_forgotten_pod_gets_no_new_series_from_a_round_that_began_before():
 def test_forgotten_pods_are_remembered_a_bounded_while():
     clock = Clock(T0)
     store = MetricStore(clock=clock)
-    for i in range(GONE_POD_CAPACITY + 10):
+    for i in range(GONE_CAPACITY + 10):
         store.forget_pod("p%d" % i)
-    assert len(store._gone_pods) == GONE_POD_CAPACITY and "p0" not in store._gone_pods
-    clock.now = T0 + GONE_POD_SECONDS + 1
+    assert len(store._gone) == GONE_CAPACITY and "p0" not in store._gone
+    clock.now = T0 + GONE_SECONDS + 1
     store.forget_pod("last")
-    assert list(store._gone_pods) == ["last"]
+    assert list(store._gone) == ["last"]
 
 
 def test_window_bounds_are_inclusive_and_latest_is_newest():
