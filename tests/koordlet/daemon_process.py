@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -52,10 +53,29 @@ class DaemonProcess:
         return self.proc.stderr.read().decode() if self.proc.stderr else ""
 
 
+# Where a test daemon looks for its runtime unless the test names one: a directory with no
+# socket in it. The defaults are the host's containerd (NRI socket and CRI endpoint): on a
+# node that runs one, a test daemon would register as its NRI plugin and shape its pods.
+NO_RUNTIME_DIR = Path(tempfile.gettempdir()) / "koordlet-tests-no-runtime"
+
+
+def isolated(args: list[str]) -> list[str]:
+    """`args` plus an NRI socket and a CRI endpoint that lead nowhere, for those not given."""
+    out = list(args)
+    if "--help" in out:
+        return out
+    if "--runtime-hooks-nri-socket-path" not in out and "--nri-socket" not in out:
+        NO_RUNTIME_DIR.mkdir(exist_ok=True)
+        out += ["--runtime-hooks-nri-socket-path", str(NO_RUNTIME_DIR / "nri.sock")]
+    if "--cri-endpoint" not in out:
+        out += ["--cri-endpoint", ""]
+    return out
+
+
 def spawn(args: list[str]) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
     env.pop("KUBERNETES_SERVICE_HOST", None)
-    return subprocess.Popen([sys.executable, "-m", "koordlet", *args], cwd=PROJECT_ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", "koordlet", *isolated(args)], cwd=PROJECT_ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

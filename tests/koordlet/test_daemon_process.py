@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.koordlet.daemon_process import free_port, spawn, start_daemon
+from tests.koordlet.daemon_process import NO_RUNTIME_DIR, free_port, spawn, start_daemon
 
 
 @pytest.fixture
@@ -158,3 +158,14 @@ def test_gc_policy_is_applied_once_every_module_started(tmp_path):
     assert applied["frozen_objects"] > 10_000  # every module's objects, at least
     assert applied["thresholds"][0] == YOUNG_THRESHOLD
     assert names.index("daemon_started") < names.index("gc_policy_applied")
+
+
+def test_a_test_daemon_looks_for_no_runtime_of_the_host(tmp_path):
+    # on a node running containerd, a test daemon on the default socket would register as
+    # its NRI plugin and shape its pods
+    daemon = start_daemon(tmp_path / "state")
+    daemon.terminate()
+    events = [json.loads(line) for line in daemon.stderr().splitlines() if line.startswith("{")]
+    (unavailable,) = [event for event in events if event["event"] == "nri_runtime_unavailable"]
+    assert unavailable["path"] == str(NO_RUNTIME_DIR / "nri.sock")
+    assert not [event for event in events if event.get("source") == "cri"]  # no CRI endpoint tried

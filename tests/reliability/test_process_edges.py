@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.koordlet.daemon_process import PROJECT_ROOT
+from tests.koordlet.daemon_process import PROJECT_ROOT, isolated
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +26,8 @@ def koordlet(*args: str, preexec=None, timeout: float = 30) -> subprocess.Comple
 
 
 def base(tmp_path, *extra: str) -> list[str]:
-    return ["--addr", "127.0.0.1:0", "--state-dir", str(tmp_path / "state"), "--cgroup-root-dir",
-            str(tmp_path / "none"), "--cri-endpoint", "", "--log-format", "json", *extra]
+    return isolated(["--addr", "127.0.0.1:0", "--state-dir", str(tmp_path / "state"), "--cgroup-root-dir",
+                     str(tmp_path / "none"), "--log-format", "json", *extra])
 
 
 def one_line_exit_2(result: subprocess.CompletedProcess, needle: str) -> None:
