@@ -28,6 +28,7 @@ from koordlet.util.token_bucket import TokenBucket
 from system.host import Host
 from tests.koordlet.hubs_helper import config_of, hubs_for
 from tests.koordlet.reporter.fixtures import GI, NOW, crd_schema, node_samples, pod, pod_samples, store
+from tests.polling import until
 
 WEB = pod("web", KoordQoSClass.LS, PriorityBand.PROD, cpu_request=2000, memory_request=4 * GI)
 SPARK = pod("spark", KoordQoSClass.BE, PriorityBand.BATCH)
@@ -217,16 +218,13 @@ async def test_the_loops_run_report_and_stop_cleanly(tmp_path):
     module._clock = lambda: NOW
     await module.start()
     try:
-        for _ in range(100):
-            await asyncio.sleep(0.02)
-            if h.registry.get_sample_value("koordlet_realtime_overcommit_ratio", {"node": "node-1",
-                                                                                   "resource": "cpu"}):
-                break
+        def value(name: str, labels: dict[str, str]) -> float:
+            return h.registry.get_sample_value(name, {"node": "node-1", **labels}) or 0.0
+
+        # both loops have run once (a 2 s poll of one of them failed on a busy host)
+        await until(lambda: value("koordlet_realtime_overcommit_ratio", {"resource": "cpu"}) >= 1
+                    and value("koordlet_reports_total", {"report": "nodemetric", "sink": "file", "result": "failed"}))
         assert module.ready()  # a failing sink does not end the loop
-        assert h.registry.get_sample_value("koordlet_reports_total", {
-            "node": "node-1", "report": "nodemetric", "sink": "file", "result": "failed"}) >= 1
-        assert h.registry.get_sample_value("koordlet_realtime_overcommit_ratio",
-                                           {"node": "node-1", "resource": "cpu"}) >= 1
     finally:
         await module.stop()
     assert not module.ready()
