@@ -3,7 +3,6 @@ checkpoint reconciled against live pods, and refuses a configuration it cannot u
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from koordlet.statesinformer.model import (
 from koordlet.util.host_facts import HostFacts
 from system.cgroup_layout import QoSTier
 from system.host import Host
+from tests.polling import until
 from tests.system.fake_trees import build_topology_tree
 
 
@@ -52,11 +52,7 @@ def dedicated_pod(uid: str) -> PodInfo:
 
 async def settle(module: OrmModule) -> None:
     """Until the module's admission/release tasks (checkpoint writes run in a thread) are done."""
-    for _ in range(500):
-        await asyncio.sleep(0.005)
-        if not module._tasks:
-            return
-    raise AssertionError("orm tasks did not finish")
+    await until(lambda: not module._tasks)
 
 
 async def test_pods_are_admitted_and_released_through_the_informer(tmp_path) -> None:
