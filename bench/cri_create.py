@@ -44,12 +44,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import grpc
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.daemon_scale import EMPTY_PLUGIN, daemon_command, free_port, latency, pct, stop_process
 from proto.cri import api_pb2 as cri
@@ -167,6 +169,12 @@ class ContainerdLog:
         raise RuntimeError("containerd did not log %r within %.0f s" % (needle, timeout))
 
 
+def plugin_name(setup: str) -> str:
+    """How containerd names the set-up's plugin (its index, a dash, its name), or its end."""
+    return {"go": "%s-%s" % (GO_PLUGIN_IDX, GO_PLUGIN_NAME), "pyempty": "-" + EMPTY_PLUGIN,
+            "koordlet": KOORDLET_PLUGIN}.get(setup, "")
+
+
 class Plugin:
     """One set-up's NRI plugin process (none for the floor)."""
 
@@ -174,22 +182,20 @@ class Plugin:
         self.setup, self.args, self.tmp, self.log = setup, args, tmp, log
         self.proc: subprocess.Popen | None = None
 
-    def command(self) -> tuple[list[str], str]:
+    def command(self) -> list[str]:
         if self.setup == "pyempty":
-            return [sys.executable, "-m", "bench.daemon_scale", "--serve-empty", self.args.nri_socket], EMPTY_PLUGIN
+            return [sys.executable, "-m", "bench.daemon_scale", "--serve-empty", self.args.nri_socket]
         if self.setup == "go":
-            return (shlex.split(self.args.go_plugin) + ["-idx", GO_PLUGIN_IDX, "-name", GO_PLUGIN_NAME,
-                                                         "-socket", self.args.nri_socket],
-                    "%s-%s" % (GO_PLUGIN_IDX, GO_PLUGIN_NAME))
+            return shlex.split(self.args.go_plugin) + ["-idx", GO_PLUGIN_IDX, "-name", GO_PLUGIN_NAME,
+                                                       "-socket", self.args.nri_socket]
         state = self.tmp / "koordlet"
         state.mkdir(exist_ok=True)
-        cmd = daemon_command(state, free_port(), Path(self.args.nri_socket), Path(self.args.cgroup_root))
-        return cmd, KOORDLET_PLUGIN
+        return daemon_command(state, free_port(), Path(self.args.nri_socket), Path(self.args.cgroup_root))
 
     def __enter__(self) -> "Plugin":
         if self.setup == "none":
             return self
-        cmd, name = self.command()
+        cmd, name = self.command(), plugin_name(self.setup)
         self.log.mark()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.name = name
@@ -243,6 +249,36 @@ def applied_values(rt: cri_grpc.RuntimeServiceStub, sandbox: Sandbox, image: str
         rt.RemoveContainer(cri.RemoveContainerRequest(container_id=container_id))
 
 
+def plugin_latency(text: str, plugin: str, operation: str = "CreateContainer") -> tuple[float, float]:
+    """(seconds summed, calls) of containerd's own timing of `plugin`'s NRI calls of
+    `operation` (containerd_nri_plugin_latency_seconds, a histogram), from its metrics text."""
+    total = count = 0.0
+    for family in text_string_to_metric_families(text):
+        if family.name != "containerd_nri_plugin_latency_seconds":
+            continue
+        for sample in family.samples:
+            labels = sample.labels
+            if labels.get("operation") != operation or not labels.get("plugin", "").endswith(plugin):
+                continue
+            if sample.name.endswith("_sum"):
+                total += sample.value
+            elif sample.name.endswith("_count"):
+                count += sample.value
+    return total, count
+
+
+def mean_call_us(before: tuple[float, float], after: tuple[float, float]) -> float:
+    calls = after[1] - before[1]
+    return (after[0] - before[0]) / calls * 1e6 if calls > 0 else float("nan")
+
+
+def containerd_metrics(url: str | None) -> str:
+    if url is None:
+        return ""
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return reply.read().decode()
+
+
 def burners(count: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(count)]
 
@@ -250,6 +286,7 @@ def burners(count: int) -> list[subprocess.Popen]:
 def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: argparse.Namespace, tmp: Path,
              log: ContainerdLog, load: int, attempts: list[int]) -> dict:
     samples: dict[str, list[list[float]]] = {name: [] for name in SETUPS}
+    nri_call_us: dict[str, list[float]] = {name: [] for name in PLUGIN_SETUPS}  # containerd's timing, per round
     applied: dict[str, int | None] = {}
     busy = burners(load)
     try:
@@ -259,7 +296,12 @@ def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: ar
                     time.sleep(args.settle if setup != "none" else 0)
                     target = sandboxes[r % len(sandboxes)]
                     time_creates(rt, target, args.image, WARMUP_CREATES, attempts)
+                    name = plugin_name(setup)
+                    before = plugin_latency(containerd_metrics(args.containerd_metrics), name)
                     samples[setup].append(time_creates(rt, target, args.image, args.creates, attempts))
+                    if args.containerd_metrics and setup != "none":
+                        after = plugin_latency(containerd_metrics(args.containerd_metrics), name)
+                        nri_call_us[setup].append(mean_call_us(before, after))
                     if setup == "koordlet" and not applied:
                         be = next(sandbox for sandbox in sandboxes if sandbox.be)
                         applied = applied_values(rt, be, args.image, args.cgroup_root, attempts)
@@ -272,7 +314,18 @@ def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: ar
             "loadavg_1m": os.getloadavg()[0], **{name: figures[name] for name in SETUPS},
             "koordlet_applied": applied,
             "koordlet_applied_as_expected": applied == {name: v for (_, name), v in EXPECTED_BE_CGROUP.items()},
-            "ratio_added": ratios(figures), "ratio_added_pyempty": ratios(figures, "pyempty")}
+            "ratio_added": ratios(figures), "ratio_added_pyempty": ratios(figures, "pyempty"),
+            **nri_call_figures(nri_call_us)}
+
+
+def nri_call_figures(per_round: dict[str, list[float]]) -> dict:
+    """containerd's own mean time of each plugin's CreateContainer call: the median over
+    rounds, and koordlet's over Go's (empty without --containerd-metrics)."""
+    if not all(per_round.values()):
+        return {}
+    medians = {name: statistics.median(us) for name, us in per_round.items()}
+    return {"nri_call_mean_us": medians, "ratio_nri_call": medians["koordlet"] / medians["go"],
+            "ratio_nri_call_pyempty": medians["pyempty"] / medians["go"]}
 
 
 def skip_reason(args: argparse.Namespace) -> str:
@@ -298,6 +351,11 @@ def print_table(rows: list[dict]) -> None:
         print("%5d koordlet's values in a new BE container's cgroup: %s (%s)" % (
             row["load_procs"], row["koordlet_applied"],
             "as its BatchResource rule gives" if row["koordlet_applied_as_expected"] else "NOT as expected"))
+        if "nri_call_mean_us" in row:
+            calls = row["nri_call_mean_us"]
+            print("%5d containerd's own timing of the NRI call (mean a call, median over rounds): go %.0f us, "
+                  "pyempty %.0f us, koordlet %.0f us; koordlet / Go %.2fx" % (
+                      row["load_procs"], calls["go"], calls["pyempty"], calls["koordlet"], row["ratio_nri_call"]))
         print("%5d koordlet added / Go added: p50 %.2fx, p99 %.2fx (the empty Python plugin's: %.2fx, %.2fx)" % (
             row["load_procs"], row["ratio_added"]["p50"], row["ratio_added"]["p99"],
             row["ratio_added_pyempty"]["p50"], row["ratio_added_pyempty"]["p99"]))
@@ -311,6 +369,8 @@ def main() -> None:
     parser.add_argument("--nri-socket", default="/var/run/nri/nri.sock")
     parser.add_argument("--cgroup-root", default="/sys/fs/cgroup", help="koordlet's --cgroup-root-dir")
     parser.add_argument("--image", default="registry.k8s.io/pause:3.10.2", help="an image already on the node")
+    parser.add_argument("--containerd-metrics", help="containerd's metrics URL (its [metrics] address + /v1/metrics): "
+                        "adds containerd's own timing of each plugin's CreateContainer call")
     parser.add_argument("--pods", type=int, default=10)
     parser.add_argument("--creates", type=int, default=100, help="timed creates per set-up per round")
     parser.add_argument("--rounds", type=int, default=3)

@@ -5,7 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.cri_create import EXPECTED_BE_CGROUP, SETUPS, container_config, order_of, ratios, sandbox_config, summary
+from bench.cri_create import (
+    EXPECTED_BE_CGROUP,
+    SETUPS,
+    container_config,
+    mean_call_us,
+    order_of,
+    plugin_latency,
+    plugin_name,
+    ratios,
+    sandbox_config,
+    summary,
+)
 from proto.cri import api_pb2 as cri
 
 
@@ -64,3 +75,25 @@ def test_no_ratio_unless_both_plugins_added_latency() -> None:
     rounds = {"none": [[100.0]], "go": [[100.0]], "pyempty": [[120.0]], "koordlet": [[90.0]]}
     figures = summary(rounds)
     assert all(value != value for value in ratios(figures).values())  # NaN
+
+
+CONTAINERD_METRICS = """# HELP containerd_nri_plugin_latency_seconds NRI plugin operation latency
+# TYPE containerd_nri_plugin_latency_seconds histogram
+containerd_nri_plugin_latency_seconds_bucket{operation="CreateContainer",plugin="00-koordlet_nri",le="+Inf"} 4
+containerd_nri_plugin_latency_seconds_sum{operation="CreateContainer",plugin="00-koordlet_nri"} 0.002
+containerd_nri_plugin_latency_seconds_count{operation="CreateContainer",plugin="00-koordlet_nri"} 4
+containerd_nri_plugin_latency_seconds_bucket{operation="RemoveContainer",plugin="00-koordlet_nri",le="+Inf"} 9
+containerd_nri_plugin_latency_seconds_sum{operation="RemoveContainer",plugin="00-koordlet_nri"} 9.0
+containerd_nri_plugin_latency_seconds_count{operation="RemoveContainer",plugin="00-koordlet_nri"} 9
+containerd_nri_plugin_latency_seconds_bucket{operation="CreateContainer",plugin="50-goempty",le="+Inf"} 2
+containerd_nri_plugin_latency_seconds_sum{operation="CreateContainer",plugin="50-goempty"} 0.0006
+containerd_nri_plugin_latency_seconds_count{operation="CreateContainer",plugin="50-goempty"} 2
+"""
+
+
+def test_containerds_timing_is_read_per_plugin_and_operation() -> None:
+    assert plugin_latency(CONTAINERD_METRICS, plugin_name("koordlet")) == (0.002, 4.0)
+    assert plugin_latency(CONTAINERD_METRICS, plugin_name("go")) == (0.0006, 2.0)
+    assert plugin_latency(CONTAINERD_METRICS, plugin_name("pyempty")) == (0.0, 0.0)
+    assert mean_call_us((0.001, 2.0), plugin_latency(CONTAINERD_METRICS, plugin_name("koordlet"))) == 500.0
+    assert mean_call_us((0.002, 4.0), (0.002, 4.0)) != mean_call_us((0.002, 4.0), (0.002, 4.0))  # no call: NaN
