@@ -1,5 +1,6 @@
 """Best-effort CPU: usage and real limit of the besteffort QoS cgroup, and the sum of the
-BE pods' batch-cpu requests (koordlet's beresource collector), every 1 s.
+BE pods' batch-cpu requests (koordlet's beresource collector), every 1 s. The sum is kept
+from the informer's pod events (statesinformer/pod_sum.py), not summed over every pod.
 
 Real limit (koordlet getBECPURealMilliLimit): the CPUs of the tier's cpuset, lowered to
 quota/period when a CFS quota is set.
@@ -18,8 +19,8 @@ from koordlet.apis.qos import KoordQoSClass
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metricsadvisor.framework import CollectContext, CollectorUnsupported, Round, RoundCollector
 from koordlet.metricsadvisor.rates import cores_from_ns
-from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import PodInfo
+from koordlet.statesinformer.pod_sum import KeptPodSum
 from koordlet.util.host_facts import HostFacts
 from system.cgroup_codecs import key_value_of
 from system.cgroup_layout import QoSTier
@@ -39,16 +40,17 @@ _USAGE, _MEMORY, _STAT, _QUOTA, _PERIOD, _CPUSET = (
     "cpuset.cpus.effective")
 
 
+def be_request_milli(pod: PodInfo) -> int:
+    """The batch-cpu requests of every container of a BE pod, in milli-cores (0: not BE)."""
+    if pod.qos.effective is not KoordQoSClass.BE:
+        return 0
+    return sum(container.spec.requests.get(keys.BATCH_CPU, 0) for container in pod.containers
+               if container.spec is not None)
+
+
 def be_request_cores(pods: tuple[PodInfo, ...]) -> float:
     """Sum of the batch-cpu requests of every container of every BE pod, in cores."""
-    milli = 0
-    for pod in pods:
-        if pod.qos.effective is not KoordQoSClass.BE:
-            continue
-        for container in pod.containers:
-            if container.spec is not None:
-                milli += container.spec.requests.get(keys.BATCH_CPU, 0)
-    return milli / 1000.0
+    return sum(map(be_request_milli, pods)) / 1000.0
 
 
 def real_limit_cores(cpuset_cpus: int, quota_cores: float | None) -> float:
@@ -104,29 +106,22 @@ class BEResourceCollector(RoundCollector):
         super().__init__(interval)
         self._facts: HostFacts | None = None
         self._reader: CgroupReader | None = None
-        self._states: StatesInformer | None = None
         self._last: tuple[float, int] | None = None
-        self._requests: tuple[tuple[PodInfo, ...], float] | None = None  # (the informer's listing, its sum)
+        self._requests: KeptPodSum | None = None  # be_request_milli over the informer's pods
         self._files: _TierFiles | None = None
 
     def setup(self, ctx: CollectContext) -> None:
         if ctx.reader is None or ctx.facts is None:
             raise CollectorUnsupported("no cgroup hierarchy on this host")
-        self._facts, self._reader, self._states = ctx.facts, ctx.reader, ctx.states
+        self._facts, self._reader = ctx.facts, ctx.reader
+        if self._requests is not None:
+            self._requests.close()
+        self._requests = None if ctx.states is None else KeptPodSum(ctx.states, be_request_milli)
 
     def _be_dir(self) -> str | None:
         """The besteffort tier's dir; None until kubelet made it (the facts look again)."""
         assert self._facts is not None
         return self._facts.qos_dirs().get(QoSTier.BESTEFFORT)
-
-    def _request_cores(self, pods: tuple[PodInfo, ...]) -> float:
-        """be_request_cores, summed again only when the informer's listing changed (it
-        hands out the same tuple while no pod changed): 2.7 % of the daemon's samples
-        at 1,000 pods when summed every second."""
-        known = self._requests
-        if known is None or known[0] is not pods:
-            known = self._requests = (pods, be_request_cores(pods))
-        return known[1]
 
     def _tier_files(self, directory: str) -> _TierFiles | None:
         """The tier's batch, made again when the tier's dir changes; None when a file it
@@ -141,8 +136,8 @@ class BEResourceCollector(RoundCollector):
 
     def round(self, now: float) -> Round:
         samples: list[tuple[SeriesKey, float]] = []
-        if self._states is not None:
-            samples.append((BE_REQUEST, self._request_cores(self._states.pods())))
+        if self._requests is not None:
+            samples.append((BE_REQUEST, self._requests.total / 1000.0))
         directory = self._be_dir()
         files = None if directory is None else self._tier_files(directory)
         if files is None:

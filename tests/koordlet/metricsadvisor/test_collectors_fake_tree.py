@@ -180,6 +180,10 @@ def test_batch_requests_follow_the_informer_pods_added_and_removed(tmp_path: Pat
     assert request(12.0) == 2.0
     states.remove("b1")
     assert request(13.0) == 0.5
+    states.put(make_pod("b2", KoordQoSClass.BE, tier="besteffort", containers=3, batch_cpu_milli=500))  # updated
+    assert request(14.0) == 1.5 == be_request_cores(states.pods())
+    states.put(make_pod("b2", KoordQoSClass.LS, batch_cpu_milli=500))  # no longer BE
+    assert request(15.0) == 0.0
 
 
 def test_real_limit_is_the_tighter_of_cpuset_and_quota():

@@ -22,6 +22,7 @@ from koordlet.statesinformer.model import (
     Source,
 )
 from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
+from koordlet.statesinformer.pod_sum import KeptPodSum
 from koordlet.statesinformer.store import TOMBSTONE_SECONDS, PodStore
 from proto.nri.pkg.api.v1alpha1 import api_pb2
 from system.cgroup_layout import QoSTier
@@ -444,6 +445,11 @@ def merged_afresh(store: PodStore, uid: str) -> PodInfo | None:
     return merge_pod(views, containers.values(), store._kubelet.get(uid))[0]
 
 
+def _shares_weight(pod: PodInfo) -> int:
+    """A per-pod figure that changes with the pod's containers and their cpu shares (a kept sum's contribution)."""
+    return 1 + sum(1 + (c.linux.cpu_shares or 0) for c in pod.containers)
+
+
 @settings(max_examples=150, deadline=None)
 @given(EVENTS)
 def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
@@ -451,6 +457,7 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
     mirror: dict[str, PodInfo] = {}
     store.subscribe(lambda e: mirror.pop(e.pod.uid) if e.kind is PodEventKind.DELETED
                     else mirror.__setitem__(e.pod.uid, e.pod))
+    kept = KeptPodSum(store, _shares_weight)  # a sum kept from the same events
     live: set[int] = set()
     running: dict[int, set[int]] = {}
     generation: dict[int, int] = {}  # a removed sandbox's id never comes back: kubelet makes a new one
@@ -503,6 +510,7 @@ def test_any_sequence_of_events_leaves_no_removed_pod(events) -> None:
                 [container(sb_of(m), "c%d-%d" % (m, k), name="n%d" % k) for m in live for k in running.get(m, ())])
         assert {p.uid for p in store.pods()} == {uid_of(m) for m in live}
         assert mirror == {p.uid: p for p in store.pods()}
+        assert kept.total == sum(map(_shares_weight, store.pods()))
         assert all(e.pod != e.previous for e in rec.events if e.kind is PodEventKind.UPDATED)  # on real change only
         for m in live:
             assert {x.id for x in store.pod(uid_of(m)).containers} == {"c%d-%d" % (m, k) for k in running.get(m, ())}
