@@ -166,18 +166,24 @@ class AdvisorExporter:
         """The rows of the pods the informer lists now; the layout of the last scrape when
         they are the same objects (a pod that changed is a new object)."""
         assert self._states is not None
+        pods = self._states.pods()
+        layout = self._layout
+        if pods is layout.pods:  # the informer's same snapshot: the same objects
+            return layout
         kept, rows = self._rows, {}
         node = self._node_label
-        for pod in self._states.pods():
+        for pod in pods:
             row = kept.get(pod.uid)
             if row is None or row.pod is not pod:
                 row = _PodRows(pod, node)
             rows[pod.uid] = row
         self._rows = rows  # pods gone since the last scrape drop out here
         ordered = list(rows.values())
-        if ordered != self._layout.rows:  # compared by identity: _PodRows has no __eq__
-            self._layout = _Layout(ordered, self._layout)
-        return self._layout
+        if ordered != layout.rows:  # compared by identity: _PodRows has no __eq__
+            layout = _Layout(ordered, layout)
+        layout.pods = pods
+        self._layout = layout
+        return layout
 
     def _pod_families(self, layout: _Layout, values: Iterator[float | None], internal: bool, external: bool,
                       want_cpi: bool) -> list[Family]:
@@ -296,10 +302,13 @@ class _Layout:
     when the informer lists other objects; the rows kept from the last layout bring their
     lines as slices of its blocks (the lines are kept once, in the blocks)."""
 
-    __slots__ = ("rows", "pod_keys", "pod_labels", "_ctr", "_cpi", "requests", "limits", "_ends")
+    __slots__ = ("rows", "pods", "pod_keys", "pod_labels", "_ctr", "_cpi", "requests", "limits", "_ends")
 
     def __init__(self, rows: list[_PodRows], last: _Layout | None = None) -> None:
         self.rows = rows
+        # the informer's pods() these rows were made from, while it hands the same tuple
+        # (its snapshot until a pod changes): a scrape then walks no pod
+        self.pods: Sequence[PodInfo] | None = None
         self.pod_keys = _by_family([row.usage for row in rows])
         self.pod_labels = [row.labels for row in rows]
         self._ctr: tuple[tuple[SeriesKey, ...], list[str]] | None = None
