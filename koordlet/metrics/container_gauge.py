@@ -23,37 +23,62 @@ class ContainerGauge:
         # container id -> ("name{labels} ", value, the line) of the last scrape: a set every
         # second mostly repeats the value, and spelling it was half of the family's render
         self._lines: dict[str, tuple[str, float, str]] = {}
+        # sets that changed a row and removals so far, and (that count, the encoded lines)
+        # of the last scrape: a scrape after none reuses the block as it is
+        self._changes = 0
+        self._block: tuple[int, bytes] = (-1, b"")
 
     def set(self, labels: tuple[str, ...], value: float) -> None:
         """`labels` in LABEL_NAMES order; the container id is the series' identity."""
         if len(labels) != len(LABEL_NAMES):
             raise ValueError("%s takes labels %s" % (self.name, LABEL_NAMES))
+        value = float(value)
         row = self._rows.get(labels[3])
-        prefix = row[1] if row is not None and row[0] == labels else "%s{%s} " % (
-            self.name, ",".join('%s="%s"' % (k, escape(v)) for k, v in zip(LABEL_NAMES, labels)))
-        self._rows[labels[3]] = (labels, prefix, float(value))
+        if row is not None and row[0] == labels:
+            old = row[2]  # compared inline (as _same): a set per limited container every second
+            if value == old and (value != 0.0 or copysign(1.0, value) == copysign(1.0, old)):
+                return
+            prefix = row[1]
+        else:
+            prefix = "%s{%s} " % (self.name, ",".join('%s="%s"' % (k, escape(v)) for k, v in zip(LABEL_NAMES, labels)))
+        self._rows[labels[3]] = (labels, prefix, value)
+        self._changes += 1
 
     def value(self, container_id: str) -> float | None:
         row = self._rows.get(container_id)
         return None if row is None else row[2]
 
     def remove(self, container_id: str) -> None:
-        self._rows.pop(container_id, None)
+        if self._rows.pop(container_id, None) is not None:
+            self._changes += 1
 
     def container_ids(self) -> list[str]:
         return list(self._rows)
 
     def family(self) -> Family:
         family = Family(self.name, self.help_text)
+        # read before the rows: a set meanwhile (the loop's, while this runs in the scrape's
+        # thread) leaves a later count, so the next scrape makes the block again
+        changes = self._changes
+        block = self._block
+        if block[0] != changes:
+            block = (changes, "".join(self._lines_now()).encode())
+            self._block = block
+        family.blocks = [block[1]] if block[1] else []
+        return family
+
+    def _lines_now(self) -> list[str]:
         kept, lines = self._lines, {}
         # list(): one atomic copy, the scrape runs in a thread while the loop sets values
         for container_id, (_, prefix, value) in list(self._rows.items()):
             line = kept.get(container_id)
-            # 0.0 == -0.0, written differently: a zero's sign is compared too
-            if line is None or line[0] is not prefix or line[1] != value or (
-                    not value and copysign(1.0, value) != copysign(1.0, line[1])):
+            if line is None or line[0] is not prefix or not _same(value, line[1]):
                 line = (prefix, value, prefix + number(value) + "\n")
             lines[container_id] = line
         self._lines = lines  # containers gone since the last scrape drop out here
-        family.lines = [line[2] for line in lines.values()]
-        return family
+        return [line[2] for line in lines.values()]
+
+
+def _same(value: float, other: float) -> bool:
+    """Equal and spelled the same: 0.0 == -0.0 is written differently (NaN is never the same)."""
+    return value == other and (value != 0.0 or copysign(1.0, value) == copysign(1.0, other))

@@ -47,3 +47,44 @@ def test_each_scrape_shows_the_values_set_since_the_last_one():
         text = render_families([gauge.family()], False).decode()
         spelled = "NaN" if value != value else repr(float(value))
         assert text.endswith('container_name="app"} %s\n' % spelled)
+
+
+def _fresh_copy(gauge: ContainerGauge, labels: dict[str, tuple[str, ...]]) -> ContainerGauge:
+    """A gauge never scraped, with the same rows set in the same order."""
+    fresh = ContainerGauge(gauge.name, gauge.help_text)
+    for container_id in gauge.container_ids():
+        value = gauge.value(container_id)
+        assert value is not None
+        fresh.set(labels[container_id], value)
+    return fresh
+
+
+def test_a_scrape_after_sets_repeating_changing_or_removing_rows_is_a_fresh_gauges():
+    gauge = ContainerGauge("koordlet_container_scaled_cfs_burst_us", "burst")
+    labels = {cid: ("n1", "default", "pod-" + cid, cid, "app") for cid in ("c1", "c2", "c3")}
+    steps: list[list[tuple[str, float | None]]] = [  # (container, value set; None: removed)
+        [("c1", 1000), ("c2", 0.0), ("c3", 5.0)],
+        [("c1", 1000), ("c2", 0.0), ("c3", 5.0)],  # every set repeats
+        [],  # no set at all
+        [("c2", -0.0)],  # equal, spelled otherwise
+        [("c2", 0.0), ("c1", float("nan"))],
+        [("c1", float("nan"))],  # NaN again
+        [("c3", None)],
+        [("c3", 5.0)],  # back, after the others
+        [("c1", 2000), ("c1", 1000)],  # changed and back between two scrapes
+    ]
+    for k, step in enumerate(steps):
+        for cid, value in step:
+            if value is None:
+                gauge.remove(cid)
+            else:
+                gauge.set(labels[cid], value)
+        got = render_families([gauge.family()], False)
+        assert got == render_families([_fresh_copy(gauge, labels).family()], False), "step %d" % k
+        if k == 3:
+            assert b'container_id="c2",container_name="app"} -0.0\n' in got
+        if k == 6:
+            assert b'"c3"' not in got
+    labels["c1"] = ("n1", "default", "renamed", "c1", "app")  # new labels, same value
+    gauge.set(labels["c1"], 1000)
+    assert b'pod_name="renamed"' in render_families([gauge.family()], False)
