@@ -3,6 +3,7 @@
 Run from the project root:
 
     .venv/bin/python -m bench.metrics_scrape [--pods 100,1000,3000] [--repeats 15] [--no-psi] [--busy 1.0,0.2]
+        [--changed 0,1]
 
 In this process: the exporter over N fake pods (half BE with batch requests and limits,
 half LS with cpu and memory ones), a MetricStore holding what the collectors store for
@@ -11,9 +12,14 @@ kernel with PSI gives it (cpu/memory/io, some and full, for the node, each pod a
 container; `--no-psi` for a host without). Renders alternate between two PSI rounds, as
 scrapes 10 s apart meet a new round each: the `--busy` fraction of the pods has averages
 that differ between them, the others are idle (0.0 in both; the exporter re-renders an
-object's PSI lines only when its readings changed). For each N, each level — default, and
+object's PSI lines only when its readings changed). Before each render (untimed) the store
+gets a new round of usage and throttling samples in which the `--changed` fraction of the
+pods (and their containers) has values other than the last round's, the others repeat theirs
+(an idle pod's; the exporter spells a line again only when its value changed). For each N,
+each level — default, and
 `--metrics-container-series=true --metrics-psi-precisions=avg10,avg60,avg300` ("all",
-which is what /metrics exported before these flags) — and each busy fraction, one row:
+which is what /metrics exported before these flags) — each busy fraction and each changed
+fraction, one row:
 
   series       sample lines of /metrics' advisor part (render_parts, both halves)
   KiB          its body
@@ -74,15 +80,23 @@ def fake_pods(n: int) -> list[PodInfo]:
     return pods
 
 
-def filled_store(pods: list[PodInfo]) -> MetricStore:
-    samples = [Sample(SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), NOW, 3.5),
-               Sample(SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES), NOW, 8e9)]
-    for pod in pods:
-        samples += [Sample(SeriesKey.of(m, pod.uid), NOW, 0.25) for m in _POD_METRICS]
+def usage_round(pods: list[PodInfo], t: float, changed: float, k: int) -> list[Sample]:
+    """One round of what the collectors store at `t`: the first `changed` fraction of the pods
+    (and their containers) with values of round `k`, the others with the values of every round."""
+    samples = [Sample(SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), t, 3.5),
+               Sample(SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES), t, 8e9)]
+    cut = changed * len(pods)
+    for i, pod in enumerate(pods):
+        bump = k / 1024 if i < cut else 0.0
+        samples += [Sample(SeriesKey.of(m, pod.uid), t, 0.25 + bump) for m in _POD_METRICS]
         for c in pod.containers:
-            samples += [Sample(SeriesKey.of(m, pod.uid, c.id), NOW, 0.125) for m in _CONTAINER_METRICS]
+            samples += [Sample(SeriesKey.of(m, pod.uid, c.id), t, 0.125 + bump) for m in _CONTAINER_METRICS]
+    return samples
+
+
+def filled_store(pods: list[PodInfo]) -> MetricStore:
     store = MetricStore()
-    store.append(samples)
+    store.append(usage_round(pods, NOW, 0.0, 0))
     return store
 
 
@@ -111,14 +125,17 @@ def _minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
 
 
-def timed_ms(calls: tuple[Callable[[], object], ...], repeats: int) -> list[tuple[list[float], list[float], list[int]]]:
+def timed_ms(calls: tuple[Callable[[], object], ...], repeats: int,
+             prepare: Callable[[], object] = lambda: None) -> list[tuple[list[float], list[float], list[int]]]:
     """Wall and CPU ms and minor page faults of each call (CPU: what neighbours on a shared
     machine do not inflate), the calls alternating so that each meets the same noise and
-    allocator state."""
+    allocator state; `prepare` runs untimed before each round of the calls."""
     out: list[tuple[list[float], list[float], list[int]]] = [([], [], []) for _ in calls]
+    prepare()
     for call in calls:
         call()
     for _ in range(repeats):
+        prepare()
         for call, (wall, cpu, faults) in zip(calls, out):
             start, start_cpu, start_faults = time.perf_counter(), time.thread_time(), _minor_faults()
             call()
@@ -148,14 +165,20 @@ def held_bytes(new_exporter: Callable[[], AdvisorExporter], renders: int = 3) ->
         tracemalloc.stop()
 
 
-def measure(n: int, level: str, with_psi: bool, repeats: int, busy: float) -> dict:
+def measure(n: int, level: str, with_psi: bool, repeats: int, busy: float, changed: float) -> dict:
     pods = fake_pods(n)
     store, rounds = filled_store(pods), psi_snapshots(pods, with_psi, busy)
     current = [0]  # each render meets the other PSI round, as scrapes 10 s apart would
     states = StaticStates(NodeInfo("bench-node"), pods)
+    usage_rounds = [0]
+
+    def new_usage_round() -> None:
+        usage_rounds[0] += 1
+        store.append(usage_round(pods, NOW + usage_rounds[0], changed, usage_rounds[0]))
 
     def new_exporter() -> AdvisorExporter:
-        return AdvisorExporter(store, states, "bench-node", clock=lambda: NOW + 1, psi=lambda: rounds[current[0]],
+        return AdvisorExporter(store, states, "bench-node", clock=lambda: NOW + usage_rounds[0] + 1,
+                               psi=lambda: rounds[current[0]],
                                container_series=level == "all",
                                psi_precisions=("avg10", "avg60", "avg300") if level == "all" else ("avg10",))
 
@@ -167,9 +190,10 @@ def measure(n: int, level: str, with_psi: bool, repeats: int, busy: float) -> di
 
     body = b"".join(render())
     lines = body.decode().split("\n")
-    (render_ms, render_cpu, faults), (floor, _, _) = timed_ms((render, lambda: "\n".join(lines).encode()), repeats)
+    (render_ms, render_cpu, faults), (floor, _, _) = timed_ms((render, lambda: "\n".join(lines).encode()), repeats,
+                                                              new_usage_round)
     series = sum(1 for line in lines if line and not line.startswith("#"))
-    return {"pods": n, "level": level, "busy": busy, "series": series, "per_pod": series / n, "kib": len(body) / 1024,
+    return {"pods": n, "level": level, "busy": busy, "changed": changed, "series": series, "per_pod": series / n, "kib": len(body) / 1024,
             "p50": statistics.median(render_ms), "p99": p99(render_ms), "cpu": statistics.median(render_cpu),
             "faults": statistics.median(faults), "held": held_bytes(new_exporter) / 1024,
             "floor": statistics.median(floor), "ratio": statistics.median(render_ms) / statistics.median(floor)}
@@ -182,18 +206,22 @@ def main() -> None:
     parser.add_argument("--no-psi", action="store_true", help="a host whose kernel gives no PSI")
     parser.add_argument("--busy", default="1.0,0.2",
                         help="comma-separated fractions of pods whose PSI averages change between scrapes")
+    parser.add_argument("--changed", default="0,1",
+                        help="comma-separated fractions of pods whose usage values change between scrapes")
     args = parser.parse_args()
     print("advisor part of /metrics, N pods x 2 containers, PSI %s; render = render_parts(both halves)"
           % ("absent" if args.no_psi else "cpu/memory/io some+full"))
-    print("| N pods | level | PSI busy | series | per pod | KiB | render p50 ms | p99 ms | CPU p50 ms | floor p50 ms "
-          "| faults | ratio | held KiB |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| N pods | level | PSI busy | usage changed | series | per pod | KiB | render p50 ms | p99 ms | CPU p50 ms "
+          "| floor p50 ms | faults | ratio | held KiB |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in (int(x) for x in args.pods.split(",")):
         for level in ("default", "all"):
             for busy in (float(x) for x in args.busy.split(",")):
-                r = measure(n, level, not args.no_psi, args.repeats, busy)
-                print("| {pods:,} | {level} | {busy:.0%} | {series:,} | {per_pod:.1f} | {kib:,.0f} | {p50:.2f} | "
-                      "{p99:.2f} | {cpu:.2f} | {floor:.2f} | {faults:,.0f} | {ratio:.1f}x | {held:,.0f} |".format(**r), flush=True)
+                for changed in (float(x) for x in args.changed.split(",")):
+                    r = measure(n, level, not args.no_psi, args.repeats, busy, changed)
+                    print("| {pods:,} | {level} | {busy:.0%} | {changed:.0%} | {series:,} | {per_pod:.1f} | {kib:,.0f} "
+                          "| {p50:.2f} | {p99:.2f} | {cpu:.2f} | {floor:.2f} | {faults:,.0f} | {ratio:.1f}x "
+                          "| {held:,.0f} |".format(**r), flush=True)
 
 
 if __name__ == "__main__":
