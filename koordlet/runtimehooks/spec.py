@@ -15,9 +15,13 @@ from typing import Any, Iterable, Mapping
 from koordlet.apis.qos import KoordQoSClass
 from system.cpuset import format_cpuset
 
+# Read-only over a dict nobody else holds, so one is enough for every spec without
+# cgroup-v2-only files: ~4,500 specs at 1,000 pods each made its own (a dict and a proxy).
+_NO_UNIFIED: Mapping[str, str] = MappingProxyType({})
+
 
 def _empty() -> Mapping[str, str]:
-    return MappingProxyType({})
+    return _NO_UNIFIED
 
 
 @dataclass(frozen=True, slots=True)

@@ -293,3 +293,13 @@ def test_the_index_says_the_pools_moved_only_when_a_cpu_joins_or_leaves_a_union(
     assert index.snapshot() == CpuAllocations(exclusive=frozenset({0, 1}))
     assert index.remove("lsr2") is True and index.snapshot() == CpuAllocations()
     assert index.remove("gone") is False
+
+
+def test_specs_without_unified_files_share_one_read_only_empty_mapping() -> None:
+    pod_spec, container_spec = ResourceSpec(cpu_shares=2), ResourceSpec(memory_limit=1 << 20)
+    assert pod_spec.unified is container_spec.unified is EMPTY_SPEC.unified
+    assert dict(pod_spec.unified) == {}
+    with pytest.raises(TypeError):
+        pod_spec.unified["cpu.weight"] = "100"  # type: ignore[index]
+    merged = pod_spec.merged(ResourceSpec(unified=MappingProxyType({"cpu.idle": "1"})))
+    assert dict(merged.unified) == {"cpu.idle": "1"} and dict(EMPTY_SPEC.unified) == {}
