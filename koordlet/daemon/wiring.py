@@ -22,7 +22,7 @@ from koordlet import __version__
 from koordlet.agent import AgentSpec, Module, StartupError
 from koordlet.agents import AGENTS
 from koordlet.config import Config, parse_addr
-from koordlet.daemon import gc_policy, heap_trim
+from koordlet.daemon import gc_policy, glibc_heap
 from koordlet.daemon.executor_module import ExecutorModule
 from koordlet.daemon.fd_limit import ensure_open_files
 from koordlet.daemon.lifecycle import Daemon
@@ -177,7 +177,7 @@ async def _run(config: Config, early_stop: list[int]) -> int:
     task = asyncio.ensure_future(daemon.run())
     undo_gc_policy = await _notify_when_started(daemon, task, config.common.gc_young_threshold)
     refresh = asyncio.ensure_future(gc_policy.refresh_frozen())
-    trimming = asyncio.ensure_future(heap_trim.trim_periodically())
+    trimming = asyncio.ensure_future(glibc_heap.trim_periodically())
     try:
         code = await task
     finally:
