@@ -268,15 +268,18 @@ class PodStore(PodTable):
     # ---- introspection
 
     def counts(self) -> Mapping[tuple[str, str], int]:
-        """(kind, source) -> how many are known; source "merged" is what readers see."""
+        """(kind, source) -> how many are known; source "merged" is what readers see. Called
+        from /metrics' worker thread: the pods are taken in one C call (no thread switch inside
+        it), as a loop over the live dict could meet the event loop adding or removing a pod."""
+        pods = tuple(self._pods.values())
         return {
             ("pods", Source.NRI.value): len(self._nri.sandboxes),
             ("containers", Source.NRI.value): len(self._nri.containers),
             ("pods", Source.CRI.value): len(self._cri.sandboxes),
             ("containers", Source.CRI.value): len(self._cri.containers),
             ("pods", Source.KUBELET.value): len(self._kubelet),
-            ("pods", "merged"): len(self._pods),
-            ("containers", "merged"): sum(len(p.containers) for p in self._pods.values()),
+            ("pods", "merged"): len(pods),
+            ("containers", "merged"): sum(len(p.containers) for p in pods),
             ("tombstones", "merged"): len(self._tombstones),
         }
 

@@ -682,3 +682,23 @@ def test_a_cri_poll_after_nri_dropped_lists_what_changed_while_it_was_away() -> 
     store.nri_link(False)
     store.cri_listed(*cri_listing((kept, []), (came, [])), clock())
     assert sorted(p.uid for p in store.pods()) == [uid_of(1), uid_of(3)]
+
+
+class _PodWhoseReadIsInterrupted:
+    """A pod whose `containers` is read while the event loop (simulated here) adds a pod:
+    what a thread switch between two steps of a scrape's loop over the pods can meet."""
+
+    def __init__(self, store: PodStore) -> None:
+        self._store = store
+
+    @property
+    def containers(self) -> tuple[()]:
+        self._store._pods["added-meanwhile"] = self  # type: ignore[assignment]
+        return ()
+
+
+def test_counts_read_from_another_thread_survive_a_pod_added_meanwhile() -> None:
+    store, _, _ = new_store()
+    store._pods["first"] = _PodWhoseReadIsInterrupted(store)  # type: ignore[assignment]
+    counts = store.counts()  # a loop over the live dict raised "dictionary changed size during iteration"
+    assert counts[("pods", "merged")] == 1 and counts[("containers", "merged")] == 0
