@@ -435,20 +435,24 @@ class _PsiLines:
     the averages asked for. They are made again only when the object's readings changed
     since the last scrape: an idle cgroup's averages stay at 0.00 round after round."""
 
-    __slots__ = ("name", "labels", "readings", "text")
+    __slots__ = ("name", "labels", "kept")
 
     def __init__(self, name: str, labels: str) -> None:
         self.name, self.labels = name, labels  # the object's label string, shared with its other families
-        self.readings: Mapping[str, PsiReading] | None = None
-        self.text = b""  # the lines encoded in one block: one item of the scrape's join, not 6 to 18
+        # the last readings and their lines encoded in one block (one item of the scrape's
+        # join, not 6 to 18); one attribute, so that two scrapes at once (each in a worker
+        # thread) cannot leave one's readings beside the other's lines
+        self.kept: tuple[Mapping[str, PsiReading] | None, bytes] = (None, b"")
 
     def add(self, out: list[bytes], readings: Mapping[str, PsiReading] | None, shape: _PsiShape) -> None:
         if not readings:
             return
-        if readings != self.readings:  # the shape is the exporter's, fixed: the readings decide
-            self.readings, self.text = dict(readings), self._render(readings, shape).encode()
-        if self.text:
-            out.append(self.text)
+        last, text = self.kept
+        if readings != last:  # the shape is the exporter's, fixed: the readings decide
+            text = self._render(readings, shape).encode()
+            self.kept = (dict(readings), text)
+        if text:
+            out.append(text)
 
     def _render(self, readings: Mapping[str, PsiReading], shape: _PsiShape) -> str:
         cpu = readings.get("cpu")
