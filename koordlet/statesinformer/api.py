@@ -41,7 +41,9 @@ class PodTable:
     def __init__(self, node: NodeInfo, pods: Iterable[PodInfo] = ()) -> None:
         self._node = node
         self._pods: dict[str, PodInfo] = {pod.uid: pod for pod in pods}
-        self._snapshot: tuple[PodInfo, ...] | None = None  # pods() until the table changes
+        self._version = 0  # counts the table's changes
+        # pods() and the version it was made at: kept while the version stays
+        self._snapshot: tuple[int, tuple[PodInfo, ...]] | None = None
         self._listeners: Listeners[PodEvent] = Listeners("pods")
 
     def node(self) -> NodeInfo:
@@ -50,18 +52,22 @@ class PodTable:
     def pods(self) -> tuple[PodInfo, ...]:
         """The same tuple object while no pod changed: the per-second collectors keep what
         they derived from it (paths, series keys, turns) while ``pods() is`` their last one."""
-        snapshot = self._snapshot
-        if snapshot is None:
-            snapshot = self._snapshot = tuple(self._pods.values())
+        version, kept = self._version, self._snapshot
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        # /metrics' worker thread asks too: a tuple made before a change the loop makes
+        # meanwhile carries the version read before it, so it is never kept past that change
+        snapshot = tuple(self._pods.values())
+        self._snapshot = (version, snapshot)
         return snapshot
 
     def _set_pod(self, uid: str, pod: PodInfo | None) -> None:
-        """The one place the table changes."""
-        self._snapshot = None
+        """The one place the table changes (the version counts after the change)."""
         if pod is None:
             self._pods.pop(uid, None)
         else:
             self._pods[uid] = pod
+        self._version += 1
 
     def pod(self, uid: str) -> PodInfo | None:
         return self._pods.get(uid)
