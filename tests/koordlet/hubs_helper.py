@@ -14,6 +14,7 @@ from koordlet.hubs import Hubs
 from koordlet.server.http_endpoint import RouteHandler
 from koordlet.util.host_facts import HostFacts
 from system.file_io import KeptFdPool
+from tests.koordlet.daemon_process import NO_RUNTIME_DIR
 
 
 @dataclass
@@ -48,7 +49,12 @@ def hubs_for(config: Config, *, facts: HostFacts | None = None, registry: Collec
 
 def config_of(**values: Any) -> Config:
     """A Config from option values by field name (`state_dir=tmp_path`), the rest defaulted:
-    each value goes through its option's parser, as a flag would."""
+    each value goes through its option's parser, as a flag would. The runtime is not the
+    host's unless the test names one: an NRI socket in an empty directory, no CRI endpoint
+    (with containerd's socket on the host, the informer waited for an NRI that never synced)."""
     from koordlet.daemon.cli import compose
 
+    NO_RUNTIME_DIR.mkdir(exist_ok=True)
+    values.setdefault("runtime_hooks_nri_socket_path", NO_RUNTIME_DIR / "nri.sock")
+    values.setdefault("cri_endpoint", "")
     return compose({name.replace("_", "-"): str(value) for name, value in values.items()})

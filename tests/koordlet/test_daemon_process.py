@@ -169,3 +169,16 @@ def test_a_test_daemon_looks_for_no_runtime_of_the_host(tmp_path):
     (unavailable,) = [event for event in events if event["event"] == "nri_runtime_unavailable"]
     assert unavailable["path"] == str(NO_RUNTIME_DIR / "nri.sock")
     assert not [event for event in events if event.get("source") == "cri"]  # no CRI endpoint tried
+
+
+def test_a_config_a_test_builds_names_no_runtime_of_the_host():
+    # with a file at containerd's NRI socket path the informer waited for an NRI sync that
+    # never came (states-informer tests timed out on a host running containerd)
+    from koordlet.config import defaults
+    from tests.koordlet.hubs_helper import config_of
+
+    config = config_of()
+    assert config.runtime.nri_socket_path == NO_RUNTIME_DIR / "nri.sock" != defaults.NRI_SOCKET
+    assert config.runtime.cri_endpoint == ""
+    named = config_of(cri_endpoint="unix:///x.sock", runtime_hooks_nri_socket_path="/y.sock")
+    assert (named.runtime.cri_endpoint, str(named.runtime.nri_socket_path)) == ("unix:///x.sock", "/y.sock")
