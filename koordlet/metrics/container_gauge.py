@@ -35,8 +35,7 @@ class ContainerGauge:
         value = float(value)
         row = self._rows.get(labels[3])
         if row is not None and row[0] == labels:
-            old = row[2]  # compared inline (as _same): a set per limited container every second
-            if value == old and (value != 0.0 or copysign(1.0, value) == copysign(1.0, old)):
+            if _same(value, row[2]):
                 return
             prefix = row[1]
         else:
