@@ -195,12 +195,11 @@ class Plugin:
     def __enter__(self) -> "Plugin":
         if self.setup == "none":
             return self
-        cmd, name = self.command(), plugin_name(self.setup)
         self.log.mark()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.name = name
+        self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            self.log.wait_for('%s\\" connected and synchronized' % name, lambda: self.proc.poll() is None)
+            self.log.wait_for('%s\\" connected and synchronized' % plugin_name(self.setup),
+                              lambda: self.proc.poll() is None)
         except BaseException:
             stop_process(self.proc)
             raise
@@ -211,17 +210,21 @@ class Plugin:
             return
         self.log.mark()
         stop_process(self.proc)
-        self.log.wait_for('%s\\" closed' % self.name, lambda: True)
+        self.log.wait_for('%s\\" closed' % plugin_name(self.setup), lambda: True)
+
+
+def create_request(sandbox: Sandbox, image: str, attempts: list[int]) -> cri.CreateContainerRequest:
+    """The sandbox's next container (a new attempt number: names never repeat)."""
+    attempts[0] += 1
+    return cri.CreateContainerRequest(pod_sandbox_id=sandbox.id, config=container_config(image, attempts[0], sandbox.be),
+                                      sandbox_config=sandbox.config)
 
 
 def time_creates(rt: cri_grpc.RuntimeServiceStub, sandbox: Sandbox, image: str, count: int,
                  attempts: list[int]) -> list[float]:
     out = []
     for _ in range(count):
-        attempts[0] += 1
-        request = cri.CreateContainerRequest(pod_sandbox_id=sandbox.id,
-                                             config=container_config(image, attempts[0], sandbox.be),
-                                             sandbox_config=sandbox.config)
+        request = create_request(sandbox, image, attempts)
         start = time.perf_counter()
         reply = rt.CreateContainer(request)
         out.append((time.perf_counter() - start) * 1e6)
@@ -233,10 +236,7 @@ def applied_values(rt: cri_grpc.RuntimeServiceStub, sandbox: Sandbox, image: str
                    attempts: list[int]) -> dict[str, int | None]:
     """The cgroup values a new (started) container of the BE `sandbox` got (cgroupfs layout
     of cgroup v1: <controller>/<cgroup_parent>/<container id>); None for a file not there."""
-    attempts[0] += 1
-    request = cri.CreateContainerRequest(pod_sandbox_id=sandbox.id, config=container_config(image, attempts[0], True),
-                                         sandbox_config=sandbox.config)
-    container_id = rt.CreateContainer(request).container_id
+    container_id = rt.CreateContainer(create_request(sandbox, image, attempts)).container_id
     try:
         rt.StartContainer(cri.StartContainerRequest(container_id=container_id))  # runc makes the cgroup here
         out: dict[str, int | None] = {}
@@ -272,9 +272,7 @@ def mean_call_us(before: tuple[float, float], after: tuple[float, float]) -> flo
     return (after[0] - before[0]) / calls * 1e6 if calls > 0 else float("nan")
 
 
-def containerd_metrics(url: str | None) -> str:
-    if url is None:
-        return ""
+def containerd_metrics(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as reply:
         return reply.read().decode()
 
@@ -296,11 +294,12 @@ def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: ar
                     time.sleep(args.settle if setup != "none" else 0)
                     target = sandboxes[r % len(sandboxes)]
                     time_creates(rt, target, args.image, WARMUP_CREATES, attempts)
-                    name = plugin_name(setup)
-                    before = plugin_latency(containerd_metrics(args.containerd_metrics), name)
+                    timed_by_containerd = args.containerd_metrics is not None and setup != "none"
+                    if timed_by_containerd:
+                        before = plugin_latency(containerd_metrics(args.containerd_metrics), plugin_name(setup))
                     samples[setup].append(time_creates(rt, target, args.image, args.creates, attempts))
-                    if args.containerd_metrics and setup != "none":
-                        after = plugin_latency(containerd_metrics(args.containerd_metrics), name)
+                    if timed_by_containerd:
+                        after = plugin_latency(containerd_metrics(args.containerd_metrics), plugin_name(setup))
                         nri_call_us[setup].append(mean_call_us(before, after))
                     if setup == "koordlet" and not applied:
                         be = next(sandbox for sandbox in sandboxes if sandbox.be)
