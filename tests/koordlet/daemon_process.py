@@ -59,14 +59,19 @@ class DaemonProcess:
 NO_RUNTIME_DIR = Path(tempfile.gettempdir()) / "koordlet-tests-no-runtime"
 
 
+def no_runtime_nri_socket() -> Path:
+    """An NRI socket path in a directory that exists and holds no socket."""
+    NO_RUNTIME_DIR.mkdir(exist_ok=True)
+    return NO_RUNTIME_DIR / "nri.sock"
+
+
 def isolated(args: list[str]) -> list[str]:
     """`args` plus an NRI socket and a CRI endpoint that lead nowhere, for those not given."""
     out = list(args)
     if "--help" in out:
         return out
     if "--runtime-hooks-nri-socket-path" not in out and "--nri-socket" not in out:
-        NO_RUNTIME_DIR.mkdir(exist_ok=True)
-        out += ["--runtime-hooks-nri-socket-path", str(NO_RUNTIME_DIR / "nri.sock")]
+        out += ["--runtime-hooks-nri-socket-path", str(no_runtime_nri_socket())]
     if "--cri-endpoint" not in out:
         out += ["--cri-endpoint", ""]
     return out

@@ -14,7 +14,7 @@ from koordlet.hubs import Hubs
 from koordlet.server.http_endpoint import RouteHandler
 from koordlet.util.host_facts import HostFacts
 from system.file_io import KeptFdPool
-from tests.koordlet.daemon_process import NO_RUNTIME_DIR
+from tests.koordlet.daemon_process import no_runtime_nri_socket
 
 
 @dataclass
@@ -54,7 +54,6 @@ def config_of(**values: Any) -> Config:
     (with containerd's socket on the host, the informer waited for an NRI that never synced)."""
     from koordlet.daemon.cli import compose
 
-    NO_RUNTIME_DIR.mkdir(exist_ok=True)
-    values.setdefault("runtime_hooks_nri_socket_path", NO_RUNTIME_DIR / "nri.sock")
+    values.setdefault("runtime_hooks_nri_socket_path", no_runtime_nri_socket())
     values.setdefault("cri_endpoint", "")
     return compose({name.replace("_", "-"): str(value) for name, value in values.items()})
