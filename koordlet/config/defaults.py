@@ -48,8 +48,9 @@ MIN_OPEN_FILES = HTTP_MAX_CONNECTIONS + 192
 HTTP_GZIP_MIN_BYTES = 4096
 # Level 1 costs ~1/9 of level 9's CPU on a 10k-series payload (reference/machine.md).
 HTTP_GZIP_LEVEL = 1
-# The GIL switch interval while /metrics renders in a worker thread (util/switch_interval.py).
-HTTP_RENDER_SWITCH_INTERVAL_SECONDS = 0.0005
+# The GIL switch interval while a worker thread renders a large text: /metrics, the report
+# file (util/switch_interval.py).
+RENDER_SWITCH_INTERVAL_SECONDS = 0.0005
 
 # QoS manager (koordlet resmanager defaults, v1.1): round intervals and eviction cool-downs, seconds.
 CPU_SUPPRESS_INTERVAL_SECONDS = 1

@@ -52,6 +52,7 @@ from koordlet.statesinformer.api import StatesInformer
 from koordlet.util.kube_client import KubeClientError
 from koordlet.util.periodic import Periodic
 from koordlet.util.steps import run_steps_on_loop
+from koordlet.util.switch_interval import render_in_worker
 from system.errors import SystemFileError
 
 log = structlog.get_logger(__name__)
@@ -236,7 +237,7 @@ class ReportsModule:
         path = self._settings.output_file
         assert path is not None
         try:
-            await asyncio.to_thread(write_report_file, path, self._latest.file_document())
+            await render_in_worker(write_report_file, path, self._latest.file_document())
         except OSError as exc:
             self._metrics.count("nodemetric", "file", "failed")
             log.error("report_file_failed", path=str(path), error=str(exc))

@@ -13,7 +13,6 @@ Until the first figures exist the routes answer 503 with the reason, never a mad
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -22,6 +21,7 @@ from koordlet.reporter.batch import BatchResources
 from koordlet.reporter.overcommit import OvercommitResult
 from koordlet.server.http_endpoint import Reply, Routes, json_reply
 from koordlet.util.durable import write_atomically
+from koordlet.util.json_text import canonical_json
 
 NODEMETRIC_ROUTE = "/apis/v1/nodemetric"
 OVERCOMMIT_ROUTE = "/apis/v1/overcommit"
@@ -77,7 +77,8 @@ def _or_not_ready(document: dict[str, Any] | None, reason: str) -> Reply:
 
 def write_report_file(path: Path, document: dict[str, Any]) -> None:
     """The reports as one JSON file, replaced atomically (util.durable). Blocking: call it
-    from a worker thread."""
-    data = json.dumps(document, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+    with util.switch_interval.render_in_worker; the text is encoded a piece at a time
+    (util/json_text.py), so the loop gets the GIL back meanwhile."""
+    data = canonical_json(document).encode() + b"\n"
     write_atomically(path, data, mode=0o644)
 

@@ -34,7 +34,7 @@ import koordlet.metrics  # noqa: F401  (no *_created series)
 from koordlet.agent import Readiness, StartupError
 from koordlet.config import defaults
 from koordlet.metrics.text import RegistryText
-from koordlet.util.switch_interval import LoweredSwitchInterval
+from koordlet.util.switch_interval import render_in_worker
 
 log = structlog.get_logger(__name__)
 
@@ -194,12 +194,6 @@ class HttpEndpoint:
     def ready(self) -> bool:
         return self._server is not None
 
-    def _route_in_worker(self, method: str, target: str, accept_gzip: bool, openmetrics: bool) -> tuple[Reply, bool]:
-        """`route` in a worker thread, the GIL handed back to the event loop within half a
-        millisecond meanwhile (see util/switch_interval.py)."""
-        with _RENDERING:
-            return self.route(method, target, accept_gzip, openmetrics)
-
     def route(self, method: str, target: str, accept_gzip: bool, openmetrics: bool = False) -> tuple[Reply, bool]:
         """Answer one request. Returns the reply and whether its body is gzip-encoded."""
         path, _, query = target.partition("?")
@@ -317,7 +311,7 @@ class HttpEndpoint:
         if (self._metrics_text or self._metrics_parts) and target.partition("?")[0] in METRICS_PATHS:
             # a large exposition (rendering and gzip take tens of ms) runs in a worker
             # thread so the loop keeps serving NRI calls and collectors meanwhile
-            reply, gzipped = await asyncio.to_thread(self._route_in_worker, method, target, gzip_ok, openmetrics)
+            reply, gzipped = await render_in_worker(self.route, method, target, gzip_ok, openmetrics)
         else:
             reply, gzipped = self.route(method, target, gzip_ok, openmetrics)
         headers = [("content-type", reply.content_type), ("content-length", str(reply.length))]
@@ -335,7 +329,6 @@ class HttpEndpoint:
 
 
 _OM_EOF = b"# EOF\n"
-_RENDERING = LoweredSwitchInterval(defaults.HTTP_RENDER_SWITCH_INTERVAL_SECONDS)
 _GZIP_WBITS = 31  # zlib's window bits that ask for the gzip wrapper
 
 

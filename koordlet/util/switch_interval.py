@@ -13,9 +13,13 @@ interval would only hand it more often to the reading threads.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 from types import TracebackType
+from typing import Callable, TypeVar
+
+from koordlet.config import defaults
 
 # The interpreter keeps the interval in whole microseconds and truncates when it is set, so
 # an interval set back as it was read can lose one; half a microsecond more sets it exactly.
@@ -51,3 +55,18 @@ class LoweredSwitchInterval:
             self._inside -= 1
             if self._inside == 0 and self._lowered:
                 sys.setswitchinterval(self._saved + _HALF_MICROSECOND)
+
+
+# The one instance of the process, for every worker that renders a large text: two
+# instances nested would each restore the interval the other had set.
+RENDERING = LoweredSwitchInterval(defaults.RENDER_SWITCH_INTERVAL_SECONDS)
+
+_Result = TypeVar("_Result")
+
+
+async def render_in_worker(function: Callable[..., _Result], *args: object) -> _Result:
+    """function(*args) in a worker thread, the GIL handed back to the event loop within
+    RENDERING's interval meanwhile. Lowered here, before the thread starts: a loop already
+    waiting for the GIL when the worker lowered the interval itself waited the old 5 ms."""
+    with RENDERING:
+        return await asyncio.to_thread(function, *args)

@@ -67,5 +67,5 @@ async def test_a_served_render_runs_with_the_lowered_switch_interval_and_restore
     finally:
         await endpoint.stop()
     assert head.startswith(b"http/1.1 200") and body.endswith(b"test_one 1.0\n")
-    assert seen == [min(before, defaults.HTTP_RENDER_SWITCH_INTERVAL_SECONDS)]
+    assert seen == [min(before, defaults.RENDER_SWITCH_INTERVAL_SECONDS)]
     assert sys.getswitchinterval() == before

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import threading
 from pathlib import Path
 
 import jsonschema
@@ -14,9 +16,11 @@ from prometheus_client import CollectorRegistry
 
 from koordlet.agent import Readiness
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
+from koordlet.config import defaults
 from koordlet.daemon.cli import parse_args
 from koordlet.hubs import Hubs
 from koordlet.metriccache.store import MetricStore
+from koordlet.reporter import standalone
 from koordlet.reporter.agent import SPEC as REPORTER
 from koordlet.reporter.agent import settings_of
 from koordlet.reporter.module import ReportsModule, Round
@@ -131,6 +135,32 @@ async def test_the_output_file_is_replaced_whole(tmp_path):
         assert first["nodeMetric"]["status"]["nodeMetric"]["nodeUsage"]["resources"] == {"cpu": "3", "memory": "10Gi"}
         assert await module.report_once() is Round.SENT
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".reports.json")] == []  # no temp left
+    finally:
+        await module.stop()
+
+
+async def test_the_output_file_is_encoded_in_a_worker_with_the_interval_lowered(tmp_path, monkeypatch):
+    # the text: json.dumps' canonical text; the encoding: off the loop, the GIL switch
+    # interval low from before the worker starts until it is done
+    seen: list[tuple[float, bool]] = []
+    encode = standalone.canonical_json
+
+    def recording(value: object) -> str:
+        seen.append((sys.getswitchinterval(), threading.current_thread() is threading.main_thread()))
+        return encode(value)
+
+    monkeypatch.setattr(standalone, "canonical_json", recording)
+    out = tmp_path / "reports.json"
+    h = hubs(tmp_path, "--report-output-file", str(out), cache=filled_cache(), states=StaticStates(NODE, [WEB]))
+    module = module_of(h)
+    await module.prepare()
+    before = sys.getswitchinterval()
+    try:
+        assert await module.report_once() is Round.SENT
+        text = out.read_text()
+        assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":")) + "\n"
+        assert seen == [(min(before, defaults.RENDER_SWITCH_INTERVAL_SECONDS), False)]
+        assert sys.getswitchinterval() == before
     finally:
         await module.stop()
 
