@@ -34,6 +34,7 @@ from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo
 from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
 from koordlet.util.steps import PODS_PER_STEP
 from nri.stub import NotConnected, Stub
+from nri.stub.results import EncodedResponse
 from nri.ttrpc.status import TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 from resourceexecutor import ResourceExecutor
@@ -44,10 +45,10 @@ log = structlog.get_logger(__name__)
 # Kernel list text of a cpu set: the shared pools repeat on every call.
 _cpu_list = lru_cache(maxsize=1024)(format_cpuset)
 
-# A CreateContainer answer: the spec and its adjustment, encoded. A pod's answers are kept
-# for its next containers, and a kept message costs ~1.6 KB (its upb arena) against ~70 B
-# for its bytes: decoding one again at the answer is ~1.4 us.
-Answer = tuple[ResourceSpec, bytes | None]
+# A CreateContainer answer: the spec and the CreateContainerResponse of its adjustment,
+# encoded. A pod's answers are kept for its next containers, as bytes: a kept message costs
+# ~1.6 KB (its upb arena) against ~70 B, and the stub writes the bytes as they are.
+Answer = tuple[ResourceSpec, EncodedResponse | None]
 
 # a module global: an Enum member read through its class costs a Python-level lookup on 3.11
 _CREATED = ContainerChange.CREATED
@@ -163,13 +164,14 @@ class KoordletNriPlugin:
                 placeholder = ContainerInfo(id="", name=name, pod_uid=info.uid, state=ContainerState.CREATED,
                                             cgroup_dir="")
                 spec = self.engine.decide(info, placeholder, "create_container")
-                known.by_name[name] = (spec, self._encoded_adjustment(spec))
+                known.by_name[name] = (spec, self._encoded_answer(spec))
 
     def remove_pod_sandbox(self, pod: api.PodSandbox) -> None:
         self._answers.pop(pod.uid, None)
         self._feed_pod(SandboxChange.REMOVE, pod)
 
-    def create_container(self, pod: api.PodSandbox, container: api.Container) -> api.ContainerAdjustment | None:
+    def create_container(self, pod: api.PodSandbox,
+                         container: api.Container) -> api.ContainerAdjustment | EncodedResponse | None:
         info = self.engine.states.pod(pod.uid)
         if info is None:  # the sandbox was never seen: the informer must hear of it first
             self._feed_container(ContainerChange.CREATED, pod, container)
@@ -186,7 +188,7 @@ class KoordletNriPlugin:
         spec, encoded = self._answer(info, container)
         self.follow_ups.add(self._feed_container, _CREATED, pod, container)
         self._sent[container.id] = spec
-        return None if encoded is None else api.ContainerAdjustment.FromString(encoded)
+        return encoded
 
     def _answer(self, info: PodInfo, container: api.Container) -> Answer:
         """The answer for a new container of a known pod: the one prepared or given before
@@ -201,7 +203,7 @@ class KoordletNriPlugin:
         if self._admit is not None:
             self._admit(info, created)
         spec = self.engine.decide(info, created, "create_container")
-        answer = (spec, self._encoded_adjustment(spec))
+        answer = (spec, self._encoded_answer(spec))
         if known is not None:
             known.by_name[known.key(container.name)] = answer
         return answer
@@ -222,9 +224,11 @@ class KoordletNriPlugin:
     def _adjustment(self, spec: ResourceSpec) -> api.ContainerAdjustment | None:
         return nri_convert.adjustment(spec, self.cgroup_version, _cpu_list)
 
-    def _encoded_adjustment(self, spec: ResourceSpec) -> bytes | None:
+    def _encoded_answer(self, spec: ResourceSpec) -> EncodedResponse | None:
         adjustment = self._adjustment(spec)
-        return None if adjustment is None else adjustment.SerializeToString()
+        if adjustment is None:
+            return None
+        return EncodedResponse(api.CreateContainerResponse(adjust=adjustment).SerializeToString())
 
     def update_container(self, pod: api.PodSandbox, container: api.Container,
                          resources: api.LinuxResources) -> list[api.ContainerUpdate]:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from nri.events import BEFORE_EVENT_HOOK, CONFIGURE_HANDLER, EVENT_SPECS, SHUTDOWN_HANDLER, SYNCHRONIZE_HANDLER
+from nri.stub.results import EncodedResponse
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 
 KNOWN_HANDLERS: frozenset[str] = frozenset(
@@ -93,7 +94,7 @@ class PostUpdatePodSandbox(Protocol):
 
 class CreateContainer(Protocol):
     async def create_container(self, pod: api.PodSandbox, container: api.Container) -> (
-        api.ContainerAdjustment | tuple[Any, ...] | api.CreateContainerResponse | None
+        api.ContainerAdjustment | tuple[Any, ...] | api.CreateContainerResponse | EncodedResponse | None
     ): ...
 
 

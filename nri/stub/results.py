@@ -18,6 +18,15 @@ class HandlerResultError(StubError, TypeError):
     """A handler returned something that does not fit its event."""
 
 
+class EncodedResponse(bytes):
+    """A handler's answer already encoded as its event's response message (e.g. a
+    CreateContainerResponse kept from an earlier answer): the ttrpc server writes these
+    bytes as they are. Building the message and encoding it again at every answer cost
+    ~10 us of a CreateContainer answer with the CPU caches cold."""
+
+    __slots__ = ()
+
+
 def _updates(value: Any, event: str) -> list[api.ContainerUpdate]:
     if value is None:
         return []
@@ -41,10 +50,13 @@ def _evictions(value: Any, event: str) -> list[api.ContainerEviction]:
     return items
 
 
-def create_container_response(value: Any) -> api.CreateContainerResponse:
-    """None | ContainerAdjustment | (adjust, updates[, evictions]) | CreateContainerResponse."""
+def create_container_response(value: Any) -> api.CreateContainerResponse | EncodedResponse:
+    """None | ContainerAdjustment | (adjust, updates[, evictions]) | CreateContainerResponse
+    (or its EncodedResponse, handed on as it is)."""
     if value is None:
         return api.CreateContainerResponse()
+    if type(value) is EncodedResponse:
+        return value
     if isinstance(value, api.CreateContainerResponse):
         return value
     if isinstance(value, api.ContainerAdjustment):

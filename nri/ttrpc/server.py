@@ -4,7 +4,8 @@ Follows Go's server rules (protocols.md §1.4-1.7): stream ids must be odd and
 increasing (else INVALID_ARGUMENT, connection kept), unknown service or method is
 UNIMPLEMENTED ("service X" / "method X"), an undecodable payload is INTERNAL, a handler's
 TtrpcError is sent as its status and any other exception is mapped (UNKNOWN by default),
-an oversized request is answered RESOURCE_EXHAUSTED. The request's timeout_nano becomes
+an oversized request is answered RESOURCE_EXHAUSTED. A handler returns its response message,
+or that message already encoded (bytes, written as they are). The request's timeout_nano becomes
 `ctx.deadline`; a handler still running at the deadline is cancelled and answered
 DEADLINE_EXCEEDED.
 
@@ -61,7 +62,7 @@ class CallContext:
     metadata: Mapping[str, list[str]] = field(default_factory=dict)
 
 
-HandlerFn = Callable[[Message, CallContext], Awaitable[Message]]
+HandlerFn = Callable[[Message, CallContext], Awaitable[Message | bytes]]  # bytes: the message encoded
 Handler = tuple[type[Message], HandlerFn]
 
 
@@ -196,7 +197,11 @@ class TtrpcServer:
                 self._deadlines.discard(stream_id)
         if self._expired:
             self._expired.discard(stream_id)  # it swallowed its cancellation and answered
-        if not isinstance(response, Message):
+        if isinstance(response, Message):
+            payload = response.SerializeToString()
+        elif isinstance(response, bytes):  # the handler's message, already encoded
+            payload = response
+        else:
             log.error(
                 "ttrpc_handler_returned_no_message",
                 service=ctx.service,
@@ -205,7 +210,7 @@ class TtrpcServer:
             )
             self._reply_error(stream_id, Code.UNKNOWN, "marshal called with nil")
             return
-        self._send(stream_id, encode_ok_response(response.SerializeToString()))
+        self._send(stream_id, encode_ok_response(payload))
 
     def _handler_failed(self, ctx: CallContext, code: int, message: str) -> None:
         log.info(

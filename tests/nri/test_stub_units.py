@@ -14,6 +14,7 @@ from nri.stub.errors import AdjustmentRejected, InvalidIdentity, InvalidPlugin
 from nri.stub.identity import PluginIdentity, launched_socket_fd, resolve_identity
 from nri.stub.results import (
     REQUEST_TYPES,
+    EncodedResponse,
     HandlerResultError,
     create_container_response,
     requested_mask,
@@ -420,6 +421,21 @@ async def test_handler_errors_reach_the_caller_whether_raised_before_or_after_su
     with pytest.raises(RuntimeError, match="boom ctr2"):
         await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(2)), CTX)
     assert inside_handler() is None
+
+
+async def test_an_encoded_create_answer_reaches_the_server_as_those_bytes():
+    encoded = EncodedResponse(api.CreateContainerResponse(
+        adjust=api.ContainerAdjustment(annotations={"kept": "1"})).SerializeToString())
+
+    class Kept:
+        def create_container(self, pod, ctr):
+            return encoded
+
+    d, _ = _dispatcher(Kept())
+    create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
+    r = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
+    assert r is encoded  # no message built and encoded again
+    assert api.CreateContainerResponse.FromString(r).adjust.annotations["kept"] == "1"
 
 
 async def test_a_plain_function_handler_is_answered_too():

@@ -287,3 +287,15 @@ async def test_odd_handler_results_still_get_an_answer() -> None:
                 await p.client.call(PLUGIN_SERVICE, method, api.Empty(), api.Empty, timeout=2)
             codes.append(caught.value.code)
     assert codes == [Code.UNKNOWN, Code.UNKNOWN]
+
+
+@on_both_loops
+async def test_a_handler_may_answer_with_its_message_already_encoded() -> None:
+    encoded = api.ConfigureResponse(events=0x7F3).SerializeToString()
+
+    async def configure(req: api.ConfigureRequest, ctx: CallContext) -> bytes:
+        return encoded
+
+    async with rpc_pair({(PLUGIN_SERVICE, "Configure"): (api.ConfigureRequest, configure)}) as p:  # type: ignore[dict-item]
+        resp = await p.client.call(PLUGIN_SERVICE, "Configure", api.ConfigureRequest(), api.ConfigureResponse, timeout=5)
+    assert resp.events == 0x7F3

@@ -16,6 +16,7 @@ from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.statesinformer.model import NodeInfo
 from koordlet.statesinformer.nri_feed import ContainerChange, NriFeed, SandboxChange
 from koordlet.statesinformer.store import PodStore
+from nri.stub import results
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 from resourceexecutor import executor_without_cgroups
 from system.cpuset import format_cpuset
@@ -52,7 +53,7 @@ class Rig:
         container.id = (container.id[:60] + suffix).ljust(64, "0")[:64]
         answer = self.plugin.create_container(pod, container)
         self.plugin.follow_ups.run()  # the informer's feed, as the runtime's next event would run it
-        return answer
+        return adjustment_sent(answer)
 
     def fresh(self, pod: api.PodSandbox, name: str) -> api.ContainerAdjustment | None:
         """What deciding from scratch gives for a new container `name` of `pod`."""
@@ -62,6 +63,14 @@ class Rig:
         engine.start()
         spec = engine.decide(self.store.pod(pod.uid), info, "test")
         return nri_convert.adjustment(spec, self.plugin.cgroup_version, format_cpuset)
+
+
+def adjustment_sent(answer: object) -> api.ContainerAdjustment | None:
+    """The adjustment the runtime reads from a handler's answer (the stub's response, encoded)."""
+    encoded = results.create_container_response(answer)
+    response = api.CreateContainerResponse.FromString(
+        encoded if isinstance(encoded, bytes) else encoded.SerializeToString())
+    return response.adjust if response.HasField("adjust") else None
 
 
 def pods() -> list[api.PodSandbox]:
@@ -191,3 +200,12 @@ def test_hook_timings_without_a_loop_are_observed_at_once() -> None:
     engine.plan(store.pod("ls1"))
     assert registry.get_sample_value("koordlet_runtime_hook_duration_seconds_count",
                                      {"hook": "CPUSetAllocator", "stage": "reconcile"}) == 2.0
+
+
+async def test_a_kept_answer_is_handed_to_the_stub_as_the_encoded_response_of_the_fresh_one() -> None:
+    rig = Rig()
+    be = pods()[0]
+    await rig.run(be)
+    answer = rig.plugin.create_container(be, nri_container(be, "main"))
+    assert isinstance(answer, results.EncodedResponse)  # the stub writes it as it is
+    assert answer == api.CreateContainerResponse(adjust=rig.fresh(be, "main")).SerializeToString()
