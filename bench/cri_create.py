@@ -14,7 +14,9 @@ in a rotating order so that a slow moment of the host falls on each alike:
 - pyempty: the same empty plugin on this project's NRI stub (bench.daemon_scale's floor
   plugin): what the stub and Python cost before koordlet's policy;
 - koordlet: this daemon as deployed (standalone, every default agent, the real cgroup root),
-  answering with the adjustments its policy makes for the bench's pods.
+  answering with the adjustments its policy makes for the bench's pods;
+- baseline (with `--baseline CHECKOUT`): the same daemon run from another checkout of this
+  project (e.g. main beside a branch), in the same rounds: an A/B of two koordlets.
 
 "added" is the median over rounds of a set-up's p50 (p99) minus the floor's in the same
 round; the figure of issue 18 is koordlet's added over Go's added (target <= 0.9, quiet and under load). `--loads` runs
@@ -59,7 +61,7 @@ from proto.cri import api_pb2_grpc as cri_grpc
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 
 SETUPS = ("none", "go", "pyempty", "koordlet")
-PLUGIN_SETUPS = SETUPS[1:]
+BASELINE = "baseline"  # koordlet from the --baseline checkout
 GO_PLUGIN_IDX, GO_PLUGIN_NAME = "50", "goempty"
 KOORDLET_PLUGIN = "-koordlet_nri"  # containerd names it <index>-<koordlet.config.defaults.NRI_PLUGIN_NAME>
 WARMUP_CREATES = 5
@@ -114,10 +116,14 @@ def container_config(image: str, attempt: int, be: bool) -> cri.ContainerConfig:
         command=["/pause"], log_path="c-%d.log" % attempt, linux=cri.LinuxContainerConfig(resources=resources))
 
 
-def order_of(round_index: int) -> tuple[str, ...]:
+def setups_of(args: argparse.Namespace) -> tuple[str, ...]:
+    return SETUPS + (BASELINE,) if args.baseline else SETUPS
+
+
+def order_of(round_index: int, setups: tuple[str, ...] = SETUPS) -> tuple[str, ...]:
     """The set-ups rotated by round, so none goes first every time."""
-    k = round_index % len(SETUPS)
-    return SETUPS[k:] + SETUPS[:k]
+    k = round_index % len(setups)
+    return setups[k:] + setups[:k]
 
 
 def summary(rounds: dict[str, list[list[float]]]) -> dict[str, dict[str, float]]:
@@ -126,7 +132,9 @@ def summary(rounds: dict[str, list[list[float]]]) -> dict[str, dict[str, float]]
     that a slow stretch of the host counts against every set-up of the round alike."""
     out = {name: latency([us for one in per_round for us in one]) for name, per_round in rounds.items()}
     floor = rounds["none"]
-    for name in PLUGIN_SETUPS:
+    for name in rounds:
+        if name == "none":
+            continue
         for q, at in (("p50", 0.5), ("p99", 0.99)):
             added = [pct(ours, at) - pct(base, at) for ours, base in zip(rounds[name], floor)]
             out[name]["added_%s_us" % q] = statistics.median(added) if added else float("nan")
@@ -172,7 +180,7 @@ class ContainerdLog:
 def plugin_name(setup: str) -> str:
     """How containerd names the set-up's plugin (its index, a dash, its name), or its end."""
     return {"go": "%s-%s" % (GO_PLUGIN_IDX, GO_PLUGIN_NAME), "pyempty": "-" + EMPTY_PLUGIN,
-            "koordlet": KOORDLET_PLUGIN}.get(setup, "")
+            "koordlet": KOORDLET_PLUGIN, BASELINE: KOORDLET_PLUGIN}.get(setup, "")
 
 
 class Plugin:
@@ -196,7 +204,10 @@ class Plugin:
         if self.setup == "none":
             return self
         self.log.mark()
-        self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        where: dict = {}
+        if self.setup == BASELINE:  # the other checkout's code, imported from there
+            where = {"cwd": self.args.baseline, "env": {**os.environ, "PYTHONPATH": str(self.args.baseline)}}
+        self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **where)
         try:
             self.log.wait_for('%s\\" connected and synchronized' % plugin_name(self.setup),
                               lambda: self.proc.poll() is None)
@@ -283,13 +294,14 @@ def burners(count: int) -> list[subprocess.Popen]:
 
 def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: argparse.Namespace, tmp: Path,
              log: ContainerdLog, load: int, attempts: list[int]) -> dict:
-    samples: dict[str, list[list[float]]] = {name: [] for name in SETUPS}
-    nri_call_us: dict[str, list[float]] = {name: [] for name in PLUGIN_SETUPS}  # containerd's timing, per round
+    setups = setups_of(args)
+    samples: dict[str, list[list[float]]] = {name: [] for name in setups}
+    nri_call_us: dict[str, list[float]] = {name: [] for name in setups[1:]}  # containerd's timing, per round
     applied: dict[str, int | None] = {}
     busy = burners(load)
     try:
         for r in range(args.rounds):
-            for setup in order_of(r):
+            for setup in order_of(r, setups):
                 with Plugin(setup, args, tmp, log):
                     time.sleep(args.settle if setup != "none" else 0)
                     target = sandboxes[r % len(sandboxes)]
@@ -310,10 +322,11 @@ def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: ar
             proc.wait()
     figures = summary(samples)
     return {"load_procs": load, "pods": len(sandboxes), "creates": args.creates, "rounds": args.rounds,
-            "loadavg_1m": os.getloadavg()[0], **{name: figures[name] for name in SETUPS},
+            "loadavg_1m": os.getloadavg()[0], "setups": list(setups), **{name: figures[name] for name in setups},
             "koordlet_applied": applied,
             "koordlet_applied_as_expected": applied == {name: v for (_, name), v in EXPECTED_BE_CGROUP.items()},
             "ratio_added": ratios(figures), "ratio_added_pyempty": ratios(figures, "pyempty"),
+            **({"ratio_added_baseline": ratios(figures, BASELINE)} if args.baseline else {}),
             **nri_call_figures(nri_call_us)}
 
 
@@ -324,7 +337,8 @@ def nri_call_figures(per_round: dict[str, list[float]]) -> dict:
         return {}
     medians = {name: statistics.median(us) for name, us in per_round.items()}
     return {"nri_call_mean_us": medians, "ratio_nri_call": medians["koordlet"] / medians["go"],
-            "ratio_nri_call_pyempty": medians["pyempty"] / medians["go"]}
+            "ratio_nri_call_pyempty": medians["pyempty"] / medians["go"],
+            **({"ratio_nri_call_baseline": medians[BASELINE] / medians["go"]} if BASELINE in medians else {})}
 
 
 def skip_reason(args: argparse.Namespace) -> str:
@@ -341,7 +355,7 @@ def skip_reason(args: argparse.Namespace) -> str:
 def print_table(rows: list[dict]) -> None:
     print("%5s %-9s %8s %8s %8s %10s %10s" % ("load", "setup", "p50 us", "p99 us", "max us", "added p50", "added p99"))
     for row in rows:
-        for name in SETUPS:
+        for name in row["setups"]:
             f = row[name]
             print("%5d %-9s %8.0f %8.0f %8.0f %10s %10s" % (
                 row["load_procs"], name, f["p50_us"], f["p99_us"], f["max_us"],
@@ -358,6 +372,12 @@ def print_table(rows: list[dict]) -> None:
         print("%5d koordlet added / Go added: p50 %.2fx, p99 %.2fx (the empty Python plugin's: %.2fx, %.2fx)" % (
             row["load_procs"], row["ratio_added"]["p50"], row["ratio_added"]["p99"],
             row["ratio_added_pyempty"]["p50"], row["ratio_added_pyempty"]["p99"]))
+        if "ratio_added_baseline" in row:
+            print("%5d baseline (%s) added / Go added: p50 %.2fx, p99 %.2fx; containerd's NRI call %.0f us, "
+                  "%.2fx Go's" % (row["load_procs"], "koordlet from the --baseline checkout",
+                                  row["ratio_added_baseline"]["p50"], row["ratio_added_baseline"]["p99"],
+                                  row.get("nri_call_mean_us", {}).get(BASELINE, float("nan")),
+                                  row.get("ratio_nri_call_baseline", float("nan"))))
 
 
 def main() -> None:
@@ -376,6 +396,9 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=10.0,
                         help="seconds between a plugin's registration and the timed creates (its start-up work)")
     parser.add_argument("--loads", default="0,2", help="busy-looping processes beside the rounds, per pass")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another checkout of this project: its koordlet is one more set-up (\"baseline\"), "
+                             "for an A/B of two versions in the same rounds")
     args = parser.parse_args()
     missing = skip_reason(args)
     if missing:
@@ -385,7 +408,8 @@ def main() -> None:
     rt = cri_grpc.RuntimeServiceStub(channel)
     version = rt.Version(cri.VersionRequest(version="v1"))
     print("cri_create: %s %s; %d pods kept, %d creates per set-up per round, %d rounds, set-ups %s" % (
-        version.runtime_name, version.runtime_version, args.pods, args.creates, args.rounds, ", ".join(SETUPS)))
+        version.runtime_name, version.runtime_version, args.pods, args.creates, args.rounds,
+        ", ".join(setups_of(args))))
     log = ContainerdLog(args.containerd_log)
     rows = []
     with tempfile.TemporaryDirectory(prefix="cri-create-") as tmp_name:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from bench.cri_create import (
+    BASELINE,
     EXPECTED_BE_CGROUP,
     SETUPS,
     container_config,
@@ -15,6 +17,7 @@ from bench.cri_create import (
     plugin_name,
     ratios,
     sandbox_config,
+    setups_of,
     summary,
 )
 from proto.cri import api_pb2 as cri
@@ -54,6 +57,16 @@ def test_every_set_up_goes_first_once_in_as_many_rounds() -> None:
     orders = [order_of(r) for r in range(len(SETUPS))]
     assert sorted(order[0] for order in orders) == sorted(SETUPS)
     assert all(sorted(order) == sorted(SETUPS) for order in orders)
+
+
+def test_a_baseline_checkout_is_one_more_set_up_rotated_and_measured_like_the_others() -> None:
+    setups = setups_of(SimpleNamespace(baseline=Path("/elsewhere")))
+    assert setups == SETUPS + (BASELINE,) and setups_of(SimpleNamespace(baseline=None)) == SETUPS
+    assert sorted(order_of(r, setups)[0] for r in range(len(setups))) == sorted(setups)
+    rounds = {"none": [[100.0]], "go": [[150.0]], "pyempty": [[130.0]], "koordlet": [[140.0]], BASELINE: [[170.0]]}
+    figures = summary(rounds)
+    assert figures[BASELINE]["added_p50_us"] == 70.0 and ratios(figures, BASELINE)["p50"] == 70.0 / 50.0
+    assert plugin_name(BASELINE) == plugin_name("koordlet")  # the same daemon: containerd names it alike
 
 
 def test_added_is_the_median_over_rounds_of_each_rounds_difference_to_the_floor() -> None:
