@@ -194,6 +194,11 @@ class KoordletNriPlugin:
         """The answer for a new container of a known pod: the one prepared or given before
         while the pod's decision inputs are unchanged, else decided now.  Only the
         container's name can count: NRI brings no kubelet spec."""
+        known = self._answers.get(info.uid)
+        if known is not None and self._same_inputs(known.inputs, info):
+            answer = known.by_name.get(known.key(container.name))
+            if answer is not None:
+                return answer
         known = self._pod_answers(info)
         if known is not None:
             answer = known.by_name.get(known.key(container.name))
@@ -208,6 +213,14 @@ class KoordletNriPlugin:
             known.by_name[known.key(container.name)] = answer
         return answer
 
+    def _same_inputs(self, inputs: DecisionInputs, info: PodInfo) -> bool:
+        """The kept inputs are the very objects the pod and the engine hold now: then they
+        are equal, found without building the pod's DecisionInputs (~5 us of an answer with
+        the caches cold). Otherwise `_pod_answers` compares them."""
+        engine = self.engine
+        return (inputs.annotations is info.annotations and inputs.qos is info.qos and inputs.config is engine.config
+                and inputs.allocations is engine.index.snapshot())
+
     def _pod_answers(self, info: PodInfo) -> PodAnswers | None:
         """The pod's reusable answers, emptied when its inputs changed; None when nothing
         may be reused (an admitting allocator decides per container)."""
@@ -219,6 +232,8 @@ class KoordletNriPlugin:
         known = self._answers.get(info.uid)
         if known is None or known.inputs != inputs:
             known = self._answers[info.uid] = PodAnswers(inputs, self.engine.named_containers(info))
+        else:
+            known.inputs = inputs  # equal: kept as the objects held now, for _same_inputs
         return known
 
     def _adjustment(self, spec: ResourceSpec) -> api.ContainerAdjustment | None:

@@ -209,3 +209,28 @@ async def test_a_kept_answer_is_handed_to_the_stub_as_the_encoded_response_of_th
     answer = rig.plugin.create_container(be, nri_container(be, "main"))
     assert isinstance(answer, results.EncodedResponse)  # the stub writes it as it is
     assert answer == api.CreateContainerResponse(adjust=rig.fresh(be, "main")).SerializeToString()
+
+
+async def test_a_kept_answer_is_found_without_building_the_pods_decision_inputs_again() -> None:
+    rig = Rig()
+    built: list[str] = []
+    container_inputs = rig.engine.container_inputs
+
+    def counted(pod):
+        built.append(pod.uid)
+        return container_inputs(pod)
+
+    rig.engine.container_inputs = counted  # type: ignore[method-assign]
+    be = pods()[0]
+    await rig.run(be)
+    built.clear()
+    first = await rig.create(be, "main", "a")
+    again = await rig.create(be, "main", "b")
+    assert built == []  # the pod and the engine hold the very inputs the answers were kept for
+    assert first == again == rig.fresh(be, "main")
+    kept = rig.plugin._answers[be.uid]
+    kept.inputs = kept.inputs._replace(annotations=dict(kept.inputs.annotations))  # equal, another object
+    assert await rig.create(be, "main", "c") == rig.fresh(be, "main")
+    assert built == [be.uid]  # compared once, then kept as the objects held now
+    await rig.create(be, "main", "d")
+    assert built == [be.uid]
