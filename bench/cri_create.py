@@ -32,7 +32,8 @@ containerd logs its connection closed; hence
 back from its cgroup (v1, cgroupfs layout): the values koordlet's BatchResource rule gives
 its batch resources must be there, or the table says so: the timed creates are koordlet
 doing its work, not an idle plugin. Everything the bench made is stopped and removed at
-the end.
+the end. With `--start` each timed container is started and stopped before its removal
+(untimed), as a kubelet starts what it creates: the plugins then also hear its start.
 """
 
 from __future__ import annotations
@@ -232,13 +233,18 @@ def create_request(sandbox: Sandbox, image: str, attempts: list[int]) -> cri.Cre
 
 
 def time_creates(rt: cri_grpc.RuntimeServiceStub, sandbox: Sandbox, image: str, count: int,
-                 attempts: list[int]) -> list[float]:
+                 attempts: list[int], start: bool = False) -> list[float]:
+    """`count` creates timed; each container removed after (untimed), with `start` first
+    started and stopped, as a kubelet goes on (runc runs it, NRI's start events come)."""
     out = []
     for _ in range(count):
         request = create_request(sandbox, image, attempts)
-        start = time.perf_counter()
+        begin = time.perf_counter()
         reply = rt.CreateContainer(request)
-        out.append((time.perf_counter() - start) * 1e6)
+        out.append((time.perf_counter() - begin) * 1e6)
+        if start:
+            rt.StartContainer(cri.StartContainerRequest(container_id=reply.container_id))
+            rt.StopContainer(cri.StopContainerRequest(container_id=reply.container_id, timeout=0))
         rt.RemoveContainer(cri.RemoveContainerRequest(container_id=reply.container_id))
     return out
 
@@ -305,11 +311,11 @@ def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: ar
                 with Plugin(setup, args, tmp, log):
                     time.sleep(args.settle if setup != "none" else 0)
                     target = sandboxes[r % len(sandboxes)]
-                    time_creates(rt, target, args.image, WARMUP_CREATES, attempts)
+                    time_creates(rt, target, args.image, WARMUP_CREATES, attempts, args.start)
                     timed_by_containerd = args.containerd_metrics is not None and setup != "none"
                     if timed_by_containerd:
                         before = plugin_latency(containerd_metrics(args.containerd_metrics), plugin_name(setup))
-                    samples[setup].append(time_creates(rt, target, args.image, args.creates, attempts))
+                    samples[setup].append(time_creates(rt, target, args.image, args.creates, attempts, args.start))
                     if timed_by_containerd:
                         after = plugin_latency(containerd_metrics(args.containerd_metrics), plugin_name(setup))
                         nri_call_us[setup].append(mean_call_us(before, after))
@@ -322,6 +328,7 @@ def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: ar
             proc.wait()
     figures = summary(samples)
     return {"load_procs": load, "pods": len(sandboxes), "creates": args.creates, "rounds": args.rounds,
+            "started": args.start,
             "loadavg_1m": os.getloadavg()[0], "setups": list(setups), **{name: figures[name] for name in setups},
             "koordlet_applied": applied,
             "koordlet_applied_as_expected": applied == {name: v for (_, name), v in EXPECTED_BE_CGROUP.items()},
@@ -396,6 +403,9 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=10.0,
                         help="seconds between a plugin's registration and the timed creates (its start-up work)")
     parser.add_argument("--loads", default="0,2", help="busy-looping processes beside the rounds, per pass")
+    parser.add_argument("--start", action="store_true",
+                        help="start (and stop) each timed container before its removal, untimed, as a kubelet "
+                             "starts what it created")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another checkout of this project: its koordlet is one more set-up (\"baseline\"), "
                              "for an A/B of two versions in the same rounds")
@@ -407,9 +417,9 @@ def main() -> None:
     channel = grpc.insecure_channel("unix://" + args.cri)
     rt = cri_grpc.RuntimeServiceStub(channel)
     version = rt.Version(cri.VersionRequest(version="v1"))
-    print("cri_create: %s %s; %d pods kept, %d creates per set-up per round, %d rounds, set-ups %s" % (
-        version.runtime_name, version.runtime_version, args.pods, args.creates, args.rounds,
-        ", ".join(setups_of(args))))
+    print("cri_create: %s %s; %d pods kept, %d creates per set-up per round%s, %d rounds, set-ups %s" % (
+        version.runtime_name, version.runtime_version, args.pods, args.creates,
+        " (each started and stopped, untimed)" if args.start else "", args.rounds, ", ".join(setups_of(args))))
     log = ContainerdLog(args.containerd_log)
     rows = []
     with tempfile.TemporaryDirectory(prefix="cri-create-") as tmp_name:

@@ -10,6 +10,7 @@ from bench.cri_create import (
     BASELINE,
     EXPECTED_BE_CGROUP,
     SETUPS,
+    Sandbox,
     container_config,
     mean_call_us,
     order_of,
@@ -19,6 +20,7 @@ from bench.cri_create import (
     sandbox_config,
     setups_of,
     summary,
+    time_creates,
 )
 from proto.cri import api_pb2 as cri
 
@@ -110,3 +112,32 @@ def test_containerds_timing_is_read_per_plugin_and_operation() -> None:
     assert plugin_latency(CONTAINERD_METRICS, plugin_name("pyempty")) == (0.0, 0.0)
     assert mean_call_us((0.001, 2.0), plugin_latency(CONTAINERD_METRICS, plugin_name("koordlet"))) == 500.0
     assert mean_call_us((0.002, 4.0), (0.002, 4.0)) != mean_call_us((0.002, 4.0), (0.002, 4.0))  # no call: NaN
+
+
+class RecordingRuntime:
+    """The CRI calls time_creates makes, in order (a stand-in for containerd's RuntimeService)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def CreateContainer(self, request):  # noqa: N802 (the CRI's method names)
+        self.calls.append("create")
+        return cri.CreateContainerResponse(container_id="c%d" % len(self.calls))
+
+    def StartContainer(self, request):  # noqa: N802
+        self.calls.append("start " + request.container_id)
+
+    def StopContainer(self, request):  # noqa: N802
+        self.calls.append("stop " + request.container_id)
+
+    def RemoveContainer(self, request):  # noqa: N802
+        self.calls.append("remove " + request.container_id)
+
+
+def test_with_start_each_timed_container_is_started_and_stopped_before_its_removal(tmp_path: Path) -> None:
+    sandbox = Sandbox("sb", sandbox_config(0, tmp_path))
+    created_only, started = RecordingRuntime(), RecordingRuntime()
+    assert len(time_creates(created_only, sandbox, "img", 2, [0])) == 2
+    assert created_only.calls == ["create", "remove c1", "create", "remove c3"]
+    assert len(time_creates(started, sandbox, "img", 1, [0], start=True)) == 1
+    assert started.calls == ["create", "start c1", "stop c1", "remove c1"]
