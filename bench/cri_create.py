@@ -334,7 +334,10 @@ def run_load(rt: cri_grpc.RuntimeServiceStub, sandboxes: list[Sandbox], args: ar
             "koordlet_applied_as_expected": applied == {name: v for (_, name), v in EXPECTED_BE_CGROUP.items()},
             "ratio_added": ratios(figures), "ratio_added_pyempty": ratios(figures, "pyempty"),
             **({"ratio_added_baseline": ratios(figures, BASELINE)} if args.baseline else {}),
-            **nri_call_figures(nri_call_us)}
+            **nri_call_figures(nri_call_us),
+            # per round, for paired comparisons (e.g. koordlet against baseline round by round)
+            "round_p50_us": {name: [pct(one, 0.5) for one in per_round] for name, per_round in samples.items()},
+            "round_nri_call_us": nri_call_us}
 
 
 def nri_call_figures(per_round: dict[str, list[float]]) -> dict:
