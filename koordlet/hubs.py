@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from prometheus_client import CollectorRegistry
-
 from koordlet.config import Config
 from koordlet.metriccache.store import MetricStore
+from koordlet.metrics.client import CollectorRegistry
 from koordlet.ports import Ports
 from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.server.http_endpoint import Routes

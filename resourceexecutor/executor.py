@@ -27,7 +27,8 @@ from operator import attrgetter
 from typing import Any, TypeVar
 
 import structlog
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.metrics import Histogram  # a submodule: see resourceexecutor.metrics
+from prometheus_client.registry import CollectorRegistry
 
 from resourceexecutor.batch_run import BatchRun
 from resourceexecutor.dir_index import DirIndex

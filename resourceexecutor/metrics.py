@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+# prometheus_client's submodules, not its package: the daemon registers the package without
+# its HTTP servers before it imports this (koordlet.metrics)
+from prometheus_client.metrics import Counter, Histogram
+from prometheus_client.registry import CollectorRegistry
 
 from resourceexecutor.outcome import Outcome
 

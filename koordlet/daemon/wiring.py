@@ -16,7 +16,6 @@ import signal
 from typing import Any, Callable, Iterable
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from koordlet import __version__
 from koordlet.agent import AgentSpec, Module, StartupError
@@ -33,6 +32,7 @@ from koordlet.metriccache.module import MetricCacheModule
 from koordlet.metriccache.options import MetricCacheOptions
 from koordlet.metriccache.retention import retention_for
 from koordlet.metriccache.store import MetricStore
+from koordlet.metrics.client import CollectorRegistry
 from koordlet.metrics.histogram import Histogram
 from koordlet.metrics.registry import new_registry, record_host_probe
 from koordlet.metricsadvisor.options import AdvisorOptions

@@ -14,10 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Iterable, Sequence
 
-from prometheus_client.registry import CollectorRegistry
-from prometheus_client.samples import Sample
-from prometheus_client.utils import floatToGoString
-
+from koordlet.metrics.client import CollectorRegistry, Sample, floatToGoString
 from koordlet.metrics.text import KeptFamily, escape, is_plain_label, is_plain_name, sample_text
 
 _INF = float("inf")

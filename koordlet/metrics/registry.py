@@ -11,16 +11,17 @@ import platform
 import time
 from typing import Iterable
 
-from prometheus_client import (
+from koordlet import __version__
+from koordlet.metrics.client import (
     CollectorRegistry,
+    CounterMetricFamily,
     Gauge,
+    GaugeMetricFamily,
     GCCollector,
+    Metric,
     PlatformCollector,
     ProcessCollector,
 )
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
-
-from koordlet import __version__
 
 
 def open_fd_count(fd_dir: str) -> int:

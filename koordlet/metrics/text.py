@@ -8,12 +8,7 @@ import math
 import re
 from typing import Protocol
 
-from prometheus_client.exposition import generate_latest
-from prometheus_client.metrics_core import Metric
-from prometheus_client.openmetrics.exposition import generate_latest as om_generate_latest
-from prometheus_client.registry import Collector
-from prometheus_client.samples import Sample
-from prometheus_client.utils import floatToGoString
+from koordlet.metrics.client import Collector, Metric, Sample, floatToGoString
 
 
 def escape(value: str) -> str:
@@ -214,7 +209,11 @@ def _om_header(metric: Metric) -> str | None:
 
 
 def _generated(metric: Metric, openmetrics: bool) -> str:
-    """One family as prometheus_client writes it (OpenMetrics: without its `# EOF`)."""
+    """One family as prometheus_client writes it (OpenMetrics: without its `# EOF`). Its
+    exposition modules are imported at the first such family (see koordlet.metrics)."""
+    from prometheus_client.exposition import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as om_generate_latest
+
     if not openmetrics:
         return generate_latest(_OneMetric(metric)).decode()
     text = om_generate_latest(_OneMetric(metric)).decode()

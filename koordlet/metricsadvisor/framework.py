@@ -35,9 +35,9 @@ from itertools import chain
 from typing import Any, Callable, Generator, Generic, Iterable, Protocol, Sequence, TypeVar, Union
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from koordlet.metriccache.api import MetricCache, Sample, SeriesKey
+from koordlet.metrics.client import CollectorRegistry
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.model import PodInfo
 from koordlet.util.host_facts import HostFacts

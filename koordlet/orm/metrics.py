@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from koordlet.metrics.client import CollectorRegistry, Counter, Gauge, Histogram
 
 # 50 us .. ~1.6 s, doubling: a decision is well under a millisecond, a checkpoint fsync a few.
 ADMISSION_SECONDS_BUCKETS: tuple[float, ...] = tuple(50e-6 * 2 ** k for k in range(16))

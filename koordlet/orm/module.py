@@ -19,10 +19,10 @@ from dataclasses import replace
 
 import grpc
 import structlog
-from prometheus_client import CollectorRegistry
 
 from koordlet.agent import StartupError
 from koordlet.config import Config
+from koordlet.metrics.client import CollectorRegistry
 from koordlet.orm.allocation import Allocation, OrmAllocations
 from koordlet.orm.checkpoint import CheckpointStore
 from koordlet.orm.cpu_layout import CpuLayout

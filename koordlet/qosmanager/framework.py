@@ -15,9 +15,9 @@ from functools import partial
 from typing import Any, Callable, Protocol, Sequence
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from koordlet.metriccache.api import MetricCache
+from koordlet.metrics.client import CollectorRegistry
 from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.qosmanager.dirs import QoSDirs
 from koordlet.qosmanager.eviction import EvictionPath

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
-
+from koordlet.metrics.client import CollectorRegistry, Counter, Gauge
 from koordlet.metrics.container_gauge import ContainerGauge
 from koordlet.metrics.go_counter import GoCounter
 from koordlet.metrics.text import render_families

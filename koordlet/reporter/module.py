@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from koordlet.agent import StartupError
 from koordlet.metriccache.api import MetricCache
+from koordlet.metrics.client import CollectorRegistry
 from koordlet.reporter.batch import ReclaimThresholds, batch_resources
 from koordlet.reporter.katalyst_metrics import uncollected
 from koordlet.reporter.kube_sink import KubeSink, Outcome

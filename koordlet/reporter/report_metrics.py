@@ -3,9 +3,8 @@ outcome, the batch resources and the overcommit ratios as gauges."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
-
 from koordlet.apis.keys import BATCH_CPU, BATCH_MEMORY
+from koordlet.metrics.client import CollectorRegistry, Counter, Gauge
 from koordlet.reporter.batch import BatchResources
 from koordlet.reporter.nodemetric import Percentiles, Usage
 from koordlet.reporter.overcommit import OvercommitResult

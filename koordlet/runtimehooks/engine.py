@@ -15,9 +15,9 @@ from dataclasses import replace
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from koordlet.apis.qos import PodQoS
+from koordlet.metrics.client import CollectorRegistry
 from koordlet.metrics.histogram import Histogram, HistogramSeries
 from koordlet.ports.cpusets import CpusetProvider
 from koordlet.runtimehooks.allocations import AllocationIndex, CpuAllocations

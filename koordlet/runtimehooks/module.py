@@ -22,9 +22,9 @@ import dataclasses
 from typing import Any, Callable
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from koordlet.config import Config, defaults
+from koordlet.metrics.client import CollectorRegistry
 from koordlet.metrics.text import Family, escape, render_families
 from koordlet.ports import Ports
 from koordlet.ports.admission import ADMIT_ALL

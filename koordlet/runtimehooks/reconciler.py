@@ -36,8 +36,8 @@ from functools import partial
 from typing import Callable, Generator, Mapping, Sequence
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter
 
+from koordlet.metrics.client import CollectorRegistry, Counter
 from koordlet.metrics.histogram import Histogram
 from koordlet.runtimehooks.engine import HookEngine
 from koordlet.runtimehooks.hooks.group_identity import qos_dir_specs

@@ -26,13 +26,10 @@ from typing import Callable, Iterator, Protocol
 
 import h11
 import structlog
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OM_CONTENT_TYPE
 
-import koordlet.metrics  # noqa: F401  (no *_created series)
 from koordlet.agent import Readiness, StartupError
 from koordlet.config import defaults
+from koordlet.metrics.client import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, CollectorRegistry
 from koordlet.metrics.text import RegistryText
 from koordlet.util.switch_interval import render_in_worker
 
@@ -234,7 +231,7 @@ class HttpEndpoint:
             parts += [pieces] if isinstance(pieces, bytes) else pieces
         if openmetrics:
             parts.append(_OM_EOF)
-        return Reply(200, tuple(parts), OM_CONTENT_TYPE if openmetrics else CONTENT_TYPE_LATEST)
+        return Reply(200, tuple(parts), OPENMETRICS_CONTENT_TYPE if openmetrics else TEXT_CONTENT_TYPE)
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter
 
 from koordlet.config import defaults, safe_yaml
 from koordlet.config.reading import FileRefused, bounded, read_text_file
+from koordlet.metrics.client import CollectorRegistry, Counter
 from koordlet.slo.node_slo import NodeSLO, NodeSLOError
 from koordlet.slo.spec import parse_node_slo_spec, spec_of_document
 from koordlet.util.board import Board

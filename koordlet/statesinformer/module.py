@@ -22,11 +22,9 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import structlog
-from prometheus_client import CollectorRegistry, Histogram
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from koordlet.config import Config
+from koordlet.metrics.client import Collector, CollectorRegistry, GaugeMetricFamily, Histogram
 from koordlet.statesinformer.kubelet_client import KubeletClient, KubeletError
 from koordlet.statesinformer.model import Source
 from koordlet.statesinformer.options import StatesOptions

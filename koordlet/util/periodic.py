@@ -30,7 +30,8 @@ from enum import Enum
 from typing import Awaitable, Callable, Union
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter
+
+from koordlet.metrics.client import CollectorRegistry, Counter
 
 log = structlog.get_logger(__name__)
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
+import urllib.request
 
 from koordlet.daemon.cli import parse_args
 from koordlet.qosmanager.agent import STRATEGIES, strategies_for
+from tests.koordlet.daemon_process import PROJECT_ROOT, free_port, isolated
 
 # the daemon's entry modules and its default agents' build, as koordlet.__main__ runs them
 # (the agents are only selected here: building them needs a host)
@@ -65,3 +69,43 @@ def test_standalone_build_without_cgroups_leaves_other_modes_unimported(tmp_path
                                 text=True).stdout.split())
     assert "koordlet.qosmanager.agent" in loaded and "koordlet.metricsadvisor.collectors.psi" in loaded
     assert sorted(loaded.intersection(LAZY)) == []
+
+
+# prometheus_client's package imports its HTTP servers and clients (~2.8 MiB of RSS); the
+# daemon serves /metrics itself and imports only the package's metric types
+CLIENT_SERVERS = ("prometheus_client.exposition", "http.server", "wsgiref", "urllib.request", "email")
+
+
+def test_serving_metrics_leaves_prometheus_clients_servers_unimported(tmp_path):
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), PYTHONPROFILEIMPORTTIME="1")  # each import on stderr
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    command = [sys.executable, "-m", "koordlet", *isolated(["--addr", "127.0.0.1:%d" % port,
+                                                             "--state-dir", str(tmp_path / "state")])]
+    with open(tmp_path / "stderr", "wb") as stderr:
+        proc = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            bodies = [scrape(proc, port, accept) for accept in ("text/plain", "application/openmetrics-text")]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    assert b"# TYPE koordlet_build_info gauge" in bodies[0] and bodies[1].endswith(b"# EOF\n")
+    imported = {line.rsplit("|", 1)[-1].strip() for line in (tmp_path / "stderr").read_text().splitlines()
+                if line.startswith("import time:")}
+    assert "prometheus_client.metrics" in imported  # the check below can see the package's modules
+    assert sorted(imported.intersection(CLIENT_SERVERS)) == []
+
+
+def scrape(proc: subprocess.Popen, port: int, accept: str) -> bytes:
+    """/metrics once the daemon serves it (polled to a deadline)."""
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, "the daemon exited"
+        request = urllib.request.Request("http://127.0.0.1:%d/metrics" % port, headers={"Accept": accept})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.read()
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)

@@ -112,7 +112,8 @@ def test_the_openmetrics_text_is_generate_latests_also_after_text_scrapes():
 
 
 def test_only_the_families_a_format_spells_specially_are_left_to_prometheus_client(monkeypatch):
-    import koordlet.metrics.text as text_module
+    import prometheus_client.exposition
+    import prometheus_client.openmetrics.exposition
 
     left: dict[str, set[str]] = {"text": set(), "openmetrics": set()}
 
@@ -122,8 +123,10 @@ def test_only_the_families_a_format_spells_specially_are_left_to_prometheus_clie
             return real(registry)
         return recorded
 
-    monkeypatch.setattr(text_module, "generate_latest", recording("text", generate_latest))
-    monkeypatch.setattr(text_module, "om_generate_latest", recording("openmetrics", om_generate_latest))
+    # (koordlet.metrics.text imports these at the first family it leaves to them)
+    monkeypatch.setattr(prometheus_client.exposition, "generate_latest", recording("text", generate_latest))
+    monkeypatch.setattr(prometheus_client.openmetrics.exposition, "generate_latest",
+                        recording("openmetrics", om_generate_latest))
     frozen = Frozen(daemon_like_registry()).freeze()
     RegistryText(frozen).render()
     RegistryText(frozen).render(openmetrics=True)
