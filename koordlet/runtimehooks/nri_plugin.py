@@ -194,11 +194,6 @@ class KoordletNriPlugin:
         """The answer for a new container of a known pod: the one prepared or given before
         while the pod's decision inputs are unchanged, else decided now.  Only the
         container's name can count: NRI brings no kubelet spec."""
-        known = self._answers.get(info.uid)
-        if known is not None and self._same_inputs(known.inputs, info):
-            answer = known.by_name.get(known.key(container.name))
-            if answer is not None:
-                return answer
         known = self._pod_answers(info)
         if known is not None:
             answer = known.by_name.get(known.key(container.name))
@@ -216,7 +211,7 @@ class KoordletNriPlugin:
     def _same_inputs(self, inputs: DecisionInputs, info: PodInfo) -> bool:
         """The kept inputs are the very objects the pod and the engine hold now: then they
         are equal, found without building the pod's DecisionInputs (~5 us of an answer with
-        the caches cold). Otherwise `_pod_answers` compares them."""
+        the caches cold)."""
         engine = self.engine
         return (inputs.annotations is info.annotations and inputs.qos is info.qos and inputs.config is engine.config
                 and inputs.allocations is engine.index.snapshot())
@@ -226,10 +221,12 @@ class KoordletNriPlugin:
         may be reused (an admitting allocator decides per container)."""
         if self._admit is not None:
             return None
+        known = self._answers.get(info.uid)
+        if known is not None and self._same_inputs(known.inputs, info):
+            return known
         inputs = self.engine.container_inputs(info)
         if inputs is None:
             return None
-        known = self._answers.get(info.uid)
         if known is None or known.inputs != inputs:
             known = self._answers[info.uid] = PodAnswers(inputs, self.engine.named_containers(info))
         else:
