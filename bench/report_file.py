@@ -3,8 +3,8 @@
     python -m bench.report_file [--pods 1000,3000] [--runs 20]
 
 The file is encoded and written in a worker thread. A document of the shape the reporter
-writes (NodeMetric status with one entry per pod, as reporter/nodemetric.py's _pod_entry
-makes them) is written --runs times while the loop runs a ticker that records the longest
+writes (NodeMetric status with one entry per pod: bench.nodemetric_build's floor document) is
+written --runs times while the loop runs a ticker that records the longest
 gap between two of its turns: the longest the loop could not run. Two ways:
 - one-shot: json.dumps of the whole document in the thread, the interpreter's default switch
   interval (what the daemon did before util/json_text.py);
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from bench.daemon_scale import pct
+from bench.nodemetric_build import floor_document, make_pods
 from koordlet.reporter.standalone import write_report_file
 from koordlet.util.durable import write_atomically
 from koordlet.util.json_text import canonical_json
@@ -34,15 +35,9 @@ from koordlet.util.switch_interval import render_in_worker
 
 
 def document(pods: int) -> dict[str, Any]:
-    entries = [{"namespace": "bench-%d" % (i % 20), "name": "pod-%05d-7f9c8d6b5-x2kqz" % i,
-                "podUsage": {"resources": {"cpu": "%dm" % (i % 900 + 1), "memory": "%dKi" % (20480 + i * 37)}},
-                "priority": "koord-batch" if i % 2 else "koord-prod", "qos": "BE" if i % 2 else "LS"}
-               for i in range(pods)]
-    usage = {"resources": {"cpu": "3250m", "memory": "10428Mi"}}
-    status = {"updateTime": "2026-12-06T07:00:00Z", "podsMetric": entries,
-              "nodeMetric": {"nodeUsage": usage, "systemUsage": usage,
-                             "aggregatedNodeUsages": [{"duration": d, "usage": {k: usage for k in ("p50", "p90", "p95", "p99")}}
-                                                      for d in ("5m0s", "10m0s", "30m0s")]}}
+    """The file's document with a NodeMetric status of `pods` pods (bench.nodemetric_build's
+    same-shape status from ready-made strings)."""
+    status = floor_document(make_pods(pods))
     return {"nodeMetric": {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "status": status},
             "customNodeResource": None, "batchResources": None}
 
