@@ -36,7 +36,6 @@ from koordlet.reporter.nodemetric import (
     PodRows,
     node_metric_object,
     snapshot_steps,
-    status_document,
     status_steps,
     take_snapshot,
 )
@@ -61,6 +60,9 @@ FIRST_RETRY_SECONDS = 5.0
 KUBE_CALL_BUDGET_SECONDS = 30.0  # one report round, all its API calls included
 STANDALONE_REFRESH_SECONDS = 1.0
 NRT_SYNC_SECONDS = 3.0
+
+
+Built = tuple[NodeMetricSnapshot, dict[str, Any]]  # a report's snapshot and its status document
 
 
 class Round(Enum):
@@ -119,6 +121,7 @@ class ReportsModule:
         self._registry = registry
         self._sent_annotations: dict[str, str] | None = None
         self._built_at = float("-inf")
+        self._building: asyncio.Future[Built | None] | None = None  # the stepped build running now
         self._nrt = nrt
         self._nrt_writer: NrtWriter | None = None
         if settings.node_metric:
@@ -165,6 +168,8 @@ class ReportsModule:
         for loop in self._loops:
             await loop.stop()
         self._loops.clear()
+        if self._building is not None:
+            self._building.cancel()
         if self._close_kube is not None:
             await self._close_kube()
             self._close_kube = None
@@ -193,20 +198,18 @@ class ReportsModule:
         return delay
 
     def build(self) -> NodeMetricSnapshot | None:
-        """Build at once (the standalone route: at most once a second)."""
+        """Build at once, holding the loop throughout (tools and tests; the daemon builds in steps)."""
         return take_snapshot(self._cache, self._states.pods(), self._policy, self._clock(), self._pod_rows)
 
     async def report_once(self) -> "Round":
         """One round: SENT when every configured sink took it (or none is configured),
         NOT_READY before any node usage exists, FAILED when a sink failed (retried sooner)."""
-        snapshot = await run_steps_on_loop(
-            snapshot_steps(self._cache, self._states.pods(), self._policy, self._clock(), self._pod_rows))
-        if snapshot is None:
+        built = await self._build_shared()
+        if built is None:
             self._metrics.count("nodemetric", "any", "not_ready")
             log.info("nodemetric_not_ready", reason="no node usage in the aggregate window yet")
             return Round.NOT_READY
-        status = await run_steps_on_loop(status_steps(snapshot))
-        self._remember(snapshot, status)
+        status = built[1]
         ok = True
         if self._settings.output_file is not None:
             ok &= await self._write_file()
@@ -226,12 +229,35 @@ class ReportsModule:
         self._metrics.show_usage(snapshot.node, snapshot.system)
         self._metrics.show_aggregated(snapshot.aggregated)
 
-    def _standalone_node_metric(self) -> dict[str, Any] | None:
+    async def _standalone_node_metric(self) -> dict[str, Any] | None:
+        """The NodeMetric the route answers: rebuilt when the last is a second old."""
         if self._clock() - self._built_at >= STANDALONE_REFRESH_SECONDS:
-            snapshot = self.build()
-            if snapshot is not None:
-                self._remember(snapshot, status_document(snapshot))
+            await self._build_shared()
         return self._latest.node_metric
+
+    async def _build_shared(self) -> Built | None:
+        """Build the report in steps that yield to the loop (snapshot_steps, status_steps)
+        and remember it; a caller that comes while a build runs (a report round, a GET of
+        the route, many GETs at once) waits for that one instead of starting another."""
+        building = self._building
+        if building is None:
+            building = self._building = asyncio.ensure_future(self._build_stepped())
+            building.add_done_callback(self._build_done)
+        return await asyncio.shield(building)
+
+    async def _build_stepped(self) -> Built | None:
+        snapshot = await run_steps_on_loop(
+            snapshot_steps(self._cache, self._states.pods(), self._policy, self._clock(), self._pod_rows))
+        if snapshot is None:
+            return None
+        status = await run_steps_on_loop(status_steps(snapshot))
+        self._remember(snapshot, status)
+        return snapshot, status
+
+    def _build_done(self, building: asyncio.Future[Built | None]) -> None:
+        self._building = None
+        if not building.cancelled():
+            building.exception()  # its callers got it; a build nobody waits for any more is not an error
 
     async def _write_file(self) -> bool:
         path = self._settings.output_file

@@ -2,7 +2,10 @@
 routes that modules add (`add_route`), such as /api/v1/pods.
 
 HTTP/1.1 parsing is h11's (a sans-IO state machine); this module owns only the
-socket and the routing. Everything runs on the daemon's event loop.
+socket and the routing. Everything runs on the daemon's event loop, except what could
+hold it for long: /metrics is rendered in a worker thread, a route may answer with an
+awaitable (built in steps, encoded in a worker: `json_reply_in_worker`), and a large
+reply is gzipped in a worker.
 
 Limits (koordlet.config.defaults): a request's head must arrive whole within
 HTTP_HEAD_TIMEOUT_SECONDS of its first byte, an idle keep-alive connection is closed
@@ -22,7 +25,7 @@ import socket
 import zlib
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Callable, Iterator, Protocol
+from typing import Awaitable, Callable, Iterator, Protocol
 
 import h11
 import structlog
@@ -31,6 +34,7 @@ from koordlet.agent import Readiness, StartupError
 from koordlet.config import defaults
 from koordlet.metrics.client import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, CollectorRegistry
 from koordlet.metrics.text import RegistryText
+from koordlet.util.json_text import canonical_json
 from koordlet.util.switch_interval import render_in_worker
 
 log = structlog.get_logger(__name__)
@@ -66,8 +70,18 @@ def json_reply(value: object, status: int = 200) -> Reply:
                  "application/json")
 
 
-# A route handler takes the query string (without "?") and answers; it runs on the loop, so it must not block.
-RouteHandler = Callable[[str], Reply]
+async def json_reply_in_worker(value: object, status: int = 200) -> Reply:
+    """json_reply's reply, encoded in a worker thread a piece at a time (util/json_text.py),
+    so a document that grows with the pods never holds the loop for its whole encoding.
+    `value` must not change while it is encoded: hand over a document nothing mutates."""
+    text = await render_in_worker(canonical_json, value)
+    return Reply(status, text.encode() + b"\n", "application/json")
+
+
+# A route handler takes the query string (without "?") and answers, or returns an awaitable of
+# its answer; it is called on the loop, so it must not block: work that grows with the pods
+# belongs in the awaitable (steps that yield, a worker for the encoding).
+RouteHandler = Callable[[str], "Reply | Awaitable[Reply]"]
 # Families in the exposition format, OpenMetrics when the argument is True (see add_metrics_text).
 MetricsText = Callable[[bool], bytes]
 # (openmetrics, internal, external) -> the families of the parts asked for, in one pass, as
@@ -216,9 +230,33 @@ class HttpEndpoint:
         try:
             reply = handler(query)
         except Exception as exc:  # a broken route must not take the endpoint down
-            log.error("http_route_failed", path=path, error=repr(exc), exc_info=True)
-            return Reply(500, b"internal error\n"), False
+            return _route_failed(path, exc), False
+        if not isinstance(reply, Reply):  # an awaitable: only answer() can wait for it
+            _close(reply)
+            raise TypeError(f"route {path!r} answers asynchronously: use answer()")
         return _maybe_gzip(reply, accept_gzip)
+
+    async def answer(self, method: str, target: str, accept_gzip: bool,
+                     openmetrics: bool = False) -> tuple[Reply, bool]:
+        """route()'s answer, with what could hold the loop for long done elsewhere: /metrics
+        rendered in a worker thread, an added route's awaitable awaited, a large reply
+        gzipped in a worker."""
+        path, _, query = target.partition("?")
+        handler = self._routes.get(path)
+        if handler is None or method not in ("GET", "HEAD"):
+            if path in METRICS_PATHS and (self._metrics_text or self._metrics_parts):
+                # a large exposition (rendering and gzip take tens of ms) runs in a worker
+                # thread so the loop keeps serving NRI calls and collectors meanwhile
+                return await render_in_worker(self.route, method, target, accept_gzip, openmetrics)
+            return self.route(method, target, accept_gzip, openmetrics)
+        try:
+            pending = handler(query)
+            reply = pending if isinstance(pending, Reply) else await pending
+        except Exception as exc:  # a broken route must not take the endpoint down
+            return _route_failed(path, exc), False
+        if accept_gzip and reply.length >= defaults.HTTP_GZIP_MIN_BYTES:
+            return await render_in_worker(_maybe_gzip, reply, accept_gzip)
+        return reply, False
 
     def _exposition(self, internal: bool, external: bool, openmetrics: bool) -> Reply:
         parts = []
@@ -305,12 +343,7 @@ class HttpEndpoint:
         gzip_ok = b"gzip" in _header(request, b"accept-encoding")
         openmetrics = wants_openmetrics(_header(request, b"accept"))
         method, target = request.method.decode("ascii", "replace"), request.target.decode("ascii", "replace")
-        if (self._metrics_text or self._metrics_parts) and target.partition("?")[0] in METRICS_PATHS:
-            # a large exposition (rendering and gzip take tens of ms) runs in a worker
-            # thread so the loop keeps serving NRI calls and collectors meanwhile
-            reply, gzipped = await render_in_worker(self.route, method, target, gzip_ok, openmetrics)
-        else:
-            reply, gzipped = self.route(method, target, gzip_ok, openmetrics)
+        reply, gzipped = await self.answer(method, target, gzip_ok, openmetrics)
         headers = [("content-type", reply.content_type), ("content-length", str(reply.length))]
         if gzipped:
             headers.append(("content-encoding", "gzip"))
@@ -372,6 +405,18 @@ def gzip_parts(parts: tuple[bytes, ...], module: ModuleType | None = None) -> by
     packed = [packer.compress(piece) for piece in _gathered(parts)]
     packed.append(packer.flush())
     return b"".join(packed)
+
+
+def _route_failed(path: str, exc: Exception) -> Reply:
+    log.error("http_route_failed", path=path, error=repr(exc), exc_info=True)
+    return Reply(500, b"internal error\n")
+
+
+def _close(pending: object) -> None:
+    """Close a coroutine that will never be awaited (no 'never awaited' warning)."""
+    close = getattr(pending, "close", None)
+    if callable(close):
+        close()
 
 
 def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:

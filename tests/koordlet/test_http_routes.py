@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import gzip
 import json
 import sys
+import warnings
 import zlib
 
 import pytest
@@ -14,6 +17,8 @@ from koordlet.agent import Readiness
 from koordlet.config import defaults
 from koordlet.server import http_endpoint
 from koordlet.server.http_endpoint import HttpEndpoint, json_reply
+from koordlet.util.json_text import canonical_json
+from tests.polling import LoopTurns
 
 
 def endpoint(registry=None, not_ready=()):
@@ -112,6 +117,47 @@ def test_large_route_replies_are_gzipped_when_accepted():
     ep.add_route("/big", lambda query: json_reply(list(range(5000))))
     reply, gzipped = ep.route("GET", "/big", True)
     assert gzipped and json.loads(gzip.decompress(reply.body)) == list(range(5000))
+
+
+async def test_an_awaitable_route_is_answered_with_the_loop_free_while_it_works(monkeypatch):
+    ep = endpoint()
+
+    async def stepped(query: str):
+        for _ in range(5):  # work in steps that yield, as a route whose document grows with the pods
+            await asyncio.sleep(0)
+        return await http_endpoint.json_reply_in_worker({"query": query, "items": list(range(5000))})
+
+    workers = []
+    real = http_endpoint.render_in_worker
+    monkeypatch.setattr(http_endpoint, "render_in_worker", lambda fn, *a: workers.append(fn) or real(fn, *a))
+    ep.add_route("/stepped", stepped)
+    async with LoopTurns() as turns:
+        reply, gzipped = await ep.answer("GET", "/stepped?x=1", True)
+    assert reply.status == 200 and gzipped
+    assert json.loads(gzip.decompress(reply.body)) == {"query": "x=1", "items": list(range(5000))}
+    assert turns.count >= 5  # the other task ran at every step
+    # the encoding and the gzip of the large reply went to worker threads
+    assert workers == [canonical_json, http_endpoint._maybe_gzip]
+    plain, gzipped = await ep.answer("GET", "/stepped?x=1", False)
+    assert not gzipped and plain.body == json_reply({"query": "x=1", "items": list(range(5000))}).body
+
+
+async def test_an_awaitable_route_that_fails_answers_500_and_route_refuses_it():
+    ep = endpoint()
+
+    async def broken(query: str):
+        await asyncio.sleep(0)
+        raise RuntimeError("bug")
+
+    ep.add_route("/broken", broken)
+    reply, _ = await ep.answer("GET", "/broken", False)
+    assert reply.status == 500
+    assert (await ep.answer("POST", "/broken", False))[0].status == 405
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a coroutine left unawaited would warn
+        with pytest.raises(TypeError, match="answer"):
+            ep.route("GET", "/broken", False)
+        gc.collect()
 
 
 def exposition_endpoint():

@@ -20,6 +20,7 @@ from koordlet.config import defaults
 from koordlet.daemon.cli import parse_args
 from koordlet.hubs import Hubs
 from koordlet.metriccache.store import MetricStore
+from koordlet.reporter import module as module_under_test
 from koordlet.reporter import standalone
 from koordlet.reporter.agent import SPEC as REPORTER
 from koordlet.reporter.agent import settings_of
@@ -28,11 +29,12 @@ from koordlet.server.http_endpoint import HttpEndpoint
 from koordlet.statesinformer.api import StaticStates
 from koordlet.statesinformer.model import NodeInfo
 from koordlet.util.host_facts import HostFacts
+from koordlet.util.steps import PODS_PER_STEP
 from koordlet.util.token_bucket import TokenBucket
 from system.host import Host
 from tests.koordlet.hubs_helper import config_of, hubs_for
 from tests.koordlet.reporter.fixtures import GI, NOW, crd_schema, node_samples, pod, pod_samples, store
-from tests.polling import until
+from tests.polling import LoopTurns, until
 
 WEB = pod("web", KoordQoSClass.LS, PriorityBand.PROD, cpu_request=2000, memory_request=4 * GI)
 SPARK = pod("spark", KoordQoSClass.BE, PriorityBand.BATCH)
@@ -64,7 +66,14 @@ def module_of(h: Hubs, clock=lambda: NOW) -> ReportsModule:
 
 
 def get(http: HttpEndpoint, path: str):
+    """A route's answer, for routes that answer at once."""
     reply, _ = http.route("GET", path, False)
+    return reply.status, json.loads(reply.body)
+
+
+async def fetch(http: HttpEndpoint, path: str):
+    """A route's answer as the endpoint gives it (the NodeMetric's is built in steps)."""
+    reply, _ = await http.answer("GET", path, False)
     return reply.status, json.loads(reply.body)
 
 
@@ -74,12 +83,12 @@ async def test_standalone_routes_serve_documents_that_validate(tmp_path):
     await module.prepare()
     try:
         await module.overcommit_once()
-        status, node_metric = get(h.http, "/apis/v1/nodemetric")
+        status, node_metric = await fetch(h.http, "/apis/v1/nodemetric")
         assert status == 200
         jsonschema.validate(node_metric, crd_schema("slo.koordinator.sh_nodemetrics.yaml"))
         pods = {e["name"]: (e["priority"], e["qos"]) for e in node_metric["status"]["podsMetric"]}
         assert pods == {"web": ("koord-prod", "LS"), "spark": ("koord-batch", "BE")}
-        status, kcnr = get(h.http, "/apis/v1/overcommit")
+        status, kcnr = await fetch(h.http, "/apis/v1/overcommit")
         assert status == 200
         jsonschema.validate(kcnr, crd_schema("node.katalyst.kubewharf.io_customnoderesources.yaml"))
         annotations = kcnr["metadata"]["annotations"]
@@ -87,7 +96,7 @@ async def test_standalone_routes_serve_documents_that_validate(tmp_path):
         assert float(annotations["katalyst.kubewharf.io/memory_overcommit_ratio"]) >= 1
         assert annotations["katalyst.kubewharf.io/overcommit_cpu_manager"] == "none"  # no kubelet state here
         assert annotations["katalyst.kubewharf.io/overcommit_memory_manager"] == "None"
-        status, batch = get(h.http, "/apis/v1/batchresources")
+        status, batch = await fetch(h.http, "/apis/v1/batchresources")
         assert status == 200 and set(batch["resources"]) == {"kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"}
     finally:
         await module.stop()
@@ -99,9 +108,9 @@ async def test_routes_say_not_ready_before_any_usage(tmp_path):
     await module.prepare()
     try:
         assert await module.report_once() is Round.NOT_READY
-        status, body = get(h.http, "/apis/v1/nodemetric")
+        status, body = await fetch(h.http, "/apis/v1/nodemetric")
         assert status == 503 and body["ready"] is False
-        assert get(h.http, "/apis/v1/overcommit")[0] == 503
+        assert (await fetch(h.http, "/apis/v1/overcommit"))[0] == 503
     finally:
         await module.stop()
 
@@ -122,6 +131,51 @@ async def test_routes_answer_over_a_real_socket(tmp_path):
     finally:
         await module.stop()
         await h.http.stop()
+
+
+def many_pods(count: int) -> tuple[list, MetricStore]:
+    pods = [pod("p%04d" % i, KoordQoSClass.LS, PriorityBand.PROD, cpu_request=100) for i in range(count)]
+    cache = store()
+    cache.append(node_samples([3.0] * 60, [10 * GI] * 60))
+    for each in pods:
+        cache.append(pod_samples(each, 0.1, GI, seconds=60))
+    return pods, cache
+
+
+async def test_a_get_of_the_nodemetric_lets_the_loop_run_while_it_is_built(tmp_path):
+    pods, cache = many_pods(10 * PODS_PER_STEP)
+    h = hubs(tmp_path, cache=cache, states=StaticStates(NODE, pods))
+    module = module_of(h)
+    await module.prepare()
+    try:
+        async with LoopTurns() as turns:
+            status, document = await fetch(h.http, "/apis/v1/nodemetric")
+    finally:
+        await module.stop()
+    assert status == 200 and len(document["status"]["podsMetric"]) == len(pods)
+    assert turns.count >= 10  # at least a turn for the other task every PODS_PER_STEP pods
+
+
+async def test_gets_and_a_report_round_at_once_share_one_build(tmp_path, monkeypatch):
+    pods, cache = many_pods(4 * PODS_PER_STEP)
+    h = hubs(tmp_path, cache=cache, states=StaticStates(NODE, pods))
+    module = module_of(h)
+    await module.prepare()
+    builds = []
+    real_steps = module_under_test.snapshot_steps
+    monkeypatch.setattr(module_under_test, "snapshot_steps", lambda *a: builds.append(a) or real_steps(*a))
+    try:
+        *answers, sent = await asyncio.gather(*(fetch(h.http, "/apis/v1/nodemetric") for _ in range(5)),
+                                              module.report_once())
+        assert sent is Round.SENT and len(builds) == 1
+        assert all(answer == answers[0] for answer in answers) and answers[0][0] == 200
+        assert (await fetch(h.http, "/apis/v1/nodemetric")) == answers[0]  # within a second: no new build
+        assert len(builds) == 1
+        module._clock = lambda: NOW + 1  # a second later the next GET builds again
+        assert (await fetch(h.http, "/apis/v1/nodemetric"))[0] == 200
+        assert len(builds) == 2
+    finally:
+        await module.stop()
 
 
 async def test_the_output_file_is_replaced_whole(tmp_path):
@@ -175,7 +229,7 @@ async def test_an_unwritable_output_file_is_counted_and_retried(tmp_path):
         assert h.registry.get_sample_value("koordlet_reports_total", {
             "node": "node-1", "report": "nodemetric", "sink": "file", "result": "failed"}) == 1
         # the failed sink did not stop the standalone document from being built
-        assert get(h.http, "/apis/v1/nodemetric")[0] == 200
+        assert (await fetch(h.http, "/apis/v1/nodemetric"))[0] == 200
     finally:
         await module.stop()
 
@@ -185,7 +239,7 @@ async def test_without_pods_the_node_figures_are_still_reported(tmp_path):
     module = module_of(h)
     await module.prepare()
     try:
-        status, document = get(h.http, "/apis/v1/nodemetric")
+        status, document = await fetch(h.http, "/apis/v1/nodemetric")
         assert status == 200 and document["status"]["podsMetric"] == []
     finally:
         await module.stop()
