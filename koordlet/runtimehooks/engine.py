@@ -29,6 +29,7 @@ from koordlet.runtimehooks.spec import PodPlan, ResourceSpec
 from koordlet.statesinformer.api import StatesInformer, Unsubscribe
 from koordlet.statesinformer.model import ContainerInfo, PodEvent, PodEventKind, PodInfo
 from koordlet.util.board import Listeners
+from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 log = structlog.get_logger(__name__)
 
@@ -245,4 +246,16 @@ class HookEngine:
 
 
 def plans_json(plans: Iterable[PodPlan]) -> dict[str, object]:
-    return {"pods": [plan.to_json() for plan in sorted(plans, key=lambda p: (p.namespace, p.name))]}
+    return run_steps(plans_json_steps(plans))
+
+
+def plans_json_steps(plans: Iterable[PodPlan]) -> Steps[dict[str, object]]:
+    """plans_json, yielding every PODS_PER_STEP pods: at 1,000 pods x 2 containers the
+    entries held the loop ~5 ms in one go (~16 ms at 3,000)."""
+    ordered = sorted(plans, key=lambda p: (p.namespace, p.name))
+    entries: list[dict[str, object]] = []
+    for at in range(0, len(ordered), PODS_PER_STEP):
+        if at:
+            yield
+        entries += [plan.to_json() for plan in ordered[at:at + PODS_PER_STEP]]
+    return {"pods": entries}

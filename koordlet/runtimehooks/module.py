@@ -30,7 +30,7 @@ from koordlet.ports import Ports
 from koordlet.ports.admission import ADMIT_ALL
 from koordlet.ports.be_suppress import BESuppressBoard
 from koordlet.ports.cpusets import NO_EXCLUSIVE_CPUS
-from koordlet.runtimehooks.engine import HookEngine, plans_json
+from koordlet.runtimehooks.engine import HookEngine, plans_json_steps
 from koordlet.runtimehooks.group_identity_switch import GroupIdentitySwitch, wanted_switch
 from koordlet.runtimehooks.hook_config import HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import enabled_hooks
@@ -39,12 +39,13 @@ from koordlet.runtimehooks.nri_plugin import KoordletNriPlugin
 from koordlet.runtimehooks.options import HooksOptions
 from koordlet.runtimehooks.reconciler import Reconciler
 from koordlet.runtimehooks.slo_rules import any_cpu_qos_enabled, hook_config_from_slo, hook_config_with_suppress
-from koordlet.server.http_endpoint import Reply, json_reply
+from koordlet.server.http_endpoint import Reply, json_reply_in_worker
 from koordlet.slo.source import NodeSLOSource
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.statesinformer.nri_feed import NriFeed
 from koordlet.statesinformer.sources import nri_enabled, nri_wanted
 from koordlet.util.host_facts import HostFacts
+from koordlet.util.steps import run_steps_on_loop
 from nri.stub import Stub, StubConfig
 from resourceexecutor import ResourceExecutor
 from system.cgroup_layout import QoSTier
@@ -211,11 +212,12 @@ class RuntimeHooksModule:
             families += [cores, info]
         return render_families(families, openmetrics)
 
-    def pods_route(self, query: str) -> Reply:
-        body: dict[str, Any] = plans_json(self.engine.plans())
+    async def pods_route(self, query: str) -> Reply:
+        """/api/v1/pods: built in steps and encoded in a worker (it grows with the pods)."""
+        body: dict[str, Any] = await run_steps_on_loop(plans_json_steps(self.engine.plans()))
         body["nri"] = {"enabled": self.nri_on, "ready": self.stub.is_ready if self.stub is not None else False}
         if self.reconciler is not None and self.reconciler.last is not None:
             last = self.reconciler.last
             body["reconcile"] = {"passes": self.reconciler.passes, "lastFull": last.full, "lastWrites": last.writes,
                                  "lastUpdates": last.updates, "lastSeconds": last.seconds}
-        return json_reply(body)
+        return await json_reply_in_worker(body)

@@ -23,7 +23,11 @@ from system.host import Host
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec
 from tests.koordlet.runtimehooks.nri_pods import nri_container, nri_pod
 from tests.nri.conftest import socket_path  # noqa: F401  (fixture)
-from tests.polling import until
+from tests.polling import until, until_answer
+
+
+async def pods_json(module):
+    return json.loads((await module.pods_route("")).body)
 
 
 def test_runtime_hook_flags_and_socket_alias(tmp_path: Path) -> None:
@@ -80,8 +84,8 @@ async def test_module_ready_follows_nri_and_lists_pods(tmp_path: Path, socket_pa
             be = nri_pod("be1", "BE", {"node.koordinator.sh/extended-resource-spec": ext_spec(main=batch("500", "1Gi"))})
             await peer.run_pod_sandbox(be)
             await peer.create_container(be, nri_container(be, "main"))
-            await until(lambda: json.loads(module.pods_route("").body)["pods"][0]["containers"])  # fed after the answer
-            body = json.loads(module.pods_route("").body)
+            body = await until_answer(  # the store is fed after the answer
+                lambda: pods_json(module), lambda answer: answer["pods"][0]["containers"])
             (pod,) = body["pods"]
             assert pod["qosClass"] == "BE" and pod["spec"]["cpu_shares"] == 512
             assert pod["containers"][0]["spec"]["memory_limit"] == 1 << 30

@@ -16,12 +16,14 @@ from koordlet.apis.qos import KatalystQoSLevel, KoordQoSClass
 from koordlet.config.features import resolve
 from koordlet.runtimehooks.allocations import NO_ALLOCATIONS, AllocationIndex, CpuAllocations
 from koordlet.runtimehooks.annotations import annotation_problems
+from koordlet.runtimehooks.engine import plans_json, plans_json_steps
 from koordlet.runtimehooks.hook_config import CpuManagerPolicy, HookConfig, HostCaps
 from koordlet.runtimehooks.hooks import HOOKS, enabled_hooks
 from koordlet.runtimehooks.hooks.group_identity import qos_dir_specs
 from koordlet.runtimehooks.policy import decide, plan_pod
-from koordlet.runtimehooks.spec import EMPTY_SPEC, ResourceSpec, combine
+from koordlet.runtimehooks.spec import EMPTY_SPEC, ContainerPlan, PodPlan, ResourceSpec, combine
 from koordlet.statesinformer.model import Resources, Source
+from koordlet.util.steps import PODS_PER_STEP
 from system.cgroup_layout import QoSTier
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod
 
@@ -303,3 +305,23 @@ def test_specs_without_unified_files_share_one_read_only_empty_mapping() -> None
         pod_spec.unified["cpu.weight"] = "100"  # type: ignore[index]
     merged = pod_spec.merged(ResourceSpec(unified=MappingProxyType({"cpu.idle": "1"})))
     assert dict(merged.unified) == {"cpu.idle": "1"} and dict(EMPTY_SPEC.unified) == {}
+
+
+def test_the_pods_document_is_built_in_steps_of_pods_in_name_order():
+    plans = [PodPlan("uid-%d" % i, "ns", "pod-%03d" % (99 - i), KoordQoSClass.BE, "/kubepods/pod%d" % i,
+                     ResourceSpec(cpu_shares=512 + i),
+                     (ContainerPlan("main", "ctr-%d" % i, "/kubepods/pod%d/ctr" % i, ResourceSpec(cfs_quota=1000)),))
+             for i in range(3 * PODS_PER_STEP + 1)]
+    steps = plans_json_steps(plans)
+    yields = 0
+    try:
+        while True:
+            next(steps)
+            yields += 1
+    except StopIteration as done:
+        document = done.value
+    assert yields == 3  # a yield between every PODS_PER_STEP pods, none before the first
+    names = [entry["name"] for entry in document["pods"]]
+    assert names == sorted(plan.name for plan in plans)
+    assert document == plans_json(plans) == {"pods": [plan.to_json() for plan in sorted(plans, key=lambda p: p.name)]}
+    assert document["pods"][0] == plans[-1].to_json()  # the last made has the first name
