@@ -9,18 +9,25 @@ or that message already encoded (bytes, written as they are). The request's time
 `ctx.deadline`; a handler still running at the deadline is cancelled and answered
 DEADLINE_EXCEEDED.
 
-Per-call cost matters here (every NRI event is one call): each request runs in its own
-Task (handlers may rely on asyncio.current_task(), asyncio.timeout(), TaskGroup), but
-deadlines share one loop timer armed for the earliest deadline still running, instead
-of a timeout context and timer per call. A call that finishes before that timer fires
-costs two dict operations.
+Per-call cost matters here (every NRI event is one call). A handler may be a plain
+function that returns its response: when no other call of this connection is running or
+waiting to start, it is called right in the read callback and answered there, with no
+Task (a Task would cost its creation and a loop iteration before its first step). A
+handler that returns an awaitable (every `async def` one) gets its own Task, as does every
+call that arrives while another is running or waiting: handlers start in the order their
+requests arrived, and awaited ones may rely on asyncio.current_task(), asyncio.timeout(),
+TaskGroup. Deadlines of running Tasks share one loop timer armed for the earliest one,
+instead of a timeout context and timer per call; an inline call has finished before its
+deadline could fire.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import structlog
 from google.protobuf.message import DecodeError, Message
@@ -62,12 +69,19 @@ class CallContext:
     metadata: Mapping[str, list[str]] = field(default_factory=dict)
 
 
-HandlerFn = Callable[[Message, CallContext], Awaitable[Message | bytes]]  # bytes: the message encoded
+Response = Message | bytes  # bytes: the message already encoded
+HandlerFn = Callable[[Message, CallContext], Response | Awaitable[Response]]
 Handler = tuple[type[Message], HandlerFn]
 
 
+def _awaitable(response: object) -> TypeGuard[Awaitable[Response]]:
+    """A handler's result still to be awaited (checked cheaply for the usual answers first)."""
+    return type(response) is not bytes and not isinstance(response, Message) and inspect.isawaitable(response)
+
+
 class TtrpcServer:
-    """Serves `handlers[(service, method)] = (request_type, async fn(request, ctx))`."""
+    """Serves `handlers[(service, method)] = (request_type, fn(request, ctx))`; fn returns the
+    response or an awaitable of it."""
 
     def __init__(self, conn: MessageConn, handlers: Mapping[tuple[str, str], Handler]) -> None:
         self._conn = conn
@@ -167,10 +181,28 @@ class TtrpcServer:
             deadline,
             metadata_of(env) if env.metadata else {},
         )
-        task = self._loop.create_task(self._run(fn, request, ctx))
-        self._tasks[stream_id] = task
+        if self._tasks:  # behind a running or waiting call: start after it
+            self._tasks[stream_id] = self._loop.create_task(self._run(fn, request, ctx, None))
+            return
+        try:
+            response = fn(request, ctx)
+        except asyncio.CancelledError:
+            self._reply_error(stream_id, Code.CANCELLED, "context canceled")
+            return
+        except Exception as exc:  # every handler failure becomes a status, never a crash
+            code, message = status_for_exception(exc)
+            self._handler_failed(ctx, code, message)
+            return
+        if _awaitable(response):
+            self._tasks[stream_id] = self._loop.create_task(self._run(fn, request, ctx, response))
+        else:
+            self._answer(ctx, response)
 
-    async def _run(self, fn: HandlerFn, request: Message, ctx: CallContext) -> None:
+    async def _run(
+        self, fn: HandlerFn, request: Message, ctx: CallContext, started: Awaitable[Response] | None
+    ) -> None:
+        """A call in its own Task: `started` is what fn already returned, None when fn is
+        to be called here."""
         stream_id = ctx.stream_id
         deadline = ctx.deadline
         if deadline is not None:
@@ -178,7 +210,9 @@ class TtrpcServer:
             # handler has started before its deadline can cancel it.
             self._deadlines.add(stream_id, deadline)
         try:
-            response = await fn(request, ctx)
+            response = fn(request, ctx) if started is None else started
+            if _awaitable(response):
+                response = await response
         except asyncio.CancelledError:
             if self._expired and self._deadline_cancelled(stream_id):
                 self._handler_failed(ctx, Code.DEADLINE_EXCEEDED, "context deadline exceeded")
@@ -197,6 +231,10 @@ class TtrpcServer:
                 self._deadlines.discard(stream_id)
         if self._expired:
             self._expired.discard(stream_id)  # it swallowed its cancellation and answered
+        self._answer(ctx, response)
+
+    def _answer(self, ctx: CallContext, response: object) -> None:
+        stream_id = ctx.stream_id
         if isinstance(response, Message):
             payload = response.SerializeToString()
         elif isinstance(response, bytes):  # the handler's message, already encoded

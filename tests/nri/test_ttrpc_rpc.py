@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 import pytest
 
 from nri.mux.trunk import PLUGIN_SERVICE_CONN
 from nri.ttrpc.envelope import encode_request
 from nri.ttrpc.frame import HEADER, MAX_DATA_SIZE, FrameDecoder, MessageType, encode_message
-from nri.ttrpc.server import CallContext, TtrpcServer
+from nri.ttrpc.server import CallContext, Handler, TtrpcServer
 from nri.ttrpc.status import Code, ConnectionClosed, MessageTooLarge, TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 from proto.ttrpc import request_pb2
@@ -154,10 +155,12 @@ async def test_a_response_over_four_mib_reaches_the_caller_as_resource_exhausted
     assert caught.value.code == Code.RESOURCE_EXHAUSTED
 
 
-async def _raw_exchange(frames: bytes, expect: int) -> list[tuple[int, request_pb2.Response]]:
+async def _raw_exchange(
+    frames: bytes, expect: int, handlers: Mapping[tuple[str, str], Handler] = CONFIGURE
+) -> list[tuple[int, request_pb2.Response]]:
     """Write raw ttrpc bytes to a server on conn 1; return `expect` (stream, Response)."""
     async with trunk_pair() as (runtime, plugin):
-        server = TtrpcServer(plugin.conn(PLUGIN_SERVICE_CONN), CONFIGURE)
+        server = TtrpcServer(plugin.conn(PLUGIN_SERVICE_CONN), handlers)
         raw = runtime.conn(PLUGIN_SERVICE_CONN)
         raw.write(frames)
         decoder = FrameDecoder()
@@ -299,3 +302,117 @@ async def test_a_handler_may_answer_with_its_message_already_encoded() -> None:
     async with rpc_pair({(PLUGIN_SERVICE, "Configure"): (api.ConfigureRequest, configure)}) as p:  # type: ignore[dict-item]
         resp = await p.client.call(PLUGIN_SERVICE, "Configure", api.ConfigureRequest(), api.ConfigureResponse, timeout=5)
     assert resp.events == 0x7F3
+
+
+@on_both_loops
+async def test_a_plain_function_handler_is_answered_in_the_read_callback_without_a_task() -> None:
+    tasks: list[asyncio.Task[object] | None] = []
+
+    def configure(req: api.ConfigureRequest, ctx: CallContext) -> api.ConfigureResponse:
+        tasks.append(asyncio.current_task())
+        return api.ConfigureResponse(events=len(req.runtime_name))
+
+    def encoded(req: api.Empty, ctx: CallContext) -> bytes:
+        tasks.append(asyncio.current_task())
+        return api.ConfigureResponse(events=7).SerializeToString()
+
+    handlers: dict[tuple[str, str], Handler] = {
+        (PLUGIN_SERVICE, "Configure"): (api.ConfigureRequest, configure),
+        (PLUGIN_SERVICE, "Shutdown"): (api.Empty, encoded),
+    }
+    async with rpc_pair(handlers) as p:
+        resp = await p.client.call(PLUGIN_SERVICE, "Configure", api.ConfigureRequest(runtime_name="abc"),
+                                   api.ConfigureResponse, timeout=5)
+        again = await p.client.call(PLUGIN_SERVICE, "Shutdown", api.Empty(), api.ConfigureResponse, timeout=5)
+        assert p.server.in_flight == 0
+    assert (resp.events, again.events) == (3, 7)
+    assert tasks == [None, None]
+
+
+@on_both_loops
+async def test_calls_behind_a_running_or_waiting_handler_start_after_it_in_their_own_task() -> None:
+    started: list[tuple[str, bool]] = []  # (handler, ran in a task)
+    release = asyncio.Event()
+
+    async def slow(req: api.Empty, ctx: CallContext) -> api.Empty:
+        started.append(("slow", asyncio.current_task() is not None))
+        await release.wait()
+        return api.Empty()
+
+    def quick(req: api.Empty, ctx: CallContext) -> api.Empty:
+        started.append(("quick", asyncio.current_task() is not None))
+        return api.Empty()
+
+    handlers: dict[tuple[str, str], Handler] = {
+        (PLUGIN_SERVICE, "Shutdown"): (api.Empty, slow),
+        (PLUGIN_SERVICE, "StateChange"): (api.Empty, quick),
+    }
+    async with trunk_pair() as (runtime, plugin):
+        server = TtrpcServer(plugin.conn(PLUGIN_SERVICE_CONN), handlers)
+        raw = runtime.conn(PLUGIN_SERVICE_CONN)
+        # one write: the quick call arrives while the slow one's task has not started yet
+        raw.write(_request(1, method="Shutdown") + _request(3, method="StateChange"))
+        decoder = FrameDecoder()
+        answered: list[tuple[int, int]] = []  # (stream id, status code)
+
+        async def read_answers(count: int) -> None:
+            while len(answered) < count:
+                for f in decoder.feed(await asyncio.wait_for(raw.read(), 5)):
+                    answered.append((f.stream_id, request_pb2.Response.FromString(f.data).status.code))
+
+        await read_answers(1)
+        assert answered == [(3, 0)] and server.in_flight == 1  # the slow one still runs
+        # a later call, behind the still running slow one, also waits for a task
+        raw.write(_request(5, method="StateChange"))
+        await read_answers(2)
+        release.set()
+        await read_answers(3)
+        server.close()
+    assert answered == [(3, 0), (5, 0), (1, 0)]
+    assert started == [("slow", True), ("quick", True), ("quick", True)]
+
+
+@on_both_loops
+async def test_a_plain_function_handler_failure_becomes_a_status_as_in_a_task() -> None:
+    tasks: list[asyncio.Task[object] | None] = []
+
+    def typed(req: api.Empty, ctx: CallContext) -> api.Empty:
+        tasks.append(asyncio.current_task())
+        raise TtrpcError(Code.NOT_FOUND, "no such pod")
+
+    def buggy(req: api.Empty, ctx: CallContext) -> api.Empty:
+        tasks.append(asyncio.current_task())
+        raise ValueError("bad cpuset 0-")
+
+    def nothing(req: api.Empty, ctx: CallContext) -> api.Empty:
+        tasks.append(asyncio.current_task())
+        return None  # type: ignore[return-value]
+
+    def cancelled(req: api.Empty, ctx: CallContext) -> api.Empty:
+        tasks.append(asyncio.current_task())
+        raise asyncio.CancelledError()
+
+    handlers: dict[tuple[str, str], Handler] = {
+        (PLUGIN_SERVICE, "Shutdown"): (api.Empty, typed),
+        (PLUGIN_SERVICE, "StateChange"): (api.Empty, buggy),
+        (PLUGIN_SERVICE, "RemovePodSandbox"): (api.Empty, nothing),
+        (PLUGIN_SERVICE, "StopPodSandbox"): (api.Empty, cancelled),
+        **CONFIGURE,
+    }
+    results = {}
+    async with rpc_pair(handlers) as p:
+        for method in ("Shutdown", "StateChange", "RemovePodSandbox", "StopPodSandbox"):
+            with pytest.raises(TtrpcError) as caught:
+                await p.client.call(PLUGIN_SERVICE, method, api.Empty(), api.Empty, timeout=2)
+            results[method] = (caught.value.code, caught.value.message)
+        # the connection serves on
+        resp = await p.client.call(PLUGIN_SERVICE, "Configure", api.ConfigureRequest(runtime_name="ok"),
+                                   api.ConfigureResponse, timeout=2)
+        assert resp.events == 2
+    assert results == {
+        "Shutdown": (Code.NOT_FOUND, "no such pod"),
+        "StateChange": (Code.UNKNOWN, "bad cpuset 0-"),
+        "RemovePodSandbox": (Code.UNKNOWN, "marshal called with nil"),
+        "StopPodSandbox": (Code.CANCELLED, "context canceled"),
+    }
+    assert tasks == [None] * 4
