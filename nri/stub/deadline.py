@@ -7,7 +7,9 @@ its late result is discarded when it finishes.
 
 `DeadlinePolicy.budget` is the pure decision. `run_guarded` is the thin asyncio
 shell; it also records which task is "inside a handler" so update_containers()
-can refuse to be awaited there.
+can refuse to be awaited there. The stub uses its two halves apart: `first_step`
+right in the ttrpc server's read callback, `continue_guarded` only for a handler
+that suspended (so a handler that does not costs the server no task either).
 
 Why the handler's first step is taken by hand instead of always starting a Task:
 measured with bench.nri_plugin_rtt (in-process, 5,000 calls, two interleaved rounds on
@@ -142,10 +144,10 @@ async def run_guarded(
     the budget in seconds. On expiry the outcome is `completed=False` and the
     task is kept in `late` until it ends (its result is logged and dropped).
     Exceptions of the handler propagate."""
-    step = _first_step(coro, event)
+    step = first_step(coro, event)
     if step.done:
         return GuardOutcome(True, step.value)
-    return await _continue_guarded(coro, step, budget, late)
+    return await continue_guarded(coro, step, budget, late)
 
 
 class FirstStep:
@@ -160,9 +162,10 @@ class FirstStep:
         self.scope = scope
 
 
-def _first_step(coro: Coroutine[Any, Any, Any], event: str) -> FirstStep:
+def first_step(coro: Coroutine[Any, Any, Any], event: str) -> FirstStep:
     """Step a handler coroutine inline, inside its handler scope (run_guarded's fast
-    path). Exceptions of the handler propagate."""
+    path; also the stub's, in the ttrpc server's read callback where no task runs).
+    Exceptions of the handler propagate."""
     scope = HandlerScope(event, asyncio.current_task())
     token = CURRENT_HANDLER.set(scope)
     try:
@@ -175,7 +178,7 @@ def _first_step(coro: Coroutine[Any, Any, Any], event: str) -> FirstStep:
     return FirstStep(False, pending, scope)
 
 
-async def _continue_guarded(
+async def continue_guarded(
     coro: Coroutine[Any, Any, Any],
     step: FirstStep,
     budget: float | None | Callable[[], float | None],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from types import CoroutineType
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Callable, Coroutine, Mapping
 
 import structlog
 
@@ -32,7 +32,7 @@ from nri.events import (
 )
 from nri.masks import NriVersion, handled_events, runtime_nri_version, subscription_mask
 from nri.stub import results
-from nri.stub.deadline import DeadlinePolicy, run_guarded
+from nri.stub.deadline import DeadlinePolicy, FirstStep, continue_guarded, first_step
 from nri.stub.errors import AdjustmentRejected, InvalidPlugin
 from nri.stub.plugin_api import public_methods, unmatched_handlers
 from nri.stub.sync_collector import SyncCollector
@@ -41,7 +41,7 @@ from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
 log = structlog.get_logger(__name__)
 
 RequestContext = Any  # the ttrpc server's per-request context: .deadline (loop time or None)
-Handler = tuple[type, Callable[[Any, RequestContext], Awaitable[Any]]]
+Handler = tuple[type, Callable[[Any, RequestContext], Any]]  # returns the response or an awaitable of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +82,17 @@ def _check_handler_names(plugin: object, strict: bool) -> None:
 
 # StateChange carries only the events that used to have no dedicated RPC.
 _STATE_CHANGE_EVENTS = frozenset(s.event for s in EVENT_SPECS if s.dedicated_since == (0, 12))
+
+
+def _rejection(exc: Exception) -> api.ValidateContainerAdjustmentResponse:
+    """A validator's error is a rejection, as in containerd's stub."""
+    reason = exc.args[0] if isinstance(exc, AdjustmentRejected) and exc.args else repr(exc)
+    return api.ValidateContainerAdjustmentResponse(reject=True, reason=str(reason))
+
+
+def _log_failure(event: str, exc: Exception) -> None:
+    if not isinstance(exc, AdjustmentRejected):  # a validator's answer, not a failure
+        log.warning("nri_handler_failed", method=event, error=repr(exc))
 
 
 class PluginDispatcher:
@@ -150,22 +161,41 @@ class PluginDispatcher:
         request_timeout = self.runtime.request_timeout if self.runtime else None
         return self._policy.budget(loop.time(), deadline, request_timeout)
 
-    async def _call(self, event: str, fn: Callable[..., Any], args: tuple[Any, ...], ctx: RequestContext) -> Any:
-        """Run a handler under the guard, after the plugin's `before_event` hook when it has
-        one; returns (completed, value)."""
+    def _start(
+        self, event: str, fn: Callable[..., Any], args: tuple[Any, ...], ctx: RequestContext
+    ) -> tuple[bool, Any] | Coroutine[Any, Any, tuple[bool, Any]]:
+        """Call a handler, after the plugin's `before_event` hook when it has one, and take
+        its first step now: (True, value) when it finished without suspending, else a
+        coroutine that finishes it under the guard and gives (completed, value)."""
         try:
             if self._before_event is not None:
                 self._before_event()
             result = fn(*args)
             if type(result) is not CoroutineType and not asyncio.iscoroutine(result):
                 return True, result  # a plain function is fine too
-            outcome = await run_guarded(result, event, lambda: self._budget(ctx), self.late_tasks)
-        except AdjustmentRejected:
-            raise
+            step = first_step(result, event)
         except Exception as exc:
-            log.warning("nri_handler_failed", method=event, error=repr(exc))
+            _log_failure(event, exc)
+            raise
+        if step.done:
+            return True, step.value
+        return self._finish(result, step, ctx)
+
+    async def _finish(self, coro: Coroutine[Any, Any, Any], step: FirstStep, ctx: RequestContext) -> tuple[bool, Any]:
+        event = step.scope.event
+        try:
+            outcome = await continue_guarded(coro, step, lambda: self._budget(ctx), self.late_tasks)
+        except Exception as exc:
+            _log_failure(event, exc)
             raise
         return outcome.completed, outcome.value
+
+    async def _call(self, event: str, fn: Callable[..., Any], args: tuple[Any, ...], ctx: RequestContext) -> Any:
+        """Run a handler under the guard; returns (completed, value)."""
+        started = self._start(event, fn, args, ctx)
+        if isinstance(started, tuple):
+            return started
+        return await started
 
     # -- Configure / Synchronize / Shutdown ----------------------------------------
 
@@ -219,9 +249,11 @@ class PluginDispatcher:
 
     # -- events --------------------------------------------------------------------
 
-    def _event_method(self, spec: EventSpec) -> Callable[[Any, RequestContext], Awaitable[Any]]:
+    def _event_method(self, spec: EventSpec) -> Callable[[Any, RequestContext], Any]:
         """One generic method per event, driven by its EventSpec (handler arguments)
-        and results.RESPONSE_BUILDERS (how its value becomes the response)."""
+        and results.RESPONSE_BUILDERS (how its value becomes the response). It returns
+        the response when the handler finished without suspending (the ttrpc server then
+        answers without a task), else an awaitable of it."""
         fn = self._handlers_by_event[spec.event]
         if spec.event is Event.VALIDATE_CONTAINER_ADJUSTMENT:
             return self._validate_method(fn)
@@ -229,30 +261,46 @@ class PluginDispatcher:
         empty = results.EMPTY_RESPONSES[rpc]
         build = results.RESPONSE_BUILDERS.get(rpc)
         arguments = spec.handler_args
-        call = self._call
+        start = self._start
 
-        async def on_event(req: Any, ctx: RequestContext) -> Any:
-            completed, value = await call(rpc, fn, arguments(req), ctx)
+        def on_event(req: Any, ctx: RequestContext) -> Any:
+            started = start(rpc, fn, arguments(req), ctx)
+            if isinstance(started, tuple):  # finished without suspending: answered inline
+                return build(started[1]) if build is not None else empty()
+            return finish(started)
+
+        async def finish(started: Coroutine[Any, Any, tuple[bool, Any]]) -> Any:
+            completed, value = await started
             return build(value) if completed and build is not None else empty()
 
         return on_event
 
-    def _validate_method(self, fn: Callable[..., Any]) -> Callable[[Any, RequestContext], Awaitable[Any]]:
+    def _validate_method(self, fn: Callable[..., Any]) -> Callable[[Any, RequestContext], Any]:
         rpc = "ValidateContainerAdjustment"
+        build = results.RESPONSE_BUILDERS[rpc]
+        start = self._start
 
-        async def on_validate(req: Any, ctx: RequestContext) -> Any:
+        def on_validate(req: Any, ctx: RequestContext) -> Any:
             try:
-                completed, value = await self._call(rpc, fn, (req,), ctx)
-            except Exception as exc:  # like containerd's stub: an error is a rejection
-                reason = exc.args[0] if isinstance(exc, AdjustmentRejected) and exc.args else repr(exc)
-                return api.ValidateContainerAdjustmentResponse(reject=True, reason=str(reason))
+                started = start(rpc, fn, (req,), ctx)
+            except Exception as exc:
+                return _rejection(exc)
+            if isinstance(started, tuple):
+                return build(started[1])
+            return finish(started)
+
+        async def finish(started: Coroutine[Any, Any, tuple[bool, Any]]) -> Any:
+            try:
+                completed, value = await started
+            except Exception as exc:
+                return _rejection(exc)
             if not completed:
                 # Fail closed but stay connected: a dropped validator fails the
                 # creation anyway, a rejection at least keeps us registered.
                 return api.ValidateContainerAdjustmentResponse(
                     reject=True, reason="validator did not answer within its deadline"
                 )
-            return results.RESPONSE_BUILDERS[rpc](value)
+            return build(value)
 
         return on_validate
 

@@ -8,7 +8,7 @@ import pytest
 from nri.events import Event
 from nri.masks import NriVersion
 from nri.stub.backoff import BackoffPolicy
-from nri.stub.deadline import DeadlinePolicy
+from nri.stub.deadline import DeadlinePolicy, inside_handler
 from nri.stub.errors import NotConnected, UpdateInsideHandler
 from nri.stub.stub import Stub, StubConfig
 from nri.testing.peer import PeerConfig, RuntimePeer
@@ -282,6 +282,36 @@ async def test_slow_handler_is_answered_by_the_deadline_guard_and_stays_connecte
             assert stub.connections == 1
         finally:
             release.set()
+            await _stopped(stub, task)
+
+
+async def test_a_handler_that_does_not_suspend_is_answered_without_a_task(socket_path):
+    class Inline(ColocationPlugin):
+        def __init__(self):
+            super().__init__()
+            self.where: list[tuple[str, bool, str | None]] = []  # (handler, in a task, scope)
+
+        async def create_container(self, pod, container):
+            self.where.append(("create", asyncio.current_task() is not None, inside_handler()))
+            return await super().create_container(pod, container)  # which does not suspend
+
+        def start_container(self, pod, container):  # a plain function
+            self.where.append(("start", asyncio.current_task() is not None, inside_handler()))
+
+    pod = make_pod(1)
+    async with RuntimePeer(socket_path) as peer:
+        plugin = Inline()
+        stub = _stub(plugin, socket_path)
+        task = await stub.start(timeout=T)
+        try:
+            await peer.wait_plugins(1, timeout=T)
+            ctr = make_container(1, pod)
+            created = await asyncio.wait_for(peer.create_container(pod, ctr), T)
+            await asyncio.wait_for(peer.container_event(Event.START_CONTAINER, pod, ctr), T)
+            assert created.annotations["colocation/seen"] == "true"
+            # the handler scope is set for the inline step and reset after it
+            assert plugin.where == [("create", False, "CreateContainer"), ("start", False, None)]
+        finally:
             await _stopped(stub, task)
 
 

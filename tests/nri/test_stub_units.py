@@ -265,6 +265,13 @@ def _dispatcher(plugin, policy: DeadlinePolicy | None = None):
 CTX = SimpleNamespace(deadline=None, metadata={})
 
 
+async def _answer(method, request, ctx):
+    """An event method's response, as the ttrpc server gets it: returned at once when the
+    handler did not suspend, else awaited."""
+    response = method(request, ctx)
+    return await response if asyncio.iscoroutine(response) else response
+
+
 def test_a_plugin_without_handlers_is_refused():
     with pytest.raises(InvalidPlugin):
         PluginDispatcher(object(), DeadlinePolicy(), lambda *a: None, lambda: None)
@@ -323,7 +330,7 @@ async def test_state_change_dispatches_to_the_same_handlers():
 async def test_validator_rejection_is_an_answer_not_an_error():
     d, _ = _dispatcher(Recorder())
     v = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "ValidateContainerAdjustment")][1]
-    r = await v(api.ValidateContainerAdjustmentRequest(), CTX)
+    r = await _answer(v, api.ValidateContainerAdjustmentRequest(), CTX)
     assert r.reject and r.reason == "no way"
 
 
@@ -339,7 +346,7 @@ async def test_slow_create_is_answered_empty_within_the_guard_budget():
     create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
     loop = asyncio.get_running_loop()
     ctx = SimpleNamespace(deadline=loop.time() + 0.1, metadata={})
-    r = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), ctx)
+    r = await _answer(create, api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), ctx)
     assert r == api.CreateContainerResponse()  # the empty answer, given while the handler ran on
     assert len(d.late_tasks) == 1
     release.set()
@@ -399,8 +406,11 @@ async def test_create_is_answered_the_same_whether_the_handler_suspends_or_not()
     plugin = Both()
     d, _ = _dispatcher(plugin)
     create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
-    inline = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
-    suspended = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(2)), CTX)
+    inline = create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
+    assert isinstance(inline, api.CreateContainerResponse)  # nothing left to await: answered at once
+    pending = create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(2)), CTX)
+    assert asyncio.iscoroutine(pending)
+    suspended = await pending
     assert inline.adjust.annotations["ctr"] == "ctr1"
     assert suspended.adjust.annotations["ctr"] == "ctr2"
     assert plugin.scopes == ["CreateContainer"] * 3
@@ -417,9 +427,9 @@ async def test_handler_errors_reach_the_caller_whether_raised_before_or_after_su
     d, _ = _dispatcher(Failing())
     create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
     with pytest.raises(RuntimeError, match="boom ctr1"):
-        await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
+        await _answer(create, api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
     with pytest.raises(RuntimeError, match="boom ctr2"):
-        await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(2)), CTX)
+        await _answer(create, api.CreateContainerRequest(pod=_pod(1), container=_ctr(2)), CTX)
     assert inside_handler() is None
 
 
@@ -433,8 +443,8 @@ async def test_an_encoded_create_answer_reaches_the_server_as_those_bytes():
 
     d, _ = _dispatcher(Kept())
     create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
-    r = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
-    assert r is encoded  # no message built and encoded again
+    r = create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
+    assert r is encoded  # no message built and encoded again, nothing to await
     assert api.CreateContainerResponse.FromString(r).adjust.annotations["kept"] == "1"
 
 
@@ -445,7 +455,7 @@ async def test_a_plain_function_handler_is_answered_too():
 
     d, _ = _dispatcher(Plain())
     create = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", "CreateContainer")][1]
-    r = await create(api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
+    r = await _answer(create, api.CreateContainerRequest(pod=_pod(1), container=_ctr(1)), CTX)
     assert r.adjust.annotations["plain"] == "1"
 
 
@@ -528,7 +538,7 @@ async def test_before_event_runs_before_every_event_handler(spec):
     plugin = _EveryEventPlugin()
     d, _ = _dispatcher(plugin)
     method = d.handlers()[("nri.pkg.api.v1alpha1.Plugin", spec.rpc)][1]
-    await method(REQUEST_TYPES[spec.rpc](), CTX)
+    await _answer(method, REQUEST_TYPES[spec.rpc](), CTX)
     assert plugin.calls == ["before", spec.handler]
 
 
