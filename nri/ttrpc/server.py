@@ -27,6 +27,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeGuard
 
 import structlog
@@ -77,6 +78,16 @@ Handler = tuple[type[Message], HandlerFn]
 def _awaitable(response: object) -> TypeGuard[Awaitable[Response]]:
     """A handler's result still to be awaited (checked cheaply for the usual answers first)."""
     return type(response) is not bytes and not isinstance(response, Message) and inspect.isawaitable(response)
+
+
+def _close_if_cancelled(started: Awaitable[Response], task: asyncio.Task[None]) -> None:
+    """A Task cancelled before its first step (the connection closed in the same turn) never
+    awaited what the handler had returned: close it now, not when it is collected (with a
+    'never awaited' warning). Closing one the Task did await changes nothing."""
+    if task.cancelled():
+        close = getattr(started, "close", None)
+        if close is not None:
+            close()
 
 
 class TtrpcServer:
@@ -194,7 +205,9 @@ class TtrpcServer:
             self._handler_failed(ctx, code, message)
             return
         if _awaitable(response):
-            self._tasks[stream_id] = self._loop.create_task(self._run(fn, request, ctx, response))
+            task = self._loop.create_task(self._run(fn, request, ctx, response))
+            task.add_done_callback(partial(_close_if_cancelled, response))
+            self._tasks[stream_id] = task
         else:
             self._answer(ctx, response)
 

@@ -416,3 +416,25 @@ async def test_a_plain_function_handler_failure_becomes_a_status_as_in_a_task() 
         "StopPodSandbox": (Code.CANCELLED, "context canceled"),
     }
     assert tasks == [None] * 4
+
+
+async def test_an_awaitable_left_unstarted_by_a_close_is_closed_with_its_task() -> None:
+    entered = []
+
+    def handler(req: api.Empty, ctx: CallContext):
+        async def rest() -> api.Empty:
+            entered.append(ctx.stream_id)
+            await asyncio.sleep(3600)
+            return api.Empty()
+
+        held.append(rest())
+        return held[-1]
+
+    held: list = []
+    async with trunk_pair() as (_, plugin):
+        server = TtrpcServer(plugin.conn(PLUGIN_SERVICE_CONN), {(PLUGIN_SERVICE, "Shutdown"): (api.Empty, handler)})
+        server._on_data(_request(1, method="Shutdown"))  # as the read callback would
+        server.close()  # in the same turn: the call's task is cancelled before its first step
+        await wait_until(lambda: held and held[0].cr_frame is None)
+    # closed when its task was, never run: no "never awaited" warning when it is collected
+    assert entered == [] and held[0].cr_frame is None
