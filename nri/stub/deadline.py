@@ -116,7 +116,12 @@ def _resume(coro: Coroutine[Any, Any, Any], pending: Any) -> Generator[Any, Any,
 
 async def _continue(coro: Coroutine[Any, Any, Any], pending: Any, scope: HandlerScope) -> Any:
     scope.task = asyncio.current_task()
-    return await _Resumable(coro, pending)
+    try:
+        return await _Resumable(coro, pending)
+    finally:
+        # The task's context holds the scope: pointing back at the task would make a cycle
+        # that only the cyclic collector frees (and the daemon's gc policy freezes it first).
+        scope.task = None
 
 
 class _Resumable:

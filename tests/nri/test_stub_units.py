@@ -2,6 +2,8 @@
 guard, handler results and the dispatcher called directly."""
 
 import asyncio
+import gc
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -131,6 +133,24 @@ async def test_guard_waits_for_a_handler_that_suspends_within_budget():
 
     outcome = await run_guarded(suspends(), "CreateContainer", 1.0, set())
     assert outcome.completed and outcome.value == "ok"
+
+
+async def test_the_task_of_a_handler_that_suspended_is_freed_when_it_ends_without_the_collector():
+    tasks = []
+
+    async def suspends():
+        await asyncio.sleep(0)  # the first step ran inline, the rest in the guard's task
+        tasks.append(weakref.ref(asyncio.current_task()))
+        return "ok"
+
+    gc.disable()  # only reference counting frees: a cycle through the task would keep it
+    try:
+        outcome = await run_guarded(suspends(), "CreateContainer", 1.0, set())
+        await asyncio.sleep(0)  # the loop lets go of the finished task
+        assert outcome.completed and outcome.value == "ok"
+        assert tasks[0]() is None
+    finally:
+        gc.enable()
 
 
 async def test_guard_gives_up_on_a_slow_handler_and_discards_its_late_result():
