@@ -162,7 +162,7 @@ def main() -> None:
         now = advance(store, pods, now, 60)
         appends.append(time.process_time() - start)
 
-    pod_rows = PodRows()  # kept across reports, as the daemon does
+    pod_rows = PodRows(store.shared_key)  # kept across reports, as the daemon does
 
     def build() -> str:
         snapshot = take_snapshot(store, pods, policy, now, pod_rows)
@@ -190,7 +190,7 @@ def main() -> None:
         window_stats(*windows)
         return floor()
 
-    usage_keys = UsageKeys(("cpu.usage.container",), ("mem.usage.container",))  # kept across rounds, as the daemon does
+    usage_keys = UsageKeys(("cpu.usage.container",), ("mem.usage.container",), store.shared_key)  # kept across rounds, as the daemon does
 
     def overcommit() -> object:
         load = run_steps(node_load_steps(store, pods, 32_000, 128 * GI, usage_keys, now - 10, now))

@@ -178,3 +178,8 @@ class MetricCache(Protocol):
     def keys(self, metric: str | Metric) -> tuple[SeriesKey, ...]:
         """Every series of this metric that has samples in the retention window."""
         ...
+
+    def shared_key(self, key: SeriesKey) -> SeriesKey:
+        """The cache's own object equal to `key` while it holds that series, else `key`
+        (for readers that keep keys: one object a series, not a copy each)."""
+        ...

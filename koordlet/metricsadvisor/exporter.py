@@ -175,7 +175,7 @@ class AdvisorExporter:
         for pod in pods:
             row = kept.get(pod.uid)
             if row is None or row.pod is not pod:
-                row = _PodRows(pod, node)
+                row = _PodRows(pod, node, self._cache.shared_key)
             rows[pod.uid] = row
         self._rows = rows  # pods gone since the last scrape drop out here
         ordered = list(rows.values())
@@ -262,12 +262,12 @@ class _ContainerRows:
 class _PodRows:
     __slots__ = ("pod", "node", "labels", "usage", "psi", "_containers")
 
-    def __init__(self, pod: PodInfo, node: str) -> None:
+    def __init__(self, pod: PodInfo, node: str, share: Callable[[SeriesKey], SeriesKey]) -> None:
         self.pod = pod  # the informer replaces the object when the pod changes: identity says "still valid"
         self.node = node
         # one label string for every family of the pod (usage lines and PSI), not a line start each
         self.labels = "%s,%s" % (node, _pod_part(pod))
-        self.usage = tuple(SeriesKey(metric.value, pod.uid) for _, _, metric in _POD_FAMILIES)
+        self.usage = tuple(share(SeriesKey(metric.value, pod.uid)) for _, _, metric in _POD_FAMILIES)
         self.psi = _PsiLines(_POD_PSI[0], self.labels)
         self._containers: tuple[_ContainerRows, ...] | None = None
 

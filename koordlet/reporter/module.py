@@ -111,8 +111,8 @@ class ReportsModule:
         self._kube_sink_factory = kube_sink_factory
         self._clock = clock
         self._policy = settings.policy
-        self._usage_keys = UsageKeys(settings.cpu_metrics, settings.memory_metrics)
-        self._pod_rows = PodRows()  # each pod's series keys, priority and requests while it is unchanged
+        self._usage_keys = UsageKeys(settings.cpu_metrics, settings.memory_metrics, cache.shared_key)
+        self._pod_rows = PodRows(cache.shared_key)  # each pod's series keys, priority and requests while it is unchanged
         self._kube: KubeSink | None = None
         self._close_kube: Callable[[], Any] | None = None
         self._host: Allocatable | None = None

@@ -25,7 +25,7 @@ import math
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
 from koordlet.metriccache.aggregation import COLD_START_RATIO, P95, P99, covers_window
@@ -139,9 +139,10 @@ def _row_order(row: PodRow) -> tuple[str, str]:
     return row.usage_head[0], row.usage_head[1]  # (namespace, name): the report's order
 
 
-def pod_row(pod: PodInfo) -> PodRow:
+def pod_row(pod: PodInfo, share: Callable[[SeriesKey], SeriesKey]) -> PodRow:
+    """The pod's row; its keys through `share` (the cache's shared_key)."""
     priority = priority_of(pod)
-    return PodRow(_key((_POD_CPU, pod.uid, "", ())), _key((_POD_MEMORY, pod.uid, "", ())),
+    return PodRow(share(_key((_POD_CPU, pod.uid, "", ()))), share(_key((_POD_MEMORY, pod.uid, "", ()))),
                   priority is PriorityBand.PROD, pod_requests(pod),
                   (pod.namespace, pod.name, pod.uid, priority, pod.qos.effective))
 
@@ -171,8 +172,8 @@ class PodRows(PodMemo[PodRow]):
     """Each pod's PodRow, kept by the caller across reports, and the steps of the last
     listing: a report of the same pods() tuple (nothing changed) reads them as they are."""
 
-    def __init__(self) -> None:
-        super().__init__(pod_row)
+    def __init__(self, share: Callable[[SeriesKey], SeriesKey]) -> None:
+        super().__init__(lambda pod: pod_row(pod, share))
         self._planned: tuple[tuple[PodInfo, ...] | None, list[StepPlan]] = (None, [])
 
     def plans(self, pods: tuple[PodInfo, ...]) -> Steps[list[StepPlan]]:
@@ -216,7 +217,7 @@ def snapshot_steps(cache: MetricCache, pods: Iterable[PodInfo], policy: MetricCo
     pod_usages: list[PodUsage] = []  # in (namespace, name) order, as the report lists them
     reclaim_cpu = reclaim_memory = 0
     if rows is None:
-        rows = PodRows()
+        rows = PodRows(cache.shared_key)
     for plan in (yield from rows.plans(pods if isinstance(pods, tuple) else tuple(pods))):
         reclaims = _pods_usage(cache, plan, start, now, pod_usages)
         reclaim_cpu += reclaims[0]

@@ -6,7 +6,7 @@ the pod counts with the largest of those sums, and metrics with no value count n
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from koordlet.metriccache.api import MetricCache, SeriesKey
 from koordlet.reporter.katalyst_metrics import KATALYST_METRICS
@@ -17,11 +17,11 @@ from koordlet.statesinformer.pod_memo import PodMemo
 from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 
-def usage_keys(pod: PodInfo, names: Sequence[str]) -> list[list[SeriesKey]]:
+def usage_keys(pod: PodInfo, names: Sequence[str], share: Callable[[SeriesKey], SeriesKey]) -> list[list[SeriesKey]]:
     """For each metric name this agent collects, the series of the pod's containers (in
-    their order)."""
+    their order), through `share` (the cache's shared_key)."""
     metrics = [metric for metric in map(KATALYST_METRICS.get, names) if metric is not None]
-    return [[SeriesKey.of(metric, pod.uid, container.id) for container in pod.containers] for metric in metrics]
+    return [[share(SeriesKey.of(metric, pod.uid, container.id)) for container in pod.containers] for metric in metrics]
 
 
 class UsageKeys(PodMemo[tuple[list[list[SeriesKey]], list[list[SeriesKey]]]]):
@@ -29,8 +29,9 @@ class UsageKeys(PodMemo[tuple[list[list[SeriesKey]], list[list[SeriesKey]]]]):
     that changed: building them for every container every round was a tenth of the
     overcommit round."""
 
-    def __init__(self, cpu_names: Sequence[str], memory_names: Sequence[str]) -> None:
-        super().__init__(lambda pod: (usage_keys(pod, cpu_names), usage_keys(pod, memory_names)))
+    def __init__(self, cpu_names: Sequence[str], memory_names: Sequence[str],
+                 share: Callable[[SeriesKey], SeriesKey]) -> None:
+        super().__init__(lambda pod: (usage_keys(pod, cpu_names, share), usage_keys(pod, memory_names, share)))
 
 
 def pod_usage(averages: Mapping[SeriesKey, float], keys_by_metric: Sequence[Sequence[SeriesKey]]) -> float:
@@ -58,7 +59,7 @@ def node_load(cache: MetricCache, pods: Iterable[PodInfo], allocatable_milli_cpu
               allocatable_memory: float, cpu_names: Sequence[str], memory_names: Sequence[str],
               start: float, end: float) -> NodeLoad:
     return run_steps(node_load_steps(cache, pods, allocatable_milli_cpu, allocatable_memory,
-                                     UsageKeys(cpu_names, memory_names), start, end))
+                                     UsageKeys(cpu_names, memory_names, cache.shared_key), start, end))
 
 
 def node_load_steps(cache: MetricCache, pods: Iterable[PodInfo], allocatable_milli_cpu: float,

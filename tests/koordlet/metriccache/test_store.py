@@ -211,6 +211,21 @@ def test_forget_pod_and_container_remove_their_series():
     assert store.keys(Metric.POD_CPU_USAGE_CORES) == () and store.latest(NODE_CPU) is not None
 
 
+def test_shared_key_is_the_stores_own_object_while_it_holds_the_series():
+    store = MetricStore()
+    written = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u1")
+    store.append([Sample(written, T0, 1.0)])
+    copy = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u1")
+    assert copy == written and copy is not written
+    assert store.shared_key(copy) is written
+    other = SeriesKey.of(Metric.POD_CPU_USAGE_CORES, pod_uid="u2")  # no such series: the key itself
+    assert store.shared_key(other) is other
+    assert store.shared_key(SeriesKey.of("never-written")).metric == "never-written"
+    store.forget_pod("u1")
+    assert store.shared_key(copy) is copy
+    assert store.keys(Metric.POD_CPU_USAGE_CORES) == ()
+
+
 def test_restart_restores_persisted_levels_and_p99(tmp_path: Path):
     clock = Clock(T0 + 1799)
     store = MetricStore.open(tmp_path, clock=clock)

@@ -159,6 +159,15 @@ def test_metrics_walks_the_pods_once_per_scrape_and_the_split_paths_once_each():
     assert states.walks == 3
 
 
+def test_a_pods_rows_keep_the_stores_own_keys():
+    store, _, exporter, _ = setup_node()
+    scrape(exporter)
+    written = {key: key for metric in (Metric.POD_CPU_USAGE_CORES, Metric.POD_MEMORY_USAGE_BYTES,
+                                       Metric.POD_CPU_THROTTLED_RATIO) for key in store.keys(metric)}
+    kept = exporter._rows["u1"].usage
+    assert len(kept) == 3 and all(written[key] is key for key in kept)  # one object a series, not a copy
+
+
 def test_a_changed_pod_gets_new_labels_at_the_next_scrape():
     _, states, exporter, pod = setup_node()
     assert scrape(exporter)["koordlet_pod_used_cpu_cores"][0].labels["pod_name"] == "pod-u1"

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
+from koordlet.metriccache.api import Metric
 from koordlet.reporter.nodemetric import PodRows, node_metric_object, status_document, take_snapshot
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
 from tests.koordlet.reporter.fixtures import (
@@ -270,7 +271,7 @@ def test_kept_pod_rows_follow_a_changed_pod_and_forget_a_gone_one():
     longer listed is dropped."""
     pods = mixed_pods()
     cache = cache_with_pods(pods, USAGE)
-    rows = PodRows()
+    rows = PodRows(cache.shared_key)
     kept = take_snapshot(cache, pods.values(), POLICY, NOW, rows)
     assert kept == take_snapshot(cache, pods.values(), POLICY, NOW)
     assert len(rows) == len(pods)
@@ -283,6 +284,18 @@ def test_kept_pod_rows_follow_a_changed_pod_and_forget_a_gone_one():
     assert again.prod_reclaimable_milli_cpu == kept.prod_reclaimable_milli_cpu + 1000
     assert {p.name: p.priority for p in again.pods}["midtier"] is PriorityBand.BATCH
     assert len(rows) == len(pods)
+
+
+def test_kept_pod_rows_hold_the_caches_own_keys():
+    pods = mixed_pods()
+    cache = cache_with_pods(pods, USAGE)
+    rows = PodRows(cache.shared_key)
+    take_snapshot(cache, pods.values(), POLICY, NOW, rows)
+    written = {key: key for metric in (Metric.POD_CPU_USAGE_CORES, Metric.POD_MEMORY_USAGE_BYTES)
+               for key in cache.keys(metric)}
+    for info in pods.values():
+        row = rows.of(info)
+        assert written[row.cpu_key] is row.cpu_key and written[row.memory_key] is row.memory_key
 
 
 def test_pods_are_listed_by_namespace_and_name_whatever_order_they_come_in():
@@ -301,7 +314,7 @@ def test_a_report_of_the_same_pods_tuple_reads_again_and_a_new_tuple_is_planned_
     again (usage moved), a new tuple with a pod changed reads that pod's new request."""
     pods = mixed_pods()
     cache = cache_with_pods(pods, USAGE)
-    rows = PodRows()
+    rows = PodRows(cache.shared_key)
     listing = tuple(pods.values())
     first = take_snapshot(cache, listing, POLICY, NOW, rows)
     cache.append(pod_samples(pods["web"], 1.5, GI, seconds=5, end=NOW + 5))  # web busier since

@@ -211,7 +211,7 @@ def test_usage_keys_follow_a_changed_pod_and_forget_a_gone_one():
     from koordlet.metriccache.api import Metric, SeriesKey
     from koordlet.reporter.overcommit_load import UsageKeys
 
-    keys = UsageKeys(("cpu.usage.container", "load.1min.container"), ("mem.usage.container",))
+    keys = UsageKeys(("cpu.usage.container", "load.1min.container"), ("mem.usage.container",), store().shared_key)
     a, b = pod("a"), pod("b")
     cpu, memory = keys.of(a)
     assert cpu == [[SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, a.uid, a.containers[0].id)]]
@@ -224,3 +224,15 @@ def test_usage_keys_follow_a_changed_pod_and_forget_a_gone_one():
     assert len(keys) == 2
     keys.keep_only([b])
     assert len(keys) == 1 and keys.of(b)[0] == [[SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, b.uid, "ctr-b")]]
+
+
+def test_usage_keys_are_the_caches_own_objects():
+    from koordlet.metriccache.api import Metric
+    from koordlet.reporter.overcommit_load import UsageKeys
+
+    cache, a = store(), pod("a")
+    cache.append(pod_samples(a, 0.5, GI, seconds=5))
+    cpu, memory = UsageKeys(("cpu.usage.container",), ("mem.usage.container",), cache.shared_key).of(a)
+    [written_cpu] = cache.keys(Metric.CONTAINER_CPU_USAGE_CORES)
+    [written_memory] = cache.keys(Metric.CONTAINER_MEMORY_USAGE_BYTES)
+    assert cpu[0][0] is written_cpu and memory[0][0] is written_memory
