@@ -109,3 +109,18 @@ def test_a_round_appended_in_slices_looks_up_each_slice_only_and_then_nothing():
             seen.append(_CountedSeries.looked_up)
         assert seen == ([4, 4, 4] if round_ == 1 else [0, 0, 0])
     assert [store.latest_value(key) for key in keys] == [(T0 + 2, 2.0)] * len(keys)
+
+
+def test_lookups_made_before_a_series_came_are_not_kept_past_the_next_lookup():
+    """A kept lookup is only used while no series comes or goes: those of an older
+    generation are dropped at the next lookup made, with the key tuples they hold."""
+    store = MetricStore(RetentionPolicy())
+    pods = tuple(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "p%d" % i) for i in range(4))
+    store.append_columns(T0, pods, [1.0] * len(pods))
+    first, second = pods[:2], pods[2:]
+    store.latest_values(first, T0)
+    store.latest_values(second, T0)
+    assert len(store._ring_lists) == 2  # the same generation: both kept
+    store.append_columns(T0 + 1, (SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "new"),), [1.0])  # a series came
+    assert store.latest_values(first, T0) == [1.0, 1.0]
+    assert list(store._ring_lists.values()) == [(first, store._generation, store._rings_of(first))]
