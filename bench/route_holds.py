@@ -84,7 +84,7 @@ def nodemetric_endpoint(pods: int, tmp_kubelet: str) -> tuple[HttpEndpoint, Cloc
     states = StaticStates(NodeInfo(NODE), list(infos))
     ReportsModule(settings, states, store, KubeletStateFiles(), ReportMetrics(registry, NODE), latest,
                   lambda: Allocatable(64_000, 256 << 30), clock=clock, registry=registry)
-    rows = PodRows()
+    rows = PodRows(store.shared_key)
 
     def one_go(_query: str) -> Reply:
         snapshot = take_snapshot(store, states.pods(), settings.policy, clock(), rows)
