@@ -23,6 +23,7 @@ from koordlet.apis.qos import KoordQoSClass
 from koordlet.reporter.nodemetric import Usage, pod_requests
 from koordlet.reporter.quantities import memory_quantity_from_bytes
 from koordlet.statesinformer.model import PodInfo
+from koordlet.util.steps import Steps, run_steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,16 +48,32 @@ class BatchResources:
         return {BATCH_CPU: str(self.milli_cpu), BATCH_MEMORY: memory_quantity_from_bytes(self.memory_bytes)}
 
 
+# pods summed between two yields of batch_resources_steps (~0.5 µs a pod here): at 3,000 pods the
+# sums held the loop ~2.5 ms in one go, in the report round and in a GET of the NodeMetric
+PODS_PER_SUM_STEP = 500
+_BE = KoordQoSClass.BE  # a module global: an Enum member read through its class is a Python-level lookup on 3.11
+
+
 def batch_resources(allocatable_milli_cpu: int, allocatable_memory: int, node_used: Usage,
                     pods: Iterable[PodInfo], usage_by_uid: Mapping[str, Usage],
                     thresholds: ReclaimThresholds = ReclaimThresholds()) -> BatchResources:
+    return run_steps(batch_resources_steps(allocatable_milli_cpu, allocatable_memory, node_used, pods,
+                                           usage_by_uid, thresholds))
+
+
+def batch_resources_steps(allocatable_milli_cpu: int, allocatable_memory: int, node_used: Usage,
+                          pods: Iterable[PodInfo], usage_by_uid: Mapping[str, Usage],
+                          thresholds: ReclaimThresholds = ReclaimThresholds()) -> Steps[BatchResources]:
+    """batch_resources, yielding every PODS_PER_SUM_STEP pods."""
     reserve_cpu = allocatable_milli_cpu * (100 - thresholds.cpu_percent) // 100
     reserve_memory = allocatable_memory * (100 - thresholds.memory_percent) // 100
     all_cpu = all_memory = 0.0
     non_be_cpu = non_be_memory = 0.0
-    for pod in pods:
+    for counted, pod in enumerate(pods):
+        if counted and not counted % PODS_PER_SUM_STEP:
+            yield
         usage = usage_by_uid.get(pod.uid)
-        be = pod.qos.effective is KoordQoSClass.BE
+        be = pod.qos.effective is _BE
         if usage is None:
             if not be:
                 request_cpu, request_memory = pod_requests(pod)

@@ -28,7 +28,7 @@ import structlog
 from koordlet.agent import StartupError
 from koordlet.metriccache.api import MetricCache
 from koordlet.metrics.client import CollectorRegistry
-from koordlet.reporter.batch import ReclaimThresholds, batch_resources
+from koordlet.reporter.batch import ReclaimThresholds, batch_resources_steps
 from koordlet.reporter.katalyst_metrics import uncollected
 from koordlet.reporter.kube_sink import KubeSink, Outcome
 from koordlet.reporter.nodemetric import (
@@ -50,7 +50,7 @@ from koordlet.reporter.standalone import LatestReports, write_report_file
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.util.kube_client import KubeClientError
 from koordlet.util.periodic import Periodic
-from koordlet.util.steps import run_steps_on_loop
+from koordlet.util.steps import Steps, run_steps_on_loop
 from koordlet.util.switch_interval import render_in_worker
 from system.errors import SystemFileError
 
@@ -217,13 +217,15 @@ class ReportsModule:
             ok &= await self._send_status(status)
         return Round.SENT if ok else Round.FAILED
 
-    def _remember(self, snapshot: NodeMetricSnapshot, status: dict[str, Any]) -> None:
+    def _remember(self, snapshot: NodeMetricSnapshot, status: dict[str, Any]) -> Steps[None]:
+        """Keep the report for the routes and the file, and what follows from it: the batch
+        resources (summed in steps) and the gauges."""
         self._latest.node_metric = node_metric_object(self._latest.node_name, self._policy, status)
         self._built_at = snapshot.update_time
         allocatable = self._allocatable()
-        batch = batch_resources(allocatable.milli_cpu, allocatable.memory_bytes, snapshot.node,
-                                self._states.pods(), {p.uid: p.usage for p in snapshot.pods},
-                                self._settings.thresholds)
+        batch = yield from batch_resources_steps(allocatable.milli_cpu, allocatable.memory_bytes, snapshot.node,
+                                                 self._states.pods(), {p.uid: p.usage for p in snapshot.pods},
+                                                 self._settings.thresholds)
         self._latest.batch = batch
         self._metrics.show_batch(batch)
         self._metrics.show_usage(snapshot.node, snapshot.system)
@@ -251,7 +253,7 @@ class ReportsModule:
         if snapshot is None:
             return None
         status = await run_steps_on_loop(status_steps(snapshot))
-        self._remember(snapshot, status)
+        await run_steps_on_loop(self._remember(snapshot, status))
         return snapshot, status
 
     def _build_done(self, building: asyncio.Future[Built | None]) -> None:

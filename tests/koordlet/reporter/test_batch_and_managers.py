@@ -6,7 +6,7 @@ import json
 import pytest
 
 from koordlet.apis.qos import KoordQoSClass
-from koordlet.reporter.batch import ReclaimThresholds, batch_resources
+from koordlet.reporter.batch import PODS_PER_SUM_STEP, ReclaimThresholds, batch_resources, batch_resources_steps
 from koordlet.reporter.nodemetric import Usage
 from koordlet.reporter.resource_managers import KubeletStateFiles, StateFileError, parse_cpu_manager_state
 from tests.koordlet.reporter.fixtures import GI, pod
@@ -33,6 +33,27 @@ def test_batch_is_never_negative():
 def test_a_non_be_pod_without_usage_counts_with_its_request():
     batch = batch_resources(100_000, 100 * GI, Usage(0, 0), [LS, BE], {})
     assert (batch.milli_cpu, batch.memory_bytes) == (60_000 - 4000, 65 * GI - 8 * GI)
+
+
+def test_the_sums_yield_every_step_of_pods_and_give_the_same_batch():
+    pods = [pod("p%d" % i, KoordQoSClass.BE if i % 3 else KoordQoSClass.LS, cpu_request=100,
+                memory_request=GI) for i in range(2 * PODS_PER_SUM_STEP + 1)]
+    usage = {p.uid: Usage(0.01, GI / 4) for p in pods[::2]}  # half with usage, half counted by request
+    steps = batch_resources_steps(1_000_000, 4096 * GI, Usage(30, 600 * GI), pods, usage)
+    yields = 0
+    try:
+        while True:
+            next(steps)
+            yields += 1
+    except StopIteration as done:
+        stepped = done.value
+    assert yields == 2
+    assert stepped == batch_resources(1_000_000, 4096 * GI, Usage(30, 600 * GI), pods, usage)
+    # the LS pods with no usage count with their requests, every pod with usage with its usage
+    ls_requests = sum(100 for i, p in enumerate(pods) if i % 3 == 0 and p.uid not in usage)
+    ls_usage = sum(10 for i, p in enumerate(pods) if i % 3 == 0 and p.uid in usage)
+    all_usage = 10 * len(usage)
+    assert stepped.milli_cpu == 1_000_000 - 400_000 - (30_000 - all_usage) - ls_requests - ls_usage
 
 
 def test_thresholds_outside_a_percentage_are_refused():
