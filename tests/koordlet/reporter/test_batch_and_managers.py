@@ -10,6 +10,7 @@ from koordlet.reporter.batch import PODS_PER_SUM_STEP, ReclaimThresholds, batch_
 from koordlet.reporter.nodemetric import Usage
 from koordlet.reporter.resource_managers import KubeletStateFiles, StateFileError, parse_cpu_manager_state
 from tests.koordlet.reporter.fixtures import GI, pod
+from tests.stepping import driven
 
 LS = pod("ls", KoordQoSClass.LS, cpu_request=4000, memory_request=8 * GI)
 BE = pod("be", KoordQoSClass.BE)
@@ -39,14 +40,7 @@ def test_the_sums_yield_every_step_of_pods_and_give_the_same_batch():
     pods = [pod("p%d" % i, KoordQoSClass.BE if i % 3 else KoordQoSClass.LS, cpu_request=100,
                 memory_request=GI) for i in range(2 * PODS_PER_SUM_STEP + 1)]
     usage = {p.uid: Usage(0.01, GI / 4) for p in pods[::2]}  # half with usage, half counted by request
-    steps = batch_resources_steps(1_000_000, 4096 * GI, Usage(30, 600 * GI), pods, usage)
-    yields = 0
-    try:
-        while True:
-            next(steps)
-            yields += 1
-    except StopIteration as done:
-        stepped = done.value
+    yields, stepped = driven(batch_resources_steps(1_000_000, 4096 * GI, Usage(30, 600 * GI), pods, usage))
     assert yields == 2
     assert stepped == batch_resources(1_000_000, 4096 * GI, Usage(30, 600 * GI), pods, usage)
     # the LS pods with no usage count with their requests, every pod with usage with its usage

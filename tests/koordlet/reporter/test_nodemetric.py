@@ -21,6 +21,7 @@ from tests.koordlet.reporter.fixtures import (
     status_validator,
     store,
 )
+from tests.stepping import driven
 
 POLICY = MetricCollectPolicy()
 
@@ -204,15 +205,6 @@ def test_a_malformed_spec_is_refused(spec):
         policy_from_spec(spec, POLICY)
 
 
-def driven(steps):
-    """(the yields, the value) of a step function run to its end."""
-    yields = 0
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return yields, done.value
-        yields += 1
 
 
 def test_the_stepped_build_gives_the_same_snapshot_and_yields_between_pod_chunks():

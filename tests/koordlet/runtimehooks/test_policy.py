@@ -26,6 +26,7 @@ from koordlet.statesinformer.model import Resources, Source
 from koordlet.util.steps import PODS_PER_STEP
 from system.cgroup_layout import QoSTier
 from tests.koordlet.runtimehooks.fixtures import batch, ext_spec, make_pod
+from tests.stepping import driven
 
 GiB = 1 << 30
 BE, LS, LSR, LSE, SYSTEM = (KoordQoSClass.BE, KoordQoSClass.LS, KoordQoSClass.LSR, KoordQoSClass.LSE,
@@ -312,14 +313,7 @@ def test_the_pods_document_is_built_in_steps_of_pods_in_name_order():
                      ResourceSpec(cpu_shares=512 + i),
                      (ContainerPlan("main", "ctr-%d" % i, "/kubepods/pod%d/ctr" % i, ResourceSpec(cfs_quota=1000)),))
              for i in range(3 * PODS_PER_STEP + 1)]
-    steps = plans_json_steps(plans)
-    yields = 0
-    try:
-        while True:
-            next(steps)
-            yields += 1
-    except StopIteration as done:
-        document = done.value
+    yields, document = driven(plans_json_steps(plans))
     assert yields == 3  # a yield between every PODS_PER_STEP pods, none before the first
     names = [entry["name"] for entry in document["pods"]]
     assert names == sorted(plan.name for plan in plans)
