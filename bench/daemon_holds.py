@@ -43,6 +43,7 @@ import gc
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -333,8 +334,12 @@ def main() -> None:
                              "thread (asyncio.to_thread) running Python keeps the GIL while the loop waits for it")
     parser.add_argument("--callbacks", action="store_true",
                         help="run the daemon on asyncio's own loop and time every callback (names each hold)")
-    parser.add_argument("--out", default="/tmp/daemon-holds.json")
+    parser.add_argument("--out", default=None,
+                        help="where the daemon's probe writes its samples (default: a new temp dir a run, so "
+                             "two runs at once never share one file)")
     args = parser.parse_args()
+    if args.out is None:
+        args.out = os.path.join(tempfile.mkdtemp(prefix="daemon-holds-"), "holds.json")
     from bench import daemon_scale as scale
 
     scale.configure_logging("warning", "json")
@@ -373,6 +378,7 @@ def main() -> None:
     print(json.dumps({k: result[k] for k in ("pods", "create", "floor", "ratio_p50", "ratio_p99",
                                              "cpu_pct_quiet", "cpu_pct_creates", "rss_end_mib")}))
     data = json.loads(Path(args.out).read_text())
+    print("samples:", args.out)
     print("create window:", json.dumps(report(data, (window[0], window[1]), args.hold_ms), indent=1))
     print("whole run:", json.dumps(report(data, (0.0, float("inf")), args.hold_ms)["by_holder"], indent=1))
 
