@@ -37,7 +37,6 @@ from koordlet.reporter.nodemetric import (
     node_metric_object,
     snapshot_steps,
     status_steps,
-    take_snapshot,
 )
 from koordlet.reporter.nrt_sink import NrtOutcome, NrtWriter
 from koordlet.reporter.nrt_source import NrtSource
@@ -196,10 +195,6 @@ class ReportsModule:
         delay = min(self._retry, interval)
         self._retry = min(self._retry * 2, interval)
         return delay
-
-    def build(self) -> NodeMetricSnapshot | None:
-        """Build at once, holding the loop throughout (tools and tests; the daemon builds in steps)."""
-        return take_snapshot(self._cache, self._states.pods(), self._policy, self._clock(), self._pod_rows)
 
     async def report_once(self) -> "Round":
         """One round: SENT when every configured sink took it (or none is configured),
