@@ -201,8 +201,7 @@ class TtrpcServer:
             self._reply_error(stream_id, Code.CANCELLED, "context canceled")
             return
         except Exception as exc:  # every handler failure becomes a status, never a crash
-            code, message = status_for_exception(exc)
-            self._handler_failed(ctx, code, message)
+            self._handler_raised(ctx, exc)
             return
         if _awaitable(response):
             task = self._loop.create_task(self._run(fn, request, ctx, response))
@@ -235,8 +234,7 @@ class TtrpcServer:
             raise
         except Exception as exc:  # every handler failure becomes a status, never a crash
             self._expired.discard(stream_id)
-            code, message = status_for_exception(exc)
-            self._handler_failed(ctx, code, message)
+            self._handler_raised(ctx, exc)
             return
         finally:
             self._tasks.pop(stream_id, None)
@@ -262,6 +260,10 @@ class TtrpcServer:
             self._reply_error(stream_id, Code.UNKNOWN, "marshal called with nil")
             return
         self._send(stream_id, encode_ok_response(payload))
+
+    def _handler_raised(self, ctx: CallContext, exc: Exception) -> None:
+        code, message = status_for_exception(exc)
+        self._handler_failed(ctx, code, message)
 
     def _handler_failed(self, ctx: CallContext, code: int, message: str) -> None:
         log.info(
