@@ -254,7 +254,7 @@ class HttpEndpoint:
             reply = pending if isinstance(pending, Reply) else await pending
         except Exception as exc:  # a broken route must not take the endpoint down
             return _route_failed(path, exc), False
-        if accept_gzip and reply.length >= defaults.HTTP_GZIP_MIN_BYTES:
+        if _gzips(reply, accept_gzip):
             return await render_in_worker(_maybe_gzip, reply, accept_gzip)
         return reply, False
 
@@ -419,8 +419,12 @@ def _close(pending: object) -> None:
         close()
 
 
+def _gzips(reply: Reply, accept_gzip: bool) -> bool:
+    return accept_gzip and reply.length >= defaults.HTTP_GZIP_MIN_BYTES
+
+
 def _maybe_gzip(reply: Reply, accept_gzip: bool) -> tuple[Reply, bool]:
-    if accept_gzip and reply.length >= defaults.HTTP_GZIP_MIN_BYTES:
+    if _gzips(reply, accept_gzip):
         return Reply(reply.status, gzip_parts(reply.parts), reply.content_type), True
     return reply, False
 
