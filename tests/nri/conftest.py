@@ -2,6 +2,7 @@
 containers shaped like the ones containerd 2.3.4 sent (protocols.md §3.9)."""
 
 import asyncio
+import contextlib
 import importlib.util
 import shutil
 import tempfile
@@ -60,3 +61,15 @@ def make_container(n: int = 1, pod: api.PodSandbox | None = None) -> api.Contain
     ctr.linux.resources.cpu.period.value = 100000
     ctr.linux.resources.memory.limit.value = 256 << 20
     return ctr
+
+
+@contextlib.asynccontextmanager
+async def started(stub, timeout: float = 5.0):
+    """The stub started and connected; stopped, and its run task awaited, on the way out
+    whatever the body did, so a failing test leaves no task behind."""
+    task = await stub.start(timeout=timeout)
+    try:
+        yield stub
+    finally:
+        await stub.stop()
+        await asyncio.wait_for(task, timeout)

@@ -13,7 +13,7 @@ from nri.stub.errors import NotConnected, UpdateInsideHandler
 from nri.stub.stub import Stub, StubConfig
 from nri.testing.peer import PeerConfig, RuntimePeer
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
-from tests.nri.conftest import make_container, make_pod
+from tests.nri.conftest import make_container, make_pod, started
 
 T = 5.0  # upper bound of any single wait in these tests
 
@@ -74,11 +74,6 @@ def _stub(plugin, path, **cfg):
     return Stub(plugin, name="colocation", index="10", config=config, environ={})
 
 
-async def _stopped(stub, task):
-    await stub.stop()
-    await asyncio.wait_for(task, T)
-
-
 async def test_register_configure_synchronize_then_create_is_adjusted(socket_path):
     pod = make_pod(1, qos="BE")
     existing = make_container(1, pod)
@@ -87,8 +82,7 @@ async def test_register_configure_synchronize_then_create_is_adjusted(socket_pat
         peer.state.containers[existing.id] = existing
         plugin = ColocationPlugin()
         stub = _stub(plugin, socket_path)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             (p,) = await peer.wait_plugins(1, timeout=T)
             assert p.full_name == "10-colocation" and p.nri_version == "v0.12.0"
             assert p.record.methods()[:2] == ["Configure", "Synchronize"]
@@ -103,8 +97,6 @@ async def test_register_configure_synchronize_then_create_is_adjusted(socket_pat
             assert "QOS=BE" in created.env
             assert peer.state.containers[ctr.id].linux.resources.cpu.shares.value == 2
             assert ("create_container", ctr.id) in plugin.seen
-        finally:
-            await _stopped(stub, task)
 
 
 async def test_split_synchronize_delivers_the_whole_state_once(socket_path):
@@ -116,8 +108,7 @@ async def test_split_synchronize_delivers_the_whole_state_once(socket_path):
             peer.state.containers[ctr.id] = ctr
         plugin = ColocationPlugin()
         stub = _stub(plugin, socket_path)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             (p,) = await peer.wait_plugins(1, timeout=T)
             sync_calls = [r for m, r in p.record.calls if m == "Synchronize"]
             sync_answers = [r for m, r in p.record.responses if m == "Synchronize"]
@@ -126,8 +117,6 @@ async def test_split_synchronize_delivers_the_whole_state_once(socket_path):
             assert all(a.more and not a.update for a in sync_answers[:-1])
             assert not sync_answers[-1].more
             assert plugin.synced == (30, 30)
-        finally:
-            await _stopped(stub, task)
 
 
 async def test_update_container_replaces_requested_resources(socket_path):
@@ -136,8 +125,7 @@ async def test_update_container_replaces_requested_resources(socket_path):
     async with RuntimePeer(socket_path) as peer:
         plugin = ColocationPlugin()
         stub = _stub(plugin, socket_path)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             await peer.wait_plugins(1, timeout=T)
             await asyncio.wait_for(peer.create_container(pod, ctr), T)
             wanted = api.LinuxResources()
@@ -147,8 +135,6 @@ async def test_update_container_replaces_requested_resources(socket_path):
             assert updated.linux.resources.cpu.shares.value == 2048  # the plugin halves it
             assert updated.linux.resources.memory.limit.value == 512 << 20
             assert ("update_container", ctr.id) in plugin.seen
-        finally:
-            await _stopped(stub, task)
 
 
 @pytest.mark.parametrize(
@@ -165,8 +151,7 @@ async def test_state_change_path_reaches_the_same_handlers(socket_path, peer_con
     async with RuntimePeer(socket_path, peer_config) as peer:
         plugin = ColocationPlugin()
         stub = _stub(plugin, socket_path, dedicated_rpcs=dedicated)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             (p,) = await peer.wait_plugins(1, timeout=T)
             await asyncio.wait_for(peer.run_pod_sandbox(pod), T)
             await asyncio.wait_for(peer.create_container(pod, ctr), T)
@@ -182,8 +167,6 @@ async def test_state_change_path_reaches_the_same_handlers(socket_path, peer_con
             assert methods.count("StateChange") == 3
             assert "CreateContainer" in methods  # always a dedicated RPC
             assert not p.is_closed
-        finally:
-            await _stopped(stub, task)
 
 
 async def test_unsolicited_update_containers_is_applied_by_the_runtime(socket_path):
@@ -194,8 +177,7 @@ async def test_unsolicited_update_containers_is_applied_by_the_runtime(socket_pa
         peer.state.containers[ctr.id] = ctr
         plugin = ColocationPlugin()
         stub = _stub(plugin, socket_path)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             (p,) = await peer.wait_plugins(1, timeout=T)
             update = api.ContainerUpdate(container_id=ctr.id)
             update.linux.resources.cpu.quota.value = 50000
@@ -205,8 +187,6 @@ async def test_unsolicited_update_containers_is_applied_by_the_runtime(socket_pa
             assert [f.container_id for f in failed] == ["gone"]
             assert peer.state.containers[ctr.id].linux.resources.cpu.quota.value == 50000
             assert len(p.record.unsolicited) == 1
-        finally:
-            await _stopped(stub, task)
 
 
 async def test_update_containers_inside_a_handler_is_refused_not_deadlocked(socket_path):
@@ -216,16 +196,13 @@ async def test_update_containers_inside_a_handler_is_refused_not_deadlocked(sock
         plugin = ColocationPlugin()
         stub = _stub(plugin, socket_path)
         plugin.stub = stub
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             (p,) = await peer.wait_plugins(1, timeout=T)
             await asyncio.wait_for(peer.stop_container(pod, ctr), T)
             # refused at once: a deadlock would have run into the runtime's request timeout,
             # and the runtime closes a plugin that misses it
             assert isinstance(plugin.update_error, UpdateInsideHandler)
             assert not p.is_closed and p.record.unsolicited == []
-        finally:
-            await _stopped(stub, task)
 
 
 async def test_peer_restart_makes_the_plugin_reconnect_and_resynchronize(socket_path):
@@ -236,8 +213,7 @@ async def test_peer_restart_makes_the_plugin_reconnect_and_resynchronize(socket_
         plugin = ColocationPlugin()
         stub = _stub(plugin, socket_path)
         stub.add_ready_callback(transitions.append)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             await peer.wait_plugins(1, timeout=T)
             peer.state.pods[pod.id] = pod
             peer.state.containers[ctr.id] = ctr
@@ -249,8 +225,6 @@ async def test_peer_restart_makes_the_plugin_reconnect_and_resynchronize(socket_
             assert transitions == [True, False, True]
             created = await asyncio.wait_for(peer.create_container(pod, make_container(2, pod)), T)
             assert created.annotations["colocation/seen"] == "true"
-        finally:
-            await _stopped(stub, task)
         assert not stub.is_ready
 
 
@@ -269,20 +243,19 @@ async def test_slow_handler_is_answered_by_the_deadline_guard_and_stays_connecte
     async with RuntimePeer(socket_path, PeerConfig(request_timeout=2.0)) as peer:
         plugin = Slow()
         stub = _stub(plugin, socket_path)
-        task = await stub.start(timeout=T)
-        try:
-            (p,) = await peer.wait_plugins(1, timeout=T)
-            slow = make_container(1, pod)
-            slow.name = "slow"
-            created = await asyncio.wait_for(peer.create_container(pod, slow), T)
-            assert "colocation/seen" not in created.annotations  # the no-op answer
-            assert not p.is_closed and stub.is_ready
-            fast = await asyncio.wait_for(peer.create_container(pod, make_container(2, pod)), T)
-            assert fast.annotations["colocation/seen"] == "true"
-            assert stub.connections == 1
-        finally:
-            release.set()
-            await _stopped(stub, task)
+        async with started(stub):
+            try:
+                (p,) = await peer.wait_plugins(1, timeout=T)
+                slow = make_container(1, pod)
+                slow.name = "slow"
+                created = await asyncio.wait_for(peer.create_container(pod, slow), T)
+                assert "colocation/seen" not in created.annotations  # the no-op answer
+                assert not p.is_closed and stub.is_ready
+                fast = await asyncio.wait_for(peer.create_container(pod, make_container(2, pod)), T)
+                assert fast.annotations["colocation/seen"] == "true"
+                assert stub.connections == 1
+            finally:
+                release.set()  # before the stop: the slow handler ends on its own
 
 
 async def test_a_handler_that_does_not_suspend_is_answered_without_a_task(socket_path):
@@ -302,8 +275,7 @@ async def test_a_handler_that_does_not_suspend_is_answered_without_a_task(socket
     async with RuntimePeer(socket_path) as peer:
         plugin = Inline()
         stub = _stub(plugin, socket_path)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             await peer.wait_plugins(1, timeout=T)
             ctr = make_container(1, pod)
             created = await asyncio.wait_for(peer.create_container(pod, ctr), T)
@@ -311,8 +283,6 @@ async def test_a_handler_that_does_not_suspend_is_answered_without_a_task(socket
             assert created.annotations["colocation/seen"] == "true"
             # the handler scope is set for the inline step and reset after it
             assert plugin.where == [("create", False, "CreateContainer"), ("start", False, None)]
-        finally:
-            await _stopped(stub, task)
 
 
 async def test_without_the_guard_a_slow_handler_gets_the_plugin_dropped(socket_path):
@@ -323,14 +293,11 @@ async def test_without_the_guard_a_slow_handler_gets_the_plugin_dropped(socket_p
     pod = make_pod(1)
     async with RuntimePeer(socket_path, PeerConfig(request_timeout=0.3)) as peer:
         stub = _stub(Slow(), socket_path, deadline=DeadlinePolicy(enabled=False))
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             (p,) = await peer.wait_plugins(1, timeout=T)
             created = await asyncio.wait_for(peer.create_container(pod, make_container(1, pod)), T)
             assert "colocation/seen" not in created.annotations  # created without the plugin
             assert p.is_closed and "CreateContainer" in p.close_reason
-        finally:
-            await _stopped(stub, task)
 
 
 async def test_nri_0_6_runtime_gets_a_mask_within_0x7ff(socket_path):
@@ -347,15 +314,12 @@ async def test_nri_0_6_runtime_gets_a_mask_within_0x7ff(socket_path):
     cfg = PeerConfig(nri_version=NriVersion(0, 6, 1), runtime_version="v1.7.20")
     async with RuntimePeer(socket_path, cfg) as peer:
         stub = _stub(Everything(), socket_path)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             (p,) = await peer.wait_plugins(1, timeout=T)
             assert p.mask & ~0x7FF == 0 and p.mask == stub.mask
             assert peer.rejected == []
             configure = p.record.calls[0][1]
             assert configure.request_timeout == 0 and configure.NRI_version == ""  # 0.6 sends neither
-        finally:
-            await _stopped(stub, task)
 
 
 async def test_update_containers_before_connecting_is_a_clear_error(socket_path):

@@ -19,7 +19,7 @@ from nri.ttrpc.client import TtrpcClient
 from nri.ttrpc.server import TtrpcServer
 from nri.ttrpc.status import Code, TtrpcError
 from proto.nri.pkg.api.v1alpha1 import api_pb2 as api
-from tests.nri.conftest import make_container, make_pod
+from tests.nri.conftest import make_container, make_pod, started
 
 T = 5.0
 
@@ -175,8 +175,7 @@ async def test_dropped_connection_and_mux_garbage_both_lead_to_a_resync(socket_p
     async with RuntimePeer(socket_path) as peer:
         plugin = Minimal()
         stub = _stub(plugin, socket_path)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             (p,) = await peer.wait_plugins(1, timeout=T)
             p.close("dropped on purpose")
             await _wait_connections(stub, 2)
@@ -187,40 +186,29 @@ async def test_dropped_connection_and_mux_garbage_both_lead_to_a_resync(socket_p
             (p,) = await peer.wait_plugins(1, timeout=T)
             created = await asyncio.wait_for(peer.create_container(pod, make_container(1, pod)), T)
             assert created.annotations["minimal"] == "1"
-        finally:
-            await stub.stop()
-            await asyncio.wait_for(task, T)
 
 
 async def test_ttrpc_garbage_inside_a_valid_mux_frame_is_answered_and_survived(socket_path):
     pod = make_pod(1)
     async with RuntimePeer(socket_path) as peer:
         stub = _stub(Minimal(), socket_path)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             (p,) = await peer.wait_plugins(1, timeout=T)
             # a ttrpc Request on an even stream id, then one whose envelope is not protobuf
             bogus = struct.pack(">IIBB", 3, 2, 1, 0) + b"\xff\xff\xff"
             p.send_raw(struct.pack(">II", 1, len(bogus)) + bogus)
-            await asyncio.sleep(0.05)
+            # the create below follows the garbage on the same connection: read after it
             created = await asyncio.wait_for(peer.create_container(pod, make_container(1, pod)), T)
             assert created.annotations["minimal"] == "1"
             assert stub.connections == 1 and not p.is_closed
-        finally:
-            await stub.stop()
-            await asyncio.wait_for(task, T)
 
 
 async def test_slow_runtime_registration_reply_is_waited_for(socket_path):
     async with RuntimePeer(socket_path) as peer:
         peer.misbehaviour = replace(peer.misbehaviour, register_reply_delay=0.3)
         stub = _stub(Minimal(), socket_path)
-        task = await stub.start(timeout=T)
-        try:
+        async with started(stub):
             assert stub.connections == 1
-        finally:
-            await stub.stop()
-            await asyncio.wait_for(task, T)
 
 
 async def _wait_connections(stub, n):
