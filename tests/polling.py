@@ -4,6 +4,7 @@ busy machine makes a test slower, never red."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Awaitable, Callable, TypeVar
 
 T = TypeVar("T")
@@ -14,6 +15,14 @@ async def until(predicate: Callable[[], object], timeout: float = 30.0) -> None:
     while not predicate():
         assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
         await asyncio.sleep(0.005)
+
+
+def until_blocking(predicate: Callable[[], object], timeout: float = 30.0, step: float = 0.05) -> None:
+    """`until` for a test without an event loop: polls in the calling thread."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(step)
 
 
 async def until_answer(ask: Callable[[], Awaitable[T]], predicate: Callable[[T], object],

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
+import sqlite3
 import time
 from pathlib import Path
 
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.module import MetricCacheModule
 from koordlet.metriccache.store import DB_FILE_NAME, MetricStore
+from tests.polling import until
 
 KEY = SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
+
+
+def _rows_on_disk(state_dir: Path) -> int:
+    with sqlite3.connect(state_dir / DB_FILE_NAME) as db:
+        return int(db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
 
 
 async def test_samples_survive_a_stop_and_start(tmp_path: Path):
@@ -19,7 +25,7 @@ async def test_samples_survive_a_stop_and_start(tmp_path: Path):
     await module.start()
     assert module.ready() and module.store.persistent
     module.store.append([Sample(KEY, now - 600 + i, float(i)) for i in range(600)])
-    await asyncio.sleep(0.1)  # at least one background flush
+    await until(lambda: _rows_on_disk(tmp_path) > 0)  # the background flush, not the one at stop
     await module.stop()
     assert not module.ready()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,9 +50,8 @@ async def test_a_stopped_container_loses_its_series(tmp_path: Path):
     module = MetricsAdvisorModule(HostFacts(host), store, states, "node-a", [PodResourceCollector(0.02)])
     await module.start()
     try:
-        await asyncio.sleep(0.06)
         stopped = pod.containers[1]
-        assert store.latest(SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, "p1", stopped.id)) is not None
+        await until(lambda: store.latest(SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, "p1", stopped.id)))
         from koordlet.statesinformer.model import ContainerState
         states.put(replace(pod, containers=(pod.containers[0], replace(stopped, state=ContainerState.EXITED))))
         assert store.latest(SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, "p1", stopped.id)) is None

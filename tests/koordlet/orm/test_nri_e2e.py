@@ -6,7 +6,6 @@ in the runtime's error, and PodResources List reports exactly those CPUs."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import grpc
@@ -61,7 +60,8 @@ async def test_dedicated_pod_gets_its_cpu_alone_and_the_second_fails(wired) -> N
     created = await peer.create_container(first, nri_container(first, "main", shares=1024, quota=100000))
     assert created.linux.resources.cpu.cpus == "1"
 
-    await asyncio.sleep(0.05)  # the informer hears of the container right after the answer
+    # the informer hears of the container after the answer, at the latest before the plugin
+    # handles the next event (FollowUps): no wait needed here
     shared = nri_pod("s1", "LS")
     await peer.run_pod_sandbox(shared)
     ls = await peer.create_container(shared, nri_container(shared, "app", shares=512))
@@ -89,7 +89,6 @@ async def test_static_cpu_policy_pins_a_guaranteed_ls_pod(wired) -> None:
     await peer.run_pod_sandbox(guaranteed)
     created = await peer.create_container(guaranteed, nri_container(guaranteed, "main", shares=1024, quota=100000))
     assert created.linux.resources.cpu.cpus == "1"
-    await asyncio.sleep(0.05)
     other = nri_pod("s2", "LS")
     await peer.run_pod_sandbox(other)
     ls = await peer.create_container(other, nri_container(other, "app", shares=512))

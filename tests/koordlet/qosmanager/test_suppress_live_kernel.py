@@ -28,6 +28,7 @@ from system.cgroup_files import CgroupFiles
 from system.cgroup_readers import CgroupReader
 from system.usage_reader import UsageReader
 from tests.koordlet.qosmanager.helpers import Rig, container, feed, pod
+from tests.polling import until_blocking
 
 pytestmark = pytest.mark.kernel
 
@@ -98,9 +99,10 @@ def test_be_quota_follows_busy_ls_and_throttles_the_be_spinner(sandbox):
         got, want = suppress_round()  # LS spinning on a full core
         assert want is not None and got == want
         assert got <= 50_000  # at most half a core left for BE while LS takes one of the two cores
-        time.sleep(0.5)
-        stat = dict(line.split() for line in throttled_file.read_text().splitlines())
-        assert int(stat["nr_throttled"]) > 0  # the kernel enforces the quota on the BE spinner
+        def nr_throttled() -> int:
+            return int(dict(line.split() for line in throttled_file.read_text().splitlines())["nr_throttled"])
+
+        until_blocking(lambda: nr_throttled() > 0)  # the kernel enforces the quota on the BE spinner
 
         ls.kill()
         ls.wait()

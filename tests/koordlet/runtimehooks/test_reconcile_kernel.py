@@ -4,7 +4,6 @@ force-update window of the executor's cache."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -146,7 +145,10 @@ async def test_nri_mode_and_reconcile_agree_on_real_cgroups(sandbox, socket_path
         for pod, containers in pods:
             for ctr in containers:
                 await peer.create_container(pod, ctr)
-        await asyncio.sleep(0.05)  # unsolicited updates after the LSR pod took its CPU
+        # the unsolicited updates after the LSR pod took its CPU: the follow-ups that start
+        # them, then the task that sends them until none is pending
+        await until(lambda: plugin.follow_ups.pending == 0
+                    and (plugin._flush_task is None or plugin._flush_task.done()))
         nri_result = {c.id: model_values(peer.state.containers[c.id]) for _, cs in pods for c in cs}
     finally:
         await stub.stop()
