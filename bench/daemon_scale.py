@@ -26,7 +26,14 @@ After --warmup seconds:
     accepted): its daemon CPU ms ("prom cpu"); /readyz status;
   with --scraped-creates K, another window of K CreateContainer probes while /metrics is
     scraped back to back as Prometheus asks (a render holding the GIL in a worker thread
-    whenever a probe comes: the worst case).
+    whenever a probe comes: the worst case);
+  with --drift S, a last window of S seconds as a node lives after all that: chunks of
+    --window s, each with --drift-creates probe containers created and removed and one
+    /metrics GET at its end (Prometheus' pace), VmRSS read after each chunk. The RSS
+    growth the issue bounds (<= 1 MiB over 10 minutes) is this window's: the quiet and
+    create windows before it hold the one-time steps (the first pod churn after delivery
+    grows glibc's heap once), which are a level, not a drift. JSON key drift: RSS at its
+    start, end and highest, the least-squares slope in MiB per 10 minutes, its CPU %.
 Prints one JSON line per N, then a table.
 """
 
@@ -39,6 +46,7 @@ import os
 import random
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -441,6 +449,7 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
             if args.scraped_creates:
                 while_scraped = await creates_while_scraped(peer, pods, port, args.scraped_creates, args.window)
             readyz, _ = await asyncio.to_thread(http_get, "http://127.0.0.1:%d/readyz" % port)
+            drift = await drift_window(args, peer, pods, port, daemon.pid) if args.drift else None
         finally:
             codes = [stop_process(p) for p in reversed(procs)]
     result = {"pods": n, "containers": n * len(CONTAINERS), "ready_after_nri_s": ready_s, "load_s": load_s,
@@ -450,7 +459,31 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
     if args.scraped_creates:
         full, floor, count = while_scraped
         result["while_scraped"] = {"scrapes": count, "create": latency(full), "floor": latency(floor)}
+    if drift is not None:
+        result["drift"] = drift_figures(drift)
     return result
+
+
+async def drift_window(args: argparse.Namespace, peer: RuntimePeer, pods, port: int, pid: int) -> list[ProcSample]:
+    """--drift seconds in chunks of --window: probe containers come and go, /metrics is
+    scraped once a chunk; the daemon's sample at the start and after each chunk."""
+    samples = [proc_sample(pid)]
+    url = "http://127.0.0.1:%d/metrics" % port
+    for _ in range(max(1, round(args.drift / args.window))):
+        await create_probes(peer, pods, args.drift_creates, args.window)
+        await asyncio.to_thread(http_get, url, 10.0, PROMETHEUS_HEADERS)
+        samples.append(proc_sample(pid))
+    return samples
+
+
+def drift_figures(samples: list[ProcSample]) -> dict[str, float]:
+    """RSS over the drift window: start, end, highest (MiB), the least-squares slope in
+    MiB per 10 minutes, and the window's CPU %."""
+    start, end = samples[0], samples[-1]
+    slope, _ = statistics.linear_regression([s.at - start.at for s in samples], [s.rss_kib / 1024 for s in samples])
+    return {"rss_start_mib": start.rss_kib / 1024, "rss_end_mib": end.rss_kib / 1024,
+            "rss_max_mib": max(s.rss_kib for s in samples) / 1024, "rss_slope_mib_per_10min": slope * 600,
+            "minutes": (end.at - start.at) / 60, "cpu_pct": cpu_percent(start, end)}
 
 
 def run_one(args: argparse.Namespace, n: int) -> dict:
@@ -500,6 +533,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--scraped-creates", type=int, default=0,
                         help="then this many CreateContainer probes over another --window while /metrics is "
                              "scraped back to back as Prometheus asks (JSON key while_scraped; 0: skipped)")
+    parser.add_argument("--drift", type=float, default=0.0,
+                        help="seconds of a last window for RSS drift (JSON key drift; 0: skipped), e.g. 600")
+    parser.add_argument("--drift-creates", type=_at_least_one, default=20,
+                        help="probe containers created and removed in each --window of the drift window")
     parser.add_argument("--daemon-arg", action="append", default=[],
                         help="one more flag for the daemon, repeatable (e.g. --daemon-arg=--collect-res-used-interval-seconds=2)")
     parser.add_argument("--keep-log", default="", help="copy the daemon's log of each N to <this>-<N>.log")
@@ -542,6 +579,16 @@ def main() -> None:
     for result in results:
         if "while_scraped" in result:
             print(while_scraped_line(result))
+        if "drift" in result:
+            print(drift_line(result))
+
+
+def drift_line(result: dict) -> str:
+    drift = result["drift"]
+    return ("N=%d, drift window %.1f min (pods coming and going, /metrics scraped): RSS %.1f -> %.1f MiB, highest %.1f, "
+            "slope %+.2f MiB per 10 min; CPU %.2f %%"
+            % (result["pods"], drift["minutes"], drift["rss_start_mib"], drift["rss_end_mib"], drift["rss_max_mib"],
+               drift["rss_slope_mib_per_10min"], drift["cpu_pct"]))
 
 
 def while_scraped_line(result: dict) -> str:

@@ -11,6 +11,8 @@ from bench.daemon_scale import (
     ProcSample,
     cgroup_dirs,
     count_series,
+    drift_figures,
+    drift_line,
     latency,
     ratios,
     scrape_figures,
@@ -73,6 +75,24 @@ def test_the_while_scraped_line_gives_both_latencies_and_their_ratios() -> None:
     result = {"pods": 7, "while_scraped": {"scrapes": 3, "create": latency([400.0]), "floor": latency([100.0])}}
     line = while_scraped_line(result)
     assert "N=7" in line and "3 scrapes" in line and "x p50 4.00" in line and "x p99 4.00" in line
+
+
+def test_the_drift_figures_are_the_least_squares_line_through_the_rss_samples() -> None:
+    def at(minute: float, rss_mib: float) -> ProcSample:
+        kib = round(rss_mib * 1024)
+        return ProcSample(at=minute * 60, cpu_s=minute * 0.6, system_s=0.0, loop_cpu_s=0.0, rss_kib=kib, hwm_kib=kib,
+                          fds=3)
+
+    # 0.1 MiB a minute, and a 3 MiB spike at the middle sample, which moves the line's
+    # level but not its slope
+    samples = [at(0, 70.0), at(1, 70.1), at(2, 73.2), at(3, 70.3), at(4, 70.4)]
+    drift = drift_figures(samples)
+    rss = (drift["rss_start_mib"], drift["rss_end_mib"], drift["rss_max_mib"])
+    assert [round(mib, 2) for mib in rss] == [70.0, 70.4, 73.2]
+    assert drift["minutes"] == 4 and abs(drift["cpu_pct"] - 1.0) < 1e-9
+    assert abs(drift["rss_slope_mib_per_10min"] - 1.0) < 1e-3  # KiB rounding of the samples
+    line = drift_line({"pods": 7, "drift": drift})
+    assert "N=7" in line and "+1.00 MiB per 10 min" in line and "70.0 -> 70.4" in line
 
 
 def test_the_benches_that_drive_daemon_scale_pass_every_option_it_reads() -> None:
