@@ -56,6 +56,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from koordlet.daemon.logs import configure_logging
 from nri.events import Event
@@ -476,14 +477,15 @@ async def drift_window(args: argparse.Namespace, peer: RuntimePeer, pods, port: 
     return samples
 
 
-def drift_figures(samples: list[ProcSample]) -> dict[str, float]:
+def drift_figures(samples: list[ProcSample]) -> dict[str, Any]:
     """RSS over the drift window: start, end, highest (MiB), the least-squares slope in
-    MiB per 10 minutes, and the window's CPU %."""
+    MiB per 10 minutes, the window's CPU %, and every sample's RSS (MiB)."""
     start, end = samples[0], samples[-1]
     slope, _ = statistics.linear_regression([s.at - start.at for s in samples], [s.rss_kib / 1024 for s in samples])
     return {"rss_start_mib": start.rss_kib / 1024, "rss_end_mib": end.rss_kib / 1024,
             "rss_max_mib": max(s.rss_kib for s in samples) / 1024, "rss_slope_mib_per_10min": slope * 600,
-            "minutes": (end.at - start.at) / 60, "cpu_pct": cpu_percent(start, end)}
+            "minutes": (end.at - start.at) / 60, "cpu_pct": cpu_percent(start, end),
+            "rss_mib": [round(s.rss_kib / 1024, 1) for s in samples]}
 
 
 def run_one(args: argparse.Namespace, n: int) -> dict:
