@@ -19,10 +19,18 @@ from tests.koordlet.daemon_process import PROJECT_ROOT, isolated
 pytestmark = pytest.mark.slow
 
 
-def koordlet(*args: str, preexec=None, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "koordlet", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=PROJECT_ROOT, preexec_fn=preexec,
-                          env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
+# Sets the open-files limit and execs the daemon: done in the child by a preexec_fn, the fork
+# ran grpc's fork handlers in a copy of this test process (which has grpc loaded), whose
+# poller could meet its epoll fd closed by close_fds before the exec and abort the child.
+WITH_NOFILE = ("import os, resource, sys; limit = int(sys.argv[1]); "
+               "resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)); "
+               "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])")
+
+
+def koordlet(*args: str, nofile: int | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+    launcher = [] if nofile is None else ["-c", WITH_NOFILE, str(nofile)]
+    return subprocess.run([sys.executable, *launcher, "-m", "koordlet", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=PROJECT_ROOT, env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
 
 
 def base(tmp_path, *extra: str) -> list[str]:
@@ -36,12 +44,7 @@ def one_line_exit_2(result: subprocess.CompletedProcess, needle: str) -> None:
 
 
 def test_too_few_file_descriptors_is_one_line_and_exit_2(tmp_path):
-    import resource
-
-    def low_limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (20, 20))
-
-    one_line_exit_2(koordlet(*base(tmp_path), preexec=low_limit), "RLIMIT_NOFILE is 20")
+    one_line_exit_2(koordlet(*base(tmp_path), nofile=20), "RLIMIT_NOFILE is 20")
 
 
 @pytest.mark.parametrize("args, needle", [
