@@ -13,12 +13,14 @@ read as batches (no fd kept) and parsed in slices (framework.Round).
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Generator
+from functools import partial, reduce
+from operator import add
+from typing import Callable, Generator
 
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
 from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMORY
 from koordlet.metricsadvisor.framework import (
+    BOOKKEEPING_CHUNK,
     Batches,
     CollectContext,
     Columns,
@@ -29,13 +31,13 @@ from koordlet.metricsadvisor.framework import (
     Slices,
     Turns,
     pods_and_reader,
+    sliced_chunks,
     sliced_filter,
     sliced_flat,
 )
-from koordlet.metricsadvisor.rates import cores_from_ns
 from koordlet.statesinformer.api import StatesInformer
 from system.file_io import VALUES_PER_FILE
-from system.usage_reader import UsagePaths, UsageReader, working_set_of
+from system.usage_reader import UsagePaths, UsageReader
 
 SYS_CPU = SeriesKey.of(Metric.SYS_CPU_USAGE_CORES)
 SYS_MEMORY = SeriesKey.of(Metric.SYS_MEMORY_USAGE_BYTES)
@@ -47,7 +49,8 @@ STAT_EVERY = 10
 
 
 class _Tracked:
-    """Keys, the last CPU reading and the last inactive_file figure of one pod or container."""
+    """Keys, the last CPU reading and the last inactive_file figure of one pod or container
+    (kept here between listings; a _Turn holds them while its listing stands)."""
 
     __slots__ = ("cpu_key", "memory_key", "last_t", "last_ns", "inactive", "reads")
 
@@ -59,8 +62,98 @@ class _Tracked:
         self.inactive = -1  # -1 before the first memory.stat read
         self.reads = offset  # usage reads so far, from a staggered start
 
-    def stat_due(self, stat_every: int) -> bool:
-        return self.inactive < 0 or self.reads % stat_every == 0
+
+class _Turn:
+    """The objects one usage batch reads (every pod, or one turn's containers) and their
+    figures as lists in the batch's order, so that a round works on columns (list slices
+    and comprehensions) and not object by object: at 1,000 pods the per-object loop was
+    most of the round's Python. The figures are taken from the entries as the turn is made
+    (take) and put back into them (put_back) before the listing changes, so that an
+    object listed again keeps its last readings. Each step works on positions [start,
+    stop), so that a round can do it in slices."""
+
+    __slots__ = ("indices", "entries", "v2", "last_t", "last_ns", "inactive", "reads")
+
+    def __init__(self, indices: list[int]) -> None:
+        self.indices = indices  # into the listing
+        self.entries: list[_Tracked] = []
+        self.v2: list[bool] = []
+        self.last_t: list[float] = []
+        self.last_ns: list[int] = []
+        self.inactive: list[int] = []
+        self.reads: list[int] = []
+
+    def take(self, entries: list[_Tracked], paths: list[UsagePaths], start: int, stop: int) -> None:
+        indices = self.indices[start:stop]
+        mine = [entries[i] for i in indices]
+        self.entries += mine
+        self.v2 += [paths[i].cpu_v2 for i in indices]
+        self.last_t += [entry.last_t for entry in mine]
+        self.last_ns += [entry.last_ns for entry in mine]
+        self.inactive += [entry.inactive for entry in mine]
+        self.reads += [entry.reads for entry in mine]
+
+    def put_back(self, start: int, stop: int) -> None:
+        for entry, last_t, last_ns, inactive, reads in zip(self.entries[start:stop], self.last_t[start:stop],
+                                                            self.last_ns[start:stop], self.inactive[start:stop],
+                                                            self.reads[start:stop]):
+            entry.last_t, entry.last_ns, entry.inactive, entry.reads = last_t, last_ns, inactive, reads
+
+    def stat_due(self, stat_every: int, start: int, stop: int) -> list[int]:
+        """Positions whose memory.stat is read this round: never read yet, or their turn."""
+        return [k for k, reads, inactive in zip(range(start, stop), self.reads[start:stop], self.inactive[start:stop])
+                if inactive < 0 or reads % stat_every == 0]
+
+    def refresh_inactive(self, due: list[int], values: list[int], status: list[int], failed: set[int]) -> None:
+        """Store the memory.stat figures read for positions `due` (values and status as the
+        batch gave them for these files); those whose refresh failed into `failed`."""
+        inactive = self.inactive
+        for k, value, code in zip(due, values[::VALUES_PER_FILE], status):
+            if code:
+                failed.add(k)
+            else:
+                inactive[k] = value
+
+    def samples(self, start: int, stop: int, read: list[int], status: list[int], failed: set[int],
+                now: float) -> tuple[list[float | None], list[float | None]]:
+        """(memory, cores) of positions [start, stop), None where an object has no figure
+        (a file unreadable, its memory.stat refresh `failed`, or no memory.stat yet; cores
+        also before a second reading); their last CPU readings moved on where read."""
+        per_object = 2 * VALUES_PER_FILE  # its cpu file, then its memory file
+        cpu = read[start * per_object:stop * per_object:per_object]
+        memory = read[start * per_object + VALUES_PER_FILE:stop * per_object:per_object]
+        v2 = self.v2[start:stop]
+        if True in v2:  # cpu.stat's usage_usec
+            cpu = [ns * 1000 if usec else ns for ns, usec in zip(cpu, v2)]
+        inactive = self.inactive[start:stop]
+        ok = [not (cpu_code or memory_code) and gone >= 0
+              for cpu_code, memory_code, gone in zip(status[2 * start:2 * stop:2], status[2 * start + 1:2 * stop:2],
+                                                      inactive)]
+        for k in failed:
+            if start <= k < stop:
+                ok[k - start] = False
+        last_t, last_ns = self.last_t[start:stop], self.last_ns[start:stop]
+        working_sets = [(float(used - gone) if used > gone else 0.0) if good else None
+                        for used, gone, good in zip(memory, inactive, ok)]
+        cores = [(ns - last) / 1e9 / (now - then) if good and last >= 0 and now > then and ns >= last else None
+                 for ns, last, then, good in zip(cpu, last_ns, last_t, ok)]
+        if False in ok:  # what was not read keeps its last reading
+            self.last_ns[start:stop] = [ns if good else last for ns, last, good in zip(cpu, last_ns, ok)]
+            self.last_t[start:stop] = [now if good else then for then, good in zip(last_t, ok)]
+        else:
+            self.last_ns[start:stop] = cpu
+            self.last_t[start:stop] = [now] * (stop - start)
+        self.reads[start:stop] = [reads + 1 for reads in self.reads[start:stop]]
+        return working_sets, cores
+
+
+def _in_slices(count: int, step: Callable[[int, int], object]) -> Generator[None, object, None]:
+    """step(start, stop) over [0, count) a chunk at a time, yielding to the loop between chunks."""
+    slices = Slices()
+    for start in range(0, count, BOOKKEEPING_CHUNK):
+        if slices.over(start):
+            yield None
+        step(start, min(count, start + BOOKKEEPING_CHUNK))
 
 
 class PodResourceCollector(RoundCollector):
@@ -77,7 +170,8 @@ class PodResourceCollector(RoundCollector):
         # each turn's indices into the listing they were made for
         self._listed: Listed[UsagePaths, _Tracked] | None = None
         # phase -> (pods, containers) read, and the keys of the samples they give
-        self._due: dict[int, tuple[list[int], list[int], tuple[SeriesKey, ...]]] = {}
+        self._due: dict[int, tuple[_Turn, _Turn, tuple[SeriesKey, ...]]] = {}
+        self._pod_turn: _Turn | None = None  # every round's pods, shared by the phases' dues
         self._cycle = 0
         self._born = 0  # objects tracked so far: spreads their memory.stat turns
         self.unreadable = 0  # reads skipped (cgroup gone or file missing) in the last run
@@ -91,7 +185,9 @@ class PodResourceCollector(RoundCollector):
         assert self._states is not None and self._listing is not None
         listed = yield from self._listing.get(self._states)
         if listed is not self._listed:
-            self._listed, self._due = listed, {}
+            for turn in self._turns_made():
+                yield from _in_slices(len(turn.indices), turn.put_back)
+            self._listed, self._due, self._pod_turn = listed, {}, None
         objects, dirs, paths, entries = listed.objects, listed.dirs, listed.paths, listed.entries
         cycle, turns = self._cycle, self._turns
         self._cycle += 1
@@ -103,11 +199,17 @@ class PodResourceCollector(RoundCollector):
             containers_in = yield from sliced_filter(lambda i: bool(objects[i][1]), in_turn)
             keys = tuple((yield from sliced_flat(lambda i: (entries[i].memory_key, entries[i].cpu_key),
                                                  pods_in + containers_in)))
-            due = self._due[phase] = (pods_in, containers_in, keys + (SYS_CPU, SYS_MEMORY))
-        pods_due, containers_due, keys = due
-        container_stat_every = max(1, STAT_EVERY // turns.every)
-        stat = yield from sliced_filter(lambda i: entries[i].stat_due(STAT_EVERY), pods_due)
-        stat += yield from sliced_filter(lambda i: entries[i].stat_due(container_stat_every), containers_due)
+            if self._pod_turn is None:  # every phase reads every pod
+                self._pod_turn = _Turn(pods_in)
+                yield from _in_slices(len(pods_in), partial(self._pod_turn.take, entries, paths))
+            containers = _Turn(containers_in)
+            yield from _in_slices(len(containers_in), partial(containers.take, entries, paths))
+            due = self._due[phase] = (self._pod_turn, containers, keys + (SYS_CPU, SYS_MEMORY))
+        pod_turn, container_turn, keys = due
+        pods_due, containers_due = pod_turn.indices, container_turn.indices
+        pods_stat = yield from _sliced_stat_due(pod_turn, STAT_EVERY)
+        containers_stat = yield from _sliced_stat_due(container_turn, max(1, STAT_EVERY // turns.every))
+        stat = [pods_due[k] for k in pods_stat] + [containers_due[k] for k in containers_stat]
         # the pods' usage files in one batch for every round, each turn's containers in one
         # of their own: a batch per turn holding every pod kept the pods' paths ten times
         usage = partial(_usage_specs, paths)
@@ -117,34 +219,34 @@ class PodResourceCollector(RoundCollector):
                                                   partial(_stat_specs, paths))))
         replies = yield batches
         assert replies is not None
-        stale: set[int] = yield from _refresh_inactive(entries, stat, replies[2])
-        slices = Slices()
+        failed: tuple[set[int], set[int]] = (set(), set())
+        for turn, stat_due, first, failures in ((pod_turn, pods_stat, 0, failed[0]),
+                                                (container_turn, containers_stat, len(pods_stat), failed[1])):
+            yield from _in_slices(len(stat_due), partial(_refresh, turn, stat_due, replies[2], first, failures))
         values: list[float | None] = [None] * len(keys)  # per object its memory, then its cpu
-        pods_cpu: float | None = 0.0
-        pods_memory: float | None = 0.0
+        sums: list[float | None] = [0.0, 0.0]  # the pods' cores and bytes
         self.unreadable = 0
-        done = 0
-        for indices, (read, status) in ((pods_due, replies[0]), (containers_due, replies[1])):
-            for n, i in enumerate(indices):
-                if slices.over(done + n):
-                    yield None
-                entry = entries[i]
-                entry.reads += 1
-                cores = memory = None
-                if not (status[2 * n] or status[2 * n + 1] or i in stale or entry.inactive < 0):
-                    at = 2 * VALUES_PER_FILE * n  # the object's cpu file, then its memory file
-                    cpu_ns = read[at] * 1000 if paths[i].cpu_v2 else read[at]
-                    cores, memory = _sample(entry, cpu_ns, read[at + VALUES_PER_FILE], now)
-                    values[2 * (done + n)] = memory
-                    values[2 * (done + n) + 1] = cores
-                else:
-                    self.unreadable += 1
-                if indices is pods_due:  # a pod without a figure this tick makes the sum unknown
-                    pods_cpu = None if cores is None or pods_cpu is None else pods_cpu + cores
-                    pods_memory = None if memory is None or pods_memory is None else pods_memory + memory
-            done += len(indices)
-        values[-2:] = self._system(now, pods_cpu, pods_memory)
+
+        def sample(turn: _Turn, reply: tuple[list[int], list[int]], failures: set[int], done: int,
+                   start: int, stop: int) -> None:
+            memory, cores = turn.samples(start, stop, reply[0], reply[1], failures, now)
+            at = 2 * (done + start)
+            values[at:at + 2 * (stop - start):2] = memory
+            values[at + 1:at + 2 * (stop - start):2] = cores
+            self.unreadable += memory.count(None)
+            if turn is pod_turn:  # a pod without a figure this tick makes the sum unknown
+                for n, column in enumerate((cores, memory)):
+                    total = sums[n]
+                    sums[n] = None if total is None or None in column else reduce(add, column, total)
+
+        yield from _in_slices(len(pods_due), partial(sample, pod_turn, replies[0], failed[0], 0))
+        yield from _in_slices(len(containers_due), partial(sample, container_turn, replies[1], failed[1],
+                                                           len(pods_due)))
+        values[-2:] = self._system(now, sums[0], sums[1])
         return Columns(keys, values)
+
+    def _turns_made(self) -> list[_Turn]:
+        return ([self._pod_turn] if self._pod_turn is not None else []) + [due[1] for due in self._due.values()]
 
     def _entry(self, pod_uid: str, container_id: str) -> _Tracked:
         """A newly listed object's entry."""
@@ -180,28 +282,15 @@ def _stat_specs(paths: list[UsagePaths], i: int) -> tuple[tuple[str, str], ...]:
     return ((paths[i].memory_stat, paths[i].inactive_key),)
 
 
-def _refresh_inactive(entries: list[_Tracked], indices: list[int],
-                      reply: tuple[list[int], list[int]]) -> Generator[None, object, set[int]]:
-    """Store the memory.stat figures read (in slices: all of them when every cgroup is new);
-    the indices whose refresh failed (unreadable)."""
+def _sliced_stat_due(turn: _Turn, stat_every: int) -> Generator[None, object, list[int]]:
+    return (yield from sliced_chunks(lambda chunk, start: turn.stat_due(stat_every, start, start + len(chunk)),
+                                     range(len(turn.indices)), BOOKKEEPING_CHUNK))
+
+
+def _refresh(turn: _Turn, due: list[int], reply: tuple[list[int], list[int]], first: int, failed: set[int],
+             start: int, stop: int) -> None:
+    """turn.refresh_inactive of due[start:stop], whose memory.stat files are the stat batch's
+    from `first` on."""
     values, status = reply
-    failed = set()
-    slices = Slices()
-    for n, i in enumerate(indices):
-        if slices.over(n):
-            yield None
-        if status[n]:
-            failed.add(i)
-        else:
-            entries[i].inactive = values[VALUES_PER_FILE * n]
-    return failed
-
-
-def _sample(entry: _Tracked, usage_ns: int, memory: int, now: float) -> tuple[float | None, float]:
-    """One object's samples: (cores or None before a second reading, bytes)."""
-    working_set = float(working_set_of(memory, entry.inactive))
-    cores = None
-    if entry.last_ns >= 0:
-        cores = cores_from_ns(entry.last_t, entry.last_ns, now, usage_ns)
-    entry.last_t, entry.last_ns = now, usage_ns
-    return cores, working_set
+    turn.refresh_inactive(due[start:stop], values[VALUES_PER_FILE * (first + start):VALUES_PER_FILE * (first + stop)],
+                          status[first + start:first + stop], failed)
