@@ -220,10 +220,18 @@ class SeriesRing:
         """A value newer than all we hold, its timestamp already on the timeline: then drop
         the oldest past the capacity or the retention (what expire() would drop is not kept
         till then); once a series is full that is one value per append, found without a search."""
-        values = self.values
-        values.append(value)
-        head = self.head
-        live = len(values) - head
+        gone = self.dropped_by_add(timestamp)
+        self.values.append(value)
+        if gone:
+            self.first += gone
+            self.head += gone
+            self._maybe_compact()
+
+    def dropped_by_add(self, timestamp: float) -> int:
+        """How many of the oldest values `add` at `timestamp` drops. It depends only on the
+        timeline, `first`, the count of values and the keeping: series written in step share
+        it (the store's append_columns counts it once for them)."""
+        live = len(self.values) - self.head + 1
         keeping = self.keeping
         gone = live - keeping.capacity if live > keeping.capacity else 0
         ts = self.timeline.ts
@@ -233,11 +241,7 @@ class SeriesRing:
             gone += 1
             if ts[start + gone] < cutoff:
                 gone = bisect_left(ts, cutoff, start + gone, start + live) - start
-        if gone:
-            self.first += gone
-            self.head = head = head + gone
-            if head >= _SLACK or (head >= _DEAD_MIN and head >= (len(values) - head) >> 3):
-                self._cut_dead()
+        return gone
 
     def _append_own(self, timestamp: float, value: float) -> None:
         timeline = self.timeline

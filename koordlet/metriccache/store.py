@@ -44,7 +44,7 @@ from koordlet.metriccache.api import (
     WindowSpan,
 )
 from koordlet.metriccache.retention import RetentionPolicy
-from koordlet.metriccache.series_ring import Keeping, SeriesRing, Timeline
+from koordlet.metriccache.series_ring import _DEAD_MIN, _SLACK, Keeping, SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
 from koordlet.metriccache.window_stats import window_mean, window_stats
 
@@ -64,6 +64,7 @@ _AGGREGATE_PERCENTILES = (P50, P90, P95, P99)
 _mean = partial(tuple.__new__, Mean)
 _UNSEEN = WindowSpan(0, 0, 0, 0.0, 0.0)  # a span not looked up yet (None: a window with no sample)
 _NAN = float("nan")
+_NO_PLACE: tuple[Timeline | None, int, int, Keeping | None] = (None, 0, 0, None)
 
 
 def _span(timeline: Timeline, first: int, count: int, start: float, end: float) -> WindowSpan | None:
@@ -172,23 +173,40 @@ class MetricStore:
         persist_rows: list[tuple[SeriesKey, float, float, float]] = []
         new: list[tuple[SeriesKey, float, float]] = []
         timeline = None
+        # the place (timeline, first, count, keeping) of the last series added in step, and
+        # how many values its add dropped: the next series in the same place drops as many
+        # (the pods' series of a round are all in one place)
+        place = _NO_PLACE
+        gone = 0
         for key, ring, value in zip(keys, rings, values):
             if value is None:
                 continue
             if ring is None:
                 new.append((key, timestamp, value))
                 continue
-            timeline = ring.timeline
-            ts = timeline.ts
-            count = len(ring.values) - ring.head
-            # the round another series of the timeline began (ring.append's usual case): straight in
-            if count and ts[-1] == timestamp and ring.first - timeline.dropped + count == len(ts) - 1:
-                ring.add(timestamp, value)
-            else:
-                ring.append(timestamp, value)
-                timeline = ring.timeline
-            keeping = ring.keeping  # ring.due_for_disk inlined
-            if keeping.persist and timestamp >= ring.persisted_at + keeping.persist_every:
+            ring_values = ring.values
+            head = ring.head
+            count = len(ring_values) - head
+            timeline, first, keeping = ring.timeline, ring.first, ring.keeping
+            in_step = place[0] is timeline and place[1] == first and place[2] == count and place[3] is keeping
+            if not in_step:
+                ts = timeline.ts
+                # the round another series of the timeline began (ring.append's usual case): straight in
+                in_step = count > 0 and ts[-1] == timestamp and first - timeline.dropped + count == len(ts) - 1
+                if in_step:
+                    place, gone = (timeline, first, count, keeping), ring.dropped_by_add(timestamp)
+                else:
+                    place = _NO_PLACE  # append may put a round on the timeline: no place holds
+                    ring.append(timestamp, value)
+                    timeline = ring.timeline
+            if in_step:  # ring.add inlined, its drop counted once for the place
+                ring_values.append(value)
+                if gone:
+                    ring.first = first + gone
+                    ring.head = head = head + gone
+                    if head >= _SLACK or (head >= _DEAD_MIN and head >= (len(ring_values) - head) >> 3):
+                        ring._cut_dead()
+            if keeping.persist and timestamp >= ring.persisted_at + keeping.persist_every:  # ring.due_for_disk inlined
                 ring.persisted_at = timestamp
                 persist_rows.append((key, keeping.retention, timestamp, value))
         self._queue(self._put_new(new, timeline, persist_rows))

@@ -124,3 +124,18 @@ def test_lookups_made_before_a_series_came_are_not_kept_past_the_next_lookup():
     store.append_columns(T0 + 1, (SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "new"),), [1.0])  # a series came
     assert store.latest_values(first, T0) == [1.0, 1.0]
     assert list(store._ring_lists.values()) == [(first, store._generation, store._rings_of(first))]
+
+
+def test_series_in_step_with_other_keepings_drop_by_their_own():
+    """Pod and container series made in one round stay on one timeline with the same first
+    value and count; past the container retention only theirs drop (append_columns counts
+    a drop once for series in the same place: the keeping is part of the place)."""
+    policy = RetentionPolicy(pod_seconds=20, container_seconds=8)
+    keys = KEYS[:-1]  # pods first, then containers
+    pairs_store, columns_store = MetricStore(policy), MetricStore(policy)
+    for second in range(30):
+        values = [float(second + i) for i in range(len(keys))]
+        pairs_store.append_at(T0 + second, list(zip(keys, values)))
+        columns_store.append_columns(T0 + second, keys, values)
+        assert state(columns_store) == state(pairs_store), second
+    assert len(columns_store._series[keys[0]]) > len(columns_store._series[keys[-1]])
