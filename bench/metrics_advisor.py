@@ -153,17 +153,17 @@ def c_open_read_close_floor(paths: list[str], cycles: int, anchored: bool) -> li
     """The same in C, one call for all (the extension's koord_read_files): the kernel's
     part alone; ``anchored``: each file opened relative to the directory most share (a
     shorter path walk), as the collectors' batches do."""
-    from system.file_io import BATCH_FILE_MAX, FileBatch, _Anchored, _ffi, _read_files
+    from system.file_io import BATCH_FILE_MAX, FileBatch, _Anchored, _ffi, _Output, _read_files
 
     if _read_files is None or _ffi is None:
         return [float("nan")]
     batch = FileBatch(paths)
-    batch.read()  # makes the buffers
+    batch.read()  # packs the paths
     n = len(paths)
     anchors = batch._anchored if anchored else _Anchored.none(n)
     blob = batch._blob if anchored else b"".join(os.fsencode(path) + b"\0" for path in paths)
-    out = batch._output
-    assert out is not None
+    out = _Output()
+    out.fit(n, 256)
     return cycle_cpu_ms(lambda _: _read_files(anchors.blob, anchors.count, blob, anchors.anchor_of,
                                               n, out.out, out.cap, BATCH_FILE_MAX, out.offsets, out.lens), cycles)
 
