@@ -33,7 +33,7 @@ from koordlet.metricsadvisor.framework import (
     pods_and_reader,
     sliced_chunks,
     sliced_filter,
-    sliced_flat,
+    sliced_map,
 )
 from koordlet.statesinformer.api import StatesInformer
 from system.file_io import VALUES_PER_FILE
@@ -197,8 +197,11 @@ class PodResourceCollector(RoundCollector):
             in_turn = yield from turns.due_sliced(objects, cycle)
             pods_in = yield from sliced_filter(lambda i: not objects[i][1], in_turn)
             containers_in = yield from sliced_filter(lambda i: bool(objects[i][1]), in_turn)
-            keys = tuple((yield from sliced_flat(lambda i: (entries[i].memory_key, entries[i].cpu_key),
-                                                 pods_in + containers_in)))
+            # every object's memory series, then every object's CPU series: the metric cache
+            # adds a run of series in one place (same first value and count) at one go, and the
+            # CPU series of an object start a round after its memory series
+            keys = tuple((yield from sliced_map(lambda i: entries[i].memory_key, pods_in + containers_in))) + tuple(
+                (yield from sliced_map(lambda i: entries[i].cpu_key, pods_in + containers_in)))
             if self._pod_turn is None:  # every phase reads every pod
                 self._pod_turn = _Turn(pods_in)
                 yield from _in_slices(len(pods_in), partial(self._pod_turn.take, entries, paths))
@@ -223,16 +226,16 @@ class PodResourceCollector(RoundCollector):
         for turn, stat_due, first, failures in ((pod_turn, pods_stat, 0, failed[0]),
                                                 (container_turn, containers_stat, len(pods_stat), failed[1])):
             yield from _in_slices(len(stat_due), partial(_refresh, turn, stat_due, replies[2], first, failures))
-        values: list[float | None] = [None] * len(keys)  # per object its memory, then its cpu
+        values: list[float | None] = [None] * len(keys)  # the objects' memory, then their cpu, then the system's
+        cpu_at = len(pods_due) + len(containers_due)
         sums: list[float | None] = [0.0, 0.0]  # the pods' cores and bytes
         self.unreadable = 0
 
         def sample(turn: _Turn, reply: tuple[list[int], list[int]], failures: set[int], done: int,
                    start: int, stop: int) -> None:
             memory, cores = turn.samples(start, stop, reply[0], reply[1], failures, now)
-            at = 2 * (done + start)
-            values[at:at + 2 * (stop - start):2] = memory
-            values[at + 1:at + 2 * (stop - start):2] = cores
+            values[done + start:done + stop] = memory
+            values[cpu_at + done + start:cpu_at + done + stop] = cores
             self.unreadable += memory.count(None)
             if turn is pod_turn:  # a pod without a figure this tick makes the sum unknown
                 for n, column in enumerate((cores, memory)):

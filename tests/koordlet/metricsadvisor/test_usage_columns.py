@@ -9,9 +9,12 @@ import zlib
 from pathlib import Path
 
 from koordlet.metriccache.api import Metric, SeriesKey
+from koordlet.metriccache.series_ring import SeriesRing
+from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor import framework
 from koordlet.metricsadvisor.collectors import pod_resource
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
+from koordlet.metricsadvisor.framework import append_samples, drive
 from koordlet.statesinformer.model import PodInfo
 from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
 from tests.system.fake_trees import add_cgroup, remove_cgroup, set_cgroup_file
@@ -108,3 +111,28 @@ def test_usage_rounds_give_what_one_object_at_a_time_gives(tmp_path: Path, monke
         expected = model.expected(list(states.pods()), cycle, now)
         assert dict(collector.collect(now)) == expected, cycle
     assert born > len(pods)  # the listing changed on the way
+
+
+def test_a_usage_rounds_series_go_in_by_place_not_one_by_one(tmp_path: Path, monkeypatch):
+    """The round lists every memory series, then every CPU series: the CPU series of an
+    object start a round after its memory series, so each run is in one place (timeline,
+    first value, count) and the metric cache counts a place's drop once, not per series."""
+    pods = [make_pod("u%03d" % i, containers=2) for i in range(20)]
+    host, states = fake_node(tmp_path, pods)
+    store = MetricStore()
+    collector = PodResourceCollector(1.0)  # every container every round: one turn
+    collector.setup(context(host, states, store))
+    counted: list[SeriesRing] = []
+    dropped_by_add = SeriesRing.dropped_by_add
+
+    def counting(ring: SeriesRing, timestamp: float) -> int:
+        counted.append(ring)
+        return dropped_by_add(ring, timestamp)
+
+    monkeypatch.setattr(SeriesRing, "dropped_by_add", counting)
+    for second in range(5):
+        append_samples(store, 1000.0 + second, drive(collector.round(1000.0 + second)))
+        # a few places (pods' and containers' memory and CPU), not 120 series
+        assert len(counted) <= 8, (second, len(counted))
+        counted.clear()
+    assert len(store.keys(Metric.POD_CPU_USAGE_CORES)) == len(pods)
