@@ -152,6 +152,16 @@ def sliced_filter(keep: Callable[[T], bool], items: Sequence[T]) -> Generator[No
     return (yield from sliced_chunks(lambda chunk, _: filter(keep, chunk), items))
 
 
+def in_slices(count: int, step: Callable[[int, int], object]) -> Generator[None, object, None]:
+    """step(start, stop) over [0, count) BOOKKEEPING_CHUNK positions at a time, with yields
+    to the loop between chunks (a round's columns: list slices and comprehensions)."""
+    slices = Slices()
+    for start in range(0, count, BOOKKEEPING_CHUNK):
+        if slices.over(start):
+            yield None
+        step(start, min(count, start + BOOKKEEPING_CHUNK))
+
+
 def drive(round_: Round) -> Samples:
     """Run a round inline: reads on this thread, no yielding (tools, tests, benches)."""
     reply: list[Any] | None = None

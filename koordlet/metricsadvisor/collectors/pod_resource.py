@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import partial, reduce
 from operator import add
-from typing import Callable, Generator
+from typing import Generator
 
 from koordlet.metriccache.api import Metric, MetricCache, SeriesKey
 from koordlet.metricsadvisor.collectors.node_resource import NODE_CPU, NODE_MEMORY
@@ -28,8 +28,8 @@ from koordlet.metricsadvisor.framework import (
     Listing,
     Round,
     RoundCollector,
-    Slices,
     Turns,
+    in_slices,
     pods_and_reader,
     sliced_chunks,
     sliced_filter,
@@ -147,15 +147,6 @@ class _Turn:
         return working_sets, cores
 
 
-def _in_slices(count: int, step: Callable[[int, int], object]) -> Generator[None, object, None]:
-    """step(start, stop) over [0, count) a chunk at a time, yielding to the loop between chunks."""
-    slices = Slices()
-    for start in range(0, count, BOOKKEEPING_CHUNK):
-        if slices.over(start):
-            yield None
-        step(start, min(count, start + BOOKKEEPING_CHUNK))
-
-
 class PodResourceCollector(RoundCollector):
     name = "podresource"
 
@@ -186,7 +177,7 @@ class PodResourceCollector(RoundCollector):
         listed = yield from self._listing.get(self._states)
         if listed is not self._listed:
             for turn in self._turns_made():
-                yield from _in_slices(len(turn.indices), turn.put_back)
+                yield from in_slices(len(turn.indices), turn.put_back)
             self._listed, self._due, self._pod_turn = listed, {}, None
         objects, dirs, paths, entries = listed.objects, listed.dirs, listed.paths, listed.entries
         cycle, turns = self._cycle, self._turns
@@ -204,9 +195,9 @@ class PodResourceCollector(RoundCollector):
                 (yield from sliced_map(lambda i: entries[i].cpu_key, pods_in + containers_in)))
             if self._pod_turn is None:  # every phase reads every pod
                 self._pod_turn = _Turn(pods_in)
-                yield from _in_slices(len(pods_in), partial(self._pod_turn.take, entries, paths))
+                yield from in_slices(len(pods_in), partial(self._pod_turn.take, entries, paths))
             containers = _Turn(containers_in)
-            yield from _in_slices(len(containers_in), partial(containers.take, entries, paths))
+            yield from in_slices(len(containers_in), partial(containers.take, entries, paths))
             due = self._due[phase] = (self._pod_turn, containers, keys + (SYS_CPU, SYS_MEMORY))
         pod_turn, container_turn, keys = due
         pods_due, containers_due = pod_turn.indices, container_turn.indices
@@ -225,7 +216,7 @@ class PodResourceCollector(RoundCollector):
         failed: tuple[set[int], set[int]] = (set(), set())
         for turn, stat_due, first, failures in ((pod_turn, pods_stat, 0, failed[0]),
                                                 (container_turn, containers_stat, len(pods_stat), failed[1])):
-            yield from _in_slices(len(stat_due), partial(_refresh, turn, stat_due, replies[2], first, failures))
+            yield from in_slices(len(stat_due), partial(_refresh, turn, stat_due, replies[2], first, failures))
         values: list[float | None] = [None] * len(keys)  # the objects' memory, then their cpu, then the system's
         cpu_at = len(pods_due) + len(containers_due)
         sums: list[float | None] = [0.0, 0.0]  # the pods' cores and bytes
@@ -242,8 +233,8 @@ class PodResourceCollector(RoundCollector):
                     total = sums[n]
                     sums[n] = None if total is None or None in column else reduce(add, column, total)
 
-        yield from _in_slices(len(pods_due), partial(sample, pod_turn, replies[0], failed[0], 0))
-        yield from _in_slices(len(containers_due), partial(sample, container_turn, replies[1], failed[1],
+        yield from in_slices(len(pods_due), partial(sample, pod_turn, replies[0], failed[0], 0))
+        yield from in_slices(len(containers_due), partial(sample, container_turn, replies[1], failed[1],
                                                            len(pods_due)))
         values[-2:] = self._system(now, sums[0], sums[1])
         return Columns(keys, values)

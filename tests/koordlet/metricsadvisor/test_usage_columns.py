@@ -55,7 +55,8 @@ class Model:
 
 def test_usage_rounds_give_what_one_object_at_a_time_gives(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(framework, "SLICE_SECONDS", 0.0)  # a yield at every check
-    monkeypatch.setattr(pod_resource, "BOOKKEEPING_CHUNK", 4)  # columns in chunks of 4 objects
+    monkeypatch.setattr(framework, "BOOKKEEPING_CHUNK", 4)  # columns in chunks of 4 objects
+    monkeypatch.setattr(pod_resource, "BOOKKEEPING_CHUNK", 4)
     rng = random.Random(18)
     pods = [make_pod("u%03d" % i, containers=2) for i in range(10)]
     host, states = fake_node(tmp_path, pods)
