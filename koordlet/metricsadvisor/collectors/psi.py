@@ -52,6 +52,10 @@ PsiReading = tuple[PsiAverages, "PsiAverages | None"]
 # The latest PSI of each object: (pod uid, container id) -> {resource: reading}; node = ("", "").
 PsiSnapshot = Mapping[tuple[str, str], Mapping[str, PsiReading]]
 _PRESSURE_FILE = {resource: "%s.pressure" % resource for resource in PSI_RESOURCES}
+# The batch's output room a pressure file (FileBatch's default is 256): two lines of ~47
+# bytes when idle, ~60 with 12-digit totals; a round that needs more grows the buffer once.
+# At 1,000 pods the output is 3,000 files: ~0.3 MiB less than at 256.
+PRESSURE_FILE_BYTES = 160
 
 
 # the index of (resource, kind)'s avg10 in NODE_KEYS and avg10_values
@@ -141,7 +145,7 @@ class PSICollector(RoundCollector):
             files = self._files
             replies = yield ((yield from self._batches.made(
                 listed.dirs, "pressure", listed.dirs,
-                partial(_pressure_paths, files), FileBatch)),)
+                partial(_pressure_paths, files), partial(FileBatch, bytes_per_file=PRESSURE_FILE_BYTES))),)
             assert replies is not None
             slices = Slices()
             texts = replies[0]
