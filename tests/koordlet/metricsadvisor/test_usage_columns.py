@@ -15,9 +15,10 @@ from koordlet.metricsadvisor import framework
 from koordlet.metricsadvisor.collectors import pod_resource
 from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.framework import append_samples, drive
-from koordlet.statesinformer.model import PodInfo
+from koordlet.statesinformer.api import StaticStates
+from koordlet.statesinformer.model import NodeInfo, PodInfo
 from tests.koordlet.metricsadvisor.fixtures import context, fake_node, make_pod
-from tests.system.fake_trees import add_cgroup, remove_cgroup, set_cgroup_file
+from tests.system.fake_trees import add_cgroup, build_proc_tree, build_v2_tree, remove_cgroup, set_cgroup_file
 
 EVERY = 3  # container turns
 
@@ -137,3 +138,28 @@ def test_a_usage_rounds_series_go_in_by_place_not_one_by_one(tmp_path: Path, mon
         assert len(counted) <= 8, (second, len(counted))
         counted.clear()
     assert len(store.keys(Metric.POD_CPU_USAGE_CORES)) == len(pods)
+
+
+def test_cgroup_v2_cpu_is_usage_usec_in_ns(tmp_path: Path):
+    """On cgroup v2 the CPU time is cpu.stat's usage_usec (x 1000), the memory usage
+    memory.current and inactive_file memory.stat's own key."""
+    pod = make_pod("u1")
+    host = build_v2_tree(tmp_path)
+    build_proc_tree(tmp_path)
+    for cgroup in ("kubepods", "kubepods/burstable", pod.cgroup_parent, pod.containers[0].cgroup_dir):
+        add_cgroup(host, cgroup)
+    collector = PodResourceCollector(1.0)
+    collector.setup(context(host, StaticStates(NodeInfo("node-a"), [pod])))
+    for cgroup in (pod.cgroup_parent, pod.containers[0].cgroup_dir):
+        set_cgroup_file(host, cgroup, "memory.current", str(1 << 20))
+        set_cgroup_file(host, cgroup, "memory.stat", "anon 0\ninactive_file 4096\nactive_file 0\n")
+    readings = []
+    for now, usec in ((100.0, 1_000_000), (102.0, 2_500_000)):
+        for cgroup in (pod.cgroup_parent, pod.containers[0].cgroup_dir):
+            set_cgroup_file(host, cgroup, "cpu.stat", "usage_usec %d\nuser_usec 0\nsystem_usec 0\n" % usec)
+        readings.append(dict(collector.collect(now)))
+    cid = pod.containers[0].id
+    assert readings[0] == {SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, "u1"): float((1 << 20) - 4096),
+                           SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, "u1", cid): float((1 << 20) - 4096)}
+    assert readings[1][SeriesKey.of(Metric.POD_CPU_USAGE_CORES, "u1")] == 1_500_000 * 1000 / 1e9 / 2.0
+    assert readings[1][SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, "u1", cid)] == 1_500_000 * 1000 / 1e9 / 2.0
