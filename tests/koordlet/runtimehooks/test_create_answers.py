@@ -129,6 +129,18 @@ async def test_an_unparsable_annotation_prepares_nothing() -> None:
     assert rig.decisions == 1
 
 
+async def test_pods_told_apart_by_the_same_names_share_one_name_set() -> None:
+    rig = Rig()
+    spec = ext_spec(main=batch("500", "1Gi"), side=batch("250", None))
+    kept = [nri_pod("be1", "BE", {ANNOT: spec}), nri_pod("be2", "BE", {ANNOT: spec}), nri_pod("ls1", "LS"),
+            nri_pod("ls2", "LS")]
+    for pod in kept:
+        await rig.run(pod)
+    named = [rig.plugin._answers[pod.uid].named for pod in kept]
+    assert named == [{"main", "side"}, {"main", "side"}, set(), set()]
+    assert named[0] is named[1] and named[2] is named[3]  # kept a pod: one object per distinct set
+
+
 async def test_a_changed_pod_is_decided_again() -> None:
     rig = Rig()
     be = pods()[0]
