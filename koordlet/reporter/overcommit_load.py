@@ -17,14 +17,17 @@ from koordlet.statesinformer.pod_memo import PodMemo
 from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 
-def usage_keys(pod: PodInfo, names: Sequence[str], share: Callable[[SeriesKey], SeriesKey]) -> list[list[SeriesKey]]:
+def usage_keys(pod: PodInfo, names: Sequence[str],
+               share: Callable[[SeriesKey], SeriesKey]) -> tuple[tuple[SeriesKey, ...], ...]:
     """For each metric name this agent collects, the series of the pod's containers (in
-    their order), through `share` (the cache's shared_key)."""
+    their order), through `share` (the cache's shared_key). Tuples, kept a pod: a list of
+    two built this way is 88 bytes in two blocks, a tuple 56 in one."""
     metrics = [metric for metric in map(KATALYST_METRICS.get, names) if metric is not None]
-    return [[share(SeriesKey.of(metric, pod.uid, container.id)) for container in pod.containers] for metric in metrics]
+    return tuple(tuple(share(SeriesKey.of(metric, pod.uid, container.id)) for container in pod.containers)
+                 for metric in metrics)
 
 
-class UsageKeys(PodMemo[tuple[list[list[SeriesKey]], list[list[SeriesKey]]]]):
+class UsageKeys(PodMemo[tuple[tuple[tuple[SeriesKey, ...], ...], tuple[tuple[SeriesKey, ...], ...]]]):
     """The series each pod's usage is read from (cpu, memory), made again only for a pod
     that changed: building them for every container every round was a tenth of the
     overcommit round."""

@@ -214,16 +214,17 @@ def test_usage_keys_follow_a_changed_pod_and_forget_a_gone_one():
     keys = UsageKeys(("cpu.usage.container", "load.1min.container"), ("mem.usage.container",), store().shared_key)
     a, b = pod("a"), pod("b")
     cpu, memory = keys.of(a)
-    assert cpu == [[SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, a.uid, a.containers[0].id)]]
-    assert memory == [[SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, a.uid, a.containers[0].id)]]
+    # kept a pod as tuples (one block each, smaller than a list): a list is never equal to them
+    assert cpu == ((SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, a.uid, a.containers[0].id),),)
+    assert memory == ((SeriesKey.of(Metric.CONTAINER_MEMORY_USAGE_BYTES, a.uid, a.containers[0].id),),)
     assert keys.of(a)[0] is cpu  # the same pod: kept
     side = dataclasses.replace(a.containers[0], id="ctr-side", name="side")
     grown = dataclasses.replace(a, containers=(a.containers[0], side))
-    assert keys.of(grown)[0] == [[cpu[0][0], SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, a.uid, "ctr-side")]]
+    assert keys.of(grown)[0] == ((cpu[0][0], SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, a.uid, "ctr-side")),)
     keys.of(b)
     assert len(keys) == 2
     keys.keep_only([b])
-    assert len(keys) == 1 and keys.of(b)[0] == [[SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, b.uid, "ctr-b")]]
+    assert len(keys) == 1 and keys.of(b)[0] == ((SeriesKey.of(Metric.CONTAINER_CPU_USAGE_CORES, b.uid, "ctr-b"),),)
 
 
 def test_usage_keys_are_the_caches_own_objects():
