@@ -60,10 +60,10 @@ class QoSContext:
     # where CPU suppress publishes the BE tier's state for the runtime hooks (a hub value)
     be_suppress: BESuppressBoard = field(default_factory=BESuppressBoard)
     memo_clock: Callable[[], float] = time.monotonic
-    # updaters asked for since the memo last turned, and those of the turn before
-    _updaters: dict[tuple[str, str, type, Any], Updater] = field(default_factory=dict, init=False, repr=False)
-    _older_updaters: dict[tuple[str, str, type, Any], Updater] = field(default_factory=dict, init=False,
-                                                                       repr=False)
+    # updaters asked for since the memo last turned, and those of the turn before, by
+    # (resource, cgroup dir): one value a file, the updater's own key kept as the dict's
+    _updaters: dict[tuple[str, str], Updater] = field(default_factory=dict, init=False, repr=False)
+    _older_updaters: dict[tuple[str, str], Updater] = field(default_factory=dict, init=False, repr=False)
     _memo_turned_at: float | None = field(default=None, init=False, repr=False)
 
     def updater(self, resource: str, cgroup_dir: str, value: Any) -> Updater:
@@ -71,15 +71,17 @@ class QoSContext:
         thousands of values again, and building one validates and formats its text. An
         updater not asked for over a turn of UPDATER_MEMO_SECONDS is let go at the next
         (its cgroup gone, or its value changed); the memo turns on a miss and after each
-        strategy's round."""
-        key = (resource, cgroup_dir, type(value), value)
+        strategy's round. Kept by file, not by value: a key of (resource, dir, type, value)
+        was a tuple of its own an updater (~3,000 at 1,000 pods); asking a file for another
+        value replaces its updater."""
+        key = (resource, cgroup_dir)
         found = self._updaters.get(key)
-        if found is None:
+        if found is None or not _same_value(found.value, value):
             self.turn_memo()
             found = self._older_updaters.pop(key, None)
-            if found is None:
+            if found is None or not _same_value(found.value, value):
                 found = self.executor.updater(resource, cgroup_dir, value)
-            self._updaters[key] = found
+            self._updaters[found.key if found.key == key else key] = found
         return found
 
     def turn_memo(self) -> None:
@@ -112,6 +114,11 @@ class QoSContext:
 
     def slo(self) -> NodeSLO:
         return self.node_slo.current()
+
+
+def _same_value(kept: Any, asked: Any) -> bool:
+    """1, 1.0 and True are equal but written differently: kept apart."""
+    return type(kept) is type(asked) and kept == asked
 
 
 class Strategy(Protocol):

@@ -41,10 +41,19 @@ def test_updaters_of_a_gone_cgroup_are_let_go_while_those_asked_for_stay(rig) ->
         for _ in range(int(UPDATER_MEMO_SECONDS // 10)):
             rig.ctx.memo_clock.now += 10
             assert rig.ctx.updater("cpu.shares", LIVE, 2) is live
-        rig.ctx.updater("cpu.shares", LIVE, 100 + step)  # a new value: a miss turns the memo
+        rig.ctx.updater("cpu.cfs_quota_us", LIVE, 100000 + step)  # a new value: a miss turns the memo
     keys = set(rig.ctx._updaters) | set(rig.ctx._older_updaters)
     assert all(key[1] == LIVE for key in keys)
-    assert _memo_sizes(rig) <= 3  # the live value and the last two new ones
+    assert _memo_sizes(rig) <= 2  # the live shares and the last quota
+
+
+def test_the_memo_keeps_one_updater_a_file_under_the_updater_s_own_key(rig) -> None:
+    first = rig.ctx.updater("cpu.shares", LIVE, 2)
+    (key,) = rig.ctx._updaters
+    assert key is first.key  # no key tuple of the memo's own a kept updater
+    second = rig.ctx.updater("cpu.shares", LIVE, 3)  # the file's value changed: replaced
+    assert second.value == 3 and _memo_sizes(rig) == 1
+    assert rig.ctx.updater("cpu.shares", LIVE, 3) is second
 
 
 def test_a_quiet_node_lets_go_of_a_gone_pod_s_updaters_after_its_rounds(rig) -> None:
