@@ -95,7 +95,9 @@ class TurnReadBack:
         self.plans = plans
         self._updaters = updaters
         self._keys: list[Hashable] = []  # per updater, its cache key
-        self._path_of: list[int] = []  # per updater, its file's place in the batch
+        # per updater, its file's place in the batch; None while each has a file of its own
+        # (v1: the places would be 0, 1, 2, ..., an int object each past 256, kept a turn)
+        self._path_of: list[int] | None = None
         self._read: KeptReader | None = None  # made at the first check, in the IO thread
         self._vouched: Vouched | None = None  # what the last check found, when nothing drifted
 
@@ -108,7 +110,8 @@ class TurnReadBack:
         if not self._updaters:
             return 0, 0
         if self._read is None:
-            paths, self._path_of = file_places(self._updaters)
+            paths, path_of = file_places(self._updaters)
+            self._path_of = path_of if len(paths) < len(path_of) else None
             self._keys = [u.key for u in self._updaters]
             self._read = executor.io.kept_reader(paths)
         texts = self._read()
@@ -117,7 +120,9 @@ class TurnReadBack:
             self._vouched = vouched.again(executor.cache, executor.clock())
             if self._vouched is not None:
                 return len(vouched.keys), 0
-        compared, drifted = invalidate_drifted(executor, self._updaters, [texts[at] for at in self._path_of])
+        places = self._path_of
+        compared, drifted = invalidate_drifted(executor, self._updaters,
+                                               texts if places is None else [texts[at] for at in places])
         if not drifted:
             self._vouched = Vouched.of(texts, self._keys, executor.cache)
         return compared, drifted
