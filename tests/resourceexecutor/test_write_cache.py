@@ -7,6 +7,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
+from resourceexecutor.dir_index import DirIndex
 from resourceexecutor.write_cache import CacheEntry, CachePolicy, Decision, WriteCache, decide
 
 
@@ -114,7 +115,20 @@ def test_forget_cgroup_removes_exactly_that_cgroup_and_those_below():
     assert cache.forget_cgroup("kubepods/pod1/c1") == []
 
 
-_DIRS = ["", "a", "a/b", "a/b/c", "a/bc", "a/b/d", "e", "e/a"]
+def test_the_dir_index_holds_a_tuple_of_keys_a_directory_and_nothing_per_parent():
+    index = DirIndex()
+    pod1, pod2 = ("cpu.shares", "kubepods/pod1/c1"), ("cpu.shares", "/kubepods/pod2/c1/")
+    for key in (pod1, ("cpu.cfs_quota_us", "kubepods/pod1/c1"), pod2, pod1):
+        index.add(key)
+    held = {name: getattr(index, name) for name in DirIndex.__slots__}
+    assert held == {"_keys": {"kubepods/pod1/c1": (pod1, ("cpu.cfs_quota_us", "kubepods/pod1/c1")),
+                              "kubepods/pod2/c1": (pod2,)},
+                    "_dirs": ["kubepods/pod1/c1", "kubepods/pod2/c1"]}
+    assert sorted(index.pop_under("kubepods")) == sorted([pod1, ("cpu.cfs_quota_us", "kubepods/pod1/c1"), pod2])
+    assert held == {"_keys": {}, "_dirs": []}
+
+
+_DIRS = ["", "a", "a/b", "a/b/c", "a/bc", "a/b-c", "a/b.c/d", "a/b/d", "e", "e/a"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -137,7 +151,7 @@ def test_forget_cgroup_agrees_with_a_scan_of_the_cache(steps):
     for cgroup_dir in _DIRS:  # the index still covers what is left
         expected = {key for key in cache.entries if _under(cgroup_dir, key[1])}
         assert set(cache.forget_cgroup(cgroup_dir)) == expected
-    assert len(cache) == 0 and cache._dirs._keys == {} and cache._dirs._kids == {}
+    assert len(cache) == 0 and cache._dirs._keys == {} and cache._dirs._dirs == []
 
 
 def test_negative_durations_are_refused():
