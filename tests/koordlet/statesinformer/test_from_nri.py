@@ -113,14 +113,24 @@ def test_extended_resource_spec_annotation_becomes_per_container_specs() -> None
     )
 
 
+def test_pods_with_equal_extended_resource_specs_share_one_parse() -> None:
+    spec = {"containers": {"main": {"requests": {"kubernetes.io/batch-cpu": "500"}}}}
+    first, second = (sandbox_view(_sandbox("/kubepods/besteffort/pod" + uid, "",
+                                           {ANNOTATION_EXTENDED_RESOURCE_SPEC: json.dumps(spec)}))
+                     for uid in (UID, PRE_UID))  # equal texts, two string objects
+    assert first.container_specs is second.container_specs
+    assert first.container_specs["main"].requests == {"kubernetes.io/batch-cpu": 500}
+
+
 @pytest.mark.parametrize("text", [
     "{", "[]", '{"containers": []}', '{"containers": {"main": {"requests": {"cpu": "lots"}}}}',
     '{"containers": {"main": {"limits": {"memory": true}}}}', '{"containers": {"main": 3}}',
 ])
 def test_bad_extended_resource_spec_is_reported_and_ignored(text: str) -> None:
-    view = sandbox_view(_sandbox("/kubepods/besteffort/pod" + UID, "", {ANNOTATION_EXTENDED_RESOURCE_SPEC: text}))
-    assert dict(view.container_specs) == {}
-    assert [p.key for p in view.problems] == [ANNOTATION_EXTENDED_RESOURCE_SPEC]
+    for _ in range(2):  # an invalid text is not kept: reported at every parse
+        view = sandbox_view(_sandbox("/kubepods/besteffort/pod" + UID, "", {ANNOTATION_EXTENDED_RESOURCE_SPEC: text}))
+        assert dict(view.container_specs) == {}
+        assert [p.key for p in view.problems] == [ANNOTATION_EXTENDED_RESOURCE_SPEC]
 
 
 def test_unset_optionals_stay_none_and_set_ones_keep_their_value() -> None:
