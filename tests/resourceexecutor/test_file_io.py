@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from resourceexecutor.file_io import KeptFdFileIO, KernelFileIO, default_max_open
+from resourceexecutor.file_io import KeptFdFileIO, KernelFileIO, TextBatch, default_max_open
+from system import file_io as system_file_io
 from system.errors import Gone, NotSupported
 from system.host import Host
 from tests.system.test_file_io import _files
@@ -103,6 +104,25 @@ def test_read_many_strips_each_file_and_answers_none_where_unreadable(io, tmp_pa
     assert io.read_many([]) == []
     if isinstance(io, KeptFdFileIO):
         assert len(io) == 0  # the batch keeps no fd: the pool stays for the files written again
+
+
+@pytest.mark.skipif(system_file_io._read_files is None, reason="the C reader's buffer: needs the extension")
+def test_a_kept_reader_reserves_little_room_a_file_and_still_reads_long_files_whole(tmp_path, monkeypatch):
+    short = [tmp_path / ("short%d" % i) for i in range(200)]
+    for path in short:
+        path.write_text("1024\n")
+    lent: list = []
+    monkeypatch.setattr(system_file_io, "_OUTPUTS", lent)  # the readers' buffers, this test's own
+    read = TextBatch([str(path) for path in short])
+    assert read() == ["1024"] * 200
+    # the buffer lent to the read: 16 bytes a file besides the room of one longest file
+    (output,) = lent
+    assert output.cap <= 200 * 16 + system_file_io.BATCH_FILE_MAX
+    cpus = ",".join("%d-%d" % (cpu, cpu + 1) for cpu in range(0, 40, 4))  # 49 bytes, 3 times the room
+    long = [tmp_path / ("long%d" % i) for i in range(2000)]
+    for path in long:
+        path.write_text(cpus + "\n")
+    assert TextBatch([str(path) for path in long])() == [cpus] * 2000
 
 
 @pytest.mark.kernel
