@@ -26,6 +26,7 @@ from koordlet.runtimehooks.annotations import annotation_problems
 from koordlet.runtimehooks.hook_config import HookConfig
 from koordlet.runtimehooks.hooks import Hook
 from koordlet.runtimehooks.policy import decide, plan_with
+from koordlet.runtimehooks.shared import SharedValues
 from koordlet.runtimehooks.spec import PodPlan, ResourceSpec
 from koordlet.statesinformer.api import StatesInformer, Unsubscribe
 from koordlet.statesinformer.model import ContainerInfo, PodEvent, PodEventKind, PodInfo
@@ -39,6 +40,9 @@ PlanListener = Callable[["frozenset[str] | None"], None]
 # The name sets `named_containers` hands out, one object per distinct set: the NRI plugin
 # keeps one a pod, nearly all empty or alike (216 bytes each, even empty).
 _shared_names: Callable[[frozenset[str]], frozenset[str]] = functools.lru_cache(maxsize=256)(lambda names: names)
+
+# Distinct specs the plans share (`_decide_for_plan`).
+SHARED_SPECS = 1024
 
 # Buckets for a pure decision: microseconds, not the default seconds.
 _HOOK_BUCKETS = (2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2)
@@ -130,6 +134,7 @@ class HookEngine:
         self.index = AllocationIndex(provider)
         self.metrics = HookMetrics(registry, node)
         self._plans: dict[str, PodPlan] = {}
+        self._shared_specs: SharedValues[ResourceSpec, ResourceSpec] = SharedValues(SHARED_SPECS)
         self._timed: dict[str, tuple[Hook, ...]] = {}
         self._listeners: Listeners[frozenset[str] | None] = Listeners("runtime-hook-plans")
         self._warned: set[str] = set()  # pods whose bad annotations were logged
@@ -213,7 +218,12 @@ class HookEngine:
         return plan
 
     def _decide_for_plan(self, pod: PodInfo, container: ContainerInfo | None) -> ResourceSpec:
-        return self.decide(pod, container, "reconcile")
+        """The decision, as the object handed out before for an equal spec: plans are kept
+        a pod, and pods of one QoS class and size decide alike (the shared pool's cpuset,
+        the same batch sizes)."""
+        spec = self.decide(pod, container, "reconcile")
+        shared = self._shared_specs.get(spec)
+        return shared if shared is not None else self._shared_specs.keep(spec, spec)
 
     def cached_plans(self) -> list[PodPlan]:
         """Plans already computed (no decision made): for the read-only API."""

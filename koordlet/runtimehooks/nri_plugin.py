@@ -28,6 +28,7 @@ from koordlet.runtimehooks import nri_convert
 from koordlet.runtimehooks.engine import DecisionInputs, HookEngine
 from koordlet.runtimehooks.follow_ups import FollowUps
 from koordlet.runtimehooks.reconciler import updaters_for
+from koordlet.runtimehooks.shared import SharedValues
 from koordlet.runtimehooks.spec import ResourceSpec
 from koordlet.statesinformer.from_nri import container_info
 from koordlet.statesinformer.model import ContainerInfo, ContainerState, PodInfo
@@ -51,7 +52,7 @@ _cpu_list = lru_cache(maxsize=1024)(format_cpuset)
 Answer = tuple[ResourceSpec, EncodedResponse | None]
 
 # Distinct answers the plugin keeps to hand the same objects to every pod that gets an equal
-# one (pods of one workload are decided alike): ~250 bytes an answer. Cleared when full.
+# one (pods of one workload are decided alike): ~250 bytes an answer.
 SHARED_ANSWERS = 1024
 
 # a module global: an Enum member read through its class costs a Python-level lookup on 3.11
@@ -92,7 +93,7 @@ class KoordletNriPlugin:
         self._flush_task: asyncio.Task[None] | None = None
         self._feeding: str | None = None  # the pod an event handler is feeding right now
         self._answers: dict[str, PodAnswers] = {}  # pod uid -> answers reusable while its inputs hold
-        self._shared: dict[bytes, Answer] = {}  # an answer's encoded response -> the answer handed out
+        self._shared: SharedValues[bytes, Answer] = SharedValues(SHARED_ANSWERS)  # by encoded response
         # what a handler leaves for after its answer; before_event runs it before the next handler
         self.follow_ups = FollowUps()
         engine.add_listener(self._plans_changed)
@@ -252,12 +253,7 @@ class KoordletNriPlugin:
         if encoded is None:
             return spec, None
         kept = self._shared.get(encoded)
-        if kept is not None and kept[0] == spec:
-            return kept
-        if len(self._shared) >= SHARED_ANSWERS:
-            self._shared.clear()
-        answer = self._shared[encoded] = (spec, encoded)
-        return answer
+        return kept if kept is not None and kept[0] == spec else self._shared.keep(encoded, (spec, encoded))
 
     def update_container(self, pod: api.PodSandbox, container: api.Container,
                          resources: api.LinuxResources) -> list[api.ContainerUpdate]:

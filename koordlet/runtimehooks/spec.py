@@ -34,7 +34,8 @@ class ResourceSpec:
     cpuset_mems: frozenset[int] | None = None
     bvt: int | None = None  # cpu.bvt_warp_ns (group identity, Anolis kernels)
     cpu_idle: int | None = None  # cpu.idle (SCHED_IDLE group)
-    unified: Mapping[str, str] = field(default_factory=_empty)  # cgroup-v2-only files by name
+    # cgroup-v2-only files by name; left out of the hash (a mapping has none), not of ==
+    unified: Mapping[str, str] = field(default_factory=_empty, hash=False)
 
     @property
     def empty(self) -> bool:

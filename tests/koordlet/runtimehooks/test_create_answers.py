@@ -141,7 +141,7 @@ async def test_pods_told_apart_by_the_same_names_share_one_name_set() -> None:
     assert named[0] is named[1] and named[2] is named[3]  # kept a pod: one object per distinct set
 
 
-async def test_pods_decided_alike_are_handed_the_same_answer_objects(monkeypatch) -> None:
+async def test_pods_decided_alike_are_handed_the_same_answer_objects() -> None:
     rig = Rig()
     spec = ext_spec(main=batch("500", "1Gi"), side=batch("250", None))
     alike = [nri_pod("be1", "BE", {ANNOT: spec}), nri_pod("be2", "BE", {ANNOT: spec})]
@@ -154,7 +154,7 @@ async def test_pods_decided_alike_are_handed_the_same_answer_objects(monkeypatch
     assert (await rig.create(other, "main", "a")).linux.resources.cpu.quota.value == 100000
     for pod in alike:
         assert await rig.create(pod, "main", "a") == rig.fresh(pod, "main")
-    monkeypatch.setattr("koordlet.runtimehooks.nri_plugin.SHARED_ANSWERS", 2)
+    rig.plugin._shared.limit = 2
     await rig.run(nri_pod("be4", "BE", {ANNOT: ext_spec(main=batch("700", "1Gi"))}))
     assert len(rig.plugin._shared) <= 2  # bounded: cleared when full
 

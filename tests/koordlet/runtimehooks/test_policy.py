@@ -319,3 +319,29 @@ def test_the_pods_document_is_built_in_steps_of_pods_in_name_order():
     assert names == sorted(plan.name for plan in plans)
     assert document == plans_json(plans) == {"pods": [plan.to_json() for plan in sorted(plans, key=lambda p: p.name)]}
     assert document["pods"][0] == plans[-1].to_json()  # the last made has the first name
+
+
+def test_plans_of_pods_decided_alike_share_their_spec_objects() -> None:
+    from koordlet.runtimehooks.engine import HookEngine
+    from koordlet.statesinformer.api import StaticStates
+    from koordlet.statesinformer.model import NodeInfo
+
+    pods = [make_pod("ls%d" % i, LS) for i in range(3)] + [make_pod("be0", BE, annotations={ANNOT: ext_spec(
+        main=batch("500", "1Gi"))})]
+    engine = HookEngine(StaticStates(NodeInfo("n"), pods), CONFIG, HOOKS)
+    engine.start()
+    first, second, third, be = map(engine.plan, pods)
+    assert first.spec is second.spec is third.spec
+    assert first.containers[0].spec is second.containers[0].spec is third.containers[0].spec
+    assert be.containers[0].spec != first.containers[0].spec
+    assert be.containers[0].spec == plan_pod(pods[3], CONFIG, NO_ALLOCATIONS, HOOKS).containers[0].spec
+    engine._shared_specs.limit = 1
+    engine.set_config(replace(CONFIG, enable_cfs_quota=False))  # new plans, decided again
+    assert engine.plan(pods[3]).containers[0].spec.cfs_quota == -1 and len(engine._shared_specs) <= 1
+
+
+def test_specs_that_differ_only_in_v2_files_are_equal_in_hash_not_in_value() -> None:
+    plain = ResourceSpec(cpu_idle=1)
+    with_weight = ResourceSpec(cpu_idle=1, unified=MappingProxyType({"cpu.weight": "20"}))
+    assert hash(plain) == hash(with_weight) and plain != with_weight
+    assert {plain: 1, with_weight: 2} == {ResourceSpec(cpu_idle=1): 1, with_weight: 2}
