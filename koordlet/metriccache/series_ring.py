@@ -223,9 +223,7 @@ class SeriesRing:
         gone = self.dropped_by_add(timestamp)
         self.values.append(value)
         if gone:
-            self.first += gone
-            self.head += gone
-            self._maybe_compact()
+            self.drop_oldest(gone)
 
     def dropped_by_add(self, timestamp: float) -> int:
         """How many of the oldest values `add` at `timestamp` drops. It depends only on the
@@ -259,9 +257,7 @@ class SeriesRing:
         self.values.insert(self.head + at - start, value)
         excess = len(self.values) - self.head - self.keeping.capacity
         if excess > 0:
-            self.head += excess
-            self.first += excess
-            self._maybe_compact()
+            self.drop_oldest(excess)
         if len(ts) >= timeline.limit:
             timeline.trim()
 
@@ -316,12 +312,13 @@ class SeriesRing:
         first = self.first - timeline.dropped
         gone = bisect_left(timeline.ts, cutoff, first, first + len(self.values) - self.head) - first
         if gone:
-            self.head += gone
-            self.first += gone
-            self._maybe_compact()
+            self.drop_oldest(gone)
 
-    def _maybe_compact(self) -> None:
-        head = self.head
+    def drop_oldest(self, count: int) -> None:
+        """Forget the `count` oldest values (their slots become the dead prefix, cut once it
+        reaches its slack)."""
+        self.first += count
+        self.head = head = self.head + count
         if head >= _SLACK or (head >= _DEAD_MIN and head >= (len(self.values) - head) >> 3):
             self._cut_dead()
 

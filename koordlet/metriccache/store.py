@@ -44,7 +44,7 @@ from koordlet.metriccache.api import (
     WindowSpan,
 )
 from koordlet.metriccache.retention import RetentionPolicy
-from koordlet.metriccache.series_ring import _DEAD_MIN, _SLACK, Keeping, SeriesRing, Timeline
+from koordlet.metriccache.series_ring import Keeping, SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
 from koordlet.metriccache.window_stats import window_mean, window_stats
 
@@ -185,8 +185,7 @@ class MetricStore:
                 new.append((key, timestamp, value))
                 continue
             ring_values = ring.values
-            head = ring.head
-            count = len(ring_values) - head
+            count = len(ring_values) - ring.head
             timeline, first, keeping = ring.timeline, ring.first, ring.keeping
             in_step = place[0] is timeline and place[1] == first and place[2] == count and place[3] is keeping
             if not in_step:
@@ -202,10 +201,7 @@ class MetricStore:
             if in_step:  # ring.add inlined, its drop counted once for the place
                 ring_values.append(value)
                 if gone:
-                    ring.first = first + gone
-                    ring.head = head = head + gone
-                    if head >= _SLACK or (head >= _DEAD_MIN and head >= (len(ring_values) - head) >> 3):
-                        ring._cut_dead()
+                    ring.drop_oldest(gone)
             if keeping.persist and timestamp >= ring.persisted_at + keeping.persist_every:  # ring.due_for_disk inlined
                 ring.persisted_at = timestamp
                 persist_rows.append((key, keeping.retention, timestamp, value))
