@@ -21,9 +21,9 @@ from __future__ import annotations
 import errno
 import os
 import resource
-import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from system.errors import Gone, InvalidValue, classify_os_error
@@ -311,18 +311,16 @@ class FileBatch:
             self._paths = None
             self._packed = True
         anchored = self._anchored
-        output = _lent(_OUTPUTS, _Output)
-        try:
+        with _lent(_OUTPUTS, _Output) as output:
             output.fit(self._count, self._bytes_per_file)
             return _read_into(output, self._count, lambda: self.paths, self._blob, anchored.blob, anchored.count,
                               anchored.anchor_of, split)
-        finally:
-            _OUTPUTS.append(output)
 
 
 class _Output:
-    """The C file reader's output for up to `size` files (offsets, lengths, the bytes),
-    grown as needed and kept (FileBatch's: lent from _OUTPUTS for a read)."""
+    """The C file reader's output for up to `size` files (offsets, lengths, the bytes), with
+    the anchor array of a read whose files have none (-1 each: read_files_once's), grown as
+    needed; lent from _OUTPUTS for a read."""
 
     def __init__(self) -> None:
         self.size = self.cap = 0
@@ -333,12 +331,9 @@ class _Output:
             self.size = max(n, 2 * self.size, 1)
             self.offsets = _ffi.new("long[]", self.size)
             self.lens = _ffi.new("int[]", self.size)
-            self.sized()
+            self.no_anchor = _ffi.new("int[]", [-1] * self.size)
         if self.cap < n * bytes_per_file + BATCH_FILE_MAX:
             self.grow(n * bytes_per_file + BATCH_FILE_MAX)
-
-    def sized(self) -> None:
-        """The arrays were just made for `size` files."""
 
     def grow(self, cap: int) -> None:
         assert _ffi is not None
@@ -346,47 +341,42 @@ class _Output:
         self.out = _ffi.new("char[]", cap)
 
 
-class _ThreadOutput(_Output, threading.local):
-    """read_files_once's output, one per thread, with the anchor array the C reader reads
-    per file (-1: no file has an anchor)."""
-
-    def sized(self) -> None:
-        assert _ffi is not None
-        self.no_anchor = _ffi.new("int[]", [-1] * self.size)
-
-
-_THREAD_OUTPUT = _ThreadOutput()
-
-# The C readers' buffers not lent to a read now. A batch used to keep its own for good: at
-# 1,000 pods the collectors' 24 batches held ~2.1 MiB that only one read at a time uses; a
-# read takes one (made, or grown, when none is free or big enough) and gives it back, so
-# there are as many as reads run at once (list.pop and append are atomic: any thread).
+# The C readers' buffers not lent to a read now (a FileBatch's, a ValueBatch's and
+# read_files_once's). A batch used to keep its own for good: at 1,000 pods the collectors'
+# 24 batches held ~2.1 MiB that only one read at a time uses; a read takes one (made, or
+# grown, when none is free or big enough) and gives it back, so there are as many as reads
+# run at once (list.pop and append are atomic: any thread).
 _OUTPUTS: list[_Output] = []
 _VALUE_ARRAYS: list[_ValueArrays] = []
 B = TypeVar("B")
 
 
-def _lent(free: list[B], make: Callable[[], B]) -> B:
-    """A free buffer, or a new one."""
+@contextmanager
+def _lent(free: list[B], make: Callable[[], B]) -> Iterator[B]:
+    """A free buffer (or a new one) for the block, given back to `free` after it."""
     try:
-        return free.pop()
+        buffer = free.pop()
     except IndexError:
-        return make()
+        buffer = make()
+    try:
+        yield buffer
+    finally:
+        free.append(buffer)
 
 
 def read_files_once(paths: Sequence[str]) -> list[bytes | None]:
     """Each file's bytes (None where it could not be read): open + read + close in one C
-    call, whole paths, the calling thread's buffers reused. For a few dozen files read now
+    call, whole paths, into a buffer lent as a FileBatch's is. For a few dozen files read now
     and then (the reconciler's drift check), where a FileBatch's setup (anchors, buffers of
     its own) costs more than it saves."""
     if _read_files is None:
         return [_read_or_none(path) for path in paths]
     if not paths:
         return []
-    output = _THREAD_OUTPUT
-    output.fit(len(paths), 64)
     blob = b"".join(os.fsencode(path) + b"\0" for path in paths)
-    return _read_into(output, len(paths), lambda: paths, blob, b"", 0, output.no_anchor, _split)
+    with _lent(_OUTPUTS, _Output) as output:
+        output.fit(len(paths), 64)
+        return _read_into(output, len(paths), lambda: paths, blob, b"", 0, output.no_anchor, _split)
 
 
 def _read_into(output: _Output, n: int, paths: Callable[[], Sequence[str]], blob: bytes, anchors: bytes,
@@ -524,15 +514,12 @@ class ValueBatch:
             self._specs = None
             self._packed = True
         anchored = self._anchored
-        arrays = _lent(_VALUE_ARRAYS, _ValueArrays)
-        try:
+        with _lent(_VALUE_ARRAYS, _ValueArrays) as arrays:
             arrays.fit(n)
             _read_values(anchored.blob, anchored.count, self._blob, anchored.anchor_of, n, arrays.values,
                          arrays.status)
             values = _ffi.unpack(arrays.values, n * VALUES_PER_FILE)
             status = _ffi.unpack(arrays.status, n)
-        finally:
-            _VALUE_ARRAYS.append(arrays)
         if _EFBIG in status:  # a file longer than the C buffer: parsed here
             specs = self.specs
             for i, code in enumerate(status):
