@@ -10,7 +10,6 @@ Listeners hear which pods changed (None: all of them).
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from dataclasses import replace
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
@@ -37,12 +36,11 @@ log = structlog.get_logger(__name__)
 
 PlanListener = Callable[["frozenset[str] | None"], None]
 
-# The name sets `named_containers` hands out, one object per distinct set: the NRI plugin
-# keeps one a pod, nearly all empty or alike (216 bytes each, even empty).
-_shared_names: Callable[[frozenset[str]], frozenset[str]] = functools.lru_cache(maxsize=256)(lambda names: names)
-
-# Distinct specs the plans share (`_decide_for_plan`).
+# Distinct specs the plans share (`_decide_for_plan`), and distinct name sets
+# `named_containers` hands out (the NRI plugin keeps one a pod, nearly all empty or alike:
+# 216 bytes each, even empty).
 SHARED_SPECS = 1024
+SHARED_NAME_SETS = 256
 
 # Buckets for a pure decision: microseconds, not the default seconds.
 _HOOK_BUCKETS = (2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2)
@@ -135,6 +133,7 @@ class HookEngine:
         self.metrics = HookMetrics(registry, node)
         self._plans: dict[str, PodPlan] = {}
         self._shared_specs: SharedValues[ResourceSpec, ResourceSpec] = SharedValues(SHARED_SPECS)
+        self._shared_names: SharedValues[frozenset[str], frozenset[str]] = SharedValues(SHARED_NAME_SETS)
         self._timed: dict[str, tuple[Hook, ...]] = {}
         self._listeners: Listeners[frozenset[str] | None] = Listeners("runtime-hook-plans")
         self._warned: set[str] = set()  # pods whose bad annotations were logged
@@ -202,7 +201,7 @@ class HookEngine:
             if named is None:
                 return None
             names |= named
-        return _shared_names(frozenset(names))
+        return self._shared_names.share(frozenset(names))
 
     def _timed_hooks(self, stage: str) -> tuple[Hook, ...]:
         """The hooks, each wrapped to observe its time into the stage's histogram."""
@@ -221,9 +220,7 @@ class HookEngine:
         """The decision, as the object handed out before for an equal spec: plans are kept
         a pod, and pods of one QoS class and size decide alike (the shared pool's cpuset,
         the same batch sizes)."""
-        spec = self.decide(pod, container, "reconcile")
-        shared = self._shared_specs.get(spec)
-        return shared if shared is not None else self._shared_specs.keep(spec, spec)
+        return self._shared_specs.share(self.decide(pod, container, "reconcile"))
 
     def cached_plans(self) -> list[PodPlan]:
         """Plans already computed (no decision made): for the read-only API."""

@@ -6,6 +6,7 @@ from typing import Generic, Hashable, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+T = TypeVar("T", bound=Hashable)
 
 
 class SharedValues(Generic[K, V]):
@@ -29,3 +30,8 @@ class SharedValues(Generic[K, V]):
             self._kept.clear()
         self._kept[key] = value
         return value
+
+    def share(self: SharedValues[T, T], value: T) -> T:
+        """The object kept for a value equal to `value` (itself its key), else `value`, kept."""
+        kept = self._kept.get(value)
+        return kept if kept is not None else self.keep(value, value)
