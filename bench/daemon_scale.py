@@ -32,8 +32,9 @@ After --warmup seconds:
     /metrics GET at its end (Prometheus' pace), VmRSS read after each chunk. The RSS
     growth the issue bounds (<= 1 MiB over 10 minutes) is this window's: the quiet and
     create windows before it hold the one-time steps (the first pod churn after delivery
-    grows glibc's heap once), which are a level, not a drift. JSON key drift: RSS at its
-    start, end and highest, the least-squares slope in MiB per 10 minutes, its CPU %.
+    grows glibc's heap once), which are a level, not a drift. The floor is the empty plugin's
+    RSS read at the same moments. JSON key drift: RSS at its start, end and highest, the
+    least-squares slope in MiB per 10 minutes, its CPU %, the floor's start, end and slope.
 Prints one JSON line per N, then a table.
 """
 
@@ -196,6 +197,13 @@ def proc_sample(pid: int) -> ProcSample:
                       loop_cpu_s=(int(loop[11]) + int(loop[12])) / HZ,
                       rss_kib=int(status["VmRSS"].split()[0]), hwm_kib=int(status["VmHWM"].split()[0]),
                       fds=len(os.listdir(f"/proc/{pid}/fd")))
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise ValueError("no VmRSS for pid %d" % pid)
 
 
 def run_ns(pid: int) -> int:
@@ -450,7 +458,7 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
             if args.scraped_creates:
                 while_scraped = await creates_while_scraped(peer, pods, port, args.scraped_creates, args.window)
             readyz, _ = await asyncio.to_thread(http_get, "http://127.0.0.1:%d/readyz" % port)
-            drift = await drift_window(args, peer, pods, port, daemon.pid) if args.drift else None
+            drift = await drift_window(args, peer, pods, port, daemon.pid, procs[1].pid) if args.drift else None
         finally:
             codes = [stop_process(p) for p in reversed(procs)]
     result = {"pods": n, "containers": n * len(CONTAINERS), "ready_after_nri_s": ready_s, "load_s": load_s,
@@ -461,31 +469,45 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
         full, floor, count = while_scraped
         result["while_scraped"] = {"scrapes": count, "create": latency(full), "floor": latency(floor)}
     if drift is not None:
-        result["drift"] = drift_figures(drift)
+        result["drift"] = drift_figures(*drift)
     return result
 
 
-async def drift_window(args: argparse.Namespace, peer: RuntimePeer, pods, port: int, pid: int) -> list[ProcSample]:
+async def drift_window(args: argparse.Namespace, peer: RuntimePeer, pods, port: int, pid: int,
+                       floor_pid: int) -> tuple[list[ProcSample], list[int]]:
     """--drift seconds in chunks of --window: probe containers come and go, /metrics is
-    scraped once a chunk; the daemon's sample at the start and after each chunk."""
-    samples = [proc_sample(pid)]
+    scraped once a chunk; the daemon's sample at the start and after each chunk, and the
+    empty plugin's VmRSS KiB beside each (the floor: a Python process on the same stub that
+    hears the same probes)."""
+    samples, floor = [proc_sample(pid)], [rss_kib(floor_pid)]
     url = "http://127.0.0.1:%d/metrics" % port
     for _ in range(max(1, round(args.drift / args.window))):
         await create_probes(peer, pods, args.drift_creates, args.window)
         await asyncio.to_thread(http_get, url, 10.0, PROMETHEUS_HEADERS)
         samples.append(proc_sample(pid))
-    return samples
+        floor.append(rss_kib(floor_pid))
+    return samples, floor
 
 
-def drift_figures(samples: list[ProcSample]) -> dict[str, Any]:
+def drift_figures(samples: list[ProcSample], floor_kib: list[int]) -> dict[str, Any]:
     """RSS over the drift window: start, end, highest (MiB), the least-squares slope in
-    MiB per 10 minutes, the window's CPU %, and every sample's RSS (MiB)."""
+    MiB per 10 minutes, the window's CPU %, every sample's RSS (MiB); the floor's (the
+    empty plugin's RSS at the same moments) start, end and slope."""
     start, end = samples[0], samples[-1]
-    slope, _ = statistics.linear_regression([s.at - start.at for s in samples], [s.rss_kib / 1024 for s in samples])
+    minutes = [(s.at - start.at) / 60 for s in samples]
     return {"rss_start_mib": start.rss_kib / 1024, "rss_end_mib": end.rss_kib / 1024,
-            "rss_max_mib": max(s.rss_kib for s in samples) / 1024, "rss_slope_mib_per_10min": slope * 600,
-            "minutes": (end.at - start.at) / 60, "cpu_pct": cpu_percent(start, end),
-            "rss_mib": [round(s.rss_kib / 1024, 1) for s in samples]}
+            "rss_max_mib": max(s.rss_kib for s in samples) / 1024,
+            "rss_slope_mib_per_10min": _slope_per_10min(minutes, [s.rss_kib for s in samples]),
+            "minutes": minutes[-1], "cpu_pct": cpu_percent(start, end),
+            "rss_mib": [round(s.rss_kib / 1024, 1) for s in samples],
+            "floor_rss_start_mib": floor_kib[0] / 1024, "floor_rss_end_mib": floor_kib[-1] / 1024,
+            "floor_rss_slope_mib_per_10min": _slope_per_10min(minutes, floor_kib)}
+
+
+def _slope_per_10min(minutes: list[float], rss_kib: list[int]) -> float:
+    """The least-squares slope of RSS (KiB) over time (minutes), in MiB per 10 minutes."""
+    slope, _ = statistics.linear_regression(minutes, [kib / 1024 for kib in rss_kib])
+    return slope * 10
 
 
 def run_one(args: argparse.Namespace, n: int) -> dict:
@@ -588,9 +610,12 @@ def main() -> None:
 def drift_line(result: dict) -> str:
     drift = result["drift"]
     return ("N=%d, drift window %.1f min (pods coming and going, /metrics scraped): RSS %.1f -> %.1f MiB, highest %.1f, "
-            "slope %+.2f MiB per 10 min; CPU %.2f %%"
+            "slope %+.2f MiB per 10 min; CPU %.2f %%; floor (the empty plugin, same moments): %.1f -> %.1f MiB, "
+            "slope %+.2f MiB per 10 min; the daemon's slope less the floor's %+.2f"
             % (result["pods"], drift["minutes"], drift["rss_start_mib"], drift["rss_end_mib"], drift["rss_max_mib"],
-               drift["rss_slope_mib_per_10min"], drift["cpu_pct"]))
+               drift["rss_slope_mib_per_10min"], drift["cpu_pct"], drift["floor_rss_start_mib"],
+               drift["floor_rss_end_mib"], drift["floor_rss_slope_mib_per_10min"],
+               drift["rss_slope_mib_per_10min"] - drift["floor_rss_slope_mib_per_10min"]))
 
 
 def while_scraped_line(result: dict) -> str:

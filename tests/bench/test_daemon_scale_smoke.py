@@ -86,13 +86,17 @@ def test_the_drift_figures_are_the_least_squares_line_through_the_rss_samples() 
     # 0.1 MiB a minute, and a 3 MiB spike at the middle sample, which moves the line's
     # level but not its slope
     samples = [at(0, 70.0), at(1, 70.1), at(2, 73.2), at(3, 70.3), at(4, 70.4)]
-    drift = drift_figures(samples)
+    floor_kib = [30 * 1024, 30 * 1024 + 51, 30 * 1024 + 102, 30 * 1024 + 154, 30 * 1024 + 205]  # ~0.05 MiB a minute
+    drift = drift_figures(samples, floor_kib)
     rss = (drift["rss_start_mib"], drift["rss_end_mib"], drift["rss_max_mib"])
     assert [round(mib, 2) for mib in rss] == [70.0, 70.4, 73.2]
     assert drift["minutes"] == 4 and abs(drift["cpu_pct"] - 1.0) < 1e-9
     assert abs(drift["rss_slope_mib_per_10min"] - 1.0) < 1e-3  # KiB rounding of the samples
+    assert abs(drift["floor_rss_slope_mib_per_10min"] - 0.5) < 1e-2
+    assert round(drift["floor_rss_start_mib"], 2) == 30.0 and round(drift["floor_rss_end_mib"], 2) == 30.2
     line = drift_line({"pods": 7, "drift": drift})
     assert "N=7" in line and "+1.00 MiB per 10 min" in line and "70.0 -> 70.4" in line
+    assert "30.0 -> 30.2 MiB, slope +0.50" in line and "less the floor's +0.50" in line
 
 
 def test_the_benches_that_drive_daemon_scale_pass_every_option_it_reads() -> None:
