@@ -407,11 +407,12 @@ async def scrapes(port: int, pid: int, count: int) -> dict[str, float]:
     return {**scrape_figures(walls, cpus, body), "prometheus_scrape_cpu_ms_p50": pct(prometheus_cpus, 0.5)}
 
 
-async def creates_while_scraped(peer: RuntimePeer, pods, port: int, creates: int,
-                                seconds: float) -> tuple[list[float], list[float], int]:
-    """create_probes while a client scrapes /metrics as Prometheus does, one scrape right
-    after the other: each probe meets a render holding the GIL in a worker thread (the worst
-    case; a real Prometheus scrapes every 15-30 s). Returns the probes and the scrapes made."""
+async def creates_while_scraped(peer: RuntimePeer, pods, port: int, creates: int, seconds: float,
+                                clients: int = 1) -> tuple[list[float], list[float], int]:
+    """create_probes while `clients` clients scrape /metrics as Prometheus does, each one
+    scrape right after the other: each probe meets a render holding the GIL in a worker
+    thread (the worst case; a real Prometheus scrapes every 15-30 s; several clients: a
+    scrape storm). Returns the probes and the scrapes answered."""
     url = "http://127.0.0.1:%d/metrics" % port
     done = asyncio.Event()
     scraped = 0
@@ -419,15 +420,15 @@ async def creates_while_scraped(peer: RuntimePeer, pods, port: int, creates: int
     async def scrape_until_done() -> None:
         nonlocal scraped
         while not done.is_set():
-            await asyncio.to_thread(http_get, url, 10.0, PROMETHEUS_HEADERS)
+            await asyncio.to_thread(http_get, url, 30.0, PROMETHEUS_HEADERS)
             scraped += 1
 
-    scraper = asyncio.ensure_future(scrape_until_done())
+    scrapers = [asyncio.ensure_future(scrape_until_done()) for _ in range(clients)]
     try:
         full, floor = await create_probes(peer, pods, creates, seconds)
     finally:
         done.set()
-        await scraper
+        await asyncio.gather(*scrapers)
     return full, floor, scraped
 
 
@@ -456,7 +457,10 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
             s2 = proc_sample(daemon.pid)
             scraped = await scrapes(port, daemon.pid, args.scrapes)
             if args.scraped_creates:
-                while_scraped = await creates_while_scraped(peer, pods, port, args.scraped_creates, args.window)
+                before = proc_sample(daemon.pid)
+                while_scraped = await creates_while_scraped(peer, pods, port, args.scraped_creates, args.window,
+                                                            args.scrapers)
+                after = proc_sample(daemon.pid)
             readyz, _ = await asyncio.to_thread(http_get, "http://127.0.0.1:%d/readyz" % port)
             drift = await drift_window(args, peer, pods, port, daemon.pid, procs[1].pid) if args.drift else None
         finally:
@@ -467,7 +471,10 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
               "daemon_exit": codes[-1], "daemon_log_lines": log_path.read_bytes().count(b"\n")}
     if args.scraped_creates:
         full, floor, count = while_scraped
-        result["while_scraped"] = {"scrapes": count, "create": latency(full), "floor": latency(floor)}
+        result["while_scraped"] = {"scrapers": args.scrapers, "scrapes": count, "create": latency(full),
+                                   "floor": latency(floor), "cpu_pct": cpu_percent(before, after),
+                                   "rss_before_mib": before.rss_kib / 1024, "rss_after_mib": after.rss_kib / 1024,
+                                   "hwm_before_mib": before.hwm_kib / 1024, "hwm_after_mib": after.hwm_kib / 1024}
     if drift is not None:
         result["drift"] = drift_figures(*drift)
     return result
@@ -557,6 +564,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--scraped-creates", type=int, default=0,
                         help="then this many CreateContainer probes over another --window while /metrics is "
                              "scraped back to back as Prometheus asks (JSON key while_scraped; 0: skipped)")
+    parser.add_argument("--scrapers", type=_at_least_one, default=1,
+                        help="clients scraping back to back at once during --scraped-creates (several: a scrape storm)")
     parser.add_argument("--drift", type=float, default=0.0,
                         help="seconds of a last window for RSS drift (JSON key drift; 0: skipped), e.g. 600")
     parser.add_argument("--drift-creates", type=_at_least_one, default=20,
@@ -621,10 +630,14 @@ def drift_line(result: dict) -> str:
 def while_scraped_line(result: dict) -> str:
     scraped = result["while_scraped"]
     full, floor = scraped["create"], scraped["floor"]
-    return ("N=%d, CreateContainer while /metrics is scraped back to back (%d scrapes): p50 / p99 / max %.0f / %.0f / "
-            "%.0f us, floor %.0f / %.0f / %.0f us; x p50 %.2f, x p99 %.2f"
-            % (result["pods"], scraped["scrapes"], full["p50_us"], full["p99_us"], full["max_us"], floor["p50_us"],
-               floor["p99_us"], floor["max_us"], full["p50_us"] / floor["p50_us"], full["p99_us"] / floor["p99_us"]))
+    return ("N=%d, CreateContainer while %d client(s) scrape /metrics back to back (%d scrapes, %.1f a second): "
+            "p50 / p99 / max %.0f / %.0f / %.0f us, floor %.0f / %.0f / %.0f us; x p50 %.2f, x p99 %.2f; daemon CPU "
+            "%.1f %% (quiet %.1f %%); RSS %.1f -> %.1f MiB, HWM %.1f -> %.1f"
+            % (result["pods"], scraped["scrapers"], scraped["scrapes"], scraped["scrapes"] / result["window_s"],
+               full["p50_us"], full["p99_us"], full["max_us"], floor["p50_us"], floor["p99_us"], floor["max_us"],
+               full["p50_us"] / floor["p50_us"], full["p99_us"] / floor["p99_us"], scraped["cpu_pct"],
+               result["cpu_pct_quiet"], scraped["rss_before_mib"], scraped["rss_after_mib"], scraped["hwm_before_mib"],
+               scraped["hwm_after_mib"]))
 
 
 if __name__ == "__main__":

@@ -71,10 +71,14 @@ def test_table_has_a_row_per_result() -> None:
     assert len(lines) == 2 and lines[1].split()[0] == "7"
 
 
-def test_the_while_scraped_line_gives_both_latencies_and_their_ratios() -> None:
-    result = {"pods": 7, "while_scraped": {"scrapes": 3, "create": latency([400.0]), "floor": latency([100.0])}}
+def test_the_while_scraped_line_gives_both_latencies_their_ratios_and_the_storm_cost() -> None:
+    result = {"pods": 7, "window_s": 2.0, "cpu_pct_quiet": 1.5, "while_scraped": {
+        "scrapers": 4, "scrapes": 3, "create": latency([400.0]), "floor": latency([100.0]), "cpu_pct": 12.5,
+        "rss_before_mib": 40.0, "rss_after_mib": 41.5, "hwm_before_mib": 42.0, "hwm_after_mib": 43.0}}
     line = while_scraped_line(result)
-    assert "N=7" in line and "3 scrapes" in line and "x p50 4.00" in line and "x p99 4.00" in line
+    assert "N=7" in line and "4 client(s)" in line and "3 scrapes, 1.5 a second" in line
+    assert "x p50 4.00" in line and "x p99 4.00" in line
+    assert "CPU 12.5 % (quiet 1.5 %)" in line and "RSS 40.0 -> 41.5 MiB, HWM 42.0 -> 43.0" in line
 
 
 def test_the_drift_figures_are_the_least_squares_line_through_the_rss_samples() -> None:
