@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from koordlet.config import defaults
 from koordlet.daemon.logs import configure_logging
 from nri.events import Event
 from nri.loop import loop_factory, uvloop_available
@@ -390,8 +391,9 @@ async def create_probes(peer: RuntimePeer, pods, creates: int, seconds: float) -
 
 async def scrapes(port: int, pid: int, count: int) -> dict[str, float]:
     """`count` plain scrapes (text format, no gzip), each followed by one as Prometheus asks.
-    The pauses between them vary (0.5-1.5 s): a fixed 1 s pause kept meeting the same phase
-    of the daemon's 1 s collection round, whose CPU the figure then included every time."""
+    The pauses between them vary (0.5-1.5 s beyond the endpoint's reuse window, so that each
+    scrape renders anew): a fixed pause kept meeting the same phase of the daemon's 1 s
+    collection round, whose CPU the figure then included every time."""
     walls, cpus, body, prometheus_cpus = [], [], b"", []
     pauses = random.Random(count)
     url = "http://127.0.0.1:%d/metrics" % port
@@ -403,7 +405,7 @@ async def scrapes(port: int, pid: int, count: int) -> dict[str, float]:
         cpus.append((cpu1 - cpu0) / 1e6)  # includes whatever else ran meanwhile
         await asyncio.to_thread(http_get, url, 10.0, PROMETHEUS_HEADERS)
         prometheus_cpus.append((run_ns(pid) - cpu1) / 1e6)
-        await asyncio.sleep(pauses.uniform(0.5, 1.5))
+        await asyncio.sleep(defaults.HTTP_METRICS_REUSE_SECONDS + pauses.uniform(0.5, 1.5))
     return {**scrape_figures(walls, cpus, body), "prometheus_scrape_cpu_ms_p50": pct(prometheus_cpus, 0.5)}
 
 

@@ -40,6 +40,10 @@ HTTP_HEAD_TIMEOUT_SECONDS = 5.0
 # closed at once.
 HTTP_MAX_CONNECTIONS = 64
 HTTP_PROBE_RESERVE = 8
+# A /metrics request within this long of the start of the last finished render of the same
+# kind (path, gzip, format) is answered with it; requests during a render wait for it. The
+# collectors sample once a second: a looping client costs one render a second, not one each.
+HTTP_METRICS_REUSE_SECONDS = 1.0
 # The fewest file descriptors the daemon starts with: the HTTP cap, plus the runtime, gRPC,
 # sqlite, inotify and event-loop fds, plus a minimal kept-fd pool. Below it the daemon
 # stops at start (exit 2) naming the limit, instead of failing later in odd places.

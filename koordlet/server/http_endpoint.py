@@ -5,7 +5,9 @@ HTTP/1.1 parsing is h11's (a sans-IO state machine); this module owns only the
 socket and the routing. Everything runs on the daemon's event loop, except what could
 hold it for long: /metrics is rendered in a worker thread, a route may answer with an
 awaitable (built in steps, encoded in a worker: `json_reply_in_worker`), and a large
-reply is gzipped in a worker.
+reply is gzipped in a worker. Requests alike at the same time are answered once
+(shared_render.py): a /metrics render also serves the scrapes of its kind that come within
+HTTP_METRICS_REUSE_SECONDS of its start, a route's answer only those asked while it is made.
 
 Limits (koordlet.config.defaults): a request's head must arrive whole within
 HTTP_HEAD_TIMEOUT_SECONDS of its first byte, an idle keep-alive connection is closed
@@ -34,6 +36,7 @@ from koordlet.agent import Readiness, StartupError
 from koordlet.config import defaults
 from koordlet.metrics.client import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, CollectorRegistry
 from koordlet.metrics.text import RegistryText
+from koordlet.server.shared_render import SharedRender
 from koordlet.util.json_text import canonical_json
 from koordlet.util.switch_interval import render_in_worker
 
@@ -120,7 +123,8 @@ class HttpEndpoint:
                  head_timeout: float = defaults.HTTP_HEAD_TIMEOUT_SECONDS,
                  idle_timeout: float = defaults.HTTP_IDLE_TIMEOUT_SECONDS,
                  max_connections: int = defaults.HTTP_MAX_CONNECTIONS,
-                 probe_reserve: int = defaults.HTTP_PROBE_RESERVE) -> None:
+                 probe_reserve: int = defaults.HTTP_PROBE_RESERVE,
+                 metrics_reuse_seconds: float = defaults.HTTP_METRICS_REUSE_SECONDS) -> None:
         if not 0 <= probe_reserve < max_connections:
             raise ValueError("the probe reserve must be below the connection cap")
         self._head_timeout = head_timeout
@@ -137,6 +141,9 @@ class HttpEndpoint:
         self._routes: dict[str, RouteHandler] = {}
         self._metrics_text: list[tuple[MetricsText, bool]] = []
         self._metrics_parts: list[MetricsParts] = []
+        # (path, gzip, openmetrics) -> the /metrics reply being rendered or just rendered
+        self._renders: SharedRender[tuple[Reply, bool]] = SharedRender(metrics_reuse_seconds)
+        self._route_answers: SharedRender[tuple[Reply, bool]] = SharedRender(0.0)
 
     def add_metrics_text(self, render: MetricsText, external: bool = False) -> None:
         """Append families to /metrics after the registry's (the registry's families are
@@ -244,19 +251,16 @@ class HttpEndpoint:
         path, _, query = target.partition("?")
         handler = self._routes.get(path)
         if handler is None or method not in ("GET", "HEAD"):
-            if path in METRICS_PATHS and (self._metrics_text or self._metrics_parts):
+            if path in METRICS_PATHS and method in ("GET", "HEAD") and (self._metrics_text or self._metrics_parts):
                 # a large exposition (rendering and gzip take tens of ms) runs in a worker
-                # thread so the loop keeps serving NRI calls and collectors meanwhile
-                return await render_in_worker(self.route, method, target, accept_gzip, openmetrics)
+                # thread so the loop keeps serving NRI calls and collectors meanwhile; scrapes
+                # of the same kind at about the same time share one (shared_render.py)
+                return await self._renders.get((path, accept_gzip, openmetrics), functools.partial(
+                    render_in_worker, self.route, method, target, accept_gzip, openmetrics))
             return self.route(method, target, accept_gzip, openmetrics)
-        try:
-            pending = handler(query)
-            reply = pending if isinstance(pending, Reply) else await pending
-        except Exception as exc:  # a broken route must not take the endpoint down
-            return _route_failed(path, exc), False
-        if _gzips(reply, accept_gzip):
-            return await render_in_worker(_maybe_gzip, reply, accept_gzip)
-        return reply, False
+        # the same request at the same time (a client storm) is answered once, not reused after
+        return await self._route_answers.get((path, query, accept_gzip), functools.partial(
+            _answer_route, handler, path, query, accept_gzip))
 
     def _exposition(self, internal: bool, external: bool, openmetrics: bool) -> Reply:
         parts = []
@@ -405,6 +409,17 @@ def gzip_parts(parts: tuple[bytes, ...], module: ModuleType | None = None) -> by
     packed = [packer.compress(piece) for piece in _gathered(parts)]
     packed.append(packer.flush())
     return b"".join(packed)
+
+
+async def _answer_route(handler: RouteHandler, path: str, query: str, accept_gzip: bool) -> tuple[Reply, bool]:
+    try:
+        pending = handler(query)
+        reply = pending if isinstance(pending, Reply) else await pending
+    except Exception as exc:  # a broken route must not take the endpoint down
+        return _route_failed(path, exc), False
+    if _gzips(reply, accept_gzip):
+        return await render_in_worker(_maybe_gzip, reply, accept_gzip)
+    return reply, False
 
 
 def _route_failed(path: str, exc: Exception) -> Reply:

@@ -1,17 +1,19 @@
 """/metrics over a socket: a body of several MB in many pieces, written in slices, arrives
-whole (plain and gzip), its length as announced, HEAD without it."""
+whole (plain and gzip), its length as announced, HEAD without it; scrapes at once share a render."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
 import sys
+import threading
 
 from prometheus_client import CollectorRegistry, Gauge
 
 from koordlet.agent import Readiness
 from koordlet.config import defaults
 from koordlet.server.http_endpoint import HttpEndpoint
+from tests.polling import until
 
 
 async def request(port: int | None, head: bytes) -> tuple[bytes, bytes]:
@@ -69,3 +71,31 @@ async def test_a_served_render_runs_with_the_lowered_switch_interval_and_restore
     assert head.startswith(b"http/1.1 200") and body.endswith(b"test_one 1.0\n")
     assert seen == [min(before, defaults.RENDER_SWITCH_INTERVAL_SECONDS)]
     assert sys.getswitchinterval() == before
+
+
+async def test_scrapes_at_once_share_one_render_and_another_kind_renders_its_own():
+    calls = 0
+    release = threading.Event()
+
+    def render(om, internal, external):
+        nonlocal calls
+        calls += 1
+        release.wait(30)
+        return [b"test_render %d.0\n" % calls] * 400  # over the gzip threshold
+
+    endpoint = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()), metrics_reuse_seconds=60.0)
+    endpoint.add_metrics_parts(render)
+    await endpoint.start()
+    plain = b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+    packed = b"GET /metrics HTTP/1.1\r\nhost: x\r\naccept-encoding: gzip\r\nconnection: close\r\n\r\n"
+    try:
+        storm = [asyncio.ensure_future(request(endpoint.bound_port, plain)) for _ in range(8)]
+        await until(lambda: calls == 1)
+        release.set()
+        bodies = {body for _, body in await asyncio.gather(*storm)}
+        assert bodies == {b"test_render 1.0\n" * 400} and calls == 1
+        head, body = await request(endpoint.bound_port, packed)
+        assert b"content-encoding: gzip" in head and gzip.decompress(body) == b"test_render 2.0\n" * 400
+        assert calls == 2
+    finally:
+        await endpoint.stop()

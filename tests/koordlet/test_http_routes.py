@@ -18,7 +18,7 @@ from koordlet.config import defaults
 from koordlet.server import http_endpoint
 from koordlet.server.http_endpoint import HttpEndpoint, json_reply
 from koordlet.util.json_text import canonical_json
-from tests.polling import LoopTurns
+from tests.polling import LoopTurns, until
 
 
 def endpoint(registry=None, not_ready=()):
@@ -140,6 +140,28 @@ async def test_an_awaitable_route_is_answered_with_the_loop_free_while_it_works(
     assert workers == [canonical_json, http_endpoint._maybe_gzip]
     plain, gzipped = await ep.answer("GET", "/stepped?x=1", False)
     assert not gzipped and plain.body == json_reply({"query": "x=1", "items": list(range(5000))}).body
+
+
+async def test_the_same_route_asked_at_once_is_answered_once_and_asked_again_afresh():
+    ep = endpoint()
+    gate = asyncio.Event()
+    queries: list[str] = []
+
+    async def counted(query: str):
+        queries.append(query)
+        await gate.wait()
+        return json_reply({"answer": len(queries)})
+
+    ep.add_route("/counted", counted)
+    same = [asyncio.ensure_future(ep.answer("GET", "/counted?a=1", False)) for _ in range(4)]
+    other = asyncio.ensure_future(ep.answer("GET", "/counted?a=2", False))
+    await until(lambda: len(queries) == 2)
+    gate.set()
+    assert {reply.body for reply, _ in await asyncio.gather(*same)} == {json_reply({"answer": 2}).body}
+    assert (await other)[0].body == json_reply({"answer": 2}).body
+    assert queries == ["a=1", "a=2"]
+    reply, _ = await ep.answer("GET", "/counted?a=1", False)  # after it: asked again, nothing reused
+    assert reply.body == json_reply({"answer": 3}).body
 
 
 async def test_an_awaitable_route_that_fails_answers_500_and_route_refuses_it():
