@@ -8,8 +8,9 @@ written --runs times while the loop runs a ticker that records the longest
 gap between two of its turns: the longest the loop could not run. Two ways:
 - one-shot: json.dumps of the whole document in the thread, the interpreter's default switch
   interval (what the daemon did before util/json_text.py);
-- daemon: koordlet.reporter.standalone.write_report_file (pieces) under
-  util.switch_interval.render_in_worker (interval lowered), as the reporter calls it.
+- daemon: the text encoded in pieces (standalone.node_metric_text: the reporter encodes the
+  NodeMetric so once a build) and written (standalone.write_report_file), both under
+  util.switch_interval.render_in_worker (interval lowered).
 Floors, same run: json.dumps of the same document, CPU time (what any encoder of that text
 costs at least; the pieces' CPU is printed beside it with the ratio); and the longest gap
 while a worker under render_in_worker only spins in Python for as long as the one-shot
@@ -28,7 +29,7 @@ from typing import Any, Awaitable, Callable
 
 from bench.daemon_scale import pct
 from bench.nodemetric_build import floor_document, make_pods
-from koordlet.reporter.standalone import write_report_file
+from koordlet.reporter.standalone import node_metric_text, write_report_file
 from koordlet.util.durable import write_atomically
 from koordlet.util.json_text import canonical_json
 from koordlet.util.switch_interval import render_in_worker
@@ -40,6 +41,10 @@ def document(pods: int) -> dict[str, Any]:
     status = floor_document(make_pods(pods))
     return {"nodeMetric": {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "status": status},
             "customNodeResource": None, "batchResources": None}
+
+
+def daemon_write(path: Path, value: dict[str, Any]) -> None:
+    write_report_file(path, node_metric_text(value))
 
 
 def one_shot(path: Path, value: dict[str, Any]) -> None:
@@ -80,7 +85,7 @@ def measure(pods: int, path: Path, runs: int) -> dict[str, float]:
     floor = cpu_ms(lambda v: json.dumps(v, separators=(",", ":"), sort_keys=True), value, runs)
     pieces = cpu_ms(canonical_json, value, runs)
     old = asyncio.run(longest_gaps(lambda: asyncio.to_thread(one_shot, path, value), runs))
-    new = asyncio.run(longest_gaps(lambda: render_in_worker(write_report_file, path, value), runs))
+    new = asyncio.run(longest_gaps(lambda: render_in_worker(daemon_write, path, value), runs))
     spun = asyncio.run(longest_gaps(lambda: render_in_worker(spin, floor / 1e3), runs))
     return {"pods": pods, "bytes": len(canonical_json(value)), "floor_cpu_ms": floor, "pieces_cpu_ms": pieces,
             "ratio": pieces / floor, "one_shot_gap_ms_p50": pct(old, 0.5), "one_shot_gap_ms_max": max(old),

@@ -45,7 +45,7 @@ from koordlet.reporter.overcommit_load import UsageKeys, node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
 from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
-from koordlet.reporter.standalone import LatestReports, write_report_file
+from koordlet.reporter.standalone import LatestReports, node_metric_text, write_report_file
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.util.kube_client import KubeClientError
 from koordlet.util.periodic import Periodic
@@ -212,10 +212,10 @@ class ReportsModule:
             ok &= await self._send_status(status)
         return Round.SENT if ok else Round.FAILED
 
-    def _remember(self, snapshot: NodeMetricSnapshot, status: dict[str, Any]) -> Steps[None]:
-        """Keep the report for the routes and the file, and what follows from it: the batch
-        resources (summed in steps) and the gauges."""
-        self._latest.node_metric = node_metric_object(self._latest.node_name, self._policy, status)
+    def _remember(self, snapshot: NodeMetricSnapshot, text: bytes) -> Steps[None]:
+        """Keep the report's text for the routes and the file, and what follows from it: the
+        batch resources (summed in steps) and the gauges."""
+        self._latest.node_metric = text
         self._built_at = snapshot.update_time
         allocatable = self._allocatable()
         batch = yield from batch_resources_steps(allocatable.milli_cpu, allocatable.memory_bytes, snapshot.node,
@@ -226,8 +226,8 @@ class ReportsModule:
         self._metrics.show_usage(snapshot.node, snapshot.system)
         self._metrics.show_aggregated(snapshot.aggregated)
 
-    async def _standalone_node_metric(self) -> dict[str, Any] | None:
-        """The NodeMetric the route answers: rebuilt when the last is a second old."""
+    async def _standalone_node_metric(self) -> bytes | None:
+        """The NodeMetric's text the route answers: rebuilt when the last is a second old."""
         if self._clock() - self._built_at >= STANDALONE_REFRESH_SECONDS:
             await self._build_shared()
         return self._latest.node_metric
@@ -248,7 +248,10 @@ class ReportsModule:
         if snapshot is None:
             return None
         status = await run_steps_on_loop(status_steps(snapshot))
-        await run_steps_on_loop(self._remember(snapshot, status))
+        # encoded once, off the loop, for the route and the file; the status itself goes to
+        # the API server and is not kept
+        text = await render_in_worker(node_metric_text, node_metric_object(self._latest.node_name, self._policy, status))
+        await run_steps_on_loop(self._remember(snapshot, text))
         return snapshot, status
 
     def _build_done(self, building: asyncio.Future[Built | None]) -> None:
@@ -260,7 +263,7 @@ class ReportsModule:
         path = self._settings.output_file
         assert path is not None
         try:
-            await render_in_worker(write_report_file, path, self._latest.file_document())
+            await asyncio.to_thread(write_report_file, path, self._latest.file_text())
         except OSError as exc:
             self._metrics.count("nodemetric", "file", "failed")
             log.error("report_file_failed", path=str(path), error=str(exc))

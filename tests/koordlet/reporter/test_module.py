@@ -334,3 +334,32 @@ def test_the_daemon_starts_the_reporter_after_the_metric_cache_and_before_http(t
     daemon = build_daemon(config_of(state_dir=tmp_path, addr="127.0.0.1:0", node_name="node-1"))
     names = [m.name for m in daemon._modules]
     assert names.index("metriccache") < names.index("reports") < names.index("http")
+
+
+async def test_the_last_nodemetric_is_kept_as_its_text_which_the_route_and_the_file_give(tmp_path, monkeypatch):
+    """A report keeps the NodeMetric as its canonical JSON text, not as dicts (three a pod):
+    the route answers those bytes without encoding them again within the second, and the
+    file holds the same object beside the other reports."""
+    encodings = []
+    encode = module_under_test.node_metric_text
+    monkeypatch.setattr(module_under_test, "node_metric_text", lambda document: encodings.append(1) or encode(document))
+    out = tmp_path / "reports.json"
+    h = hubs(tmp_path, "--report-output-file", str(out), cache=filled_cache(), states=StaticStates(NODE, [WEB, SPARK]))
+    module = module_of(h)
+    await module.prepare()
+    try:
+        assert await module.report_once() is Round.SENT
+        kept = module._latest.node_metric
+        assert type(kept) is bytes
+        document = json.loads(kept)
+        assert kept == json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+        assert [e["name"] for e in document["status"]["podsMetric"]] == ["spark", "web"]
+        reply, _ = await h.http.answer("GET", "/apis/v1/nodemetric", False)
+        assert (reply.status, reply.body) == (200, kept + b"\n")
+        assert len(encodings) == 1  # within the second: the kept text, not a new build nor encoding
+        text = out.read_text()
+        assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":")) + "\n"
+        assert json.loads(text)["nodeMetric"] == document
+        assert json.loads(text)["batchResources"]["node"] == "node-1"
+    finally:
+        await module.stop()
