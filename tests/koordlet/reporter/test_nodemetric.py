@@ -333,3 +333,140 @@ def test_the_status_is_written_in_steps_that_give_the_same_document():
     assert yields == 2  # three chunks of entries, a yield between two
     assert stepped == status_document(snapshot)
     assert [e["name"] for e in stepped["podsMetric"]] == ["p%04d" % i for i in range(len(pods))]
+
+
+# ------------------------------------------------------------------ against a reference
+
+
+def reference_status(samples, listing, now, policy=POLICY):
+    """The status straight from koordlet's rules over the raw samples (key -> [(ts, value)]):
+    each pod's windows cut, averaged one addition after the other, percentiles by sorting;
+    no kept rows, no shared spans, no C."""
+    from koordlet.metriccache.aggregation import nearest_rank
+    from koordlet.metriccache.api import Metric, SeriesKey
+    from koordlet.reporter.nodemetric import rfc3339
+    from koordlet.reporter.quantities import cpu_quantity, go_duration, memory_quantity
+    from tests.koordlet.metriccache.reference import sequential_mean
+
+    def window(key, start):
+        return [(ts, v) for ts, v in samples.get(key, ()) if start <= ts <= now]
+
+    def resources(cpu, memory):
+        return {"resources": {"cpu": cpu_quantity(cpu), "memory": memory_quantity(memory)}}
+
+    start = now - policy.aggregate_duration_seconds
+    node_cpu = [v for _, v in window(SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), start)]
+    node_memory = [v for _, v in window(SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES), start)]
+    entries, reclaim_cpu, reclaim_memory, pods_cpu, pods_memory = [], 0, 0, 0.0, 0.0
+    for info in sorted(listing, key=lambda p: (p.namespace, p.name)):
+        cpu = window(SeriesKey.of(Metric.POD_CPU_USAGE_CORES, info.uid), start)
+        memory = window(SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, info.uid), start)
+        if not cpu or not memory:
+            continue
+        cpu_mean, memory_mean = sequential_mean(v for _, v in cpu), sequential_mean(v for _, v in memory)
+        if cpu_mean != cpu_mean or memory_mean != memory_mean:  # a NaN sample: the pod is left out
+            continue
+        pods_cpu += cpu_mean
+        pods_memory += memory_mean
+        band = info.qos.band
+        if band is PriorityBand.NONE:
+            band = {KoordQoSClass.BE: PriorityBand.BATCH, KoordQoSClass.LS: PriorityBand.PROD,
+                    KoordQoSClass.LSR: PriorityBand.PROD, KoordQoSClass.LSE: PriorityBand.PROD,
+                    KoordQoSClass.SYSTEM: PriorityBand.PROD}.get(info.qos.effective, PriorityBand.NONE)
+        entry = {"namespace": info.namespace, "name": info.name, "podUsage": resources(cpu_mean, memory_mean)}
+        if band is not PriorityBand.NONE:
+            entry["priority"] = band.value
+        if info.qos.effective is not KoordQoSClass.NONE:
+            entry["qos"] = info.qos.effective.value
+        entries.append(entry)
+        half = 0.5 * (now - start)
+        if band is PriorityBand.PROD and cpu[-1][0] - cpu[0][0] >= half and memory[-1][0] - memory[0][0] >= half:
+            request_cpu = sum(c.spec.requests.get("cpu", 0) for c in info.containers)
+            request_memory = sum(c.spec.requests.get("memory", 0) for c in info.containers)
+            reclaim_cpu += max(request_cpu - int(nearest_rank(sorted(v for _, v in cpu), 950) * 1.1 * 1000), 0)
+            reclaim_memory += max(request_memory - int(nearest_rank(sorted(v for _, v in memory), 990) * 1.1), 0)
+    node = (sequential_mean(node_cpu), sequential_mean(node_memory))
+    aggregated = []
+    for duration in policy.durations_seconds:
+        cpu = window(SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), now - duration)
+        memory = window(SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES), now - duration)
+        if cpu[-1][0] - cpu[0][0] < 0.5 * duration or memory[-1][0] - memory[0][0] < 0.5 * duration:
+            continue
+        ordered_cpu, ordered_memory = sorted(v for _, v in cpu), sorted(v for _, v in memory)
+        aggregated.append({"usage": {kind: resources(nearest_rank(ordered_cpu, p), nearest_rank(ordered_memory, p))
+                                     for kind, p in (("p50", 500), ("p90", 900), ("p95", 950), ("p99", 990))},
+                           "duration": go_duration(duration)})
+    node_metric = {"nodeUsage": resources(*node),
+                   "systemUsage": resources(max(node[0] - pods_cpu, 0.0), max(node[1] - pods_memory, 0.0))}
+    if aggregated:
+        node_metric["aggregatedNodeUsages"] = aggregated
+    return {"updateTime": rfc3339(now), "nodeMetric": node_metric, "podsMetric": entries,
+            "prodReclaimableMetric": {"resource": resources(reclaim_cpu / 1000, reclaim_memory)}}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2 ** 32))
+def test_reports_as_pods_come_and_go_equal_a_reference_over_the_raw_samples(seed):
+    """Random samples, pods coming, going and changing between reports, series with gaps
+    (a pod's round missed, a memory series that starts late), now and then a broken sample:
+    each report the daemon's way (rows kept across reports, the same pods() tuple reused
+    while nothing changed) gives, to the byte, the reference's document."""
+    import json
+    import random
+
+    from koordlet.metriccache.api import Metric, SeriesKey
+
+    rng = random.Random(seed)
+    classes = [(KoordQoSClass.LS, PriorityBand.PROD), (KoordQoSClass.LS, PriorityBand.NONE),
+               (KoordQoSClass.LSR, PriorityBand.NONE), (KoordQoSClass.BE, PriorityBand.BATCH),
+               (KoordQoSClass.BE, PriorityBand.NONE), (KoordQoSClass.LS, PriorityBand.MID),
+               (KoordQoSClass.NONE, PriorityBand.NONE)]
+
+    def new_pod(number):
+        qos, band = rng.choice(classes)
+        return pod("p%02d" % number, qos, band, rng.choice((0, 500, 2000)), rng.choice((0, GI, 3 * GI)),
+                   namespace=rng.choice(("a", "b")))
+
+    cache = store()
+    samples: dict = {}
+    listing = tuple(new_pod(n) for n in range(8))
+    born = {info.uid: rng.choice((-600, -120)) for info in listing}  # the round a pod's series start
+    late = {info.uid: rng.choice((0, 0, 30, 200)) for info in listing}  # and its memory series after it
+    next_number = len(listing)
+    rows = PodRows(cache.shared_key)
+    node_keys = (SeriesKey.of(Metric.NODE_CPU_USAGE_CORES), SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES))
+    first = int(NOW) - 600
+    reports = 0
+    for second in range(first, int(NOW) + 1):
+        ts = float(second)
+        written = [(node_keys[0], rng.uniform(0, 8)), (node_keys[1], float(rng.randrange(1, 64) * GI))]
+        for info in listing:
+            if second - int(NOW) < born[info.uid] or rng.random() < 0.15:  # not yet, or a missed round
+                continue
+            # mostly below the requests, so Prod pods reclaim and their peaks count
+            cpu = rng.choice((rng.uniform(0, 0.6), round(rng.uniform(0, 1.5), 3), float("nan") if rng.random() < 0.002 else 0.5))
+            written.append((SeriesKey.of(Metric.POD_CPU_USAGE_CORES, info.uid), cpu))
+            if second - int(NOW) >= born[info.uid] + late[info.uid]:  # some memory series start late
+                written.append((SeriesKey.of(Metric.POD_MEMORY_USAGE_BYTES, info.uid),
+                                float(rng.choice((rng.randrange(1 << 30), rng.randrange(1 << 18) * 4096)))))
+        cache.append_at(ts, written)
+        for key, value in written:
+            samples.setdefault(key, []).append((ts, value))
+        if (second - first) % 97 == 96 or second == int(NOW):
+            snapshot = take_snapshot(cache, listing, POLICY, ts, rows)
+            expected = reference_status(samples, listing, ts)
+            assert json.dumps(status_document(snapshot)) == json.dumps(expected)
+            reports += 1
+            if rng.random() < 0.7:  # the listing changes: a pod goes, one comes, one changes its class
+                kept = [info for info in listing if rng.random() < 0.85]
+                kept.append(new_pod(next_number))
+                born[kept[-1].uid] = second - int(NOW) + 1
+                late[kept[-1].uid] = rng.choice((0, 30))
+                next_number += 1
+                changed = rng.randrange(len(kept))
+                qos, band = rng.choice(classes)
+                kept[changed] = pod(kept[changed].name, qos, band, 1000, GI, namespace=kept[changed].namespace)
+                born.setdefault(kept[changed].uid, -600)
+                late.setdefault(kept[changed].uid, 0)
+                listing = tuple(kept)
+    assert reports == 7
