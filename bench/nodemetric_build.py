@@ -10,7 +10,9 @@ where running aggregates kept on append cost.
 
 Figures: time per build (p50 / p99 of --runs builds; process CPU time; each run calls
 the build and then every floor, so they meet the same moment of a busy host) of take_snapshot +
-status_document + json.dumps, and what tracemalloc counts for one build: the bytes still
+status_document + json.dumps (what the API server is sent), of take_snapshot +
+node_metric_text_steps (the whole object's canonical JSON text, what the standalone route
+answers and the report file holds), and what tracemalloc counts for one build: the bytes still
 held after it (the result: the JSON text) and the peak held during it. Floor, same run: building a dict of the same shape and size
 from ready-made strings and dumping it to JSON (no cache reads, no aggregation): what any
 report of that size costs at least. A second floor adds what no build can skip: one C
@@ -34,7 +36,15 @@ from koordlet.metriccache.api import Metric, Sample, SeriesKey
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
 from koordlet.metriccache.window_stats import window_stats
-from koordlet.reporter.nodemetric import CPU_PEAK, MEMORY_PEAK, PodRows, snapshot_steps, status_document, take_snapshot
+from koordlet.reporter.nodemetric import (
+    CPU_PEAK,
+    MEMORY_PEAK,
+    PodRows,
+    node_metric_text_steps,
+    snapshot_steps,
+    status_document,
+    take_snapshot,
+)
 from koordlet.reporter.overcommit import SEED_CPU, SEED_MEMORY, advise
 from koordlet.reporter.overcommit_load import UsageKeys, node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy
@@ -169,6 +179,11 @@ def main() -> None:
         assert snapshot is not None and len(snapshot.pods) == len(pods)
         return json.dumps(status_document(snapshot), separators=(",", ":"))
 
+    def build_text() -> str:
+        snapshot = take_snapshot(store, pods, policy, now, pod_rows)
+        assert snapshot is not None and len(snapshot.pods) == len(pods)
+        return run_steps(node_metric_text_steps(snapshot, "bench-node", policy))
+
     def floor() -> str:
         return json.dumps(floor_document(pods), separators=(",", ":"))
 
@@ -198,7 +213,8 @@ def main() -> None:
 
     built, floored = build(), floor()
     windows = pod_windows()
-    rows = [("NodeMetric build+dump", build), ("floor: same-size dict+dump", floor),
+    rows = [("NodeMetric build+dump", build), ("build as text (route)", build_text),
+            ("floor: same-size dict+dump", floor),
             ("floor + C window stats", floor_with_reads), ("overcommit round", overcommit)]
     results = {}
     for name, (p50, p99) in interleaved(rows, args.runs, next_minute).items():
@@ -224,7 +240,8 @@ def main() -> None:
         print("%-28s %9.2f %9.2f %8.1f %12.0f %12.0f" % (name, p50 * 1e3, p99 * 1e3, p50 / base[0],
                                                           allocated / 1024, peak / 1024))
     with_reads = results["floor + C window stats"][0]
-    print("build / (floor + C window stats): %.2fx" % (results["NodeMetric build+dump"][0] / with_reads))
+    print("build / (floor + C window stats): %.2fx; as text: %.2fx"
+          % (results["NodeMetric build+dump"][0] / with_reads, results["build as text (route)"][0] / with_reads))
     print("event loop held per step of the daemon's build (%d pods a step): p50 %.2f ms, max %.2f ms"
           % (PODS_PER_STEP, statistics.median(holds) * 1e3, holds[-1] * 1e3))
 

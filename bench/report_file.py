@@ -8,9 +8,10 @@ written --runs times while the loop runs a ticker that records the longest
 gap between two of its turns: the longest the loop could not run. Two ways:
 - one-shot: json.dumps of the whole document in the thread, the interpreter's default switch
   interval (what the daemon did before util/json_text.py);
-- daemon: the text encoded in pieces (standalone.node_metric_text: the reporter encodes the
-  NodeMetric so once a build) and written (standalone.write_report_file), both under
-  util.switch_interval.render_in_worker (interval lowered).
+- daemon: the text encoded in pieces (util/json_text.py) and written
+  (standalone.write_report_file), both under util.switch_interval.render_in_worker (interval
+  lowered). The reporter itself now writes the NodeMetric's text from its snapshot, on the
+  loop in steps (nodemetric.node_metric_text_steps), and only the write is in a worker.
 Floors, same run: json.dumps of the same document, CPU time (what any encoder of that text
 costs at least; the pieces' CPU is printed beside it with the ratio); and the longest gap
 while a worker under render_in_worker only spins in Python for as long as the one-shot
@@ -29,7 +30,7 @@ from typing import Any, Awaitable, Callable
 
 from bench.daemon_scale import pct
 from bench.nodemetric_build import floor_document, make_pods
-from koordlet.reporter.standalone import node_metric_text, write_report_file
+from koordlet.reporter.standalone import write_report_file
 from koordlet.util.durable import write_atomically
 from koordlet.util.json_text import canonical_json
 from koordlet.util.switch_interval import render_in_worker
@@ -44,7 +45,7 @@ def document(pods: int) -> dict[str, Any]:
 
 
 def daemon_write(path: Path, value: dict[str, Any]) -> None:
-    write_report_file(path, node_metric_text(value))
+    write_report_file(path, canonical_json(value).encode())
 
 
 def one_shot(path: Path, value: dict[str, Any]) -> None:

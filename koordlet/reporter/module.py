@@ -35,6 +35,7 @@ from koordlet.reporter.nodemetric import (
     NodeMetricSnapshot,
     PodRows,
     node_metric_object,
+    node_metric_text_steps,
     snapshot_steps,
     status_steps,
 )
@@ -45,12 +46,11 @@ from koordlet.reporter.overcommit_load import UsageKeys, node_load_steps
 from koordlet.reporter.policy import MetricCollectPolicy, PolicyError, policy_from_spec
 from koordlet.reporter.report_metrics import ReportMetrics
 from koordlet.reporter.resource_managers import ResourceManagers, StateFileError
-from koordlet.reporter.standalone import LatestReports, node_metric_text, write_report_file
+from koordlet.reporter.standalone import LatestReports, write_report_file
 from koordlet.statesinformer.api import StatesInformer
 from koordlet.util.kube_client import KubeClientError
 from koordlet.util.periodic import Periodic
 from koordlet.util.steps import Steps, run_steps_on_loop
-from koordlet.util.switch_interval import render_in_worker
 from system.errors import SystemFileError
 
 log = structlog.get_logger(__name__)
@@ -61,7 +61,8 @@ STANDALONE_REFRESH_SECONDS = 1.0
 NRT_SYNC_SECONDS = 3.0
 
 
-Built = tuple[NodeMetricSnapshot, dict[str, Any]]  # a report's snapshot and its status document
+# a report's snapshot and its status document (None without an API server to send it to)
+Built = tuple[NodeMetricSnapshot, dict[str, Any] | None]
 
 
 class Round(Enum):
@@ -204,11 +205,13 @@ class ReportsModule:
             self._metrics.count("nodemetric", "any", "not_ready")
             log.info("nodemetric_not_ready", reason="no node usage in the aggregate window yet")
             return Round.NOT_READY
-        status = built[1]
+        snapshot, status = built
         ok = True
         if self._settings.output_file is not None:
             ok &= await self._write_file()
         if self._kube is not None:
+            if status is None:  # built before the sink was there
+                status = await run_steps_on_loop(status_steps(snapshot))
             ok &= await self._send_status(status)
         return Round.SENT if ok else Round.FAILED
 
@@ -247,11 +250,11 @@ class ReportsModule:
             snapshot_steps(self._cache, self._states.pods(), self._policy, self._clock(), self._pod_rows))
         if snapshot is None:
             return None
-        status = await run_steps_on_loop(status_steps(snapshot))
-        # encoded once, off the loop, for the route and the file; the status itself goes to
-        # the API server and is not kept
-        text = await render_in_worker(node_metric_text, node_metric_object(self._latest.node_name, self._policy, status))
-        await run_steps_on_loop(self._remember(snapshot, text))
+        # the status as dicts only for the API server (it is not kept); the route and the
+        # file keep the object's text, written from the snapshot
+        status = await run_steps_on_loop(status_steps(snapshot)) if self._kube is not None else None
+        text = await run_steps_on_loop(node_metric_text_steps(snapshot, self._latest.node_name, self._policy))
+        await run_steps_on_loop(self._remember(snapshot, text.encode()))
         return snapshot, status
 
     def _build_done(self, building: asyncio.Future[Built | None]) -> None:

@@ -25,6 +25,7 @@ import math
 import time
 from dataclasses import dataclass
 from functools import partial
+from json.encoder import encode_basestring_ascii
 from typing import Any, Callable, Iterable, NamedTuple
 
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
@@ -39,6 +40,7 @@ from koordlet.reporter.quantities import (
 )
 from koordlet.statesinformer.model import PodInfo
 from koordlet.statesinformer.pod_memo import PodMemo
+from koordlet.util.json_text import canonical_json
 from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
@@ -336,9 +338,10 @@ def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
 ENTRIES_PER_STEP = 200
 
 
-def status_steps(snapshot: NodeMetricSnapshot) -> Steps[dict[str, Any]]:
+def status_steps(snapshot: NodeMetricSnapshot, with_pods: bool = True) -> Steps[dict[str, Any]]:
     """status_document, yielding every ENTRIES_PER_STEP pods: at 1,000 pods the entries
-    held the loop ~6 ms in one go."""
+    held the loop ~6 ms in one go. Without `with_pods`, podsMetric is left empty (what
+    node_metric_text_steps fills in as text)."""
     node_metric: dict[str, Any] = {
         "nodeUsage": resource_map(snapshot.node),
         "systemUsage": resource_map(snapshot.system),
@@ -349,7 +352,7 @@ def status_steps(snapshot: NodeMetricSnapshot) -> Steps[dict[str, Any]]:
              "duration": go_duration(window.duration_seconds)}
             for window in snapshot.aggregated
         ]
-    pods = snapshot.pods
+    pods = snapshot.pods if with_pods else ()
     pods_metric: list[dict[str, Any]] = []
     for at in range(0, len(pods), ENTRIES_PER_STEP):
         if at:
@@ -366,10 +369,52 @@ def status_steps(snapshot: NodeMetricSnapshot) -> Steps[dict[str, Any]]:
     }
 
 
+# pod entries written as text between two yields of node_metric_text_steps (~1 µs an entry here)
+TEXT_ENTRIES_PER_STEP = 500
+_EMPTY_PODS = ',"podsMetric":[],'  # canonical text: podsMetric sorts between nodeMetric and prodReclaimableMetric
+
+
+def node_metric_text_steps(snapshot: NodeMetricSnapshot, node_name: str,
+                           policy: MetricCollectPolicy) -> Steps[str]:
+    """canonical_json(node_metric_object(node_name, policy, status_document(snapshot))), the
+    same text, without the pod entries' dicts: each entry is written as its canonical text
+    (keys in sorted order) and spliced into the rest's. What the route answers and the file
+    holds; at 1,000 pods the dicts and their encoding cost ~6 ms, the text ~1 ms."""
+    rest = canonical_json(node_metric_object(node_name, policy, run_steps(status_steps(snapshot, with_pods=False))))
+    before, found, after = rest.partition(_EMPTY_PODS)
+    assert found, "no podsMetric in the status text"
+    parts = [before, ',"podsMetric":[']
+    pods = snapshot.pods
+    for at in range(0, len(pods), TEXT_ENTRIES_PER_STEP):
+        if at:
+            yield
+            parts.append(",")
+        parts.append(",".join(map(_pod_entry_text, pods[at:at + TEXT_ENTRIES_PER_STEP])))
+    parts += ("],", after)
+    return "".join(parts)
+
+
+def _pod_entry_text(pod: PodUsage) -> str:
+    """_pod_entry's canonical text: name, namespace, podUsage, priority, qos."""
+    cores, memory = pod.usage
+    text = "".join(('{"name":', encode_basestring_ascii(pod.name), ',"namespace":', encode_basestring_ascii(pod.namespace),
+                    ',"podUsage":{"resources":{"cpu":"', cpu_quantity_from_milli(int(cores * 1000)),
+                    '","memory":"', memory_quantity_from_bytes(int(memory)), '"}}'))
+    priority = _PRIORITY_TEXTS.get(id(pod.priority))
+    if priority is not None:
+        text += priority
+    qos = _QOS_TEXTS.get(id(pod.qos))
+    if qos is not None:
+        text += qos
+    return text + "}"
+
+
 # the CRD's strings, looked up once: an enum's .value is a Python-level descriptor call, and
 # so is its hash: the members (singletons) are found by id()
 _PRIORITY_NAMES: dict[int, str] = {id(band): band.value for band in PriorityBand if band is not PriorityBand.NONE}
 _QOS_NAMES: dict[int, str] = {id(qos): qos.value for qos in KoordQoSClass if qos is not KoordQoSClass.NONE}
+_PRIORITY_TEXTS = {key: ',"priority":' + encode_basestring_ascii(name) for key, name in _PRIORITY_NAMES.items()}
+_QOS_TEXTS = {key: ',"qos":' + encode_basestring_ascii(name) for key, name in _QOS_NAMES.items()}
 
 
 def _pod_entry(pod: PodUsage) -> dict[str, Any]:

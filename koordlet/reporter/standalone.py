@@ -10,10 +10,10 @@ GET /apis/v1/noderesourcetopology
 
 Until the first figures exist the routes answer 503 with the reason, never a made-up zero.
 The NodeMetric is rebuilt for a GET when the last is a second old, in steps that let the loop
-run between them, and encoded in a worker thread: at 1,000 pods a build and its encoding
-held the loop ~10 ms at once (~31 ms at 3,000). It is encoded once a build and kept as that
-text, which the route answers and the file holds: kept as dicts (three a pod) it was ~0.6 MiB
-at 1,000 pods, the text ~0.14 MB.
+run between them (at 1,000 pods a build and its encoding in one go held the loop ~10 ms, ~31
+ms at 3,000). Its canonical JSON text is written from the build's snapshot, also in steps,
+and kept: the route answers it and the file holds it (kept as the object's dicts, three a
+pod, it was ~0.6 MiB at 1,000 pods; the text is ~0.14 MB).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from koordlet.reporter.batch import BatchResources
 from koordlet.reporter.overcommit import OvercommitResult
 from koordlet.server.http_endpoint import Reply, Routes, json_reply
 from koordlet.util.durable import write_atomically
-from koordlet.util.json_text import canonical_json
 
 NODEMETRIC_ROUTE = "/apis/v1/nodemetric"
 OVERCOMMIT_ROUTE = "/apis/v1/overcommit"
@@ -40,7 +39,8 @@ class LatestReports:
     """What the loops built last; the routes and the file answer from it."""
 
     node_name: str
-    node_metric: bytes | None = None  # the last NodeMetric object, as node_metric_text encodes it
+    # the last NodeMetric object's canonical JSON (nodemetric.node_metric_text_steps)
+    node_metric: bytes | None = None
     overcommit: OvercommitResult | None = None
     batch: BatchResources | None = None
     topology: dict[str, Any] | None = None
@@ -66,14 +66,8 @@ class LatestReports:
                          b',"nodeMetric":', b"null" if self.node_metric is None else self.node_metric, b"}"))
 
 
-def node_metric_text(document: dict[str, Any]) -> bytes:
-    """A NodeMetric object's canonical JSON, encoded a piece at a time (util/json_text.py):
-    call it in a worker (util.switch_interval.render_in_worker)."""
-    return canonical_json(document).encode()
-
-
 def _small_json(document: dict[str, Any] | None) -> bytes:
-    """canonical_json's text of a document of a few keys, in one call."""
+    """util.json_text.canonical_json's text of a document of a few keys, in one call."""
     return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 

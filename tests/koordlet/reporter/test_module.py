@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import threading
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from prometheus_client import CollectorRegistry
 
 from koordlet.agent import Readiness
 from koordlet.apis.qos import KoordQoSClass, PriorityBand
-from koordlet.config import defaults
 from koordlet.daemon.cli import parse_args
 from koordlet.hubs import Hubs
 from koordlet.metriccache.store import MetricStore
@@ -193,28 +191,25 @@ async def test_the_output_file_is_replaced_whole(tmp_path):
         await module.stop()
 
 
-async def test_the_output_file_is_encoded_in_a_worker_with_the_interval_lowered(tmp_path, monkeypatch):
-    # the text: json.dumps' canonical text; the encoding: off the loop, the GIL switch
-    # interval low from before the worker starts until it is done
-    seen: list[tuple[float, bool]] = []
-    encode = standalone.canonical_json
+async def test_the_output_file_is_canonical_json_written_in_a_worker(tmp_path, monkeypatch):
+    # the text: json.dumps' canonical text; the write: off the loop
+    writers: list[bool] = []
+    write = standalone.write_atomically
 
-    def recording(value: object) -> str:
-        seen.append((sys.getswitchinterval(), threading.current_thread() is threading.main_thread()))
-        return encode(value)
+    def recording(*args, **kwargs) -> None:
+        writers.append(threading.current_thread() is threading.main_thread())
+        write(*args, **kwargs)
 
-    monkeypatch.setattr(standalone, "canonical_json", recording)
+    monkeypatch.setattr(standalone, "write_atomically", recording)
     out = tmp_path / "reports.json"
     h = hubs(tmp_path, "--report-output-file", str(out), cache=filled_cache(), states=StaticStates(NODE, [WEB]))
     module = module_of(h)
     await module.prepare()
-    before = sys.getswitchinterval()
     try:
         assert await module.report_once() is Round.SENT
         text = out.read_text()
         assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":")) + "\n"
-        assert seen == [(min(before, defaults.RENDER_SWITCH_INTERVAL_SECONDS), False)]
-        assert sys.getswitchinterval() == before
+        assert writers == [False]
     finally:
         await module.stop()
 
@@ -338,11 +333,11 @@ def test_the_daemon_starts_the_reporter_after_the_metric_cache_and_before_http(t
 
 async def test_the_last_nodemetric_is_kept_as_its_text_which_the_route_and_the_file_give(tmp_path, monkeypatch):
     """A report keeps the NodeMetric as its canonical JSON text, not as dicts (three a pod):
-    the route answers those bytes without encoding them again within the second, and the
+    the route answers those bytes without writing them again within the second, and the
     file holds the same object beside the other reports."""
     encodings = []
-    encode = module_under_test.node_metric_text
-    monkeypatch.setattr(module_under_test, "node_metric_text", lambda document: encodings.append(1) or encode(document))
+    write = module_under_test.node_metric_text_steps
+    monkeypatch.setattr(module_under_test, "node_metric_text_steps", lambda *a: encodings.append(a) or write(*a))
     out = tmp_path / "reports.json"
     h = hubs(tmp_path, "--report-output-file", str(out), cache=filled_cache(), states=StaticStates(NODE, [WEB, SPARK]))
     module = module_of(h)
@@ -356,7 +351,7 @@ async def test_the_last_nodemetric_is_kept_as_its_text_which_the_route_and_the_f
         assert [e["name"] for e in document["status"]["podsMetric"]] == ["spark", "web"]
         reply, _ = await h.http.answer("GET", "/apis/v1/nodemetric", False)
         assert (reply.status, reply.body) == (200, kept + b"\n")
-        assert len(encodings) == 1  # within the second: the kept text, not a new build nor encoding
+        assert len(encodings) == 1  # within the second: the kept text, not a new build nor text
         text = out.read_text()
         assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":")) + "\n"
         assert json.loads(text)["nodeMetric"] == document

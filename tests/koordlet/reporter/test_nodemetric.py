@@ -415,6 +415,9 @@ def test_reports_as_pods_come_and_go_equal_a_reference_over_the_raw_samples(seed
     import random
 
     from koordlet.metriccache.api import Metric, SeriesKey
+    from koordlet.reporter.nodemetric import node_metric_text_steps
+    from koordlet.util.json_text import canonical_json
+    from koordlet.util.steps import run_steps
 
     rng = random.Random(seed)
     classes = [(KoordQoSClass.LS, PriorityBand.PROD), (KoordQoSClass.LS, PriorityBand.NONE),
@@ -425,7 +428,7 @@ def test_reports_as_pods_come_and_go_equal_a_reference_over_the_raw_samples(seed
     def new_pod(number):
         qos, band = rng.choice(classes)
         return pod("p%02d" % number, qos, band, rng.choice((0, 500, 2000)), rng.choice((0, GI, 3 * GI)),
-                   namespace=rng.choice(("a", "b")))
+                   namespace=rng.choice(("a", "b", 'ü"\\\u2028')))  # one to escape in JSON
 
     cache = store()
     samples: dict = {}
@@ -456,6 +459,9 @@ def test_reports_as_pods_come_and_go_equal_a_reference_over_the_raw_samples(seed
             snapshot = take_snapshot(cache, listing, POLICY, ts, rows)
             expected = reference_status(samples, listing, ts)
             assert json.dumps(status_document(snapshot)) == json.dumps(expected)
+            # the text the route and the file keep: the object's canonical JSON, entries written as text
+            assert run_steps(node_metric_text_steps(snapshot, 'node-"ü"', POLICY)) == canonical_json(
+                node_metric_object('node-"ü"', POLICY, expected))
             reports += 1
             if rng.random() < 0.7:  # the listing changes: a pod goes, one comes, one changes its class
                 kept = [info for info in listing if rng.random() < 0.85]
