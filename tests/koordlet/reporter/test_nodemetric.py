@@ -320,15 +320,22 @@ def test_a_report_of_the_same_pods_tuple_reads_again_and_a_new_tuple_is_planned_
     assert changed.prod_reclaimable_milli_cpu > second.prod_reclaimable_milli_cpu
 
 
-def test_the_status_is_written_in_steps_that_give_the_same_document():
-    from koordlet.reporter.nodemetric import ENTRIES_PER_STEP, status_steps
+def snapshot_of_three_steps_of_entries():
+    """2 x ENTRIES_PER_STEP + 1 pods with usage, and their snapshot."""
+    from koordlet.reporter.nodemetric import ENTRIES_PER_STEP
 
     pods = [pod("p%04d" % i) for i in range(2 * ENTRIES_PER_STEP + 1)]
     cache = store()
     cache.append(thirty_minutes_busy_at_the_end())
     for p in pods:
         cache.append(pod_samples(p, 0.1, GI, seconds=10))
-    snapshot = take_snapshot(cache, pods, POLICY, NOW)
+    return pods, take_snapshot(cache, pods, POLICY, NOW)
+
+
+def test_the_status_is_written_in_steps_that_give_the_same_document():
+    from koordlet.reporter.nodemetric import status_steps
+
+    pods, snapshot = snapshot_of_three_steps_of_entries()
     yields, stepped = driven(status_steps(snapshot))
     assert yields == 2  # three chunks of entries, a yield between two
     assert stepped == status_document(snapshot)
@@ -476,3 +483,13 @@ def test_reports_as_pods_come_and_go_equal_a_reference_over_the_raw_samples(seed
                 late.setdefault(kept[changed].uid, 0)
                 listing = tuple(kept)
     assert reports == 7
+
+
+def test_the_text_is_written_in_steps_of_as_many_entries_as_the_status():
+    from koordlet.reporter.nodemetric import node_metric_text_steps
+    from koordlet.util.json_text import canonical_json
+
+    _, snapshot = snapshot_of_three_steps_of_entries()
+    yields, text = driven(node_metric_text_steps(snapshot, "node-1", POLICY))
+    assert yields == 2  # three chunks of entries, a yield between two
+    assert text == canonical_json(node_metric_object("node-1", POLICY, status_document(snapshot)))
