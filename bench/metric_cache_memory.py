@@ -166,6 +166,10 @@ def report(label: str, store: MetricStore, pods: int) -> None:
     values = parts.get("value arrays", 0)
     print("    value arrays against their data alone (8 B a sample, no header, no spare room): %.2f MiB, ratio %.2f"
           % (samples * 8 / 2**20, values / (samples * 8)))
+    kept = sum(len(ring) * ring.values.itemsize for ring in store._series.values())
+    paged = sum(len(ring) for ring in store._series.values() if ring.values.itemsize == 4)
+    print("    the same at each array's own item size (memory series in 4-byte pages, pages.py: %d samples): "
+          "%.2f MiB, ratio %.2f" % (paged, kept / 2**20, values / kept))
 
 
 def main() -> None:

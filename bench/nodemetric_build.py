@@ -15,9 +15,9 @@ node_metric_text_steps (the whole object's canonical JSON text, what the standal
 answers and the report file holds), and what tracemalloc counts for one build: the bytes still
 held after it (the result: the JSON text) and the peak held during it. Floor, same run: building a dict of the same shape and size
 from ready-made strings and dumping it to JSON (no cache reads, no aggregation): what any
-report of that size costs at least. A second floor adds what no build can skip: one C
-window_stats call over the same pods' windows (every sample of the aggregate window, the
-Prod pods' peaks). The overcommit round (node_load + advise) over the
+report of that size costs at least. A second floor adds what no build can skip: the figures
+of the same pods' windows (every sample of the aggregate window, the Prod pods' peaks): one
+C window_stats call for the doubles, the memory series' (kept in pages) from their counts. The overcommit round (node_load + advise) over the
 same pods is measured too, and how long the daemon's stepped build holds the event loop
 between two yields.
 """
@@ -33,9 +33,9 @@ from typing import Any, Callable, Sequence
 
 from koordlet.apis.qos import KoordQoSClass, PodQoS, PriorityBand
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
+from koordlet.metriccache.pages import figures
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
-from koordlet.metriccache.window_stats import window_stats
 from koordlet.reporter.nodemetric import (
     CPU_PEAK,
     MEMORY_PEAK,
@@ -200,9 +200,10 @@ def main() -> None:
         return windows, asked
 
     def floor_with_reads() -> str:
-        """The floor plus the reads no build can skip: one C window_stats call over the
-        pods' windows (found before the timing)."""
-        window_stats(*windows)
+        """The floor plus the reads no build can skip: the figures of the pods' windows
+        (found before the timing) in one C window_stats call (memory series kept in pages:
+        their figures from the counts, pages.figures)."""
+        figures(*windows)
         return floor()
 
     usage_keys = UsageKeys(("cpu.usage.container",), ("mem.usage.container",), store.shared_key)  # kept across rounds, as the daemon does

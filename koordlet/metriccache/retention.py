@@ -3,13 +3,13 @@ which series survive a restart. Pure values; the store applies them.
 
 Memory bound (documented in docs/ARCHITECTURE.md): every series holds at most
 ``retention / min_sample_interval + 2`` samples (container series: ``retention /
-container_sample_interval + 2``) of 8 bytes of value (9/8 of that in its
-array between compactions) and 8 more bytes of timestamp only when it is not in step with
+container_sample_interval + 2``) of 8 bytes of value, 4 for a memory series while its
+values are whole pages (pages.py), (9/8 of that in its array between compactions) and 8 more bytes of timestamp only when it is not in step with
 the other series of its collector (series_ring.py: one copy of the timestamps per round),
 plus ~350 bytes of bookkeeping (ring, index entries; keys are the collectors'), and there
 are at most ``max_series`` series (the least recently written one is dropped first). With
 the defaults and 1 s samples: a node series 1,802 samples = 14 KB; a pod series 302 = 2.4
-KB; a container series every 10 s 14 = 112 B. bench/metric_cache_memory.py prints the bytes at 1,000
+KB (its memory 1.2 KB); a container series every 10 s 14 = 112 B. bench/metric_cache_memory.py prints the bytes at 1,000
 pods against 16 bytes a sample; bench/metrics_advisor.py the RSS over simulated minutes.
 """
 
@@ -21,10 +21,16 @@ from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Mapping
 
-from koordlet.metriccache.api import SeriesKey
+from koordlet.metriccache.api import Metric, SeriesKey
 
 if TYPE_CHECKING:
     from koordlet.metriccache.options import MetricCacheOptions
+
+
+# memory in bytes: whole pages on a real kernel (cgroup usage and memory.stat, /proc/meminfo)
+_MEMORY_METRICS = frozenset(metric.value for metric in (
+    Metric.NODE_MEMORY_USAGE_BYTES, Metric.SYS_MEMORY_USAGE_BYTES, Metric.POD_MEMORY_USAGE_BYTES,
+    Metric.CONTAINER_MEMORY_USAGE_BYTES, Metric.BE_MEMORY_USAGE_BYTES))
 
 
 class Level(Enum):
@@ -89,6 +95,11 @@ class RetentionPolicy:
     def capacity(self, key: SeriesKey) -> int:
         interval = self.container_sample_interval if key.container_id else self.min_sample_interval
         return int(math.ceil(self.seconds(key) / interval)) + 2
+
+    def in_pages(self, key: SeriesKey) -> bool:
+        """Whether the series is memory in bytes, kept in pages while its values are whole
+        ones (pages.py)."""
+        return key.metric in _MEMORY_METRICS
 
     def persists(self, key: SeriesKey) -> bool:
         return level_of(key) in self.persisted

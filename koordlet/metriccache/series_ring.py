@@ -1,4 +1,5 @@
-"""One series in memory: its values in a float64 array used as a ring, its timestamps in a
+"""One series in memory: its values in a float64 array used as a ring (a memory series' in
+an array of 4-byte page counts while they are whole pages: pages.py), its timestamps in a
 timeline that the series written in the same rounds share.
 
 A collector writes all its series with one timestamp per round, so the timestamps are
@@ -29,12 +30,15 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from sys import getsizeof
+from typing import Any
+
+from koordlet.metriccache.pages import PAGE, PAGED, to_doubles, to_pages
 
 _COMPACT_MIN = 16  # a timeline does not bother cutting fewer timestamps
 _DEAD_MIN = 2  # nor a series fewer dead values
 _SLACK = 8  # dead values always cut once this many (< 16: no reallocation, see _cut_dead)
-_ZEROS = [array("d", bytes(8 * n)) for n in range(_SLACK + 1)]
-_ARRAY_BYTES = getsizeof(array("d"))  # an empty array's object
+_ZEROS = {code: [array(code, bytes(array(code).itemsize * n)) for n in range(_SLACK + 1)] for code in ("d", PAGED)}
+_ARRAY_BYTES = getsizeof(array("d"))  # an empty array's object (the same for every typecode)
 _NEVER = float("-inf")
 
 
@@ -129,11 +133,13 @@ class Keeping:
 class SeriesRing:
     __slots__ = ("timeline", "first", "values", "head", "keeping", "persisted_at")
 
-    def __init__(self, keeping: Keeping, timeline: Timeline | None = None) -> None:
+    def __init__(self, keeping: Keeping, timeline: Timeline | None = None, in_pages: bool = False) -> None:
         self.timeline = Timeline() if timeline is None else timeline
         self.timeline.join(self)
         self.first = self.timeline.dropped + len(self.timeline.ts)  # timeline index of values[head]
-        self.values = array("d")
+        # floats; or a memory series' counts of pages while its values are whole ones (pages.py). Not
+        # a part of the Keeping: the pods' cpu and memory series, alike, keep one place in append_columns
+        self.values: array[Any] = array(PAGED if in_pages else "d")
         self.head = 0
         self.keeping = keeping
         self.persisted_at = _NEVER  # timestamp of the last sample written
@@ -170,7 +176,7 @@ class SeriesRing:
                 self.timeline.join(self)
                 self.first = 0
                 self.timeline.push(timestamp)
-            self.values.append(value)
+            self.push(value)
             return
         at = self.first - timeline.dropped + count  # the timeline slot after our newest value
         if at == size:
@@ -179,13 +185,13 @@ class SeriesRing:
                 self.add(timestamp, value)
                 return
             if timestamp == ts[-1]:  # one value per instant: the newer wins
-                self.values[-1] = value
+                self.put(-1, value)
                 return
         elif at == size - 1 and ts[-1] == timestamp:  # the round another series began
             self.add(timestamp, value)
             return
         elif timestamp == ts[at - 1]:
-            self.values[-1] = value
+            self.put(-1, value)
             return
         if timestamp < ts[at - 1] - self.keeping.retention:
             return  # older than the retention allows: expire() would drop it
@@ -221,7 +227,7 @@ class SeriesRing:
         the oldest past the capacity or the retention (what expire() would drop is not kept
         till then); once a series is full that is one value per append, found without a search."""
         gone = self.dropped_by_add(timestamp)
-        self.values.append(value)
+        self.push(value)
         if gone:
             self.drop_oldest(gone)
 
@@ -241,6 +247,41 @@ class SeriesRing:
                 gone = bisect_left(ts, cutoff, start + gone, start + live) - start
         return gone
 
+    def push(self, value: float) -> None:
+        """values.append(value), as a count of pages while the series keeps them."""
+        values = self.values
+        if values.typecode != PAGED:
+            values.append(value)
+            return
+        pages = to_pages(value)
+        if pages < 0:
+            self._widen()
+            self.values.append(value)
+        else:
+            values.append(pages)
+
+    def put(self, index: int, value: float) -> None:
+        """values[index] = value, as push keeps it."""
+        values = self.values
+        if values.typecode != PAGED:
+            values[index] = value
+            return
+        pages = to_pages(value)
+        if pages < 0:
+            self._widen()
+            self.values[index] = value
+        else:
+            values[index] = pages
+
+    def _widen(self) -> None:
+        """Keep doubles from now on: a value that is not a whole count of pages came."""
+        self.values = to_doubles(self.values)
+
+    def value(self, index: int) -> float:
+        """values[index] as the float it was appended as."""
+        value = self.values[index]
+        return value * PAGE if self.values.typecode == PAGED else value
+
     def _append_own(self, timestamp: float, value: float) -> None:
         timeline = self.timeline
         ts = timeline.ts
@@ -251,10 +292,11 @@ class SeriesRing:
         start = self.first - timeline.dropped
         at = bisect_left(ts, timestamp, start)
         if ts[at] == timestamp:
-            self.values[self.head + at - start] = value
+            self.put(self.head + at - start, value)
             return
         ts.insert(at, timestamp)
-        self.values.insert(self.head + at - start, value)
+        self.push(value)  # kept as its neighbours are, then moved to its place
+        self.values.insert(self.head + at - start, self.values.pop())
         excess = len(self.values) - self.head - self.keeping.capacity
         if excess > 0:
             self.drop_oldest(excess)
@@ -283,7 +325,7 @@ class SeriesRing:
         if count == 0:
             return None
         timeline = self.timeline
-        return timeline.ts[self.first - timeline.dropped + count - 1], self.values[-1]
+        return timeline.ts[self.first - timeline.dropped + count - 1], self.value(-1)
 
     def bounds(self, start: float, end: float) -> tuple[int, int]:
         """[lo, hi) indexes into ``values`` of the samples with start <= t <= end."""
@@ -304,7 +346,7 @@ class SeriesRing:
         """Timestamps and values with start <= t <= end (copies, oldest first)."""
         lo, hi = self.bounds(start, end)
         shift = self.first - self.timeline.dropped - self.head
-        return self.timeline.ts[lo + shift:hi + shift], self.values[lo:hi]
+        return self.timeline.ts[lo + shift:hi + shift], to_doubles(self.values[lo:hi])
 
     def drop_before(self, cutoff: float) -> None:
         """Forget samples older than ``cutoff``."""
@@ -333,8 +375,8 @@ class SeriesRing:
         head = self.head
         live = len(values) - head
         slack = min(_SLACK, max(_DEAD_MIN, live >> 3))
-        if getsizeof(values) > _ARRAY_BYTES + 8 * (live + 2 * slack + 2):
-            fresh = values[head:] + _ZEROS[slack]  # allocated for exactly its length
+        if getsizeof(values) > _ARRAY_BYTES + values.itemsize * (live + 2 * slack + 2):
+            fresh = values[head:] + _ZEROS[values.typecode][slack]  # allocated for exactly its length
             del fresh[live:]  # fewer than 16 cut: the allocation stays
             self.values = fresh
         else:

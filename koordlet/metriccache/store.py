@@ -19,6 +19,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, defaultdict
 from functools import partial
+from math import copysign
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -43,10 +44,10 @@ from koordlet.metriccache.api import (
     WindowColumns,
     WindowSpan,
 )
+from koordlet.metriccache.pages import PAGE, PAGED, PAGES_LIMIT, figures, interleave, mean_of, to_doubles
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.series_ring import Keeping, SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
-from koordlet.metriccache.window_stats import window_mean, window_stats
 
 log = structlog.get_logger(__name__)
 
@@ -81,19 +82,9 @@ def _span(timeline: Timeline, first: int, count: int, start: float, end: float) 
 def _spread(spans: Sequence[WindowSpan | None], permilles: Sequence[tuple[int, ...]], means: list[float],
             pcts: list[float]) -> tuple[list[float], list[float]]:
     """The figures of the keys that have a span, put at every key's place (nan for the others)."""
-    all_means: list[float] = []
-    all_pcts: list[float] = []
-    found = at = 0
-    for span, wanted in zip(spans, permilles):
-        if span is None:
-            all_means.append(_NAN)
-            all_pcts.extend([_NAN] * len(wanted))
-            continue
-        all_means.append(means[found])
-        found += 1
-        all_pcts.extend(pcts[at:at + len(wanted)])
-        at += len(wanted)
-    return all_means, all_pcts
+    missing = [span is None for span in spans]
+    wanted_missing = sum(len(wanted) for wanted, gone in zip(permilles, missing) if gone)
+    return interleave(missing, permilles, ([_NAN] * sum(missing), [_NAN] * wanted_missing), (means, pcts))
 
 
 _RING_LISTS_KEPT = 32  # key tuples whose rings are kept looked up (the strategies use a handful, the
@@ -199,7 +190,12 @@ class MetricStore:
                     ring.append(timestamp, value)
                     timeline = ring.timeline
             if in_step:  # ring.add inlined, its drop counted once for the place
-                ring_values.append(value)
+                if ring_values.typecode != PAGED:
+                    ring_values.append(value)
+                elif 0.0 <= value < PAGES_LIMIT and value % PAGE == 0.0 and (value or copysign(1.0, value) > 0.0):
+                    ring_values.append(int(value) >> 12)  # pages.to_pages inlined
+                else:
+                    ring.push(value)
                 if gone:
                     ring.drop_oldest(gone)
             if keeping.persist and timestamp >= ring.persisted_at + keeping.persist_every:  # ring.due_for_disk inlined
@@ -257,15 +253,15 @@ class MetricStore:
         lo, hi = ring.bounds(start, end)
         first_ts, last_ts = (ring.timestamp(lo), ring.timestamp(hi - 1)) if hi > lo else (start, start)
         checked_window(hi - lo, first_ts, last_ts, start, end, min_coverage)
-        means, (p50, p90, p95, p99) = window_stats(((ring.values, lo, hi),), (_AGGREGATE_PERCENTILES,))
-        return Aggregate(hi - lo, means[0], p50, p90, p95, p99, ring.values[hi - 1], first_ts, last_ts)
+        means, (p50, p90, p95, p99) = figures(((ring.values, lo, hi),), (_AGGREGATE_PERCENTILES,))
+        return Aggregate(hi - lo, means[0], p50, p90, p95, p99, ring.value(hi - 1), first_ts, last_ts)
 
     def mean(self, key: SeriesKey, start: float, end: float, min_coverage: float = COLD_START_RATIO) -> Mean:
         """`aggregate`'s avg, without the percentiles."""
         ring, lo, hi = self._samples_between(key, start, end)
         first_ts, last_ts = ring.timestamp(lo), ring.timestamp(hi - 1)
         checked_window(hi - lo, first_ts, last_ts, start, end, min_coverage)
-        return Mean(hi - lo, window_mean(ring.values, lo, hi), first_ts, last_ts)
+        return Mean(hi - lo, mean_of(ring.values, lo, hi), first_ts, last_ts)
 
     def percentile(self, key: SeriesKey, start: float, end: float, permille: int) -> float:
         """One high percentile of the window (koordlet's nearest rank, as `aggregate` gives
@@ -274,13 +270,13 @@ class MetricStore:
         if ring is None:
             raise NotEnoughData("no series %s" % (key,))
         lo, hi = ring.bounds(start, end)
-        return percentile_of(ring.values[lo:hi], permille)
+        return percentile_of(to_doubles(ring.values[lo:hi]), permille)
 
     def summary(self, key: SeriesKey, start: float, end: float,
                 permilles: tuple[int, ...] = ()) -> tuple[Mean, tuple[float, ...]]:
         """`mean` with no coverage rule and the asked percentiles (the values `aggregate` gives)."""
         ring, lo, hi = self._samples_between(key, start, end)
-        means, pcts = window_stats(((ring.values, lo, hi),), (permilles,))
+        means, pcts = figures(((ring.values, lo, hi),), (permilles,))
         return Mean(hi - lo, means[0], ring.timestamp(lo), ring.timestamp(hi - 1)), tuple(pcts)
 
     def summaries(self, keys: Sequence[SeriesKey], start: float, end: float,
@@ -324,7 +320,7 @@ class MetricStore:
             if span is not None:
                 windows.append((values, head + span[0], head + span[1]))
                 asked.append(wanted)
-        means, pcts = window_stats(windows, asked) if windows else ([], [])
+        means, pcts = figures(windows, asked) if windows else ([], [])
         if len(windows) < len(spans):  # nan where a key has no span
             means, pcts = _spread(spans, permilles, means, pcts)
         return WindowColumns(spans, means, pcts)
@@ -360,7 +356,7 @@ class MetricStore:
                 out.append(None)
                 continue
             timeline = ring.timeline
-            out.append(ring.values[-1] if timeline.ts[ring.first - timeline.dropped + count - 1] >= oldest else None)
+            out.append(ring.value(-1) if timeline.ts[ring.first - timeline.dropped + count - 1] >= oldest else None)
         return out
 
     def _rings_of(self, keys: Sequence[SeriesKey]) -> list[SeriesRing | None]:
@@ -478,10 +474,10 @@ class MetricStore:
     def _new_series(self, key: SeriesKey, timeline: Timeline | None = None) -> SeriesRing:
         if len(self._series) >= self.policy.max_series:
             self._evict_stalest()
-        keeping = Keeping(self.policy.capacity(key), self.policy.seconds(key), self.policy.persists(key),
-                          self.policy.persist_every(key))
+        policy = self.policy
+        keeping = Keeping(policy.capacity(key), policy.seconds(key), policy.persists(key), policy.persist_every(key))
         keeping = self._keepings.setdefault(keeping.as_tuple(), keeping)  # one per kind of series
-        ring = SeriesRing(keeping, timeline)
+        ring = SeriesRing(keeping, timeline, policy.in_pages(key))
         self._series[key] = ring
         self._generation += 1
         self._by_metric[key.metric][key] = key
