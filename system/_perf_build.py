@@ -32,6 +32,8 @@ int koord_read_values(const char *anchors, int n_anchors, const char *specs, con
                       int n, int64_t *values, int *status);
 int koord_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
                        const int *permilles, double *means, double *pcts);
+int koord_page_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
+                            const int *permilles, double *means, double *pcts);
 """
 
 SOURCE = r"""
@@ -431,6 +433,36 @@ int koord_window_stats(const uint64_t *addrs, const long *lens, int n, const int
     }
     free(scratch);
     return 0;
+}
+
+/* koord_window_stats of windows of uint32 counts of 4 KiB pages (the metric cache's memory
+ * series): each window is turned into its byte values as doubles (exact: a count below
+ * 2^32 times 4096 is below 2^53), then figured as a window of doubles: the same bits as the
+ * doubles the series would otherwise hold. Returns 0, or -ENOMEM. */
+int koord_page_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
+                            const int *permilles, double *means, double *pcts)
+{
+    const uint32_t *counts;
+    double *bytes = NULL;
+    uint64_t at;
+    long longest = 0, j;
+    int i, err = 0;
+
+    for (i = 0; i < n; i++) {
+        if (lens[i] > longest)
+            longest = lens[i];
+    }
+    if (longest && !(bytes = malloc(longest * sizeof(double))))
+        return -ENOMEM;
+    for (i = 0; i < n && !err; i++) {
+        counts = (const uint32_t *)(uintptr_t)addrs[i];
+        for (j = 0; j < lens[i]; j++)
+            bytes[j] = (double)counts[j] * 4096.0;
+        at = (uint64_t)(uintptr_t)bytes;
+        err = koord_window_stats(&at, lens + i, 1, pct_at + i, permilles, means + i, pcts);
+    }
+    free(bytes);
+    return err;
 }
 """
 

@@ -28,6 +28,9 @@ try:  # the C statistics; without them the Python loops below give the same figu
     _window_stats = _lib.koord_window_stats
 except (ImportError, AttributeError):  # pragma: no cover - extension not built
     _ffi = _window_stats = None
+# windows of uint32 counts of 4 KiB pages (metriccache/pages.py); None with an extension built before it
+_page_window_stats = getattr(_lib, "koord_page_window_stats", None) if _window_stats is not None else None
+PAGE = 4096.0
 
 _DOUBLE = array("d").itemsize
 
@@ -35,23 +38,25 @@ Window = tuple[array, int, int]  # values, lo, hi
 
 
 def window_stats(windows: Sequence[Window], permilles: Sequence[tuple[int, ...]],
-                 use_c: bool = True) -> tuple[list[float], list[float]]:
+                 use_c: bool = True, pages: bool = False) -> tuple[list[float], list[float]]:
     """(means, percentiles): means[i] of window i; the percentiles of window i, permilles[i]
     in that order, follow each other in the second list (window 0's first). ValueError for
-    a permille outside (0, 1000], on both paths."""
+    a permille outside (0, 1000], on both paths. `pages`: the windows are array('I') of
+    counts of 4 KiB pages, figured as the doubles of their bytes (the same bits)."""
     flat = array("i", chain.from_iterable(permilles))
     pct_at = array("i", accumulate(map(len, permilles), initial=0))
     if flat and (min(flat) <= 0 or max(flat) > 1000):
         raise ValueError("percentiles %r must be in (0, 1000] thousandths" % (sorted(set(flat)),))
-    if _window_stats is None or not use_c:
-        return _python_stats(windows, permilles)
+    stats = _page_window_stats if pages else _window_stats
+    if stats is None or not use_c:
+        return _python_stats(windows, permilles, pages)
     n = len(windows)
-    addresses = array("Q", [values.buffer_info()[0] + lo * _DOUBLE for values, lo, _ in windows])
+    addresses = array("Q", [values.buffer_info()[0] + lo * values.itemsize for values, lo, _ in windows])
     lengths = array("l", [hi - lo for _, lo, hi in windows])
     means = array("d", bytes(_DOUBLE * n))
     pcts = array("d", bytes(_DOUBLE * len(flat)))
     from_buffer = _ffi.from_buffer
-    if _window_stats(from_buffer("uint64_t[]", addresses), from_buffer("long[]", lengths), n,
+    if stats(from_buffer("uint64_t[]", addresses), from_buffer("long[]", lengths), n,
                      from_buffer("int[]", pct_at), from_buffer("int[]", flat),
                      from_buffer("double[]", means, require_writable=True),
                      from_buffer("double[]", pcts, require_writable=True)):
@@ -59,11 +64,12 @@ def window_stats(windows: Sequence[Window], permilles: Sequence[tuple[int, ...]]
     return means.tolist(), pcts.tolist()
 
 
-def _python_stats(windows: Sequence[Window], permilles: Sequence[tuple[int, ...]]) -> tuple[list[float], list[float]]:
+def _python_stats(windows: Sequence[Window], permilles: Sequence[tuple[int, ...]],
+                  pages: bool = False) -> tuple[list[float], list[float]]:
     means = []
     pcts: list[float] = []
     for (values, lo, hi), asked in zip(windows, permilles):
-        window = values[lo:hi]
+        window = array("d", [count * PAGE for count in values[lo:hi]]) if pages else values[lo:hi]
         means.append(average(window))
         if asked:
             ordered = sorted(window)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
+from typing import Callable
 
 import pytest
 
 from koordlet.metriccache import window_stats as window_stats_module
 from koordlet.metriccache.aggregation import P50, P90, P95, P99
 from koordlet.metriccache.api import Metric, SeriesKey
-from koordlet.metriccache.pages import PAGE, figures, to_pages
+from koordlet.metriccache.pages import PAGE, Figures, figures, to_pages
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.store import MetricStore
 
@@ -87,6 +89,7 @@ def answers(store: MetricStore, key: SeriesKey, start: float, end: float) -> lis
 def test_memory_series_in_pages_read_as_doubles_do(monkeypatch: pytest.MonkeyPatch, use_c: bool, seed: int) -> None:
     if not use_c:
         monkeypatch.setattr(window_stats_module, "_window_stats", None)
+        monkeypatch.setattr(window_stats_module, "_page_window_stats", None)
         monkeypatch.setattr(window_stats_module, "_one", None)
     rng = random.Random(seed)
     store = MetricStore(RetentionPolicy(node_seconds=120, pod_seconds=60), clock=lambda: T0 + 400)
@@ -111,14 +114,27 @@ def test_to_pages_takes_only_whole_counts_that_fit() -> None:
     assert [to_pages(v) for v in (-0.0, -4096.0, 4095.0, 4096.5, PAGE * (1 << 32), math.nan, math.inf)] == [-1] * 7
 
 
-def test_figures_of_mixed_windows_keep_their_order() -> None:
-    from array import array
-    doubles = array("d", [4096.0 * v for v in (5, 1, 3, 2)])
-    pages = array("I", [5, 1, 3, 2])
-    windows = [(doubles, 0, 4), (pages, 1, 4), (doubles, 1, 3), (pages, 0, 4)]
-    asked = [(P50,), (P99, P50), (), (1000,)]
-    means, pcts = figures(windows, asked)
-    as_doubles = [(doubles, lo, hi) for _, lo, hi in windows]
-    assert same((means, pcts), window_stats_module.window_stats(as_doubles, asked))
+@pytest.mark.parametrize("use_c", [True, False])
+def test_windows_of_pages_figure_as_the_doubles_of_their_bytes(use_c: bool) -> None:
+    """Mixed windows keep their order; a window of counts (C or Python) gives the bits of the
+    same bytes as doubles, for counts up to 2**32 - 1 and windows long enough for quickselect."""
+    rng = random.Random(7)
+    counts = [rng.choice((rng.randrange(1 << 32), rng.randrange(1 << 12), (1 << 32) - 1, 0)) for _ in range(2000)]
+    pages = array("I", counts)
+    doubles = array("d", [count * PAGE for count in counts])
+    spans = [(0, 2000), (5, 9), (100, 401), (1999, 2000), (0, 1800)]
+    windows = [(pages if i % 2 else doubles, lo, hi) for i, (lo, hi) in enumerate(spans)]
+    asked = [(P50,), (P99, P50, 1, 1000), (), PERMILLES, (P90, 500, 333)]
+    expected = window_stats_module.window_stats([(doubles, lo, hi) for lo, hi in spans], asked, use_c)
+    assert same(figures(windows, asked) if use_c else _without_c(lambda: figures(windows, asked)), expected)
+    all_pages = [(pages, lo, hi) for lo, hi in spans]
+    assert same(window_stats_module.window_stats(all_pages, asked, use_c, pages=True), expected)
     with pytest.raises(ValueError):
         figures([(pages, 0, 4)], [(0,)])
+
+
+def _without_c(call: Callable[[], Figures]) -> Figures:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(window_stats_module, "_window_stats", None)
+        patch.setattr(window_stats_module, "_page_window_stats", None)
+        return call()
