@@ -8,11 +8,9 @@ is not an exact count that fits (fake trees, odd files): then the series turns t
 for good (series_ring.SeriesRing._widen), its values unchanged.
 
 Reads give what doubles would have given, bit for bit: a count times 4096.0 is exactly its
-byte value, and so is every figure of a window: the mean (pages < 2**32, a window of
-fewer than 2**21 of them: every partial sum is an integer below 2**53, so the sum of the
-counts is exact and, times a power of two, equal to the byte values summed one after the
-other as window_stats sums them; the division then rounds the same) and a nearest-rank
-percentile (an element: scaling keeps the order).
+byte value (below 2**53), and a window of counts is figured as the doubles of its bytes
+(window_stats(pages=True): C turns each window into them, then sums and ranks as for any
+window of doubles).
 """
 
 from __future__ import annotations
@@ -22,10 +20,8 @@ from itertools import compress
 from math import copysign
 from typing import Sequence
 
-from koordlet.metriccache.aggregation import nearest_rank
-from koordlet.metriccache.window_stats import Window, window_mean, window_stats
+from koordlet.metriccache.window_stats import PAGE, Window, window_mean, window_stats
 
-PAGE = 4096.0
 PAGED = "I"  # the typecode of a series kept in pages
 PAGES_LIMIT = float(1 << 32) * PAGE  # 'I' holds counts below 2**32 (a 4-byte unsigned int)
 
@@ -50,45 +46,51 @@ def mean_of(values: array, lo: int, hi: int) -> float:
     """window_mean of values[lo:hi] (hi > lo), pages or doubles."""
     if values.typecode != PAGED:
         return window_mean(values, lo, hi)
-    return sum(values[lo:hi]) * PAGE / (hi - lo)
+    return window_stats(((values, lo, hi),), ((),), pages=True)[0][0]
 
 
-def figures(windows: Sequence[Window], permilles: Sequence[tuple[int, ...]]) -> tuple[list[float], list[float]]:
-    """window_stats of windows of doubles or pages, in the same order: the doubles' in its
-    one C call, the pages' from their counts (see the module doc for why they are equal)."""
+def figures(windows: Sequence[Window], permilles: Sequence[tuple[int, ...]]) -> Figures:
+    """window_stats of windows of doubles or pages, in the same order: one C call for each kind."""
     paged = [values.typecode == PAGED for values, _, _ in windows]
     if not any(paged):
         return window_stats(windows, permilles)
     doubles = [not one for one in paged]
-    means: list[float] = []
-    pcts: list[float] = []
-    for (values, lo, hi), wanted in zip(compress(windows, paged), compress(permilles, paged)):
-        window = values[lo:hi]
-        means.append(sum(window) * PAGE / (hi - lo))
-        if wanted:
-            ordered = sorted(window)
-            pcts.extend(nearest_rank(ordered, permille) * PAGE for permille in wanted)
-    return interleave(paged, permilles, (means, pcts),
-                      window_stats(list(compress(windows, doubles)), list(compress(permilles, doubles))))
+    return figures_apart(paged, list(compress(windows, paged)), list(compress(permilles, paged)),
+                         list(compress(windows, doubles)), list(compress(permilles, doubles)))
+
+
+def figures_apart(paged: Sequence[bool], paged_windows: Sequence[Window], paged_asked: Sequence[tuple[int, ...]],
+                  windows: Sequence[Window], asked: Sequence[tuple[int, ...]]) -> Figures:
+    """`figures` of windows already put apart by kind (paged[i]: the i-th window is the next
+    of paged_windows, else of windows)."""
+    if not paged_windows:
+        return window_stats(windows, asked)
+    if not windows:
+        return window_stats(paged_windows, paged_asked, pages=True)
+    return interleave(paged, window_stats(paged_windows, paged_asked, pages=True), paged_asked,
+                      window_stats(windows, asked), asked)
 
 
 Figures = tuple[list[float], list[float]]  # means, and the percentiles of each window one after the other
 
 
-def interleave(from_first: Sequence[bool], permilles: Sequence[tuple[int, ...]], first: Figures,
-               second: Figures) -> Figures:
+def interleave(from_first: Sequence[bool], first: Figures, first_asked: Sequence[tuple[int, ...]],
+               second: Figures, second_asked: Sequence[tuple[int, ...]]) -> Figures:
     """The figures of windows in their order, window i's taken from `first` where
-    from_first[i], else from `second` (each holding its windows' in their order)."""
-    means: list[float] = []
+    from_first[i], else from `second` (each holding its windows' in their order, whose
+    percentiles asked are `first_asked` and `second_asked`)."""
+    firsts, seconds = iter(first[0]), iter(second[0])
+    means = [next(firsts) if take_first else next(seconds) for take_first in from_first]
+    if not first[1] and not second[1]:  # no percentiles asked (the overcommit round's means)
+        return means, []
     pcts: list[float] = []
-    at_mean = [0, 0]
-    at_pct = [0, 0]
-    for take_first, wanted in zip(from_first, permilles):
+    asked = (iter(first_asked), iter(second_asked))
+    at = [0, 0]
+    for take_first in from_first:
         which = 0 if take_first else 1
-        source_means, source_pcts = first if take_first else second
-        means.append(source_means[at_mean[which]])
-        at_mean[which] += 1
-        at = at_pct[which]
-        pcts.extend(source_pcts[at:at + len(wanted)])
-        at_pct[which] = at + len(wanted)
+        wanted = next(asked[which])
+        if wanted:
+            start = at[which]
+            at[which] = start + len(wanted)
+            pcts.extend((first if take_first else second)[1][start:start + len(wanted)])
     return means, pcts

@@ -227,7 +227,11 @@ class SeriesRing:
         the oldest past the capacity or the retention (what expire() would drop is not kept
         till then); once a series is full that is one value per append, found without a search."""
         gone = self.dropped_by_add(timestamp)
-        self.push(value)
+        values = self.values
+        if values.typecode != PAGED:  # push's usual case inlined: every sample of append() comes here
+            values.append(value)
+        else:
+            self.push(value)
         if gone:
             self.drop_oldest(gone)
 

@@ -19,6 +19,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, defaultdict
 from functools import partial
+from itertools import compress
 from math import copysign
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -44,7 +45,7 @@ from koordlet.metriccache.api import (
     WindowColumns,
     WindowSpan,
 )
-from koordlet.metriccache.pages import PAGE, PAGED, PAGES_LIMIT, figures, interleave, mean_of, to_doubles
+from koordlet.metriccache.pages import PAGE, PAGED, PAGES_LIMIT, figures, figures_apart, interleave, mean_of, to_doubles
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.series_ring import Keeping, SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
@@ -83,8 +84,10 @@ def _spread(spans: Sequence[WindowSpan | None], permilles: Sequence[tuple[int, .
             pcts: list[float]) -> tuple[list[float], list[float]]:
     """The figures of the keys that have a span, put at every key's place (nan for the others)."""
     missing = [span is None for span in spans]
-    wanted_missing = sum(len(wanted) for wanted, gone in zip(permilles, missing) if gone)
-    return interleave(missing, permilles, ([_NAN] * sum(missing), [_NAN] * wanted_missing), (means, pcts))
+    not_found = list(compress(permilles, missing))
+    found = [wanted for wanted, gone in zip(permilles, missing) if not gone]
+    return interleave(missing, ([_NAN] * len(not_found), [_NAN] * sum(map(len, not_found))), not_found,
+                      (means, pcts), found)
 
 
 _RING_LISTS_KEPT = 32  # key tuples whose rings are kept looked up (the strategies use a handful, the
@@ -302,6 +305,9 @@ class MetricStore:
         spans: list[WindowSpan | None] = []
         windows: list[tuple[array, int, int]] = []
         asked: list[tuple[int, ...]] = []
+        paged: list[bool] = []  # whether each window (with a span) is of pages (then in paged_windows)
+        paged_windows: list[tuple[array, int, int]] = []
+        paged_asked: list[tuple[int, ...]] = []
         last_timeline, last_first, last_count, span = None, 0, 0, None  # the previous series' place
         for key, wanted in zip(keys, permilles):
             ring = get(key)
@@ -317,11 +323,18 @@ class MetricStore:
                 if span is _UNSEEN:
                     span = by_place[place] = _span(*place, start, end)
             spans.append(span)
-            if span is not None:
+            if span is None:
+                continue
+            if values.typecode == PAGED:
+                paged_windows.append((values, head + span[0], head + span[1]))
+                paged_asked.append(wanted)
+                paged.append(True)
+            else:
                 windows.append((values, head + span[0], head + span[1]))
                 asked.append(wanted)
-        means, pcts = figures(windows, asked) if windows else ([], [])
-        if len(windows) < len(spans):  # nan where a key has no span
+                paged.append(False)
+        means, pcts = figures_apart(paged, paged_windows, paged_asked, windows, asked) if paged else ([], [])
+        if len(paged) < len(spans):  # nan where a key has no span
             means, pcts = _spread(spans, permilles, means, pcts)
         return WindowColumns(spans, means, pcts)
 
