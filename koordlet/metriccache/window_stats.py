@@ -47,6 +47,9 @@ def window_stats(windows: Sequence[Window], permilles: Sequence[tuple[int, ...]]
     pct_at = array("i", accumulate(map(len, permilles), initial=0))
     if flat and (min(flat) <= 0 or max(flat) > 1000):
         raise ValueError("percentiles %r must be in (0, 1000] thousandths" % (sorted(set(flat)),))
+    kept_as = "I" if pages else "d"  # what both paths take as doubles or pages (C would read another array past its end)
+    if any(values.typecode != kept_as for values, _, _ in windows):
+        raise TypeError("window_stats(pages=%r) takes windows of array(%r) only" % (pages, kept_as))
     stats = _page_window_stats if pages else _window_stats
     if stats is None or not use_c:
         return _python_stats(windows, permilles, pages)

@@ -111,3 +111,15 @@ def test_the_store_reads_the_same_figures_without_the_extension(monkeypatch):
     monkeypatch.setattr(module, "_window_stats", None)
     monkeypatch.setattr(module, "_one", None)
     assert figures() == with_c
+
+
+@pytest.mark.parametrize("use_c", [True, False])
+def test_windows_of_another_array_type_than_asked_are_refused_on_both_paths(use_c):
+    pages = array("I", [1, 2, 3])
+    doubles = array("d", [4096.0, 8192.0, 12288.0])
+    with pytest.raises(TypeError):
+        window_stats([(pages, 0, 3)], [(500,)], use_c=use_c)
+    with pytest.raises(TypeError):
+        window_stats([(doubles, 0, 3), (pages, 0, 3)], [(), ()], use_c=use_c, pages=True)
+    assert window_stats([(pages, 0, 3)], [(500,)], use_c=use_c, pages=True) == window_stats(
+        [(doubles, 0, 3)], [(500,)], use_c=use_c)
