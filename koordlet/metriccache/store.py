@@ -20,7 +20,6 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, defaultdict
 from functools import partial
 from itertools import compress
-from math import copysign
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -45,7 +44,7 @@ from koordlet.metriccache.api import (
     WindowColumns,
     WindowSpan,
 )
-from koordlet.metriccache.pages import PAGE, PAGED, PAGES_LIMIT, figures, figures_apart, interleave, mean_of, to_doubles
+from koordlet.metriccache.pages import PAGED, figures, figures_apart, interleave, mean_of, to_doubles, to_pages
 from koordlet.metriccache.retention import RetentionPolicy
 from koordlet.metriccache.series_ring import Keeping, SeriesRing, Timeline
 from koordlet.metriccache.sqlite_persistence import SqlitePersistence
@@ -195,10 +194,10 @@ class MetricStore:
             if in_step:  # ring.add inlined, its drop counted once for the place
                 if ring_values.typecode != PAGED:
                     ring_values.append(value)
-                elif 0.0 <= value < PAGES_LIMIT and value % PAGE == 0.0 and (value or copysign(1.0, value) > 0.0):
-                    ring_values.append(int(value) >> 12)  # pages.to_pages inlined
+                elif (pages := to_pages(value)) >= 0:
+                    ring_values.append(pages)
                 else:
-                    ring.push(value)
+                    ring.push(value)  # turns the series to doubles
                 if gone:
                     ring.drop_oldest(gone)
             if keeping.persist and timestamp >= ring.persisted_at + keeping.persist_every:  # ring.due_for_disk inlined
