@@ -30,6 +30,7 @@ from koordlet.reporter.nodemetric import node_metric_object
 from koordlet.reporter.nrt import nrt_object
 from koordlet.reporter.nrt_sink import NrtWriter
 from koordlet.reporter.policy import MetricCollectPolicy
+from koordlet.util.json_text import canonical_json
 from koordlet.util.kube_client import open_kube_client
 from koordlet.util.token_bucket import TokenBucket
 from tests.koordlet.reporter.fake_apiserver import FakeApiServer, kubeconfig
@@ -39,16 +40,16 @@ FLEET = 5000
 WATCH_REQUESTS_PER_MINUTE = 1 / 45
 
 
-def status_of(node: int, minute: int) -> dict:
-    """A NodeMetric status the size of a real node's (node, system and 8 pods' usage, 4 windows)."""
+def status_of(node: int, minute: int) -> str:
+    """A NodeMetric status' text, the size of a real node's (node, system and 8 pods' usage, 4 windows)."""
     usage = {"cpu": "%dm" % (1500 + node % 100 + minute), "memory": "%dKi" % (8_000_000 + minute)}
-    return {"updateTime": "2026-12-04T08:%02d:00Z" % (minute % 60),
+    return canonical_json({"updateTime": "2026-12-04T08:%02d:00Z" % (minute % 60),
             "nodeMetric": {"nodeUsage": {"resources": usage}, "systemUsage": {"resources": usage},
                            "aggregatedNodeUsages": [{"duration": "%ds" % d, "usage": {
                                p: {"resources": usage} for p in ("p50", "p90", "p95", "p99")}}
                                for d in (300, 600, 1800)]},
             "podsMetric": [{"namespace": "default", "name": "pod-%d" % i, "priority": "koord-prod",
-                            "podUsage": {"resources": usage}} for i in range(8)]}
+                            "podUsage": {"resources": usage}} for i in range(8)]})
 
 
 def annotations_of(minute: int) -> dict[str, str]:

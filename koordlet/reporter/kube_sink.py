@@ -3,7 +3,9 @@
 NodeMetric (slo.koordinator.sh/v1alpha1, cluster-scoped, named after the node): GET the
 object, create it (spec from our policy) when it does not exist, then PUT the status
 subresource carrying the object's resourceVersion, without its managedFields (the API
-server keeps them; sending them back is ~0.5 KB a report for nothing). The PUT's answer is
+server keeps them; sending them back is ~0.5 KB a report for nothing). The status is sent as
+the text the report was built as (nodemetric.status_text_steps), spliced into the object's;
+of the PUT's answer the members before the status are read (util/json_members.py) and
 kept: the next report PUTs over it without a GET, one request a report as koordlet's
 informer cache gives it. A 409 means the object changed under us (a spec edited by the
 slo-controller too): wait (client-go's retry.DefaultBackoff: 10 ms, x5 per step, 10 %
@@ -25,6 +27,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import structlog
 
+from koordlet.util.json_members import MembersError, members_without
+from koordlet.util.json_text import canonical_json, with_last_member
+from koordlet.util.kube_client import put_text
 from koordlet.util.token_bucket import TokenBucket
 
 # koordlet limits NodeMetric status updates to 0.1 QPS, burst 2
@@ -37,6 +42,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 CONFLICT_RETRIES = 5
+# what the next PUT needs of the object the API server answers (it writes a custom
+# resource's keys sorted: the status after these, left undecoded)
+ANSWER_MEMBERS_NEEDED = ("apiVersion", "kind", "metadata", "spec")
 CONFLICT_FIRST_WAIT_SECONDS = 0.010
 CONFLICT_WAIT_FACTOR = 5.0
 CONFLICT_JITTER = 0.1
@@ -108,8 +116,9 @@ class KubeSink:
             raise SinkError("get nodemetric %s: %s" % (self._node, exc)) from exc
         return obj.get("spec") or {}
 
-    async def write_status(self, status: Mapping[str, Any], new_object: Mapping[str, Any]) -> Outcome:
-        """Put `status` on the node's NodeMetric; `new_object` is what to create if it is missing."""
+    async def write_status(self, status_text: str, new_object: Mapping[str, Any]) -> Outcome:
+        """Put the status whose canonical JSON is `status_text` on the node's NodeMetric;
+        `new_object` is what to create if it is missing."""
         from lightkube import ApiError
 
         if not self._limiter.allow():
@@ -119,11 +128,12 @@ class KubeSink:
                 await self._sleep(conflict_wait(attempt))
             current = self._written if self._written is not None else await self._current_or_created(new_object)
             desired = without_managed_fields(current)
-            # no copy: the report builds a new status each round and nothing changes one after
-            # (a deep copy held the loop 12 ms a report at 1,000 pods)
-            desired["status"] = dict(status)
+            desired.pop("status", None)
+            # the status goes as the text the report was built as: no dicts of it, and no
+            # encoding of them in one call that holds the loop
+            body = with_last_member(canonical_json(desired), "status", status_text)
             try:
-                written = await self._client.replace(self._node_metric.Status(desired), self._node)
+                answer = await put_text(self._client, self._node_metric.Status, self._node, body)
             except ApiError as exc:
                 self._written = None
                 if status_code(exc) in (409, 404):  # stale resourceVersion, or deleted meanwhile
@@ -131,9 +141,13 @@ class KubeSink:
                     continue
                 raise SinkError("update nodemetric %s status: %s" % (self._node, exc)) from exc
             # kept without its status: the next PUT replaces it, and at 1,000 pods the parsed
-            # podsMetric of the answer is ~0.9 MB of objects or more, held for nothing between reports
-            kept = dict(written)
-            kept.pop("status", None)
+            # podsMetric of the answer would be ~0.9 MB of objects held for nothing between reports
+            try:
+                kept = members_without(answer, "status", ANSWER_MEMBERS_NEEDED)
+            except MembersError as exc:
+                self._written = None
+                raise SinkError("update nodemetric %s status: the answer is not an object: %s"
+                                % (self._node, exc)) from exc
             self._written = kept
             self.last_spec = kept.get("spec") or {}
             return Outcome.WRITTEN

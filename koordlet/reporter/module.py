@@ -35,9 +35,9 @@ from koordlet.reporter.nodemetric import (
     NodeMetricSnapshot,
     PodRows,
     node_metric_object,
-    node_metric_text_steps,
+    node_metric_text,
     snapshot_steps,
-    status_steps,
+    status_text_steps,
 )
 from koordlet.reporter.nrt_sink import NrtOutcome, NrtWriter
 from koordlet.reporter.nrt_source import NrtSource
@@ -61,8 +61,8 @@ STANDALONE_REFRESH_SECONDS = 1.0
 NRT_SYNC_SECONDS = 3.0
 
 
-# a report's snapshot and its status document (None without an API server to send it to)
-Built = tuple[NodeMetricSnapshot, dict[str, Any] | None]
+# a report's snapshot and its status' canonical text
+Built = tuple[NodeMetricSnapshot, str]
 
 
 class Round(Enum):
@@ -205,14 +205,12 @@ class ReportsModule:
             self._metrics.count("nodemetric", "any", "not_ready")
             log.info("nodemetric_not_ready", reason="no node usage in the aggregate window yet")
             return Round.NOT_READY
-        snapshot, status = built
+        _, status_text = built
         ok = True
         if self._settings.output_file is not None:
             ok &= await self._write_file()
         if self._kube is not None:
-            if status is None:  # built before the sink was there
-                status = await run_steps_on_loop(status_steps(snapshot))
-            ok &= await self._send_status(status)
+            ok &= await self._send_status(status_text)
         return Round.SENT if ok else Round.FAILED
 
     def _remember(self, snapshot: NodeMetricSnapshot, text: bytes) -> Steps[None]:
@@ -236,7 +234,7 @@ class ReportsModule:
         return self._latest.node_metric
 
     async def _build_shared(self) -> Built | None:
-        """Build the report in steps that yield to the loop (snapshot_steps, status_steps)
+        """Build the report in steps that yield to the loop (snapshot_steps, status_text_steps)
         and remember it; a caller that comes while a build runs (a report round, a GET of
         the route, many GETs at once) waits for that one instead of starting another."""
         building = self._building
@@ -250,12 +248,12 @@ class ReportsModule:
             snapshot_steps(self._cache, self._states.pods(), self._policy, self._clock(), self._pod_rows))
         if snapshot is None:
             return None
-        # the status as dicts only for the API server (it is not kept); the route and the
-        # file keep the object's text, written from the snapshot
-        status = await run_steps_on_loop(status_steps(snapshot)) if self._kube is not None else None
-        text = await run_steps_on_loop(node_metric_text_steps(snapshot, self._latest.node_name, self._policy))
+        # the status as text, written from the snapshot: the API server is sent it, the route
+        # and the file keep the whole object's
+        status_text = await run_steps_on_loop(status_text_steps(snapshot))
+        text = node_metric_text(self._latest.node_name, self._policy, status_text)
         await run_steps_on_loop(self._remember(snapshot, text.encode()))
-        return snapshot, status
+        return snapshot, status_text
 
     def _build_done(self, building: asyncio.Future[Built | None]) -> None:
         self._building = None
@@ -274,11 +272,11 @@ class ReportsModule:
         self._metrics.count("nodemetric", "file", "written")
         return True
 
-    async def _send_status(self, status: dict[str, Any]) -> bool:
+    async def _send_status(self, status_text: str) -> bool:
         assert self._kube is not None
         new_object = node_metric_object(self._latest.node_name, self._settings.policy, None)
         try:
-            outcome = await asyncio.wait_for(self._kube.write_status(status, new_object), KUBE_CALL_BUDGET_SECONDS)
+            outcome = await asyncio.wait_for(self._kube.write_status(status_text, new_object), KUBE_CALL_BUDGET_SECONDS)
         except Exception as exc:  # the API server, the network, a timeout: all the same here
             self._metrics.count("nodemetric", "kubernetes", "failed")
             log.error("nodemetric_report_failed", node=self._latest.node_name, error=str(exc) or repr(exc))

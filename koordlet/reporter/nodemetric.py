@@ -40,7 +40,7 @@ from koordlet.reporter.quantities import (
 )
 from koordlet.statesinformer.model import PodInfo
 from koordlet.statesinformer.pod_memo import PodMemo
-from koordlet.util.json_text import canonical_json
+from koordlet.util.json_text import canonical_json, with_last_member
 from koordlet.util.steps import PODS_PER_STEP, Steps, run_steps
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
@@ -329,18 +329,8 @@ def resource_map(usage: Usage) -> dict[str, Any]:
 
 
 def status_document(snapshot: NodeMetricSnapshot) -> dict[str, Any]:
-    """The `status` of a NodeMetric, keys and quantity strings as the CRD spells them."""
-    return run_steps(status_steps(snapshot))
-
-
-# pod entries written between two yields of status_steps: ~1 ms of the loop here (an entry
-# costs a few µs; the 25-pod steps of the reads would spend as much on the yields)
-ENTRIES_PER_STEP = 200
-
-
-def status_steps(snapshot: NodeMetricSnapshot) -> Steps[dict[str, Any]]:
-    """status_document, yielding every ENTRIES_PER_STEP pods: at 1,000 pods the entries
-    held the loop ~6 ms in one go."""
+    """The `status` of a NodeMetric, keys and quantity strings as the CRD spells them, as
+    dicts: what status_text_steps writes as text (the daemon sends and keeps only the text)."""
     node_metric: dict[str, Any] = {
         "nodeUsage": resource_map(snapshot.node),
         "systemUsage": resource_map(snapshot.system),
@@ -351,16 +341,10 @@ def status_steps(snapshot: NodeMetricSnapshot) -> Steps[dict[str, Any]]:
              "duration": go_duration(window.duration_seconds)}
             for window in snapshot.aggregated
         ]
-    pods = snapshot.pods
-    pods_metric: list[dict[str, Any]] = []
-    for at in range(0, len(pods), ENTRIES_PER_STEP):
-        if at:
-            yield
-        pods_metric += map(_pod_entry, pods[at:at + ENTRIES_PER_STEP])
     return {
         "updateTime": rfc3339(snapshot.update_time),
         "nodeMetric": node_metric,
-        "podsMetric": pods_metric,
+        "podsMetric": list(map(_pod_entry, snapshot.pods)),
         "prodReclaimableMetric": {"resource": {"resources": {
             "cpu": cpu_quantity_from_milli(snapshot.prod_reclaimable_milli_cpu),
             "memory": memory_quantity(snapshot.prod_reclaimable_memory_bytes),
@@ -368,18 +352,21 @@ def status_steps(snapshot: NodeMetricSnapshot) -> Steps[dict[str, Any]]:
     }
 
 
+# pod entries written between two yields of status_text_steps: ~1 ms of the loop here (an
+# entry costs a few µs; the 25-pod steps of the reads would spend as much on the yields)
+ENTRIES_PER_STEP = 200
+
+
 _EMPTY_PODS = ',"podsMetric":[],'  # canonical text: podsMetric sorts between nodeMetric and prodReclaimableMetric
 
 
-def node_metric_text_steps(snapshot: NodeMetricSnapshot, node_name: str,
-                           policy: MetricCollectPolicy) -> Steps[str]:
-    """canonical_json(node_metric_object(node_name, policy, status_document(snapshot))), the
-    same text, without the pod entries' dicts: each entry is written as its canonical text
-    (keys in sorted order) and spliced into the rest's, ENTRIES_PER_STEP entries between two
-    yields (as many as status_steps: 500 held the loop ~1.7 ms a step at 1,000 pods). What the
-    route answers and the file holds; at 1,000 pods the dicts and their encoding cost ~4.5 ms,
-    the text ~2 ms."""
-    rest = canonical_json(node_metric_object(node_name, policy, status_document(replace(snapshot, pods=()))))
+def status_text_steps(snapshot: NodeMetricSnapshot) -> Steps[str]:
+    """canonical_json(status_document(snapshot)), the same text, without the pod entries'
+    dicts: each entry is written as its canonical text (keys in sorted order) and spliced
+    into the rest's, ENTRIES_PER_STEP entries between two yields (500 held the loop ~1.7 ms
+    a step at 1,000 pods). What the route answers, the file holds and the API server is
+    sent; at 1,000 pods the dicts and their encoding cost ~4.5 ms, the text ~2 ms."""
+    rest = canonical_json(status_document(replace(snapshot, pods=())))
     before, found, after = rest.partition(_EMPTY_PODS)
     assert found, "no podsMetric in the status text"
     parts = [before, ',"podsMetric":[']
@@ -391,6 +378,18 @@ def node_metric_text_steps(snapshot: NodeMetricSnapshot, node_name: str,
         parts.append(",".join(map(_pod_entry_text, pods[at:at + ENTRIES_PER_STEP])))
     parts += ("],", after)
     return "".join(parts)
+
+
+def node_metric_text(node_name: str, policy: MetricCollectPolicy, status_text: str) -> str:
+    """canonical_json(node_metric_object(...)) with the status given as its text."""
+    return with_last_member(canonical_json(node_metric_object(node_name, policy, None)), "status", status_text)
+
+
+def node_metric_text_steps(snapshot: NodeMetricSnapshot, node_name: str,
+                           policy: MetricCollectPolicy) -> Steps[str]:
+    """The whole object's canonical text, its status written by status_text_steps."""
+    status_text = yield from status_text_steps(snapshot)
+    return node_metric_text(node_name, policy, status_text)
 
 
 def _pod_entry_text(pod: PodUsage) -> str:

@@ -40,3 +40,12 @@ def json_pieces(value: Any) -> Iterator[str]:
     else:
         # a scalar, or a dict whose keys json.dumps itself turns into strings (or refuses)
         yield _encode(value)
+
+
+def with_last_member(object_text: str, key: str, value_text: str) -> str:
+    """The text of a JSON object with one more member, `key` with `value_text` (already JSON),
+    put after the others: still canonical when `key` sorts after every key of the object."""
+    if not (object_text.startswith("{") and object_text.endswith("}")):
+        raise ValueError("not the text of a JSON object: %.40r" % object_text)
+    separator = "" if object_text[1:-1].strip() == "" else ","
+    return "".join((object_text[:-1], separator, _encode(key), ":", value_text, "}"))

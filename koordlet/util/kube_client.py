@@ -108,6 +108,26 @@ def _httpx_client_of(client: Any, kind: type) -> Any:
     return inner
 
 
+async def put_text(client: "AsyncClient", resource: Any, name: str, body: str) -> str:
+    """PUT `body`, a JSON text made by the caller, where lightkube's replace of `resource`
+    named `name` would send it (the same URL, parameters, hooks and errors: lightkube's
+    ApiError), and answer the response's text undecoded. lightkube's replace encodes a dict
+    and decodes the answer, each in one C call that holds the loop (~2 and ~1 ms for a
+    1,000-pod NodeMetric)."""
+    import httpx2
+
+    generic: Any = getattr(client, "_client", None)
+    if not all(hasattr(generic, attr) for attr in ("prepare_request", "send", "raise_for_status")):
+        raise KubeClientError("this lightkube release has no request methods where koordlet-py expects them")
+    transport = _httpx_client_of(client, httpx2.AsyncClient)
+    prepared = generic.prepare_request("put", resource, obj={}, name=name)
+    request = transport.build_request(prepared.method, prepared.url, params=prepared.params, content=body.encode(),
+                                      headers={"Content-Type": "application/json"})
+    response = await generic.send(request)
+    generic.raise_for_status(response)
+    return response.content.decode()
+
+
 class KubeApi:
     """The daemon's one API client, shared by every module that needs it."""
 

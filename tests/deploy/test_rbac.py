@@ -2,9 +2,10 @@
 nothing extra.
 
 The calls are found in the source with an AST walk: every `<…client>.<method>(…)` whose
-method is a lightkube AsyncClient API method. Its resource is resolved from the first
-argument by following names, `self.` attributes, function returns (tuple positions too),
-lightkube imports, `create_*_resource("group", "version", "Kind", "plural")`, subresource
+method is a lightkube AsyncClient API method, and every call of our own helpers that send
+through lightkube's request machinery (`HELPERS`: kube_client.put_text). Its resource is
+resolved from the first argument (a helper's resource argument) by following names, `self.`
+attributes, function returns (tuple positions too), lightkube imports, `create_*_resource("group", "version", "Kind", "plural")`, subresource
 attributes (`.Status`, `Pod.Eviction`) and `.from_dict` / instantiation. A call whose
 resource cannot be resolved fails the test: extend the resolver, never skip the call.
 """
@@ -38,6 +39,9 @@ VERBS: dict[str, tuple[str, ...]] = {
 # Methods whose resource is fixed by the method, not an argument.
 FIXED = {"log": (("", "pods", "log"), ("get",)), "exec": (("", "pods", "exec"), ("create", "get"))}
 NOT_API = {"aclose", "close", "config", "namespace"}
+# koordlet's own requests through lightkube's machinery: helper -> (its module, the lightkube
+# method it stands for, the position of its resource argument)
+HELPERS = {"put_text": ("koordlet.util.kube_client", "replace", 1)}
 RESOURCE_FACTORIES = {"create_global_resource", "create_namespaced_resource"}
 
 Call = tuple[str, str, str, str]  # (apiGroup, resource, subresource, verb)
@@ -205,6 +209,12 @@ def call_sites() -> list[tuple[Site, Module, ast.Call]]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in methods and is_client(node.func.value):
                 sites.append((Site(path, node.lineno, node.func.attr, ast.unparse(node)), mod, node))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in HELPERS \
+                    and mod.imports.get(node.func.id, (HELPERS[node.func.id][0], ""))[0] == HELPERS[node.func.id][0]:
+                _, method, at = HELPERS[node.func.id]
+                stand_in = ast.Call(func=node.func, args=node.args[at:], keywords=[])
+                mod.parents[stand_in] = mod.parents[node]  # resolved in the scope of the call it stands for
+                sites.append((Site(path, node.lineno, method, ast.unparse(node)), mod, stand_in))
     return sites
 
 

@@ -30,6 +30,7 @@ class Recorded:
     body: Any
     status: int
     headers: dict[str, str] = field(default_factory=dict)
+    query: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -40,6 +41,9 @@ class FakeApiServer:
     concurrent_writes: int = 0
     fail_with: int | None = None  # answer every request with this code
     warning: str | None = None  # a Warning header on every answer (as for a dropped unknown field)
+    # how an object is written in an answer: None as stored (status last), or its keys in this order
+    answer_key_order: tuple[str, ...] | None = None
+    put_answer: bytes | None = None  # the body of every successful PUT's answer instead of the object
     # watch requests (?watch=true): each plays the next script of events, then ends its stream;
     # with none left the stream stays open and silent, as the API server's does
     watch_scripts: list[list[dict[str, Any]]] = field(default_factory=list)
@@ -95,7 +99,7 @@ class FakeApiServer:
                 elif isinstance(event, h11.EndOfMessage) and request is not None:
                     code, reply = self._answer(request.method.decode(), request.target.decode(), body)
                     self.requests[-1].headers = {k.decode().lower(): v.decode() for k, v in request.headers}
-                    payload = json.dumps(reply).encode()
+                    payload = self._payload(request.method.decode(), code, reply)
                     headers = [("content-type", "application/json"), ("content-length", str(len(payload)))]
                     if self.warning is not None:
                         headers.append(("warning", self.warning))
@@ -135,8 +139,17 @@ class FakeApiServer:
     def _answer(self, method: str, target: str, raw: bytes) -> tuple[int, dict[str, Any]]:
         body = json.loads(raw) if raw else None
         code, reply = self._route(method, target, body)
-        self.requests.append(Recorded(method, target.split("?")[0], body, code))
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(target).query))
+        self.requests.append(Recorded(method, target.split("?")[0], body, code, query=query))
         return code, reply
+
+    def _payload(self, method: str, code: int, reply: dict[str, Any]) -> bytes:
+        if method == "PUT" and code == 200 and self.put_answer is not None:
+            return self.put_answer
+        if self.answer_key_order is not None and "metadata" in reply:
+            order = self.answer_key_order
+            reply = {key: reply[key] for key in sorted(reply, key=lambda k: order.index(k) if k in order else len(order))}
+        return json.dumps(reply).encode()
 
     def _route(self, method: str, target: str, body: Any) -> tuple[int, dict[str, Any]]:
         if self.fail_with is not None:

@@ -269,6 +269,8 @@ async def test_cluster_mode_sends_status_and_annotations_and_follows_the_spec(tm
         stored = server.objects[("nodemetrics", "node-1")]
         jsonschema.validate(stored, crd_schema("slo.koordinator.sh_nodemetrics.yaml"))
         assert stored["status"]["podsMetric"][0]["name"] == "web"
+        # the API server is sent the status the route and the file keep, as that text
+        assert stored["status"] == json.loads(module._latest.node_metric)["status"]
         await module.overcommit_once()
         await module.overcommit_once()  # unchanged ratios are not patched again
         assert len(server.calls("PATCH")) == 1
@@ -336,8 +338,8 @@ async def test_the_last_nodemetric_is_kept_as_its_text_which_the_route_and_the_f
     the route answers those bytes without writing them again within the second, and the
     file holds the same object beside the other reports."""
     encodings = []
-    write = module_under_test.node_metric_text_steps
-    monkeypatch.setattr(module_under_test, "node_metric_text_steps", lambda *a: encodings.append(a) or write(*a))
+    write = module_under_test.status_text_steps
+    monkeypatch.setattr(module_under_test, "status_text_steps", lambda *a: encodings.append(a) or write(*a))
     out = tmp_path / "reports.json"
     h = hubs(tmp_path, "--report-output-file", str(out), cache=filled_cache(), states=StaticStates(NODE, [WEB, SPARK]))
     module = module_of(h)

@@ -332,16 +332,6 @@ def snapshot_of_three_steps_of_entries():
     return pods, take_snapshot(cache, pods, POLICY, NOW)
 
 
-def test_the_status_is_written_in_steps_that_give_the_same_document():
-    from koordlet.reporter.nodemetric import status_steps
-
-    pods, snapshot = snapshot_of_three_steps_of_entries()
-    yields, stepped = driven(status_steps(snapshot))
-    assert yields == 2  # three chunks of entries, a yield between two
-    assert stepped == status_document(snapshot)
-    assert [e["name"] for e in stepped["podsMetric"]] == ["p%04d" % i for i in range(len(pods))]
-
-
 # ------------------------------------------------------------------ against a reference
 
 
@@ -485,7 +475,7 @@ def test_reports_as_pods_come_and_go_equal_a_reference_over_the_raw_samples(seed
     assert reports == 7
 
 
-def test_the_text_is_written_in_steps_of_as_many_entries_as_the_status():
+def test_the_text_is_written_in_steps_of_entries_per_step():
     from koordlet.reporter.nodemetric import node_metric_text_steps
     from koordlet.util.json_text import canonical_json
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from koordlet.util.json_text import ITEMS_PER_PIECE, canonical_json, json_pieces
+from koordlet.util.json_text import ITEMS_PER_PIECE, canonical_json, json_pieces, with_last_member
 
 
 def dumps(value: object) -> str:
@@ -56,3 +56,17 @@ def test_a_long_list_is_encoded_a_slice_at_a_time() -> None:
     assert len(pieces) >= 10
     assert max(len(piece) for piece in pieces) <= longest_slice
     assert "".join(pieces) == dumps({"status": {"podsMetric": entries}})
+
+
+@settings(deadline=None)
+@given(st.dictionaries(st.text(max_size=8).filter(lambda k: k < "status"), documents, max_size=6), documents)
+def test_a_last_member_is_spliced_as_canonical_json_would_write_it(document, value) -> None:
+    text = with_last_member(canonical_json(document), "status", canonical_json(value))
+    assert text == dumps({**document, "status": value})
+
+
+def test_only_an_object_text_takes_a_member() -> None:
+    assert with_last_member("{ }", "a", "1") == '{ "a":1}'
+    for text in ("[]", "", '"{}"', "{"):
+        with pytest.raises(ValueError):
+            with_last_member(text, "a", "1")
