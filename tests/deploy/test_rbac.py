@@ -5,8 +5,9 @@ The calls are found in the source with an AST walk: every `<…client>.<method>(
 method is a lightkube AsyncClient API method, and every call of our own helpers that send
 through lightkube's request machinery (`HELPERS`: kube_client.put_text). Its resource is
 resolved from the first argument (a helper's resource argument) by following names, `self.`
-attributes, function returns (tuple positions too), lightkube imports, `create_*_resource("group", "version", "Kind", "plural")`, subresource
-attributes (`.Status`, `Pod.Eviction`) and `.from_dict` / instantiation. A call whose
+attributes, function returns (tuple positions too), lightkube imports,
+`create_*_resource("group", "version", "Kind", "plural")`, subresource attributes
+(`.Status`, `Pod.Eviction`) and `.from_dict` / instantiation. A call whose
 resource cannot be resolved fails the test: extend the resolver, never skip the call.
 """
 

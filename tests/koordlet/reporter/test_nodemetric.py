@@ -342,7 +342,7 @@ def reference_status(samples, listing, now, policy=POLICY):
     from koordlet.metriccache.aggregation import nearest_rank
     from koordlet.metriccache.api import Metric, SeriesKey
     from koordlet.reporter.nodemetric import rfc3339
-    from koordlet.reporter.quantities import cpu_quantity, go_duration, memory_quantity
+    from koordlet.reporter.quantities import cpu_quantity, cpu_quantity_from_milli, go_duration, memory_quantity
     from tests.koordlet.metriccache.reference import sequential_mean
 
     def window(key, start):
@@ -398,7 +398,9 @@ def reference_status(samples, listing, now, policy=POLICY):
     if aggregated:
         node_metric["aggregatedNodeUsages"] = aggregated
     return {"updateTime": rfc3339(now), "nodeMetric": node_metric, "podsMetric": entries,
-            "prodReclaimableMetric": {"resource": resources(reclaim_cpu / 1000, reclaim_memory)}}
+            # whole millicores summed: as cores (reclaim_cpu / 1000) 1013 came back as 1012m
+            "prodReclaimableMetric": {"resource": {"resources": {"cpu": cpu_quantity_from_milli(reclaim_cpu),
+                                                                 "memory": memory_quantity(reclaim_memory)}}}}
 
 
 @settings(max_examples=25, deadline=None)
