@@ -20,8 +20,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"koordlet: {exc}", file=sys.stderr)
         return 2
     configure_logging(config.common.log_level, config.common.log_format)
-    from koordlet.daemon.glibc_heap import limit_arenas
+    from koordlet.daemon.glibc_heap import fix_mmap_threshold, limit_arenas
     limit_arenas()  # before any thread allocates
+    fix_mmap_threshold()
     from koordlet.agent import StartupError
     from koordlet.daemon.fd_limit import ensure_open_files
     try:
