@@ -64,9 +64,10 @@ uninstall:
 	rm -rf $(PREFIX)
 	@echo "kept $(ENV_FILE) and /var/lib/koordlet; remove them by hand if wanted"
 
-# Runs the daemon standalone on this host. Metrics stay on loopback unless ARGS says otherwise.
+# Runs the daemon standalone on this host, as deployed (-OO: see systemd/koordlet.service).
+# Metrics stay on loopback unless ARGS says otherwise.
 run: venv
-	$(VENV)/bin/koordlet $(RUN_ADDR) $(ARGS)
+	PYTHONOPTIMIZE=2 PYTHONPYCACHEPREFIX=$(VENV)/pycache $(VENV)/bin/koordlet $(RUN_ADDR) $(ARGS)
 
 test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)

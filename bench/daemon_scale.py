@@ -3,7 +3,9 @@
     python -m bench.daemon_scale [--pods 100,1000,3000] [--warmup 20] [--window 30] [--creates 200]
 
 For each N: start `koordlet` as its own process (every default agent, standalone: no
-kubeconfig, CRI lister off, state and kubelet dirs in a temp dir), its NRI socket on a
+kubeconfig, CRI lister off, state and kubelet dirs in a temp dir; PYTHONOPTIMIZE=2 as the
+image, the systemd unit and `make run` deploy it, unless the environment sets another
+level: PYTHONOPTIMIZE=0 for the plain interpreter), its NRI socket on a
 test runtime (nri.testing.RuntimePeer, in this process) that delivers N pods x 2
 containers (RunPodSandbox, CreateContainer, StartContainer). A do-nothing plugin on the
 same nri.Stub, in its own process, is registered on the same runtime: the floor.
@@ -78,6 +80,7 @@ EMPTY_PLUGIN = "scale_empty"
 HZ = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 CALL_TIMEOUT = 2.0
+DEPLOYED_PYTHONOPTIMIZE = "2"  # what the image, the systemd unit and `make run` set
 
 # -- pure: workload, statistics, figures, table ------------------------------------------
 
@@ -317,6 +320,14 @@ def daemon_command(tmp: Path, port: int, nri_socket: Path, cgroup_root: Path) ->
     ]
 
 
+def daemon_env() -> dict[str, str]:
+    """The daemon's environment: this one, with the optimization level it is deployed with
+    (deploy/Dockerfile, systemd/koordlet.service, `make run`) unless this one names a level."""
+    env = dict(os.environ)
+    env.setdefault("PYTHONOPTIMIZE", DEPLOYED_PYTHONOPTIMIZE)
+    return env
+
+
 def stop_process(proc: subprocess.Popen) -> int | None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -444,7 +455,8 @@ async def measure(args: argparse.Namespace, n: int, tmp: Path, tree: CgroupTree,
             with open(log_path, "wb") as log_file:
                 # own sessions: a Ctrl-C reaches the bench only, which stops them in order
                 daemon = subprocess.Popen(daemon_command(tmp, port, sock, tree.link_root) + args.daemon_arg, cwd=ROOT,
-                                          stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+                                          env=daemon_env(), stdout=log_file, stderr=subprocess.STDOUT,
+                                          start_new_session=True)
             procs.append(daemon)
             procs.append(subprocess.Popen([sys.executable, "-m", "bench.daemon_scale", "--serve-empty", str(sock)],
                                           cwd=ROOT, start_new_session=True))
@@ -600,8 +612,9 @@ def main() -> None:
     print("daemon_scale: real koordlet process, every default agent, standalone; N pods x %d containers over NRI "
           "(nri.testing.RuntimePeer); real cgroup v1 + cgroup2 dirs under /sys/fs/cgroup/<controller>/"
           "koordlet-scale-<hex8> (daemon's --cgroup-root-dir = symlinks to them); warm-up %.0f s, quiet window "
-          "%.0f s, create window %.0f s with %d CreateContainer probes; floor = empty plugin on the same stub"
-          % (len(CONTAINERS), args.warmup, args.window, args.window, args.creates), flush=True)
+          "%.0f s, create window %.0f s with %d CreateContainer probes; floor = empty plugin on the same stub; "
+          "daemon's PYTHONOPTIMIZE=%s" % (len(CONTAINERS), args.warmup, args.window, args.window, args.creates,
+                                          daemon_env()["PYTHONOPTIMIZE"]), flush=True)
     results = []
     for n in (int(x) for x in args.pods.split(",")):
         result = run_one(args, n)

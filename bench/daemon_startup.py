@@ -32,12 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.daemon_scale import daemon_command, pct, stop_process
+from bench.daemon_scale import daemon_command, daemon_env, pct, stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 POLL_SECONDS = 0.005
 HZ = os.sysconf("SC_CLK_TCK")
-CHILD_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+# the daemon and the floors alike at the daemon's deployed optimization level (daemon_scale.daemon_env)
+CHILD_ENV = {name: value for name, value in daemon_env().items() if name != "PYTHONDONTWRITEBYTECODE"}
 READY_LIMIT_SECONDS = 20.0
 
 DAEMON = "koordlet exec -> /readyz 200"

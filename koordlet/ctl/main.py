@@ -92,7 +92,8 @@ def top(addr: str, output: str, interval: float, iterations: int | None) -> None
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="koordletctl", description=__doc__.split("\n\n")[0],
+    # no docstring under python -OO (the deployed daemon's PYTHONOPTIMIZE=2, which a shell in its container inherits)
+    p = argparse.ArgumentParser(prog="koordletctl", description=(__doc__ or "").split("\n\n")[0] or None,
                                 allow_abbrev=False)
     p.add_argument("command", choices=[*COMMANDS, "top"])
     p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")

@@ -119,7 +119,7 @@ def configure_json_logging(stream: Any = sys.stdout) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nri.examples.logger", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m nri.examples.logger", description=(__doc__ or "\n").splitlines()[0])
     parser.add_argument("--socket", default=DEFAULT_NRI_SOCKET, help="runtime NRI socket to dial")
     parser.add_argument("--name", default=None, help="plugin name (default: NRI_PLUGIN_NAME or 'logger')")
     parser.add_argument("--index", default=None, help="two-digit plugin index (default: NRI_PLUGIN_IDX or 99)")
