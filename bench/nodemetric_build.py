@@ -225,7 +225,7 @@ def main() -> None:
     built, floored = build(), floor()
     windows = pod_windows()
     # the API server's answer to the PUT: the object with its keys sorted, as it writes a custom resource
-    answer = json.dumps(json.loads(built), sort_keys=True, separators=(",", ":"))
+    answer = canonical_json(json.loads(built))
     needed = ("apiVersion", "kind", "metadata", "spec")
 
     def read_answer() -> object:

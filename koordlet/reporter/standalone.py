@@ -18,7 +18,6 @@ pod, it was ~0.6 MiB at 1,000 pods; the text is ~0.14 MB).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -27,6 +26,7 @@ from koordlet.reporter.batch import BatchResources
 from koordlet.reporter.overcommit import OvercommitResult
 from koordlet.server.http_endpoint import Reply, Routes, json_reply
 from koordlet.util.durable import write_atomically
+from koordlet.util.json_text import canonical_json
 
 NODEMETRIC_ROUTE = "/apis/v1/nodemetric"
 OVERCOMMIT_ROUTE = "/apis/v1/overcommit"
@@ -61,14 +61,9 @@ class LatestReports:
     def file_text(self) -> bytes:
         """The file's canonical JSON: {"batchResources", "customNodeResource", "nodeMetric"}
         (sorted keys, as the rest), the NodeMetric's kept text in its place."""
-        return b"".join((b'{"batchResources":', _small_json(self.batch_document()),
-                         b',"customNodeResource":', _small_json(self.kcnr_document()),
+        return b"".join((b'{"batchResources":', canonical_json(self.batch_document()).encode(),
+                         b',"customNodeResource":', canonical_json(self.kcnr_document()).encode(),
                          b',"nodeMetric":', b"null" if self.node_metric is None else self.node_metric, b"}"))
-
-
-def _small_json(document: dict[str, Any] | None) -> bytes:
-    """util.json_text.canonical_json's text of a document of a few keys, in one call."""
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
 def add_routes(http: Routes, latest: LatestReports) -> None:
