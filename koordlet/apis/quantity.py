@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 INT64_MAX = (1 << 63) - 1
 MAX_DIGITS = 64  # of a quantity's number: int64 needs 19; more is a typo or an attack
@@ -62,6 +63,7 @@ def _scaled(text: str | int | float) -> tuple[int, int, int]:
     return (-value if sign == "-" else value), tens, twos
 
 
+@lru_cache(maxsize=512, typed=True)  # pods ask for the same few quantities again and again
 def _ceil(text: str | int | float, tens_more: int) -> int:
     """The quantity times 10**tens_more, rounded up (math.ceil), within int64."""
     value, tens, twos = _scaled(text)
