@@ -50,7 +50,7 @@ def _scaled(text: str | int | float) -> tuple[int, int, int]:
     if match is None or not (match.group(2) or match.group(3)):
         raise QuantityError(f"{text!r} is not a quantity")
     sign, whole, fraction, exponent, suffix = match.groups()
-    fraction = fraction or ""
+    fraction = (fraction or "").rstrip("0")  # "1.000…" is 1, whatever the number of zeros
     digits = (whole + fraction).lstrip("0")
     if len(digits) > MAX_DIGITS:
         raise QuantityError(f"{text!r} has more than {MAX_DIGITS} digits")

@@ -89,6 +89,12 @@ def test_out_of_range_quantities_are_refused_at_once(text):
         base_units(text)
 
 
+def test_zeros_do_not_count_as_digits():
+    assert milli_cpu("1." + "0" * 200) == 1000
+    assert base_units("0" * 200 + "5") == 5
+    assert milli_cpu("0." + "0" * 200 + "1") == 1  # a tiny positive rounds up to the smallest unit
+
+
 def test_int64_bounds_are_in_range():
     assert base_units(str(INT64_MAX)) == INT64_MAX
     assert base_units("-9223372036854775808") == -INT64_MAX - 1
