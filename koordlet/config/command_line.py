@@ -54,15 +54,12 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigError(f"{message} (see koordlet --help)")
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
+def _formatter(prog: str) -> argparse.HelpFormatter:
     """argparse's own formatter, its width found without shutil: argparse imports shutil
     for the terminal's width whenever none is given, at every add_argument, and shutil
     brings bz2 and lzma (~0.5 MiB of the daemon's RSS) into a daemon that uses none of them.
     The same rule as shutil.get_terminal_size: $COLUMNS, else stdout's terminal, else 80."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width)
+    return argparse.RawDescriptionHelpFormatter(prog, width=_terminal_columns() - 2)
 
 
 def _terminal_columns() -> int:
@@ -83,7 +80,7 @@ def build_parser(sections: Iterable[type] = ()) -> argparse.ArgumentParser:
         prog="koordlet",
         description="Node-local colocation agent: NRI plugin, cgroup QoS, metrics, topology.",
         epilog="feature gates (name=default (stage)):\n" + describe(),
-        formatter_class=_Formatter,
+        formatter_class=_formatter,
         argument_default=argparse.SUPPRESS,  # only flags given on the command line appear
         allow_abbrev=False,  # --v is not --version: only whole flag names
     )
