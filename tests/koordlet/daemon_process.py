@@ -77,16 +77,22 @@ def isolated(args: list[str]) -> list[str]:
     return out
 
 
-def spawn(args: list[str]) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+def child_env(**extra: str) -> dict[str, str]:
+    """This environment for a child running the project's code, standalone (no cluster), with `extra`."""
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), **extra)
     env.pop("KUBERNETES_SERVICE_HOST", None)
-    return subprocess.Popen([sys.executable, "-m", "koordlet", *isolated(args)], cwd=PROJECT_ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return env
 
 
-def start_daemon(state_dir: Path, extra: list[str] = (), wait: float = 10.0) -> DaemonProcess:
+def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "koordlet", *isolated(args)], cwd=PROJECT_ROOT,
+                            env=child_env() if env is None else env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def start_daemon(state_dir: Path, extra: list[str] = (), wait: float = 10.0,
+                 env: dict[str, str] | None = None) -> DaemonProcess:
     port = free_port()
-    proc = spawn(["--addr", f"127.0.0.1:{port}", "--state-dir", str(state_dir), "--log-format", "json", *extra])
+    proc = spawn(["--addr", f"127.0.0.1:{port}", "--state-dir", str(state_dir), "--log-format", "json", *extra], env)
     daemon = DaemonProcess(proc, port)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:

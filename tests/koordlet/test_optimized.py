@@ -9,60 +9,37 @@ import re
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 from bench.daemon_scale import DEPLOYED_PYTHONOPTIMIZE, daemon_env
-from tests.koordlet.daemon_process import PROJECT_ROOT, free_port, isolated
+from tests.koordlet.daemon_process import PROJECT_ROOT, child_env, start_daemon
 
 
 def optimized_env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), PYTHONOPTIMIZE=DEPLOYED_PYTHONOPTIMIZE)
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    return env
-
-
-def get(port: int, path: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+    return child_env(PYTHONOPTIMIZE=DEPLOYED_PYTHONOPTIMIZE)
 
 
 def test_the_daemon_serves_without_docstrings_and_asserts(tmp_path):
-    port = free_port()
-    command = [sys.executable, "-m", "koordlet", *isolated(["--addr", "127.0.0.1:%d" % port,
-                                                             "--state-dir", str(tmp_path / "state")])]
     probe = "import sys; print(sys.flags.optimize, __doc__ is None)"
     assert subprocess.run([sys.executable, "-c", '"""doc"""\n' + probe], env=optimized_env(), capture_output=True,
                           text=True, check=True).stdout.split() == [DEPLOYED_PYTHONOPTIMIZE, "True"]
-    with open(tmp_path / "stderr", "wb") as stderr:
-        proc = subprocess.Popen(command, cwd=PROJECT_ROOT, env=optimized_env(), stdout=subprocess.DEVNULL,
-                                stderr=stderr)
-        try:
-            deadline = time.monotonic() + 60
-            while True:  # polled to a deadline: /readyz says 200 once every module started
-                assert proc.poll() is None, (tmp_path / "stderr").read_text()[-3000:]
-                try:
-                    if get(port, "/readyz")[0] == 200:
-                        break
-                except OSError:
-                    pass
-                assert time.monotonic() < deadline, "not ready: " + (tmp_path / "stderr").read_text()[-3000:]
-                time.sleep(0.05)
-            while True:  # the collectors' first rates come a round after their first readings
-                status, body = get(port, "/metrics")
-                assert status == 200
-                if b"\nkoordlet_node_used_cpu_cores{" in body:
-                    break
-                assert time.monotonic() < deadline, "no node usage: " + body.decode()[-2000:]
-                time.sleep(0.2)
-            for family in (b"# TYPE koordlet_build_info gauge", b"# TYPE koordlet_collector_runs_total counter"):
-                assert family in body, family
-        finally:
-            proc.terminate()
-            assert proc.wait(timeout=60) == 0, (tmp_path / "stderr").read_text()[-3000:]
+    daemon = start_daemon(tmp_path / "state", wait=60, env=optimized_env())
+    try:
+        deadline = time.monotonic() + 60
+        while daemon.get("/readyz")[0] != 200:  # polled to a deadline: 200 once every module started
+            assert daemon.proc.poll() is None and time.monotonic() < deadline, "not ready"
+            time.sleep(0.05)
+        while True:  # the collectors' first rates come a round after their first readings
+            status, body, _ = daemon.get("/metrics")
+            assert status == 200
+            if b"\nkoordlet_node_used_cpu_cores{" in body:
+                break
+            assert time.monotonic() < deadline, "no node usage: " + body.decode()[-2000:]
+            time.sleep(0.2)
+        for family in (b"# TYPE koordlet_build_info gauge", b"# TYPE koordlet_collector_runs_total counter"):
+            assert family in body, family
+    finally:
+        code, _ = daemon.terminate()
+        assert code == 0, daemon.stderr()[-3000:]
 
 
 def test_koordletctl_helps_without_its_docstring():

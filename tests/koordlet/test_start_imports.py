@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -10,7 +9,7 @@ import urllib.request
 
 from koordlet.daemon.cli import parse_args
 from koordlet.qosmanager.agent import STRATEGIES, strategies_for
-from tests.koordlet.daemon_process import PROJECT_ROOT, free_port, isolated
+from tests.koordlet.daemon_process import PROJECT_ROOT, child_env, free_port, isolated
 
 # the daemon's entry modules and its default agents' build, as koordlet.__main__ runs them
 # (the agents are only selected here: building them needs a host)
@@ -87,8 +86,7 @@ UNUSED = (
 
 def test_serving_metrics_leaves_unused_modules_unimported(tmp_path):
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), PYTHONPROFILEIMPORTTIME="1")  # each import on stderr
-    env.pop("KUBERNETES_SERVICE_HOST", None)
+    env = child_env(PYTHONPROFILEIMPORTTIME="1")  # each import on stderr (a file: the listing is long)
     command = [sys.executable, "-m", "koordlet", *isolated(["--addr", "127.0.0.1:%d" % port,
                                                              "--state-dir", str(tmp_path / "state")])]
     with open(tmp_path / "stderr", "wb") as stderr:
