@@ -20,11 +20,10 @@ class ContainerGauge:
         self.help_text = help_text
         # container id -> (its label values, "name{labels} ", value)
         self._rows: dict[str, tuple[tuple[str, ...], str, float]] = {}
-        # container id -> ("name{labels} ", value, the line) of the last scrape: a set every
-        # second mostly repeats the value, and spelling it was half of the family's render
-        self._lines: dict[str, tuple[str, float, str]] = {}
         # sets that changed a row and removals so far, and (that count, the encoded lines)
-        # of the last scrape: a scrape after none reuses the block as it is
+        # of the last scrape: a scrape after none reuses the block as it is (a set every
+        # second mostly repeats the value); after one every line is spelled again, ~0.3 ms
+        # at 800 containers, not kept a line each (0.3 MiB)
         self._changes = 0
         self._block: tuple[int, bytes] = (-1, b"")
 
@@ -67,15 +66,8 @@ class ContainerGauge:
         return family
 
     def _lines_now(self) -> list[str]:
-        kept, lines = self._lines, {}
         # list(): one atomic copy, the scrape runs in a thread while the loop sets values
-        for container_id, (_, prefix, value) in list(self._rows.items()):
-            line = kept.get(container_id)
-            if line is None or line[0] is not prefix or not _same(value, line[1]):
-                line = (prefix, value, prefix + number(value) + "\n")
-            lines[container_id] = line
-        self._lines = lines  # containers gone since the last scrape drop out here
-        return [line[2] for line in lines.values()]
+        return [prefix + number(value) + "\n" for _, prefix, value in list(self._rows.values())]
 
 
 def _same(value: float, other: float) -> bool:
