@@ -28,6 +28,7 @@ int koord_read_files(const char *anchors, int n_anchors, const char *paths, cons
 #define KOORD_VALUES_PER_FILE ...
 #define KOORD_VALUE_FILE_MAX ...
 #define KOORD_MAX_ANCHORS ...
+#define KOORD_SAME_DIR ...
 int koord_read_values(const char *anchors, int n_anchors, const char *specs, const int *anchor_of,
                       int n, int64_t *values, int *status);
 int koord_window_stats(const uint64_t *addrs, const long *lens, int n, const int *pct_at,
@@ -42,6 +43,7 @@ SOURCE = r"""
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,15 +120,57 @@ int koord_perf_open_group(int cgroup_fd, int cpu, const uint32_t *types,
 }
 
 #define KOORD_MAX_ANCHORS 64
+/* Set in anchor_of[i] (beside the anchor): path i is a file name only, in the directory of
+ * the path before it (the files of one cgroup follow each other in a batch, and their
+ * directory was most of each path's bytes). */
+#define KOORD_SAME_DIR 0x10000
+
+/* Where the paths of a batch are made whole again: the directory part of the last path
+ * given in full, and room to join a file name to it. */
+struct koord_dir {
+    const char *dir;
+    size_t len; /* with its '/'; 0 for a path with none */
+    char joined[PATH_MAX];
+};
+
+/* File i's path: `path` as given, or, with same_dir, the directory of the last path given
+ * in full and `path` joined in d->joined. NULL (errno ENAMETOOLONG) when that is longer
+ * than PATH_MAX. */
+static const char *koord_file_path(const char *path, int same_dir, struct koord_dir *d)
+{
+    const char *slash;
+    size_t len;
+
+    if (!same_dir) {
+        slash = strrchr(path, '/');
+        d->dir = path;
+        d->len = slash ? (size_t)(slash - path) + 1 : 0;
+        return path;
+    }
+    len = strlen(path);
+    if (d->len + len + 1 > sizeof(d->joined)) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    if (d->len)
+        memcpy(d->joined, d->dir, d->len);
+    memcpy(d->joined + d->len, path, len + 1);
+    return d->joined;
+}
 
 /* Open file i: relative to its anchor directory (a shorter path walk: each component and
  * mount crossing from / costs ~0.25 us, a third of an open + close at cgroup depth), its
  * path then being the part below that directory; or by its whole path when it has none.
  * A file under an anchor that could not be opened fails as the anchor's open did. */
-static int koord_open_file(const char *path, int anchor, const int *anchor_fds)
+static int koord_open_file(const char *given, int anchor, const int *anchor_fds, struct koord_dir *d)
 {
+    const char *path = koord_file_path(given, anchor >= 0 && (anchor & KOORD_SAME_DIR), d);
+
+    if (!path)
+        return -1;
     if (anchor < 0)
         return open(path, O_RDONLY | O_CLOEXEC);
+    anchor &= ~KOORD_SAME_DIR;
     if (anchor < KOORD_MAX_ANCHORS && anchor_fds[anchor] >= 0)
         return openat(anchor_fds[anchor], path, O_RDONLY | O_CLOEXEC);
     errno = anchor < KOORD_MAX_ANCHORS ? -anchor_fds[anchor] : EINVAL;
@@ -170,6 +214,7 @@ int koord_read_files(const char *anchors, int n_anchors, const char *paths, cons
                      int n, char *out, long cap, int file_max, long *offsets, int *lens)
 {
     int anchor_fds[KOORD_MAX_ANCHORS];
+    struct koord_dir d = {NULL, 0, {0}};
     long used = 0;
     int i, fd, ok = 0;
     ssize_t got;
@@ -179,7 +224,7 @@ int koord_read_files(const char *anchors, int n_anchors, const char *paths, cons
         offsets[i] = used;
         if (cap - used < file_max) {
             lens[i] = -ENOBUFS;
-        } else if ((fd = koord_open_file(paths, anchor_of[i], anchor_fds)) < 0) {
+        } else if ((fd = koord_open_file(paths, anchor_of[i], anchor_fds, &d)) < 0) {
             lens[i] = -errno;
         } else {
             got = read(fd, out + used, file_max);
@@ -253,6 +298,7 @@ int koord_read_values(const char *anchors, int n_anchors, const char *specs, con
 {
     char text[KOORD_VALUE_FILE_MAX + 1];
     int anchor_fds[KOORD_MAX_ANCHORS];
+    struct koord_dir d = {NULL, 0, {0}};
     const char *keys, *key, *next, *end;
     int64_t *out;
     int i, k, fd, ok = 0, err;
@@ -262,7 +308,7 @@ int koord_read_values(const char *anchors, int n_anchors, const char *specs, con
     for (i = 0; i < n; i++) {
         keys = specs + strlen(specs) + 1;
         out = values + (long)i * KOORD_VALUES_PER_FILE;
-        fd = koord_open_file(specs, anchor_of[i], anchor_fds);
+        fd = koord_open_file(specs, anchor_of[i], anchor_fds, &d);
         specs = keys + strlen(keys) + 1;
         if (fd < 0) {
             status[i] = -errno;

@@ -40,10 +40,15 @@ _WRITE = os.O_WRONLY | os.O_CLOEXEC
 _WRITE_ONCE = _WRITE | os.O_TRUNC
 _RDWR = os.O_RDWR | os.O_CLOEXEC
 _STALE = (errno.ENODEV, errno.ENOENT)  # a kept fd whose cgroup was removed
+# Set in a file's anchor index (the C side's KOORD_SAME_DIR): its path in a batch's blob is
+# its name only, in the directory of the last path given in full (name_once).
+SAME_DIR = 0x10000
 
 try:  # the C batch reader; without it FileBatch reads file by file in Python
     from system._perf_ext import ffi as _ffi
     from system._perf_ext import lib as _lib
+    if _lib.KOORD_SAME_DIR != SAME_DIR:  # pragma: no cover - an extension built from other sources
+        raise ImportError("system._perf_ext was built from another system/_perf_build.py")
     _read_files = _lib.koord_read_files
     _read_values = _lib.koord_read_values
 except (ImportError, AttributeError):  # pragma: no cover - extension not built
@@ -548,7 +553,8 @@ class _ValueArrays:
 class _Anchored:
     """choose_anchors' answer as the C readers take it: the anchor directories and each
     file's anchor; a batch's blob then holds only the part of each path below its anchor
-    (at 1,000 pods the collectors' batches held ~2 MiB of paths, mostly their anchors)."""
+    (at 1,000 pods the collectors' batches held ~2 MiB of paths, mostly their anchors), or
+    only its name after a file of the same directory (name_once)."""
 
     __slots__ = ("anchors", "blob", "count", "anchor_of")
 
@@ -564,7 +570,9 @@ class _Anchored:
         """The anchors of ``paths``, and each path as the C readers take it (below its anchor,
         or whole)."""
         anchors, anchor_of, rel_at = choose_anchors(paths)
-        return cls(anchors, anchor_of), [os.fsencode(path)[at:] for path, at in zip(paths, rel_at)]
+        below = [os.fsencode(path)[at:] for path, at in zip(paths, rel_at)]
+        name_once(below, anchor_of)
+        return cls(anchors, anchor_of), below
 
     @classmethod
     def none(cls, count: int) -> _Anchored:
@@ -574,8 +582,31 @@ class _Anchored:
     def whole(self, below: Sequence[bytes]) -> tuple[str, ...]:
         """The whole paths of files given as the C readers take them."""
         anchors, anchor_of = self.anchors, self.anchor_of
-        return tuple(os.fsdecode(path) if anchor_of[i] < 0 else anchors[anchor_of[i]] + "/" + os.fsdecode(path)
-                     for i, path in enumerate(below))
+        paths = []
+        directory = ""  # of the last path given in full
+        for i, given in enumerate(below):
+            path, anchor = os.fsdecode(given), anchor_of[i]
+            if anchor >= 0 and anchor & SAME_DIR:
+                path, anchor = directory + path, anchor & ~SAME_DIR
+            else:
+                directory = path[:path.rfind("/") + 1]
+            paths.append(path if anchor < 0 else anchors[anchor] + "/" + path)
+        return tuple(paths)
+
+
+def name_once(below: list[bytes], anchor_of: list[int]) -> None:
+    """Where a file under an anchor lies in the directory of the last path given in full
+    before it (a cgroup's files follow each other in a batch: a pod's usage files, the
+    reconciler's files of a container), keep only its name and flag it SAME_DIR: in place.
+    The directory was most of such a path's bytes (the pod's and container's ids)."""
+    directory = b""
+    for i, path in enumerate(below):
+        cut = path.rfind(b"/") + 1
+        if cut and cut == len(directory) and anchor_of[i] >= 0 and path.startswith(directory):
+            below[i] = path[cut:]
+            anchor_of[i] |= SAME_DIR
+        else:
+            directory = path[:cut]
 
 
 def choose_anchors(paths: Sequence[str]) -> tuple[list[str], list[int], list[int]]:

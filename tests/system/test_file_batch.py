@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from system.file_io import BATCH_FILE_MAX, FileBatch, read_files_once, read_path_text
+from system.file_io import ANCHOR_SHARE, BATCH_FILE_MAX, FileBatch, read_files_once, read_path_text
 
 
 def files(tmp_path: Path) -> list[str]:
@@ -116,3 +116,27 @@ def test_read_files_once_reads_what_a_batch_reads_and_grows_its_buffers(tmp_path
     assert read_files_once(paths[:2]) == expected[:2]  # the grown buffers serve a smaller call
     assert read_files_once([]) == []
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_files_of_one_directory_are_packed_by_name_and_read_as_by_their_whole_path(tmp_path: Path):
+    paths = []
+    for i in range(ANCHOR_SHARE):
+        pod = tmp_path / "tier" / ("pod%d" % i)
+        pod.mkdir(parents=True)
+        for resource in ("cpu", "memory", "io"):
+            (pod / ("%s.pressure" % resource)).write_text("some avg10=%d.00 total=%d\n" % (i, len(resource)))
+            paths.append(str(pod / ("%s.pressure" % resource)))
+    paths.insert(4, str(tmp_path / "tier" / "pod1" / "gone"))  # absent, among its directory's files
+    (tmp_path / "lone").write_text("whole\n")
+    paths.append(str(tmp_path / "lone"))
+    batch = FileBatch(paths)
+    assert batch.read() == [None if p.endswith("gone") else read_path_text(p).encode() for p in paths]
+    below = batch._blob.split(b"\0")[:len(paths)]
+    assert below[:3] == [b"pod0/cpu.pressure", b"memory.pressure", b"io.pressure"]  # the pod's dir once
+    assert sum(b"/" not in name for name in below) == 2 * ANCHOR_SHARE + 1
+    assert batch.paths == tuple(paths)  # given back whole
+    for name in ("cpu", "memory", "io"):  # a pod's dir gone: each of its files fails alone
+        os.remove(tmp_path / "tier" / "pod2" / ("%s.pressure" % name))
+    (tmp_path / "tier" / "pod2").rmdir()
+    got = batch.read()
+    assert got[7:10] == [None] * 3 and got[10] == read_path_text(paths[10]).encode()

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from system.file_io import ANCHOR_SHARE, VALUES_PER_FILE, ValueBatch, _read_values, choose_anchors, parse_values
+from system.file_io import (
+    ANCHOR_SHARE,
+    SAME_DIR,
+    VALUES_PER_FILE,
+    ValueBatch,
+    _read_values,
+    choose_anchors,
+    name_once,
+    parse_values,
+)
 
 V1_STAT = ("cache 4096\nrss 8192\ninactive_file 12\nactive_file 7\n"
            "total_cache 4096\ntotal_inactive_file 1234567\ntotal_active_file 8\n")
@@ -220,4 +229,34 @@ def test_a_batch_under_a_vanished_anchor_fails_as_the_anchor_did_and_keeps_its_p
     values, status = batch.read()
     assert status == [-errno.ENOENT] * ANCHOR_SHARE + [0]
     assert values[-VALUES_PER_FILE] == 5
+    assert batch.specs == tuple(specs)
+
+
+def test_a_file_after_one_of_its_directory_is_named_alone_and_flagged():
+    below = [b"pod0/cpuacct.usage", b"pod0/memory.usage_in_bytes", b"pod0/ctr/memory.stat", b"pod0/ctr/cpu.stat",
+             b"top", b"pod1/a", b"/whole/pod1/b", b"/whole/pod1/c", b"pod1/d"]
+    anchor_of = [0, 1, 1, 0, 0, 0, -1, 0, 0]
+    name_once(below, anchor_of)
+    assert below == [b"pod0/cpuacct.usage", b"memory.usage_in_bytes", b"pod0/ctr/memory.stat", b"cpu.stat",
+                     b"top", b"pod1/a", b"/whole/pod1/b", b"c", b"pod1/d"]
+    # flagged: under an anchor (whichever: the pod's dir is the same below each controller's
+    # tier) and after a path given in full of the same directory, as the C reader joins them
+    assert anchor_of == [0, 1 | SAME_DIR, 1, SAME_DIR, 0, 0, -1, SAME_DIR, 0]
+
+
+def test_the_usage_files_of_a_pod_under_two_anchors_read_by_name(tmp_path: Path):
+    if _read_values is None:
+        pytest.skip("extension not built")
+    specs = []
+    for i in range(ANCHOR_SHARE):
+        for controller, name in (("cpuacct", "cpuacct.usage"), ("memory", "memory.usage_in_bytes")):
+            pod = tmp_path / controller / "tier" / ("pod%d" % i)
+            pod.mkdir(parents=True, exist_ok=True)
+            (pod / name).write_text("%d\n" % (i * 10 + len(controller)))
+            specs.append((str(pod / name), ""))
+    batch = ValueBatch(specs)
+    values, status = batch.read()
+    assert status == [0] * len(specs)
+    assert values[::VALUES_PER_FILE] == [i * 10 + len(c) for i in range(ANCHOR_SHARE) for c in ("cpuacct", "memory")]
+    assert batch._blob.count(b"/") == ANCHOR_SHARE  # each pod's dir once, under the first controller's tier
     assert batch.specs == tuple(specs)
