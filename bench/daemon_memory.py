@@ -1,6 +1,7 @@
 """Where the daemon's memory is at N pods: tracemalloc inside the real daemon process.
 
     python -m bench.daemon_memory [--pods 1000] [--warmup 40] [--window 30] [--top 25] [--frames 1] [--drift 0]
+        [--scraped]
 
 Runs bench.daemon_scale's measurement once (same daemon, same test runtime, same real
 cgroups; root) with the daemon started under ``python -X tracemalloc=1`` and a SIGUSR1
@@ -18,6 +19,10 @@ and the report is what grew between them, by line (and by our own frame with --f
 beside the RSS growth of the same window: where a slope that bench.daemon_scale --drift
 prints comes from, or, when the traced growth is far below it, that it is not Python
 objects (glibc's heaps).
+
+With --scraped, the snapshots are taken before the first /metrics scrapes (one plain, one as
+Prometheus asks) and after them: what a scraped daemon keeps that an unscraped one does not
+(the exporters' caches between scrapes).
 """
 
 from __future__ import annotations
@@ -94,12 +99,12 @@ def by_own_frame(snapshot: tracemalloc.Snapshot, pods: int, top: int) -> None:
 
 
 def report_growth(start: tracemalloc.Snapshot, end: tracemalloc.Snapshot, rss_start_kib: int, rss_end_kib: int,
-                  top: int, own_frames: bool) -> None:
+                  top: int, own_frames: bool, over: str = "over the drift window") -> None:
     """What the traced heap gained between two snapshots, beside the RSS gained."""
     traced = [sum(s.size for s in snapshot.statistics("filename")) for snapshot in (start, end)]
-    print("over the drift window: traced Python heap %+.2f MiB (%.1f -> %.1f); VmRSS of this traced daemon %+.2f MiB "
+    print(over + ": traced Python heap %+.2f MiB (%.1f -> %.1f); VmRSS of this traced daemon %+.2f MiB "
           "(%.1f -> %.1f: with the first snapshot's own memory, which glibc keeps; the untraced growth is "
-          "bench.daemon_scale --drift's)"
+          "bench.daemon_scale's)"
           % ((traced[1] - traced[0]) / 2**20, traced[0] / 2**20, traced[1] / 2**20,
              (rss_end_kib - rss_start_kib) / 1024, rss_start_kib / 1024, rss_end_kib / 1024))
     print("grew, by line:")
@@ -155,7 +160,11 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=1, help="frames kept per allocation (slower when > 1)")
     parser.add_argument("--drift", type=float, default=0.0,
                         help="seconds of daemon_scale's drift window; report what grew over it (0: one snapshot)")
+    parser.add_argument("--scraped", action="store_true",
+                        help="report what the first scrapes left (snapshots before and after them)")
     args = parser.parse_args()
+    if args.scraped:
+        args.drift = args.window  # its start is the sample after the scrapes
     if os.geteuid() != 0:
         sys.exit("daemon_memory: needs root (real cgroups)")
     snapshot_path = os.path.join(tempfile.mkdtemp(prefix="koordlet-memory-"), "daemon.tracemalloc")
@@ -172,7 +181,10 @@ def main() -> None:
     # the samples daemon_scale takes: quiet start, quiet end, create end; then with --drift
     # the drift window's start and one after each of its chunks
     chunks = max(1, round(args.drift / args.window)) if args.drift else 0
-    snapshot_at = {4: "start", 4 + chunks: "end"} if chunks else {2: "quiet"}
+    if args.scraped:  # the create window's end, then the drift window's start: the scrapes between
+        snapshot_at = {3: "start", 4: "end"}
+    else:
+        snapshot_at = {4: "start", 4 + chunks: "end"} if chunks else {2: "quiet"}
 
     def sample_and_snapshot(pid: int) -> daemon_scale.ProcSample:
         sample = plain_sample(pid)
@@ -188,7 +200,8 @@ def main() -> None:
     run_args = daemon_scale.parse_args(["--warmup", str(args.warmup), "--window", str(args.window),
                                         "--creates", "20", "--scrapes", "1", "--drift", str(args.drift)])
     print("daemon_memory: the daemon_scale daemon at %d pods x 2 containers under tracemalloc (%d frames); %s"
-          % (args.pods, args.frames, "snapshots at the start and the end of a %.0f s drift window" % args.drift
+          % (args.pods, args.frames, "snapshots before and after the first scrapes" if args.scraped
+             else "snapshots at the start and the end of a %.0f s drift window" % args.drift
              if args.drift else "snapshot at the end of a %.0f s quiet window after %.0f s of warm-up"
              % (args.window, args.warmup)), flush=True)
     result = daemon_scale.run_one(run_args, args.pods)
@@ -198,7 +211,9 @@ def main() -> None:
     if not all(os.path.exists(path) for path in paths):
         sys.exit("daemon_memory: no snapshot from the daemon")
     snapshots = [tracemalloc.Snapshot.load(path) for path in paths]
-    if args.drift:
+    if args.scraped:
+        report_growth(snapshots[0], snapshots[1], taken[2], taken[3], args.top, args.frames > 1, "over the scrapes")
+    elif args.drift:
         report_growth(snapshots[0], snapshots[1], taken[3], taken[-1], args.top, args.frames > 1)
     else:
         report(snapshots[0], taken[1], args.pods, args.top)
