@@ -25,7 +25,8 @@ After --warmup seconds:
     held, as containerd does); the probe container is removed again (untimed);
   then --scrapes GETs of /metrics: wall ms, daemon CPU ms around each, series (non-comment
     lines), bytes; after each, one GET as Prometheus makes it (OpenMetrics preferred, gzip
-    accepted): its daemon CPU ms ("prom cpu"); /readyz status;
+    accepted): its daemon CPU ms ("prom cpu"); VmRSS after them (what the exporters keep for
+    the next scrape is in it: the RSS of a daemon Prometheus scrapes); /readyz status;
   with --scraped-creates K, another window of K CreateContainer probes while /metrics is
     scraped back to back as Prometheus asks (a render holding the GIL in a worker thread
     whenever a probe comes: the worst case);
@@ -161,6 +162,7 @@ def ratios(full: dict[str, float], floor: dict[str, float]) -> dict[str, float]:
 COLUMNS = (
     ("N", "pods", "%6d"), ("load s", "load_s", "%6.1f"), ("cpu% q", "cpu_pct_quiet", "%6.2f"),
     ("sys% q", "cpu_pct_quiet_system", "%6.2f"), ("loop% q", "cpu_pct_quiet_loop", "%7.2f"), ("cpu% c", "cpu_pct_creates", "%6.2f"), ("RSS0", "rss_start_mib", "%6.1f"), ("RSS1", "rss_end_mib", "%6.1f"),
+    ("RSS2", "rss_scraped_mib", "%6.1f"),
     ("HWM", "hwm_mib", "%6.1f"), ("fds", "fds_max", "%5d"), ("scr ms", "scrape_wall_ms_p50", "%7.1f"),
     ("scr cpu", "scrape_cpu_ms_p50", "%7.1f"), ("prom cpu", "prometheus_scrape_cpu_ms_p50", "%8.1f"), ("series", "series", "%7d"), ("KiB", "body_kib", "%6.0f"),
     ("ready", "readyz", "%5d"), ("cc p50", "create_p50_us", "%7.0f"), ("cc p99", "create_p99_us", "%7.0f"),
@@ -417,7 +419,9 @@ async def scrapes(port: int, pid: int, count: int) -> dict[str, float]:
         await asyncio.to_thread(http_get, url, 10.0, PROMETHEUS_HEADERS)
         prometheus_cpus.append((run_ns(pid) - cpu1) / 1e6)
         await asyncio.sleep(defaults.HTTP_METRICS_REUSE_SECONDS + pauses.uniform(0.5, 1.5))
-    return {**scrape_figures(walls, cpus, body), "prometheus_scrape_cpu_ms_p50": pct(prometheus_cpus, 0.5)}
+    # the RSS a scraped daemon runs at: the exporters keep what they made for the next scrape
+    return {**scrape_figures(walls, cpus, body), "prometheus_scrape_cpu_ms_p50": pct(prometheus_cpus, 0.5),
+            "rss_scraped_mib": rss_kib(pid) / 1024}
 
 
 async def creates_while_scraped(peer: RuntimePeer, pods, port: int, creates: int, seconds: float,
@@ -620,7 +624,7 @@ def main() -> None:
         result = run_one(args, n)
         print(json.dumps(result, sort_keys=True), flush=True)
         results.append(result)
-    print("cpu% q: quiet window (sys% q: its kernel part; loop% q: the event loop thread's part); cpu% c: create window; RSS0/RSS1: VmRSS MiB at quiet start / create end; HWM: VmHWM "
+    print("cpu% q: quiet window (sys% q: its kernel part; loop% q: the event loop thread's part); cpu% c: create window; RSS0/RSS1/RSS2: VmRSS MiB at quiet start / create end / after the scrapes; HWM: VmHWM "
           "MiB; scr: /metrics wall ms p50 and daemon CPU ms; cc: CreateContainer to koordlet us; fl: to the empty "
           "plugin (floor) us; x: ratio")
     print(table(results))

@@ -65,7 +65,7 @@ def test_table_has_a_row_per_result() -> None:
     mid = ProcSample(at=1.0, cpu_s=0.01, system_s=0.0, loop_cpu_s=0.0, rss_kib=1024, hwm_kib=1024, fds=3)
     end = ProcSample(at=2.0, cpu_s=0.02, system_s=0.0, loop_cpu_s=0.0, rss_kib=1024, hwm_kib=1024, fds=3)
     result = {"pods": 7, "load_s": 0.1, **window_figures(start, mid, end), "scrape_wall_ms_p50": 1.0,
-              "scrape_cpu_ms_p50": 1.0, "prometheus_scrape_cpu_ms_p50": 2.0, "series": 5, "body_bytes": 2048, "readyz": 200, "create": lat,
+              "scrape_cpu_ms_p50": 1.0, "prometheus_scrape_cpu_ms_p50": 2.0, "series": 5, "body_bytes": 2048, "rss_scraped_mib": 1.5, "readyz": 200, "create": lat,
               "floor": floor, **ratios(lat, floor)}
     lines = table([result]).splitlines()
     assert len(lines) == 2 and lines[1].split()[0] == "7"
