@@ -11,7 +11,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +27,7 @@ def free_port() -> int:
 class DaemonProcess:
     proc: subprocess.Popen
     port: int
+    _stderr: str | None = field(default=None, repr=False)
 
     def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", headers=headers or {})
@@ -34,7 +35,8 @@ class DaemonProcess:
             with urllib.request.urlopen(request, timeout=5) as response:
                 return response.status, response.read(), _lower(response.headers)
         except urllib.error.HTTPError as exc:
-            return exc.code, exc.read(), _lower(exc.headers)
+            with exc:
+                return exc.code, exc.read(), _lower(exc.headers)
 
     def terminate(self, timeout: float = 60.0) -> tuple[int, float]:
         """SIGTERM, then the exit code and how long it took; `timeout` is a deadline for a busy
@@ -42,15 +44,29 @@ class DaemonProcess:
         start = time.monotonic()
         self.proc.send_signal(signal.SIGTERM)
         try:
-            code = self.proc.wait(timeout=timeout)
+            self._reap(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            self.stop()
             raise AssertionError(f"no exit {timeout} s after SIGTERM: {self.stderr()[-3000:]}") from None
-        return code, time.monotonic() - start
+        return self.proc.returncode, time.monotonic() - start
+
+    def stop(self) -> None:
+        """Kill the daemon if it still runs, reap it and close its pipes (its stderr is kept)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self._reap()
 
     def stderr(self) -> str:
-        return self.proc.stderr.read().decode() if self.proc.stderr else ""
+        """All the daemon wrote to stderr: waits for it to exit, as reading to the end of the pipe did."""
+        return self._reap()
+
+    def _reap(self, timeout: float | None = None) -> str:
+        # communicate drains both pipes while it waits (a daemon blocked on a full pipe would
+        # never exit) and closes them; its output is kept, as the pipes cannot be read twice
+        if self._stderr is None:
+            _, err = self.proc.communicate(timeout=timeout)
+            self._stderr = err.decode() if err else ""
+        return self._stderr
 
 
 # Where a test daemon looks for its runtime unless the test names one: a directory with no
@@ -84,8 +100,13 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def command(args: list[str]) -> list[str]:
+    """The command line that runs the daemon with `args`, isolated from the host's runtime."""
+    return [sys.executable, "-m", "koordlet", *isolated(args)]
+
+
 def spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "koordlet", *isolated(args)], cwd=PROJECT_ROOT,
+    return subprocess.Popen(command(args), cwd=PROJECT_ROOT,
                             env=child_env() if env is None else env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -103,8 +124,8 @@ def start_daemon(state_dir: Path, extra: list[str] = (), wait: float = 10.0,
                 return daemon
         except OSError:
             time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("daemon did not listen in time")
+    daemon.stop()
+    raise RuntimeError(f"daemon did not listen in time: {daemon.stderr()[-3000:]}")
 
 
 def _lower(headers) -> dict[str, str]:

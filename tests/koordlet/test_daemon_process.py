@@ -8,16 +8,14 @@ import subprocess
 
 import pytest
 
-from tests.koordlet.daemon_process import NO_RUNTIME_DIR, free_port, spawn, start_daemon
+from tests.koordlet.daemon_process import NO_RUNTIME_DIR, command, free_port, spawn, start_daemon
 
 
 @pytest.fixture
 def daemon(tmp_path):
     proc = start_daemon(tmp_path / "state")
     yield proc
-    if proc.proc.poll() is None:
-        proc.proc.kill()
-        proc.proc.wait()
+    proc.stop()
 
 
 def test_metrics_serves_build_start_and_process_metrics(daemon):
@@ -107,7 +105,7 @@ def test_help_documents_every_flag_and_gate():
     from koordlet.config.option import declared
     from koordlet.daemon.cli import SECTIONS
 
-    out = subprocess.run(spawn(["--help"]).args, capture_output=True, text=True, timeout=15,
+    out = subprocess.run(command(["--help"]), capture_output=True, text=True, timeout=15,
                          env=spawn_env(), cwd=project_root())
     assert out.returncode == 0
     flags = [item.flag for section in BUILT_IN + SECTIONS for item in declared(section)]
@@ -142,8 +140,7 @@ def test_systemd_is_told_ready_once_started(tmp_path, monkeypatch):
             daemon.terminate()
             assert receiver.recv(64) == b"STOPPING=1"
         finally:
-            if daemon.proc.poll() is None:
-                daemon.proc.kill()
+            daemon.stop()
 
 
 def test_gc_policy_is_applied_once_every_module_started(tmp_path):

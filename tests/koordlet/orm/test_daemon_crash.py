@@ -70,7 +70,7 @@ async def test_allocations_survive_kill_9_of_the_daemon(tmp_path, socket_path) -
         assert await until(lambda: _at_least(acked, 6))
         os.kill(daemon.proc.pid, signal.SIGKILL)
         killed.set()
-        await asyncio.to_thread(daemon.proc.wait)
+        await asyncio.to_thread(daemon.stop)
         await runner
         assert all(cpus and 0 not in parse_cpuset(cpus) for cpus in acked.values())
         gone_uid = sorted(acked)[0]
@@ -91,6 +91,7 @@ async def test_allocations_survive_kill_9_of_the_daemon(tmp_path, socket_path) -
     finally:
         if daemon.proc.poll() is None:
             await asyncio.to_thread(daemon.terminate)
+        daemon.stop()
         await peer.stop()
 
 
