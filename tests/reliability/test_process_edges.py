@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 
 import pytest
 
@@ -79,10 +81,18 @@ def test_a_port_in_use_is_found_before_any_module_starts(tmp_path):
     assert "module_started" not in result.stderr
 
 
-def spawn(tmp_path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "koordlet", *base(tmp_path, *extra)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
-                            env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
+@contextmanager
+def running(tmp_path, *extra: str) -> Iterator[subprocess.Popen]:
+    """The daemon with its output piped; on the way out killed if it still runs, reaped, its
+    pipes closed."""
+    with subprocess.Popen([sys.executable, "-m", "koordlet", *base(tmp_path, *extra)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))) as proc:
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
 
 
 def wait_for_line(proc: subprocess.Popen, event: str, deadline_s: float = 60) -> dict:
@@ -102,38 +112,30 @@ def wait_for_line(proc: subprocess.Popen, event: str, deadline_s: float = 60) ->
 
 
 def test_a_second_daemon_on_the_same_state_dir_exits_2(tmp_path):
-    first = spawn(tmp_path)
-    try:
+    with running(tmp_path) as first:
         wait_for_line(first, "daemon_started")
         one_line_exit_2(koordlet(*base(tmp_path)), "another koordlet")
-    finally:
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=30)
 
 
 def test_sighup_is_logged_and_the_daemon_carries_on_then_sigterm_with_clients_is_quiet(tmp_path):
-    proc = spawn(tmp_path)
-    try:
+    with running(tmp_path) as proc, ExitStack() as clients:
         started = wait_for_line(proc, "http_listening")
         wait_for_line(proc, "daemon_started")
         proc.send_signal(signal.SIGHUP)
         wait_for_line(proc, "hangup_signal_received")
         assert proc.poll() is None
         host, port = started["addr"][0]
-        clients = []
         for _ in range(50):
-            client = socket.create_connection((host, port))
+            client = clients.enter_context(socket.create_connection((host, port)))
             client.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")  # keep-alive, held open
-            clients.append(client)
         proc.send_signal(signal.SIGTERM)
         _, rest = proc.communicate(timeout=30)
         assert proc.returncode == 0
         assert "Traceback" not in rest and "CancelledError" not in rest
         for line in rest.splitlines():
             json.loads(line)  # every line, the stdlib's too, is one structured event
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 # The daemon with one change: it sends itself SIGTERM as the last step of being built, the
