@@ -82,6 +82,7 @@ def test_quota_throttles_a_busy_cgroup(v1):
     finally:
         busy.kill()
         busy.wait(timeout=60)
+        busy.stdout.close()
     after = reader.throttling(name)
     assert after.nr_periods >= 3 and after.nr_throttled >= 1 and after.throttled_ns > 0
     assert 0 < after.ratio <= 1
@@ -113,6 +114,7 @@ def test_working_set_counts_anonymous_memory_held(v1):
     finally:
         proc.kill()
         proc.wait()
+        proc.stdout.close()
         reader.close()
 
 
@@ -127,6 +129,7 @@ def test_cpu_pressure_rises_with_more_busy_processes_than_cpus(v1):
     procs = [_join_and_run([unified / name / "cgroup.procs"], BUSY, "1.0") for _ in range(4)]
     for proc in procs:
         proc.wait(timeout=60)
+        proc.stdout.close()
     after = reader.psi(name, "cpu")
     # 4 runnable tasks on at most 2 CPUs: some task waited for a CPU most of the time
     assert after.some.total_us - before > 100_000

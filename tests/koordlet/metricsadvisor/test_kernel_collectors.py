@@ -74,6 +74,7 @@ class Sandbox:
             for child in children:
                 child.kill()
                 child.wait(timeout=10)
+                child.stdout.close()
 
 
 @pytest.fixture
