@@ -66,7 +66,8 @@ class Prometheus:
             with urllib.request.urlopen(url, timeout=10) as response:
                 return json.load(response)
         except urllib.error.HTTPError as exc:  # a bad query answers 400 with the error in JSON
-            return json.load(exc)
+            with exc:
+                return json.load(exc)
 
     def scalar(self, query: str) -> float:
         result = self.api("query", query=query).get("data", {}).get("result", [])
@@ -126,6 +127,7 @@ def serving(runtime: FakeRuntime, socket: Path) -> Iterator[None]:
         asyncio.run_coroutine_threadsafe(server.stop(None), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        loop.close()
 
 
 @contextmanager
@@ -137,10 +139,11 @@ def prometheus_scraping(target_port: int, workdir: Path) -> Iterator[Prometheus]
                             "static_configs": [{"targets": ["127.0.0.1:%d" % target_port]}]}],
     }))
     port = free_port()
-    proc = subprocess.Popen([prometheus_binary() or "prometheus", "--config.file", str(config),
-                             "--storage.tsdb.path", str(workdir / "tsdb"),
-                             "--web.listen-address", "127.0.0.1:%d" % port],
-                            stdout=subprocess.DEVNULL, stderr=(workdir / "prometheus.log").open("wb"))
+    with (workdir / "prometheus.log").open("wb") as log:  # the child writes to its own copy
+        proc = subprocess.Popen([prometheus_binary() or "prometheus", "--config.file", str(config),
+                                 "--storage.tsdb.path", str(workdir / "tsdb"),
+                                 "--web.listen-address", "127.0.0.1:%d" % port],
+                                stdout=subprocess.DEVNULL, stderr=log)
     try:
         wait_for(lambda: _ready(port, proc), 60, "Prometheus to be ready")
         yield Prometheus(proc, port)
