@@ -48,6 +48,8 @@ def test_allocations_survive_kill_9_mid_stream(tmp_path, kill_after) -> None:
             released.add(uid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    proc.stdin.close()  # flushed above: nothing is left to write to the dead child
+    proc.stdout.close()
 
     restarted = child(tmp_path, "dump", *sent)
     out, _ = restarted.communicate(timeout=30)
