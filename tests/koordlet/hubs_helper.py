@@ -3,15 +3,20 @@ replaced by what a test needs (a StaticStates, a fed metric store...)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from prometheus_client import CollectorRegistry
 
+from koordlet.agent import AgentSpec
+from koordlet.agents import AGENTS
 from koordlet.config import Config
-from koordlet.daemon.wiring import build_hubs, host_of
+from koordlet.daemon.lifecycle import Daemon
+from koordlet.daemon.wiring import build_daemon, build_hubs, host_of
 from koordlet.hubs import Hubs
-from koordlet.server.http_endpoint import RouteHandler
+from koordlet.server.http_endpoint import HttpEndpoint, RouteHandler
 from koordlet.util.host_facts import HostFacts
 from system.file_io import KeptFdPool
 from tests.koordlet.daemon_process import no_runtime_nri_socket
@@ -45,6 +50,20 @@ def hubs_for(config: Config, *, facts: HostFacts | None = None, registry: Collec
                       facts=facts if facts is not None else HostFacts(host_of(config)),
                       fd_pool=KeptFdPool(max_open=64))
     return replace(hubs, **replaced) if replaced else hubs
+
+
+@contextmanager
+def built_daemon(config: Config, agents: Iterable[AgentSpec] = AGENTS) -> Iterator[Daemon]:
+    """build_daemon's daemon, never started, for a test that looks at how it was put together.
+    build_daemon binds the HTTP port; HttpEndpoint.stop() closes only a port it served on, so
+    the bound socket is closed here on the way out."""
+    daemon = build_daemon(config, agents)
+    try:
+        yield daemon
+    finally:
+        for module in daemon._modules:
+            if isinstance(module, HttpEndpoint) and module._sock is not None:
+                module._sock.close()
 
 
 def config_of(**values: Any) -> Config:

@@ -76,8 +76,8 @@ async def test_sigterm_stops_the_daemon_and_a_hung_module_cannot_hold_it():
 def test_hub_modules_start_before_the_agents_and_http_last(tmp_path):
     from koordlet.agent import AgentSpec, Built
     from koordlet.daemon.cli import parse_args
-    from koordlet.daemon.wiring import build_daemon
     from koordlet.ports import Ports
+    from tests.koordlet.hubs_helper import built_daemon
 
     seen_hubs = []
 
@@ -105,9 +105,9 @@ def test_hub_modules_start_before_the_agents_and_http_last(tmp_path):
     agents = [AgentSpec("provider", lambda c: True, provider), AgentSpec("off", lambda c: False, reader),
               AgentSpec("reader", lambda c: True, reader)]
     config = parse_args(["--addr", "127.0.0.1:0", "--state-dir", str(tmp_path)])
-    daemon = build_daemon(config, agents)
-    # none started yet, in start order: hubs' modules, enabled agents in registry order, http
-    assert daemon.readiness().not_ready == ("resourceexecutor", "metriccache", "provider", "reader", "http")
+    with built_daemon(config, agents) as daemon:
+        # none started yet, in start order: hubs' modules, enabled agents in registry order, http
+        assert daemon.readiness().not_ready == ("resourceexecutor", "metriccache", "provider", "reader", "http")
     first, second = seen_hubs
     assert first.config is config and second.states is first.states  # one hub, shared
     assert second.ports.admitter is offered and first.ports.admitter is not offered

@@ -6,7 +6,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from koordlet.agents import AGENTS
-from koordlet.daemon.wiring import build_daemon
 from koordlet.metriccache.api import Metric, SeriesKey
 from koordlet.metriccache.store import MetricStore
 from koordlet.metricsadvisor.agent import SPEC, collectors_for
@@ -14,7 +13,7 @@ from koordlet.metricsadvisor.collectors.pod_resource import PodResourceCollector
 from koordlet.metricsadvisor.collectors.psi import PSICollector
 from koordlet.metricsadvisor.module import MetricsAdvisorModule
 from koordlet.util.host_facts import HostFacts
-from tests.koordlet.hubs_helper import config_of
+from tests.koordlet.hubs_helper import built_daemon, config_of
 from tests.koordlet.metricsadvisor.fixtures import fake_node, make_pod
 from tests.polling import until
 from tests.system.fake_trees import set_cgroup_file
@@ -88,8 +87,8 @@ def test_container_psi_is_read_only_for_the_container_series():
 
 def test_the_metric_cache_starts_before_the_advisor(tmp_path: Path):
     assert SPEC in AGENTS
-    daemon = build_daemon(config_of(state_dir=tmp_path, addr="127.0.0.1:0"))
-    names = [m.name for m in daemon._modules]
+    with built_daemon(config_of(state_dir=tmp_path, addr="127.0.0.1:0")) as daemon:
+        names = [m.name for m in daemon._modules]
     assert names.index("metriccache") < names.index("metricsadvisor") < names.index("http")
 
 

@@ -30,7 +30,7 @@ from koordlet.util.host_facts import HostFacts
 from koordlet.util.steps import PODS_PER_STEP
 from koordlet.util.token_bucket import TokenBucket
 from system.host import Host
-from tests.koordlet.hubs_helper import config_of, hubs_for
+from tests.koordlet.hubs_helper import built_daemon, config_of, hubs_for
 from tests.koordlet.reporter.fixtures import GI, NOW, crd_schema, node_samples, pod, pod_samples, store
 from tests.polling import LoopTurns, until
 
@@ -325,11 +325,10 @@ async def test_a_host_without_proc_and_sys_still_reports_with_the_node_allocatab
 
 def test_the_daemon_starts_the_reporter_after_the_metric_cache_and_before_http(tmp_path):
     from koordlet.agents import AGENTS
-    from koordlet.daemon.wiring import build_daemon
 
     assert REPORTER in AGENTS
-    daemon = build_daemon(config_of(state_dir=tmp_path, addr="127.0.0.1:0", node_name="node-1"))
-    names = [m.name for m in daemon._modules]
+    with built_daemon(config_of(state_dir=tmp_path, addr="127.0.0.1:0", node_name="node-1")) as daemon:
+        names = [m.name for m in daemon._modules]
     assert names.index("metriccache") < names.index("reports") < names.index("http")
 
 
