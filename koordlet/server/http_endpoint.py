@@ -193,9 +193,16 @@ class HttpEndpoint:
         self._server = await asyncio.start_server(self._serve_connection, sock=self._sock)
         log.info("http_listening", addr=[s.getsockname()[:2] for s in self._server.sockets])
 
+    def unbind(self) -> None:
+        """Let go of an address bound and never served (the daemon built, not started)."""
+        if self._server is None and self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
     async def stop(self) -> None:
         """Stop listening and close every client connection (their tasks end quietly)."""
         if self._server is None:
+            self.unbind()
             return
         self._server.close()
         for task in list(self._connections):

@@ -54,16 +54,15 @@ def hubs_for(config: Config, *, facts: HostFacts | None = None, registry: Collec
 
 @contextmanager
 def built_daemon(config: Config, agents: Iterable[AgentSpec] = AGENTS) -> Iterator[Daemon]:
-    """build_daemon's daemon, never started, for a test that looks at how it was put together.
-    build_daemon binds the HTTP port; HttpEndpoint.stop() closes only a port it served on, so
-    the bound socket is closed here on the way out."""
+    """build_daemon's daemon, never started, for a test that looks at how it was put together;
+    the HTTP port build_daemon bound is let go on the way out."""
     daemon = build_daemon(config, agents)
     try:
         yield daemon
     finally:
         for module in daemon._modules:
-            if isinstance(module, HttpEndpoint) and module._sock is not None:
-                module._sock.close()
+            if isinstance(module, HttpEndpoint):
+                module.unbind()
 
 
 def config_of(**values: Any) -> Config:

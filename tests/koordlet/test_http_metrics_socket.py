@@ -99,3 +99,16 @@ async def test_scrapes_at_once_share_one_render_and_another_kind_renders_its_own
         assert calls == 2
     finally:
         await endpoint.stop()
+
+
+async def test_an_address_bound_and_never_served_is_let_go_at_stop():
+    endpoint = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), lambda: Readiness(()))
+    endpoint.bind()  # as the daemon's build does, before any module starts
+    port = endpoint.bound_port
+    assert port is not None
+    await endpoint.stop()  # a start that failed in another module: this one never served
+    assert endpoint.bound_port is None
+    again = HttpEndpoint("127.0.0.1", port, CollectorRegistry(), lambda: Readiness(()))
+    again.bind()  # the port is free again (a listening socket left open would refuse this)
+    again.unbind()
+    assert again.bound_port is None
