@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 from koordlet.metriccache.api import Metric, Sample, SeriesKey
@@ -15,7 +16,7 @@ KEY = SeriesKey.of(Metric.NODE_MEMORY_USAGE_BYTES)
 
 
 def _rows_on_disk(state_dir: Path) -> int:
-    with sqlite3.connect(state_dir / DB_FILE_NAME) as db:
+    with closing(sqlite3.connect(state_dir / DB_FILE_NAME)) as db, db:
         return int(db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -322,12 +323,12 @@ def test_a_series_forgotten_and_made_again_gets_none_of_its_old_samples(tmp_path
     assert reopened.expire_on_disk() == 0  # younger than 60 s
     assert reopened.expire_on_disk(T0 + 65) == 5  # the forgotten series' rows (T0..T0+4), not the new ones
     reopened.close()
-    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:
+    with closing(sqlite3.connect(tmp_path / DB_FILE_NAME)) as db, db:
         assert db.execute("SELECT count(*), sum(value) FROM samples").fetchone() == (3, 6.0)
 
 
 def test_a_file_of_schema_1_is_brought_to_the_current_one_with_its_samples(tmp_path: Path):
-    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:  # what koordlet-py wrote before schema 2
+    with closing(sqlite3.connect(tmp_path / DB_FILE_NAME)) as db, db:  # what koordlet-py wrote before schema 2
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         db.execute("INSERT INTO meta VALUES ('schema', '1')")
         db.execute("CREATE TABLE series (id INTEGER PRIMARY KEY, metric TEXT NOT NULL, pod_uid TEXT NOT NULL,"
@@ -346,7 +347,7 @@ def test_a_file_of_schema_1_is_brought_to_the_current_one_with_its_samples(tmp_p
     after = reopened.aggregate(NODE_CPU, T0, T0 + 10, min_coverage=0)
     assert (after.count, after.first_timestamp, after.last) == (5, T0, 4.0)
     reopened.close()
-    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:
+    with closing(sqlite3.connect(tmp_path / DB_FILE_NAME)) as db, db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
         assert db.execute("SELECT count(*) FROM series").fetchone() == (1,)
 
@@ -420,7 +421,7 @@ def test_a_corrupt_file_is_a_clear_error(tmp_path: Path):
 
 def test_a_newer_schema_is_refused(tmp_path: Path):
     MetricStore.open(tmp_path).close()
-    with sqlite3.connect(tmp_path / DB_FILE_NAME) as db:
+    with closing(sqlite3.connect(tmp_path / DB_FILE_NAME)) as db, db:
         db.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
     with pytest.raises(PersistenceError, match="schema version 99"):
         MetricStore.open(tmp_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,6 @@ def test_live_scrape_has_node_usage_and_passes_promtool(tmp_path: Path):
     finally:
         code, _ = daemon.terminate()
     assert code == 0
-    with sqlite3.connect(tmp_path / "metric-cache.sqlite") as db:
+    with closing(sqlite3.connect(tmp_path / "metric-cache.sqlite")) as db, db:
         (rows,) = db.execute("SELECT count(*) FROM samples").fetchone()
     assert rows >= 1  # node memory at least: flushed at stop
