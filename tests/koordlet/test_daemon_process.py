@@ -8,7 +8,15 @@ import subprocess
 
 import pytest
 
-from tests.koordlet.daemon_process import NO_RUNTIME_DIR, command, free_port, spawn, start_daemon
+from tests.koordlet.daemon_process import (
+    NO_RUNTIME_DIR,
+    PROJECT_ROOT,
+    child_env,
+    command,
+    free_port,
+    spawn,
+    start_daemon,
+)
 
 
 @pytest.fixture
@@ -106,7 +114,7 @@ def test_help_documents_every_flag_and_gate():
     from koordlet.daemon.cli import SECTIONS
 
     out = subprocess.run(command(["--help"]), capture_output=True, text=True, timeout=15,
-                         env=spawn_env(), cwd=project_root())
+                         env=child_env(), cwd=PROJECT_ROOT)
     assert out.returncode == 0
     flags = [item.flag for section in BUILT_IN + SECTIONS for item in declared(section)]
     assert len(flags) > 60
@@ -114,18 +122,6 @@ def test_help_documents_every_flag_and_gate():
         assert f"--{flag}" in out.stdout
     for name, spec in SPECS.items():
         assert f"{name}={str(spec.default).lower()}" in out.stdout
-
-
-def spawn_env():
-    import os
-
-    from tests.koordlet.daemon_process import PROJECT_ROOT
-    return dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
-
-
-def project_root():
-    from tests.koordlet.daemon_process import PROJECT_ROOT
-    return PROJECT_ROOT
 
 
 def test_systemd_is_told_ready_once_started(tmp_path, monkeypatch):

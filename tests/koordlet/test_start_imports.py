@@ -9,7 +9,7 @@ import urllib.request
 
 from koordlet.daemon.cli import parse_args
 from koordlet.qosmanager.agent import STRATEGIES, strategies_for
-from tests.koordlet.daemon_process import PROJECT_ROOT, child_env, free_port, isolated
+from tests.koordlet.daemon_process import PROJECT_ROOT, child_env, command, free_port
 
 # the daemon's entry modules and its default agents' build, as koordlet.__main__ runs them
 # (the agents are only selected here: building them needs a host)
@@ -87,10 +87,9 @@ UNUSED = (
 def test_serving_metrics_leaves_unused_modules_unimported(tmp_path):
     port = free_port()
     env = child_env(PYTHONPROFILEIMPORTTIME="1")  # each import on stderr (a file: the listing is long)
-    command = [sys.executable, "-m", "koordlet", *isolated(["--addr", "127.0.0.1:%d" % port,
-                                                             "--state-dir", str(tmp_path / "state")])]
+    daemon = command(["--addr", "127.0.0.1:%d" % port, "--state-dir", str(tmp_path / "state")])
     with open(tmp_path / "stderr", "wb") as stderr:
-        proc = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        proc = subprocess.Popen(daemon, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
         try:
             bodies = [scrape(proc, port, accept) for accept in ("text/plain", "application/openmetrics-text")]
         finally:

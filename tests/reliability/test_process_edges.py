@@ -16,7 +16,7 @@ from contextlib import ExitStack, contextmanager
 
 import pytest
 
-from tests.koordlet.daemon_process import PROJECT_ROOT, isolated
+from tests.koordlet.daemon_process import PROJECT_ROOT, child_env, isolated
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ WITH_NOFILE = ("import os, resource, sys; limit = int(sys.argv[1]); "
 def koordlet(*args: str, nofile: int | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     launcher = [] if nofile is None else ["-c", WITH_NOFILE, str(nofile)]
     return subprocess.run([sys.executable, *launcher, "-m", "koordlet", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=PROJECT_ROOT, env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
+                          timeout=timeout, cwd=PROJECT_ROOT, env=child_env())
 
 
 def base(tmp_path, *extra: str) -> list[str]:
@@ -87,7 +87,7 @@ def running(tmp_path, *extra: str) -> Iterator[subprocess.Popen]:
     pipes closed."""
     with subprocess.Popen([sys.executable, "-m", "koordlet", *base(tmp_path, *extra)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))) as proc:
+                          env=child_env()) as proc:
         try:
             yield proc
         finally:
@@ -157,7 +157,7 @@ sys.exit(main(sys.argv[1:]))
 def test_sigterm_that_arrives_while_the_daemon_is_built_stops_it(tmp_path):
     result = subprocess.run([sys.executable, "-c", _SIGNAL_DURING_BUILD, *base(tmp_path)], capture_output=True,
                             text=True, timeout=60, cwd=PROJECT_ROOT,
-                            env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
+                            env=child_env())
     assert result.returncode == 0, result.stderr[-2000:]
     events = [json.loads(line)["event"] for line in result.stderr.splitlines()]
     assert "stop_signal_received" in events and "koordlet_exiting" in events
